@@ -1,0 +1,293 @@
+package rtfs
+
+// Combined allocations for the hottest small values: an array-map and the
+// slice of its entries, or a vector and its tail, live in one allocation
+// (one malloc instead of two per map literal, assoc or conj). The slices
+// never grow in place; every update copies, so sharing stays safe.
+
+type mapBox1 struct {
+	m Map
+	a [2]Value
+}
+
+type mapBox2 struct {
+	m Map
+	a [4]Value
+}
+
+type mapBox3 struct {
+	m Map
+	a [6]Value
+}
+
+type mapBox4 struct {
+	m Map
+	a [8]Value
+}
+
+type mapBox5 struct {
+	m Map
+	a [10]Value
+}
+
+type mapBox6 struct {
+	m Map
+	a [12]Value
+}
+
+type mapBox7 struct {
+	m Map
+	a [14]Value
+}
+
+type mapBox8 struct {
+	m Map
+	a [16]Value
+}
+
+// newArrayMap returns an array-map of 1 <= n <= arrayMapMax entries whose
+// kvs (len and cap 2n) the caller fills before publishing the map. Each
+// size has a box of its own: with a 48-byte header and 16-byte entries the
+// boxes of 1 to 6 entries fill their malloc size classes exactly (80, 112,
+// ..., 240 bytes), so a map pays for no unused slots (a 6-entry map took a
+// 320-byte box sized for 8 before).
+func newArrayMap(n int) *Map {
+	var m *Map
+	switch n {
+	case 1:
+		b := &mapBox1{}
+		m = &b.m
+		m.kvs = b.a[:]
+	case 2:
+		b := &mapBox2{}
+		m = &b.m
+		m.kvs = b.a[:]
+	case 3:
+		b := &mapBox3{}
+		m = &b.m
+		m.kvs = b.a[:]
+	case 4:
+		b := &mapBox4{}
+		m = &b.m
+		m.kvs = b.a[:]
+	case 5:
+		b := &mapBox5{}
+		m = &b.m
+		m.kvs = b.a[:]
+	case 6:
+		b := &mapBox6{}
+		m = &b.m
+		m.kvs = b.a[:]
+	case 7:
+		b := &mapBox7{}
+		m = &b.m
+		m.kvs = b.a[:]
+	default:
+		b := &mapBox8{}
+		m = &b.m
+		m.kvs = b.a[:2*n]
+	}
+	m.n = n
+	return m
+}
+
+type vecBox2 struct {
+	v Vector
+	a [2]Value
+}
+
+type vecBox4 struct {
+	v Vector
+	a [4]Value
+}
+
+type vecBox8 struct {
+	v Vector
+	a [8]Value
+}
+
+type vecBox12 struct {
+	v Vector
+	a [12]Value
+}
+
+type vecBox16 struct {
+	v Vector
+	a [16]Value
+}
+
+type vecBox20 struct {
+	v Vector
+	a [20]Value
+}
+
+type vecBox24 struct {
+	v Vector
+	a [24]Value
+}
+
+type vecBox28 struct {
+	v Vector
+	a [28]Value
+}
+
+type vecBox32 struct {
+	v Vector
+	a [32]Value
+}
+
+// newVectorTail returns a vector header and a tail of length n (1..32)
+// allocated together; the caller fills both before publishing. The size
+// classes keep the waste under a quarter of the tail.
+func newVectorTail(n int) *Vector {
+	var v *Vector
+	switch {
+	case n <= 2:
+		b := &vecBox2{}
+		v = &b.v
+		v.tail = b.a[:n:n]
+	case n <= 4:
+		b := &vecBox4{}
+		v = &b.v
+		v.tail = b.a[:n:n]
+	case n <= 8:
+		b := &vecBox8{}
+		v = &b.v
+		v.tail = b.a[:n:n]
+	case n <= 12:
+		b := &vecBox12{}
+		v = &b.v
+		v.tail = b.a[:n:n]
+	case n <= 16:
+		b := &vecBox16{}
+		v = &b.v
+		v.tail = b.a[:n:n]
+	case n <= 20:
+		b := &vecBox20{}
+		v = &b.v
+		v.tail = b.a[:n:n]
+	case n <= 24:
+		b := &vecBox24{}
+		v = &b.v
+		v.tail = b.a[:n:n]
+	case n <= 28:
+		b := &vecBox28{}
+		v = &b.v
+		v.tail = b.a[:n:n]
+	default:
+		b := &vecBox32{}
+		v = &b.v
+		v.tail = b.a[:n:n]
+	}
+	return v
+}
+
+// vectorCopy returns a vector of a copy of elems: one allocation up to 32
+// elements.
+func vectorCopy(elems []Value) *Vector {
+	n := len(elems)
+	if n == 0 {
+		return emptyVector
+	}
+	if n > vwidth {
+		return vectorOwned(append([]Value(nil), elems...))
+	}
+	v := newVectorTail(n)
+	copy(v.tail, elems)
+	v.cnt, v.shift, v.root = n, vbits, emptyVNode
+	return v
+}
+
+// vnodeBox holds an interior trie node and room for all its children.
+type vnodeBox struct {
+	n vnode
+	k [vwidth]*vnode
+}
+
+// newInterior returns an interior node with n children (to fill) in one
+// allocation.
+func newInterior(n int) *vnode {
+	b := &vnodeBox{}
+	b.n.kids = b.k[:n:n]
+	return &b.n
+}
+
+// leafBox holds a trie leaf and its 32 values.
+type leafBox struct {
+	n vnode
+	a [vwidth]Value
+}
+
+// newLeafCopy returns a leaf holding a copy of vals in one allocation.
+func newLeafCopy(vals []Value) *vnode {
+	b := &leafBox{}
+	b.n.vals = b.a[:len(vals):len(vals)]
+	copy(b.n.vals, vals)
+	return &b.n
+}
+
+type hnodeBox1 struct {
+	n hnode
+	e [1]hentry
+}
+
+type hnodeBox2 struct {
+	n hnode
+	e [2]hentry
+}
+
+type hnodeBox4 struct {
+	n hnode
+	e [4]hentry
+}
+
+type hnodeBox8 struct {
+	n hnode
+	e [8]hentry
+}
+
+type hnodeBox16 struct {
+	n hnode
+	e [16]hentry
+}
+
+type hnodeBox32 struct {
+	n hnode
+	e [32]hentry
+}
+
+// newHNode returns a trie node with n (1..32 for bitmap nodes, any for
+// collision nodes) entries to fill, allocated with its entries.
+func newHNode(n int, bitmap uint32, coll bool) *hnode {
+	var node *hnode
+	switch {
+	case n > 32:
+		node = &hnode{entries: make([]hentry, n)}
+	case n <= 1:
+		b := &hnodeBox1{}
+		node = &b.n
+		node.entries = b.e[:n:n]
+	case n <= 2:
+		b := &hnodeBox2{}
+		node = &b.n
+		node.entries = b.e[:n:n]
+	case n <= 4:
+		b := &hnodeBox4{}
+		node = &b.n
+		node.entries = b.e[:n:n]
+	case n <= 8:
+		b := &hnodeBox8{}
+		node = &b.n
+		node.entries = b.e[:n:n]
+	case n <= 16:
+		b := &hnodeBox16{}
+		node = &b.n
+		node.entries = b.e[:n:n]
+	default:
+		b := &hnodeBox32{}
+		node = &b.n
+		node.entries = b.e[:n:n]
+	}
+	node.bitmap, node.coll = bitmap, coll
+	return node
+}

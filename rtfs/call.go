@@ -1,0 +1,205 @@
+package rtfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rtfshost/rtfshost/rtfs/syntax"
+)
+
+// An Outcome is the result of Run, Call, Resume or ResumeError. If Call is
+// non-nil the VM suspended at (call :capability args...): the host performs
+// the call and continues with Resume or ResumeError on Continuation.
+// Otherwise Value is the result. Globals is the snapshot of the program's
+// global variables at that moment.
+type Outcome struct {
+	// Value is the result of a run that finished; nil (the Go nil, not
+	// rtfs.Nil) while the run is suspended.
+	Value Value
+	// Call is the host call the run suspended at, nil if it finished. The
+	// host owns it.
+	Call *HostCall
+	// Continuation resumes a suspended run (with Resume or ResumeError, on
+	// any Thread); nil if the run finished. It is immutable and may be
+	// marshaled, kept and resumed more than once.
+	Continuation *Continuation
+	// Globals is the snapshot of the program's global variables when the
+	// run finished or suspended; pass it to Thread.Call to call the
+	// program's functions. Immutable; safe to share between goroutines.
+	Globals *Globals
+}
+
+// A HostCall is the request of a suspended (call :capability args...).
+type HostCall struct {
+	// Capability is the capability id without the colon, e.g. "mcp.stream.start".
+	Capability string
+	// Args are the call's arguments; the host owns the slice.
+	Args []Value
+	// Pos is the position of the call in the program's source.
+	Pos syntax.Pos
+}
+
+// Run runs a program's top level on th. Each Run starts with the program's
+// fresh globals.
+func (th *Thread) Run(ctx context.Context, p *Program) (out Outcome, err error) {
+	if p == nil {
+		return Outcome{}, errors.New("rtfs: Run: nil program")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = th.panicked(r)
+		}
+	}()
+	th.start(ctx, p)
+	th.globals = append([]Value(nil), p.init...)
+	th.gsnap = nil
+	th.ensureStack(1)
+	th.stack[0] = p.toplevel.static
+	th.sp = 1
+	if err := th.pushFrame(th.stack[0].(*Closure), 0); err != nil {
+		return Outcome{}, th.fail(err)
+	}
+	return th.finish(th.run(nil))
+}
+
+// Call calls fn (a function value of g's program or of a program with the
+// same Hash, a core function, a keyword...) with args, using the global
+// variables g. It copies args onto the VM stack and does not retain the
+// slice; a Go nil argument counts as Nil. On the hot path (a warm Thread, a
+// closure that builds nothing) it does not allocate.
+func (th *Thread) Call(ctx context.Context, g *Globals, fn Value, args ...Value) (out Outcome, err error) {
+	if g == nil {
+		return Outcome{}, errors.New("rtfs: Call: nil globals")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = th.panicked(r)
+		}
+	}()
+	if cl, ok := fn.(*Closure); ok && cl.fn.prog != nil && cl.fn.prog.hash != g.prog.hash {
+		return Outcome{}, fmt.Errorf("rtfs: Call: function %s belongs to program %s, globals to %s",
+			fnName(cl.fn), cl.fn.prog.name, g.prog.name)
+	}
+	th.start(ctx, g.prog)
+	th.globals, th.gsnap = g.values, g
+	n := len(args)
+	th.ensureStack(n + 1)
+	th.stack[0] = fn
+	for i, a := range args {
+		if a == nil {
+			a = Nil // a Go nil counts as RTFS nil
+		}
+		th.stack[1+i] = a
+	}
+	th.sp = n + 1
+	cl, ok := fn.(*Closure)
+	if !ok {
+		if err := th.callValue(n); err != nil {
+			return Outcome{}, th.fail(err)
+		}
+		v := th.stack[0]
+		th.clearStack()
+		return Outcome{Value: v, Globals: g}, nil
+	}
+	if err := th.pushFrame(cl, n); err != nil {
+		return Outcome{}, th.fail(err)
+	}
+	return th.finish(th.run(nil))
+}
+
+// Resume continues a suspended run, with v as the result of its host call.
+// A Continuation may be resumed any number of times, on any Thread.
+func (th *Thread) Resume(ctx context.Context, k *Continuation, v Value) (out Outcome, err error) {
+	if k == nil {
+		return Outcome{}, errors.New("rtfs: Resume: nil continuation")
+	}
+	if v == nil {
+		v = Nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = th.panicked(r)
+		}
+	}()
+	th.restore(ctx, k)
+	th.stack[th.sp] = v
+	th.sp++
+	return th.finish(th.run(nil))
+}
+
+// ResumeError continues a suspended run by raising err at its host call. RTFS
+// code sees it as an error map {:type :error :message "cap: msg" :capability
+// "cap"}; if nothing catches it, the returned *EvalError unwraps to err.
+func (th *Thread) ResumeError(ctx context.Context, k *Continuation, err error) (out Outcome, rerr error) {
+	if k == nil {
+		return Outcome{}, errors.New("rtfs: ResumeError: nil continuation")
+	}
+	if err == nil {
+		err = errors.New("unknown host error")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			rerr = th.panicked(r)
+		}
+	}()
+	th.restore(ctx, k)
+	return th.finish(th.run(&hostError{err: err, cap: k.call.Capability}))
+}
+
+func (th *Thread) start(ctx context.Context, p *Program) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	th.ctx, th.done, th.prog = ctx, ctx.Done(), p
+	th.steps, th.nextCheck, th.call = 0, 0, nil
+	th.sp = 0
+	th.frames = th.frames[:0]
+	th.handlers = th.handlers[:0]
+}
+
+// fail turns an error raised before the run loop started into an EvalError.
+func (th *Thread) fail(err error) error {
+	ee, _ := th.evalError(err)
+	th.resetStacks()
+	return ee
+}
+
+// finish builds the Outcome of a run that returned or suspended.
+func (th *Thread) finish(v Value, err error) (Outcome, error) {
+	if err != nil {
+		th.globals, th.gsnap = nil, nil
+		th.ctx, th.done = nil, nil
+		return Outcome{}, err
+	}
+	g := th.snapshot()
+	if th.call == nil {
+		th.clearStack()
+		th.ctx, th.done = nil, nil
+		return Outcome{Value: v, Globals: g}, nil
+	}
+	k := th.capture(g)
+	call := th.call
+	th.call = nil
+	th.resetStacks()
+	th.ctx, th.done = nil, nil
+	return Outcome{Call: call, Continuation: k, Globals: g}, nil
+}
+
+// snapshot returns the current globals as an immutable Globals; later
+// writes copy them first.
+func (th *Thread) snapshot() *Globals {
+	if th.gsnap == nil {
+		th.gsnap = &Globals{prog: th.prog, values: th.globals}
+	}
+	return th.gsnap
+}
+
+// panicked turns a Go panic inside the VM (a bug) into an error, so that no
+// panic crosses the package boundary, and resets the thread.
+func (th *Thread) panicked(r any) error {
+	th.frames, th.handlers, th.sp, th.hw, th.call = th.frames[:0], th.handlers[:0], 0, 0, nil
+	clear(th.stack)
+	th.globals, th.gsnap, th.ctx, th.done = nil, nil, nil, nil
+	return fmt.Errorf("rtfs: internal error: %v", r)
+}

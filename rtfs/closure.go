@@ -1,0 +1,68 @@
+package rtfs
+
+import (
+	"github.com/rtfshost/rtfshost/rtfs/syntax"
+	"github.com/rtfshost/rtfshost/rtfs/types"
+)
+
+// A Closure is an RTFS function value: compiled code (identified by a
+// function id within its Program) and the values it captured. Closures are
+// immutable and safe to share between goroutines; they serialize as the
+// function id and the captured values.
+type Closure struct {
+	fn   *funcInfo
+	free []Value
+}
+
+// parseType turns a type annotation form into a types.Type.
+func parseType(n syntax.Node) (types.Type, error) { return types.Parse(n) }
+
+// Kind implements Value.
+func (*Closure) Kind() Kind { return types.KindFn }
+
+// String implements Value: #<fn name> or #<fn> for an anonymous fn.
+func (c *Closure) String() string {
+	if c.fn.code.Name == "" {
+		return "#<fn>"
+	}
+	return "#<fn " + c.fn.code.Name + ">"
+}
+
+// Name returns the function's name ("" for an anonymous fn).
+func (c *Closure) Name() string { return c.fn.code.Name }
+
+// ReturnType returns the declared return type, or nil if none was declared.
+// For a multi-arity fn it is the first arity's declared type.
+func (c *Closure) ReturnType() types.Type {
+	if c.fn.retType == nil && len(c.fn.arities) > 0 {
+		return c.fn.arities[0].retType
+	}
+	return c.fn.retType
+}
+
+// Program returns the program that defined the function, or nil for a core
+// function of the prelude (such as the closure (partial f x) returns).
+func (c *Closure) Program() *Program { return c.fn.prog }
+
+// CheckResult checks v against the function's declared return type and
+// returns a *types.CheckError naming the offending part, or nil when v
+// conforms or no return type was declared. Cost: linear in the parts of v
+// that the type describes.
+func (c *Closure) CheckResult(v Value) error {
+	t := c.ReturnType()
+	if t == nil {
+		return nil
+	}
+	return types.Check(t, v)
+}
+
+// Accepts reports whether the function can be called with n arguments: one
+// of its arities has n parameters, or takes a rest parameter after at most n.
+// Hosts use it to reject a function of the wrong shape before calling it.
+func (c *Closure) Accepts(n int) bool {
+	fi := c.fn
+	if fi.arities != nil {
+		return selectArity(fi, n) != nil
+	}
+	return fi.code.NumParams == n || (fi.code.Variadic && n >= fi.code.NumParams)
+}

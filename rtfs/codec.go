@@ -1,0 +1,332 @@
+package rtfs
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// The binary value codec: a compact, versioned encoding of every value
+// kind (docs/rtfs-values.md). A standalone encoding is the format version
+// byte followed by one value; a value is a tag byte and its payload:
+//
+//	nil false true          tag only
+//	int                     zigzag varint
+//	float                   8 bytes, IEEE 754 little endian
+//	string keyword symbol   uvarint length, UTF-8 bytes
+//	list vector set         uvarint count, elements
+//	map                     uvarint count, key value pairs
+//	builtin                 uvarint length, name (a core builtin)
+//	fn                      payload written by the fnCodec hook
+//
+// Nesting is bounded by valueCodecMaxDepth on both sides, and corrupt
+// input is always an error that gives the offset, never a panic.
+
+// valueCodecVersion is the format version byte of standalone encodings.
+const valueCodecVersion = 1
+
+// valueCodecMaxDepth bounds the nesting of encoded and decoded values.
+const valueCodecMaxDepth = 10000
+
+// Value tags.
+const (
+	vcNil byte = iota + 1
+	vcFalse
+	vcTrue
+	vcInt
+	vcFloat
+	vcString
+	vcKeyword
+	vcSymbol
+	vcList
+	vcVector
+	vcMap
+	vcSet
+	vcBuiltin
+	vcFn
+)
+
+// fnCodec encodes the function values the value codec cannot encode by
+// itself (closures): the compiler's side implements it with the program,
+// writing a function id and the captured values through the encoder (and
+// reading them back through the decoder), so nesting limits and error
+// reporting stay uniform.
+type fnCodec interface {
+	// appendFn appends fn's payload (after the vcFn tag) to e.
+	appendFn(e *valueEncoder, fn Value) error
+	// readFn reads a payload written by appendFn.
+	readFn(d *valueDecoder) (Value, error)
+}
+
+// valueEncoder appends encoded values to buf. It is used by one goroutine.
+type valueEncoder struct {
+	buf   []byte
+	fns   fnCodec // nil: closures are an error
+	depth int
+}
+
+// MarshalValue encodes a value that contains no closures (a closure is an
+// error naming it; core builtins are encoded by name). The result starts
+// with the format version and decodes with UnmarshalValue. Cost: O(size of
+// the value), one growing buffer.
+func MarshalValue(v Value) ([]byte, error) {
+	return marshalValue(make([]byte, 0, 64), v, nil)
+}
+
+// marshalValue appends the version byte and v to dst, encoding closures
+// with fns.
+func marshalValue(dst []byte, v Value, fns fnCodec) ([]byte, error) {
+	e := valueEncoder{buf: append(dst, valueCodecVersion), fns: fns}
+	if err := e.appendValue(v); err != nil {
+		return nil, err
+	}
+	return e.buf, nil
+}
+
+func (e *valueEncoder) appendUvarint(x uint64) { e.buf = binary.AppendUvarint(e.buf, x) }
+
+func (e *valueEncoder) appendString(tag byte, s string) {
+	e.buf = append(e.buf, tag)
+	e.appendUvarint(uint64(len(s)))
+	e.buf = append(e.buf, s...)
+}
+
+// appendValue appends v's tag and payload.
+func (e *valueEncoder) appendValue(v Value) error {
+	switch x := v.(type) {
+	case NilType:
+		e.buf = append(e.buf, vcNil)
+	case Bool:
+		tag := vcFalse
+		if x {
+			tag = vcTrue
+		}
+		e.buf = append(e.buf, tag)
+	case Int:
+		e.buf = binary.AppendVarint(append(e.buf, vcInt), int64(x))
+	case Float:
+		e.buf = binary.LittleEndian.AppendUint64(append(e.buf, vcFloat), math.Float64bits(float64(x)))
+	case String:
+		e.appendString(vcString, string(x))
+	case Keyword:
+		e.appendString(vcKeyword, string(x))
+	case Symbol:
+		e.appendString(vcSymbol, string(x))
+	case *Builtin:
+		if lookupBuiltin(x.name) != x {
+			return fmt.Errorf("cannot encode %s: only core builtins are encodable", x)
+		}
+		e.appendString(vcBuiltin, x.name)
+	case *List, *Vector, *Map, *Set:
+		return e.appendCollection(v)
+	default:
+		if e.fns == nil {
+			return fmt.Errorf("cannot encode %s: functions need the program's codec", describe(v))
+		}
+		e.buf = append(e.buf, vcFn)
+		return e.fns.appendFn(e, v)
+	}
+	return nil
+}
+
+func (e *valueEncoder) appendCollection(v Value) error {
+	if e.depth++; e.depth > valueCodecMaxDepth {
+		return fmt.Errorf("cannot encode a value nested deeper than %d levels", valueCodecMaxDepth)
+	}
+	defer func() { e.depth-- }()
+	var err error
+	each := func(x Value) bool {
+		err = e.appendValue(x)
+		return err == nil
+	}
+	switch x := v.(type) {
+	case *List, *Vector:
+		tag := vcList
+		if _, ok := v.(*Vector); ok {
+			tag = vcVector
+		}
+		e.buf = append(e.buf, tag)
+		e.appendUvarint(uint64(x.(sequential).Len()))
+		it := newSeqIter(v)
+		for el, ok := it.next(); ok && each(el); el, ok = it.next() {
+		}
+	case *Map:
+		e.buf = append(e.buf, vcMap)
+		e.appendUvarint(uint64(x.Len()))
+		x.Range(func(k, val Value) bool { return each(k) && each(val) })
+	case *Set:
+		e.buf = append(e.buf, vcSet)
+		e.appendUvarint(uint64(x.Len()))
+		x.Range(each)
+	}
+	return err
+}
+
+// valueDecoder reads encoded values from buf. It is used by one goroutine.
+type valueDecoder struct {
+	buf   []byte
+	pos   int
+	fns   fnCodec
+	depth int
+}
+
+// UnmarshalValue decodes bytes written by MarshalValue. A wrong format
+// version, truncated or corrupt input, trailing bytes, nesting deeper than
+// 10,000 levels and encoded closures are errors that give the offset. The
+// result does not alias b.
+func UnmarshalValue(b []byte) (Value, error) {
+	return unmarshalValue(b, nil)
+}
+
+// unmarshalValue decodes a standalone encoding, closures through fns.
+func unmarshalValue(b []byte, fns fnCodec) (Value, error) {
+	if len(b) == 0 {
+		return nil, errors.New("decode value: empty input")
+	}
+	if b[0] != valueCodecVersion {
+		return nil, fmt.Errorf("decode value: unsupported format version %d (want %d)", b[0], valueCodecVersion)
+	}
+	d := valueDecoder{buf: b, pos: 1, fns: fns}
+	v, err := d.readValue()
+	if err != nil {
+		return nil, err
+	}
+	if d.pos != len(b) {
+		return nil, d.errorf("%d trailing bytes", len(b)-d.pos)
+	}
+	return v, nil
+}
+
+func (d *valueDecoder) errorf(format string, args ...any) error {
+	return fmt.Errorf("decode value at offset %d: %s", d.pos, fmt.Sprintf(format, args...))
+}
+
+func (d *valueDecoder) readByte() (byte, error) {
+	if d.pos >= len(d.buf) {
+		return 0, d.errorf("unexpected end of input")
+	}
+	d.pos++
+	return d.buf[d.pos-1], nil
+}
+
+func (d *valueDecoder) readUvarint() (uint64, error) {
+	x, n := binary.Uvarint(d.buf[d.pos:])
+	if n <= 0 {
+		return 0, d.errorf("bad or truncated varint")
+	}
+	d.pos += n
+	return x, nil
+}
+
+// readCount reads a count of items that each take at least one byte, so
+// a corrupt count cannot cause a huge allocation.
+func (d *valueDecoder) readCount(minBytesEach int) (int, error) {
+	n, err := d.readUvarint()
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(len(d.buf)-d.pos)/uint64(minBytesEach) {
+		return 0, d.errorf("count %d exceeds the remaining input", n)
+	}
+	return int(n), nil
+}
+
+func (d *valueDecoder) readString() (string, error) {
+	n, err := d.readCount(1)
+	if err != nil {
+		return "", err
+	}
+	s := string(d.buf[d.pos : d.pos+n])
+	d.pos += n
+	return s, nil
+}
+
+// readValue reads one tag and its payload.
+func (d *valueDecoder) readValue() (Value, error) {
+	tag, err := d.readByte()
+	if err != nil {
+		return nil, err
+	}
+	switch tag {
+	case vcNil:
+		return Nil, nil
+	case vcFalse:
+		return False, nil
+	case vcTrue:
+		return True, nil
+	case vcInt:
+		x, n := binary.Varint(d.buf[d.pos:])
+		if n <= 0 {
+			return nil, d.errorf("bad or truncated int")
+		}
+		d.pos += n
+		return Int(x), nil
+	case vcFloat:
+		if len(d.buf)-d.pos < 8 {
+			return nil, d.errorf("truncated float")
+		}
+		d.pos += 8
+		return Float(math.Float64frombits(binary.LittleEndian.Uint64(d.buf[d.pos-8:]))), nil
+	case vcString, vcKeyword, vcSymbol, vcBuiltin:
+		return d.readText(tag)
+	case vcList, vcVector, vcMap, vcSet:
+		return d.readCollection(tag)
+	case vcFn:
+		if d.fns == nil {
+			return nil, d.errorf("a function value needs the program's codec")
+		}
+		return d.fns.readFn(d)
+	}
+	d.pos--
+	return nil, d.errorf("unknown value tag %d", tag)
+}
+
+func (d *valueDecoder) readText(tag byte) (Value, error) {
+	s, err := d.readString()
+	if err != nil {
+		return nil, err
+	}
+	switch tag {
+	case vcString:
+		return String(s), nil
+	case vcKeyword:
+		return Keyword(s), nil
+	case vcSymbol:
+		return Symbol(s), nil
+	}
+	if b := lookupBuiltin(s); b != nil {
+		return b, nil
+	}
+	return nil, d.errorf("unknown builtin %q", s)
+}
+
+func (d *valueDecoder) readCollection(tag byte) (Value, error) {
+	if d.depth++; d.depth > valueCodecMaxDepth {
+		return nil, d.errorf("value nested deeper than %d levels", valueCodecMaxDepth)
+	}
+	defer func() { d.depth-- }()
+	per := 1
+	if tag == vcMap {
+		per = 2
+	}
+	n, err := d.readCount(per)
+	if err != nil {
+		return nil, err
+	}
+	elems := make([]Value, per*n)
+	for i := range elems {
+		if elems[i], err = d.readValue(); err != nil {
+			return nil, err
+		}
+	}
+	switch tag {
+	case vcList:
+		return listOwned(elems), nil
+	case vcVector:
+		return vectorOwned(elems), nil
+	case vcMap:
+		return mapOwned(elems), nil
+	}
+	return NewSet(elems...), nil
+}

@@ -1,0 +1,295 @@
+package rtfs
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
+)
+
+// The continuation format (docs/continuations.md): magic, format version,
+// compiler version, program hash, globals, host call, frames, stack, handlers.
+const (
+	contMagic    = "RTFK"
+	globalsMagic = "RTFG"
+	contVersion  = 1
+	// maxValueDepth bounds the nesting of encoded values.
+	maxValueDepth = 10000
+)
+
+// Value tags of the continuation encoding.
+const (
+	tagHole byte = iota // an unset slot (Go nil)
+	tagNil
+	tagFalse
+	tagTrue
+	tagInt
+	tagFloat
+	tagString
+	tagKeyword
+	tagSymbol
+	tagList
+	tagVector
+	tagMap
+	tagSet
+	tagClosure
+	tagBuiltin
+	tagCaught
+	tagInit   // a global that still has the program's initial value
+	tagRef    // a collection or closure written before (its index)
+	tagFloats // a vector of floats: count, then 8 bytes each
+)
+
+// MarshalBinary encodes the continuation: the program's hash, the globals,
+// the frames, the stack and the handlers, with every value, closures
+// included (as function id and captured values). Values shared between
+// slots are written once per slot.
+func (k *Continuation) MarshalBinary() ([]byte, error) {
+	e := &encoder{buf: make([]byte, 0, 1024)}
+	e.header(contMagic, k.prog)
+	e.globals(k.globals)
+	e.str(k.call.Capability)
+	e.uint(uint64(k.call.Pos.Line))
+	e.uint(uint64(k.call.Pos.Col))
+	e.values(k.call.Args)
+	e.uint(uint64(len(k.frames)))
+	for _, f := range k.frames {
+		e.uint(uint64(f.fn.code.ID))
+		e.value(f.cl, 0)
+		e.uint(uint64(f.pc))
+		e.uint(uint64(f.base))
+	}
+	e.values(k.stack)
+	e.uint(uint64(len(k.handlers)))
+	for _, h := range k.handlers {
+		e.uint(uint64(h.frame))
+		e.uint(uint64(h.pc))
+		e.uint(uint64(h.sp))
+	}
+	if e.err != nil {
+		return nil, fmt.Errorf("rtfs: marshal continuation: %w", e.err)
+	}
+	return e.buf, nil
+}
+
+func (e *encoder) header(magic string, p *Program) {
+	e.buf = append(e.buf, magic...)
+	e.buf = append(e.buf, contVersion)
+	e.str(compile.Version)
+	e.buf = append(e.buf, p.hashRaw[:]...)
+}
+
+func (e *encoder) globals(g *Globals) {
+	e.uint(uint64(len(g.values)))
+	k := 0 // leading globals that still hold their initial values
+	for k < len(g.values) && g.values[k] != nil && g.values[k] == g.prog.init[k] {
+		k++
+	}
+	e.uint(uint64(k))
+	for i, v := range g.values[k:] {
+		if v != nil && v == g.prog.init[k+i] {
+			e.buf = append(e.buf, tagInit)
+			continue
+		}
+		e.value(v, 0)
+	}
+}
+
+// MarshalBinary encodes the globals with the program's hash, in the value
+// encoding of continuations (docs/continuations.md).
+func (g *Globals) MarshalBinary() ([]byte, error) {
+	e := &encoder{buf: make([]byte, 0, 256)}
+	e.header(globalsMagic, g.prog)
+	e.globals(g)
+	if e.err != nil {
+		return nil, fmt.Errorf("rtfs: marshal globals: %w", e.err)
+	}
+	return e.buf, nil
+}
+
+type encoder struct {
+	buf    []byte
+	err    error
+	recent [16]Value     // the first collections and closures written, by identity
+	nseen  int           // how many have been written
+	seen   map[Value]int // those beyond the first len(recent)
+}
+
+// backref writes a back-reference and reports true if v was written before.
+func (e *encoder) backref(v Value) bool {
+	i, ok := e.lookup(v)
+	if ok {
+		e.buf = append(e.buf, tagRef)
+		e.uint(uint64(i))
+	}
+	return ok
+}
+
+// remember records v, just written, for later back-references.
+func (e *encoder) remember(v Value) {
+	if e.nseen < len(e.recent) {
+		e.recent[e.nseen] = v
+	} else {
+		if e.seen == nil {
+			e.seen = make(map[Value]int)
+		}
+		e.seen[v] = e.nseen
+	}
+	e.nseen++
+}
+
+func (e *encoder) lookup(v Value) (int, bool) {
+	for i, x := range e.recent[:min(e.nseen, len(e.recent))] {
+		if x == v {
+			return i, true
+		}
+	}
+	i, ok := e.seen[v]
+	return i, ok
+}
+
+func (e *encoder) uint(x uint64) { e.buf = binary.AppendUvarint(e.buf, x) }
+
+func (e *encoder) str(s string) {
+	e.uint(uint64(len(s)))
+	e.buf = append(e.buf, s...)
+}
+
+func (e *encoder) values(vs []Value) {
+	e.uint(uint64(len(vs)))
+	for _, v := range vs {
+		e.value(v, 0)
+	}
+}
+
+func (e *encoder) collection(v Value, depth int) {
+	switch c := v.(type) {
+	case *Vector:
+		if e.floats(c) {
+			return
+		}
+		e.buf = append(e.buf, tagVector)
+		e.uint(uint64(c.Len()))
+		for i := 0; i < c.Len(); i++ {
+			e.value(c.Index(i), depth+1)
+		}
+	case *List:
+		e.buf = append(e.buf, tagList)
+		e.uint(uint64(c.Len()))
+		for l := c; l.Len() > 0; l = l.Rest() {
+			e.value(l.First(), depth+1)
+		}
+	case *Set:
+		e.buf = append(e.buf, tagSet)
+		e.uint(uint64(c.Len()))
+		for i := 0; i < c.Len(); i++ {
+			e.value(c.Index(i), depth+1)
+		}
+	case *Map:
+		e.mapValue(c, depth)
+	}
+}
+
+func (e *encoder) value(v Value, depth int) {
+	if depth > maxValueDepth {
+		if e.err == nil {
+			e.err = errors.New("value nested too deeply")
+		}
+		return
+	}
+	switch v := v.(type) {
+	case nil:
+		e.buf = append(e.buf, tagHole)
+	case NilType:
+		e.buf = append(e.buf, tagNil)
+	case Bool:
+		if v {
+			e.buf = append(e.buf, tagTrue)
+		} else {
+			e.buf = append(e.buf, tagFalse)
+		}
+	case Int:
+		e.buf = append(e.buf, tagInt)
+		e.buf = binary.AppendVarint(e.buf, int64(v))
+	case Float:
+		e.buf = append(e.buf, tagFloat)
+		e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(float64(v)))
+	case String:
+		e.buf = append(e.buf, tagString)
+		e.str(string(v))
+	case Keyword:
+		e.buf = append(e.buf, tagKeyword)
+		e.str(string(v))
+	case Symbol:
+		e.buf = append(e.buf, tagSymbol)
+		e.str(string(v))
+	case *List, *Vector, *Set, *Map:
+		if !e.backref(v) {
+			e.collection(v, depth)
+			e.remember(v)
+		}
+	case *Closure:
+		if len(v.free) == 0 {
+			e.buf = append(e.buf, tagClosure)
+			e.uint(uint64(v.fn.code.ID))
+			e.uint(0)
+		} else if !e.backref(v) {
+			e.closure(v, depth)
+			e.remember(v)
+		}
+	case *Builtin:
+		e.buf = append(e.buf, tagBuiltin)
+		e.str(builtinKey(v))
+	case *caught:
+		e.buf = append(e.buf, tagCaught)
+		e.str(v.err.Msg)
+		e.uint(uint64(v.err.Pos.Line))
+		e.uint(uint64(v.err.Pos.Col))
+		e.value(v.err.Value, depth+1)
+	default:
+		if e.err == nil {
+			e.err = fmt.Errorf("cannot encode a value of type %T", v)
+		}
+	}
+}
+
+// floats writes a non-empty vector of floats compactly and reports whether
+// v was one.
+func (e *encoder) floats(v *Vector) bool {
+	n := v.Len()
+	if n == 0 {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		if _, ok := v.Index(i).(Float); !ok {
+			return false
+		}
+	}
+	e.buf = append(e.buf, tagFloats)
+	e.uint(uint64(n))
+	for i := 0; i < n; i++ {
+		e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(float64(v.Index(i).(Float))))
+	}
+	return true
+}
+
+func (e *encoder) mapValue(m *Map, depth int) {
+	e.buf = append(e.buf, tagMap)
+	e.uint(uint64(m.Len()))
+	m.Range(func(k, x Value) bool {
+		e.value(k, depth+1)
+		e.value(x, depth+1)
+		return true
+	})
+}
+
+func (e *encoder) closure(c *Closure, depth int) {
+	e.buf = append(e.buf, tagClosure)
+	e.uint(uint64(c.fn.code.ID))
+	e.uint(uint64(len(c.free)))
+	for _, x := range c.free {
+		e.value(x, depth+1)
+	}
+}

@@ -1,0 +1,145 @@
+package rtfs
+
+import (
+	"math"
+	"math/bits"
+	"sync/atomic"
+)
+
+// Hashing. Hash is deterministic (no per-process seed), so a value hashes the
+// same in every process; it is consistent with Equal: Equal(a, b) implies
+// Hash(a) == Hash(b). Lists and vectors with equal elements hash alike.
+
+const (
+	seedNil     = 0x9e3779b97f4a7c15
+	seedTrue    = 0xc2b2ae3d27d4eb4f
+	seedFalse   = 0x165667b19e3779f9
+	seedInt     = 0x27d4eb2f165667c5
+	seedFloat   = 0x85ebca77c2b2ae63
+	seedString  = 0xff51afd7ed558ccd
+	seedKeyword = 0xc4ceb9fe1a85ec53
+	seedSymbol  = 0x94d049bb133111eb
+	seedSeq     = 0xbf58476d1ce4e5b9
+	seedMap     = 0x2545f4914f6cdd1d
+	seedSet     = 0x9fb21c651e98df25
+	seedFn      = 0xd6e8feb86659fd93
+)
+
+// mix64 is a 64-bit finalizer (splitmix64) that spreads every input bit.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// strhash hashes s eight bytes at a time. It does not allocate.
+func strhash(s string, seed uint64) uint64 {
+	h := seed ^ uint64(len(s))*0x9e3779b97f4a7c15
+	for len(s) >= 8 {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		h = bits.RotateLeft64(h^mix64(w), 27)*5 + 0x52dce729
+		s = s[8:]
+	}
+	var w uint64
+	for i := 0; i < len(s); i++ {
+		w |= uint64(s[i]) << (8 * i)
+	}
+	return mix64(h ^ mix64(w^0x1b873593))
+}
+
+// Hash returns a hash of v consistent with Equal. Scalars hash in O(len);
+// collections compute their hash once (O(n)) and cache it, race-free, so
+// later calls are O(1). Functions hash by kind only unless they implement
+// an identity hash. Hash never fails and never allocates for scalars.
+func Hash(v Value) uint64 {
+	switch x := v.(type) {
+	case NilType:
+		return seedNil
+	case Bool:
+		if x {
+			return seedTrue
+		}
+		return seedFalse
+	case Int:
+		return mix64(uint64(x) ^ seedInt)
+	case Float:
+		return hashFloat(float64(x))
+	case String:
+		return strhash(string(x), seedString)
+	case Keyword:
+		return strhash(string(x), seedKeyword)
+	case Symbol:
+		return strhash(string(x), seedSymbol)
+	case *List:
+		return cachedHash(&x.hash, func() uint64 { return hashSeq(x) })
+	case *Vector:
+		return cachedHash(&x.hash, func() uint64 { return hashSeq(x) })
+	case *Map:
+		return cachedHash(&x.hash, x.computeHash)
+	case *Set:
+		return cachedHash(&x.hash, x.computeHash)
+	case *Builtin:
+		return strhash(x.name, seedFn)
+	}
+	if h, ok := v.(interface{ identityHash() uint64 }); ok {
+		return h.identityHash()
+	}
+	return mix64(uint64(v.Kind()) ^ seedFn)
+}
+
+func hashFloat(f float64) uint64 {
+	if f == 0 {
+		f = 0 // -0.0 equals 0.0
+	}
+	return mix64(math.Float64bits(f) ^ seedFloat)
+}
+
+// cachedHash returns the hash stored in slot, computing and storing it on
+// first use. Zero means "not yet computed"; a computed zero is stored as 1.
+// Concurrent first calls compute the same value, so the race is benign and
+// the atomic makes it race-free.
+func cachedHash(slot *atomic.Uint64, compute func() uint64) uint64 {
+	if h := slot.Load(); h != 0 {
+		return h
+	}
+	h := compute()
+	if h == 0 {
+		h = 1
+	}
+	slot.Store(h)
+	return h
+}
+
+// hashSeq hashes a list or vector in order.
+func hashSeq(s sequential) uint64 {
+	h := uint64(seedSeq)
+	it := newSeqIter(s)
+	n := 0
+	for e, ok := it.next(); ok; e, ok = it.next() {
+		h = bits.RotateLeft64(h, 7)*31 + Hash(e)
+		n++
+	}
+	return mix64(h ^ uint64(n))
+}
+
+func (m *Map) computeHash() uint64 {
+	var sum uint64
+	m.Range(func(k, v Value) bool {
+		sum += mix64(Hash(k)*31 ^ bits.RotateLeft64(Hash(v), 32))
+		return true
+	})
+	return mix64(sum ^ seedMap ^ uint64(m.Len()))
+}
+
+func (s *Set) computeHash() uint64 {
+	var sum uint64
+	s.m.Range(func(k, _ Value) bool {
+		sum += mix64(Hash(k))
+		return true
+	})
+	return mix64(sum ^ seedSet ^ uint64(s.Len()))
+}

@@ -1,0 +1,106 @@
+package rtfs
+
+import (
+	"fmt"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
+)
+
+// destructOp runs the destructuring and pattern-matching instructions.
+func (th *Thread) destructOp(op compile.Opcode, arg int, fi *funcInfo, stack []Value, sp *int) error {
+	top := *sp - 1
+	v := stack[top]
+	switch op {
+	case compile.INDEX:
+		x, err := indexValue(v, arg)
+		stack[top] = x
+		return err
+	case compile.RESTFROM:
+		x, err := restFrom(v, arg)
+		stack[top] = x
+		return err
+	case compile.LOOKUP, compile.LOOKUPD, compile.HASKEY:
+		return lookupOp(op, fi.consts[arg], stack, sp)
+	case compile.ISSEQ:
+		n, rest := arg>>1, arg&1 == 1
+		l := -1
+		switch c := v.(type) {
+		case *Vector:
+			l = c.Len()
+		case *List:
+			l = c.Len()
+		}
+		stack[top] = Bool(l >= 0 && (l == n || (rest && l >= n)))
+	case compile.ISMAP:
+		_, ok := v.(*Map)
+		stack[top] = Bool(ok)
+	case compile.NOMATCH:
+		return fmt.Errorf("match: no clause matches %s", describe(v))
+	default:
+		return fmt.Errorf("internal error: bad opcode %s", op)
+	}
+	return nil
+}
+
+func indexValue(v Value, i int) (Value, error) {
+	switch c := v.(type) {
+	case *Vector:
+		if i < c.Len() {
+			return c.Index(i), nil
+		}
+	case *List:
+		if i < c.Len() {
+			return c.Index(i), nil
+		}
+	case NilType:
+	default:
+		return nil, fmt.Errorf("cannot destructure %s as a sequence", describe(v))
+	}
+	return Nil, nil
+}
+
+func restFrom(v Value, i int) (Value, error) {
+	switch c := v.(type) {
+	case *Vector:
+		return listView(c, i), nil
+	case *List:
+		l := c
+		for ; i > 0 && l.Len() > 0; i-- {
+			l = l.Rest()
+		}
+		return l, nil
+	case NilType:
+		return emptyList, nil
+	}
+	return nil, fmt.Errorf("cannot destructure %s as a sequence", describe(v))
+}
+
+func lookupOp(op compile.Opcode, key Value, stack []Value, sp *int) error {
+	top := *sp - 1
+	var v Value = Nil
+	found := false
+	switch m := stack[top].(type) {
+	case *Map:
+		if x, ok := m.Get(key); ok {
+			v, found = x, true
+		}
+	case NilType:
+	default:
+		if op == compile.HASKEY {
+			stack[top] = False
+			return nil
+		}
+		return fmt.Errorf("cannot destructure %s as a map", describe(stack[top]))
+	}
+	switch op {
+	case compile.LOOKUP:
+		stack[top] = v
+	case compile.HASKEY:
+		stack[top] = Bool(found)
+	case compile.LOOKUPD:
+		stack[top] = v
+		stack[top+1] = Bool(found)
+		*sp++
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package rtfs
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
+	"github.com/rtfshost/rtfshost/rtfs/syntax"
+	"github.com/rtfshost/rtfshost/rtfs/types"
+)
+
+// thrownError is raised by (throw v).
+type thrownError struct{ value Value }
+
+func (e *thrownError) Error() string { return throwMessage(e.value) }
+
+// reraise raises a caught error again, keeping its original stack.
+type reraise struct{ err *EvalError }
+
+func (e *reraise) Error() string { return e.err.Error() }
+
+// fatalError wraps a cancellation: it cannot be caught by RTFS code.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
+
+// hostError is an error the host passed to ResumeError.
+type hostError struct {
+	err error
+	cap string
+}
+
+func (e *hostError) Error() string { return e.cap + ": " + e.err.Error() }
+func (e *hostError) Unwrap() error { return e.err }
+
+// caught is the stack representation of an error caught by a try handler.
+// The compiler only lets ERRVAL, CATCHES and RERAISE see it.
+type caught struct{ err *EvalError }
+
+func (*caught) Kind() Kind       { return types.KindNil }
+func (c *caught) String() string { return "#<error " + c.err.Msg + ">" }
+
+// caughtOp runs the instructions that look at a caught error on top of the
+// stack: rethrow it, replace it by the value a catch binds, or test a catch
+// pattern against it.
+func caughtOp(op compile.Opcode, consts []Value, arg int, stack []Value, sp *int) error {
+	c, ok := stack[*sp-1].(*caught)
+	if !ok {
+		return fmt.Errorf("corrupt continuation: no caught error for %s", op)
+	}
+	switch op {
+	case compile.RERAISE:
+		*sp--
+		return &reraise{c.err}
+	case compile.ERRVAL:
+		stack[*sp-1] = c.err.Value
+	case compile.CATCHES:
+		stack[*sp-1] = Bool(catchMatches(consts[arg], c.err.Value))
+	}
+	return nil
+}
+
+func throwMessage(v Value) string {
+	switch v := v.(type) {
+	case String:
+		return string(v)
+	case *Map:
+		if m, ok := v.GetKeyword("message"); ok {
+			if s, ok := m.(String); ok {
+				return string(s)
+			}
+		}
+	}
+	return "uncaught throw: " + v.String()
+}
+
+// errorValue is the value a catch binds for a runtime or host error.
+func errorValue(msg string, host *hostError) Value {
+	if host != nil {
+		return MapOf(Keyword("type"), Keyword("error"), Keyword("message"), String(msg),
+			Keyword("capability"), String(host.cap))
+	}
+	return MapOf(Keyword("type"), Keyword("error"), Keyword("message"), String(msg))
+}
+
+// handle turns err into an *EvalError and unwinds to the innermost try
+// handler if there is one and the error is catchable; it reports whether a
+// handler took it.
+func (th *Thread) handle(err error) (bool, *EvalError) {
+	ee, catchable := th.evalError(err)
+	if !catchable || len(th.handlers) == 0 {
+		th.resetStacks()
+		return false, ee
+	}
+	h := th.handlers[len(th.handlers)-1]
+	th.handlers = th.handlers[:len(th.handlers)-1]
+	th.frames = th.frames[:h.frame+1]
+	th.frames[h.frame].pc = h.pc
+	th.stack[h.sp] = &caught{ee}
+	th.sp = h.sp + 1
+	return true, nil
+}
+
+// evalError builds the error the host sees, with the current RTFS stack.
+func (th *Thread) evalError(err error) (*EvalError, bool) {
+	if r, ok := err.(*reraise); ok {
+		return r.err, true
+	}
+	ee := &EvalError{Msg: err.Error(), cause: err}
+	catchable := true
+	var le *LimitError
+	var fe *fatalError
+	var he *hostError
+	switch {
+	case errors.As(err, &fe):
+		catchable = false
+		ee.cause = fe.err
+	case errors.As(err, &le):
+		catchable = false
+	}
+	if t, ok := err.(*thrownError); ok {
+		ee.Value, ee.cause = t.value, nil
+	} else if errors.As(err, &he) {
+		ee.Value = errorValue(ee.Msg, he)
+	}
+	th.fillStack(ee)
+	if ee.Value == nil {
+		ee.Value = errorValue(ee.Msg, nil)
+	}
+	return ee, catchable
+}
+
+// fillStack records the RTFS call stack, the user position, and names the
+// core function the program called when the error arose inside the prelude.
+func (th *Thread) fillStack(ee *EvalError) {
+	ee.Stack = make([]StackFrame, len(th.frames))
+	user := -1
+	for i := range th.frames {
+		f := &th.frames[i]
+		pos := f.fn.code.PosAt(max(f.pc-1, 0))
+		ee.Stack[i] = StackFrame{Name: fnName(f.fn), Pos: pos}
+		if !f.fn.internal {
+			user = i
+		}
+	}
+	if user >= 0 {
+		ee.Pos = ee.Stack[user].Pos
+	} else if n := len(ee.Stack); n > 0 {
+		ee.Pos = ee.Stack[n-1].Pos
+	}
+	if user+1 < len(th.frames) && user >= 0 {
+		name := fnName(th.frames[user+1].fn)
+		if _, thrown := ee.cause.(*thrownError); !thrown && ee.cause != nil && !strings.HasPrefix(ee.Msg, name+":") {
+			ee.Msg = name + ": " + ee.Msg
+		}
+	}
+}
+
+// userPos is the position of the innermost frame of non-internal code.
+func (th *Thread) userPos() syntax.Pos {
+	for i := len(th.frames) - 1; i >= 0; i-- {
+		f := &th.frames[i]
+		if !f.fn.internal || i == 0 {
+			return f.fn.code.PosAt(max(f.pc-1, 0))
+		}
+	}
+	return syntax.Pos{}
+}
+
+// catchMatches reports whether a catch pattern (a keyword or string) matches
+// an error value: the value itself, or a map whose :type is the pattern.
+func catchMatches(pattern, v Value) bool {
+	if Equal(pattern, v) {
+		return true
+	}
+	if m, ok := v.(*Map); ok {
+		if t, ok := m.GetKeyword("type"); ok {
+			return Equal(t, pattern) || (t.Kind() == types.KindKeyword && pattern.Kind() == types.KindString && string(t.(Keyword)) == string(pattern.(String)))
+		}
+	}
+	return false
+}
+
+// resetStacks drops all frames and handlers after a run ends with an error,
+// leaving the Thread ready for the next run.
+func (th *Thread) resetStacks() {
+	th.clearStack()
+	th.frames = th.frames[:0]
+	th.handlers = th.handlers[:0]
+}
+
+// clearStack drops the references the stack holds, so that a Thread kept
+// between runs does not keep old values alive.
+func (th *Thread) clearStack() {
+	clear(th.stack[:min(max(th.hw, th.sp+1), len(th.stack))])
+	th.sp, th.hw = 0, 0
+}

@@ -1,0 +1,144 @@
+package rtfs
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// ToJSON encodes v as compact JSON, one way (DESIGN §7): nil is null;
+// keywords, as keys and as values, become their name without the colon
+// (:my.ns/k is "my.ns/k"); symbols their name; lists, vectors and sets
+// become arrays; maps objects, where a key that is not a keyword or string
+// is written as its printed form (1 is "1"); integral floats keep a ".0" so
+// FromJSON reads them back as floats. NaN, infinities and functions cannot
+// be encoded: the error names the value.
+func ToJSON(v Value) ([]byte, error) {
+	return appendJSON(make([]byte, 0, 64), v, 0)
+}
+
+func appendJSON(b []byte, v Value, depth int) ([]byte, error) {
+	if depth > maxJSONDepth {
+		return nil, fmt.Errorf("cannot encode JSON nested deeper than %d levels", maxJSONDepth)
+	}
+	switch x := v.(type) {
+	case NilType:
+		return append(b, "null"...), nil
+	case Bool:
+		return strconv.AppendBool(b, bool(x)), nil
+	case Int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case Float:
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("cannot encode %s as JSON (JSON has no NaN or infinity)", x)
+		}
+		return append(b, x.String()...), nil
+	case String:
+		return appendJSONString(b, string(x)), nil
+	case Keyword:
+		return appendJSONString(b, string(x)), nil
+	case Symbol:
+		return appendJSONString(b, string(x)), nil
+	case *List, *Vector:
+		return appendJSONSeq(b, newSeqIter(v), depth)
+	case *Set:
+		return appendJSONSeq(b, newSeqIter(listOwned(mustSlice(x))), depth)
+	case *Map:
+		return appendJSONMap(b, x, depth)
+	}
+	return nil, fmt.Errorf("cannot encode %s as JSON", describe(v))
+}
+
+func mustSlice(v Value) []Value {
+	elems, _ := seqSlice(v)
+	return elems
+}
+
+func appendJSONSeq(b []byte, it seqIter, depth int) ([]byte, error) {
+	b = append(b, '[')
+	first := true
+	for e, ok := it.next(); ok; e, ok = it.next() {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		var err error
+		if b, err = appendJSON(b, e, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
+func appendJSONMap(b []byte, m *Map, depth int) ([]byte, error) {
+	b = append(b, '{')
+	var err error
+	first := true
+	m.Range(func(k, v Value) bool {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		switch key := k.(type) {
+		case Keyword:
+			b = appendJSONString(b, string(key))
+		case String:
+			b = appendJSONString(b, string(key))
+		default:
+			b = appendJSONString(b, k.String())
+		}
+		b = append(b, ':')
+		b, err = appendJSON(b, v, depth+1)
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s quoted; invalid UTF-8 becomes U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+			b = append(b, s[start:i]...)
+			b = append(b, "\ufffd"...)
+			i++
+			start = i
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+		}
+		i++
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,53 @@
+package rtfs
+
+import "math"
+
+// Comparison and logic: = not= == < > <= >= compare not identity.
+
+func addCmpBuiltins(t builtinTable) {
+	t.add("=", 1, -1, func(_ *Thread, args []Value) (Value, error) { return Bool(allEqual(args)), nil })
+	t.add("not=", 1, -1, func(_ *Thread, args []Value) (Value, error) { return Bool(!allEqual(args)), nil })
+	t.add("==", 1, -1, numChain(func(c int) bool { return c == 0 }))
+	t.add("<", 1, -1, numChain(func(c int) bool { return c < 0 }))
+	t.add(">", 1, -1, numChain(func(c int) bool { return c > 0 }))
+	t.add("<=", 1, -1, numChain(func(c int) bool { return c <= 0 }))
+	t.add(">=", 1, -1, numChain(func(c int) bool { return c >= 0 }))
+	t.add("not", 1, 1, func(_ *Thread, args []Value) (Value, error) { return Bool(!Truth(args[0])), nil })
+	t.add("identity", 1, 1, func(_ *Thread, args []Value) (Value, error) { return args[0], nil })
+	t.add("compare", 2, 2, func(_ *Thread, args []Value) (Value, error) {
+		c, err := Compare(args[0], args[1])
+		return Int(c), err
+	})
+}
+
+// allEqual reports whether each argument equals the next.
+func allEqual(args []Value) bool {
+	for i := 1; i < len(args); i++ {
+		if !Equal(args[i-1], args[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// numChain returns a numeric comparison that holds when ok(cmp(a, b)) holds
+// for each consecutive pair. Every argument must be a number; any NaN makes
+// the comparison false, as IEEE 754 says.
+func numChain(ok func(c int) bool) builtinFn {
+	return func(_ *Thread, args []Value) (Value, error) {
+		result := true
+		for i, a := range args {
+			if !isNumber(a) {
+				return nil, argTypeError(i+1, "a number", a)
+			}
+			if f, isF := a.(Float); isF && math.IsNaN(float64(f)) {
+				result = false
+			}
+			if i > 0 && result {
+				c, _ := Compare(args[i-1], a)
+				result = ok(c)
+			}
+		}
+		return Bool(result), nil
+	}
+}

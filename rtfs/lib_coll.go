@@ -1,0 +1,410 @@
+package rtfs
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Collection construction and transformation: vector vec list set hash-set
+// hash-map conj cons concat reverse sort distinct frequencies partition
+// range subvec into. Functions that return a sequence return a list.
+
+func addCollBuiltins(t builtinTable) {
+	t.add("vector", 0, -1, func(th *Thread, args []Value) (Value, error) {
+		if err := th.checkSize(len(args)); err != nil {
+			return nil, err
+		}
+		return NewVector(args...), nil
+	})
+	t.add("list", 0, -1, func(th *Thread, args []Value) (Value, error) {
+		if err := th.checkSize(len(args)); err != nil {
+			return nil, err
+		}
+		return NewList(args...), nil
+	})
+	t.add("hash-set", 0, -1, func(_ *Thread, args []Value) (Value, error) { return NewSet(args...), nil })
+	t.add("hash-map", 0, -1, func(_ *Thread, args []Value) (Value, error) {
+		if len(args)%2 != 0 {
+			return nil, fmt.Errorf("expected an even number of arguments (key value ...), got %d", len(args))
+		}
+		return MapOf(args...), nil
+	})
+	t.add("vec", 1, 1, builtinVec)
+	t.add("set", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		if s, ok := args[0].(*Set); ok {
+			return s, nil
+		}
+		elems, err := seqSlice(args[0])
+		if err != nil {
+			return nil, typeError("a collection", args[0])
+		}
+		return NewSet(elems...), nil
+	})
+	t.add("conj", 0, -1, builtinConj)
+	t.add("cons", 2, 2, builtinCons)
+	t.add("concat", 0, -1, builtinConcat)
+	t.add("reverse", 1, 1, builtinReverse)
+	t.add("sort", 1, 1, builtinSort)
+	t.add("distinct", 1, 1, builtinDistinct)
+	t.add("frequencies", 1, 1, builtinFrequencies)
+	t.add("partition", 2, 3, builtinPartition)
+	t.add("range", 1, 3, builtinRange)
+	t.add("subvec", 2, 3, builtinSubvec)
+	t.add("into", 2, 2, builtinInto)
+}
+
+func builtinVec(_ *Thread, args []Value) (Value, error) {
+	switch x := args[0].(type) {
+	case *Vector:
+		return x, nil
+	case *List:
+		if x.vec != nil && x.off == 0 {
+			return x.vec, nil
+		}
+	}
+	elems, err := seqSlice(args[0])
+	if err != nil {
+		return nil, typeError("a collection", args[0])
+	}
+	return vectorOwned(elems), nil
+}
+
+// conjOne adds x to coll the way the collection grows: lists at the front,
+// vectors at the end, sets as a member, maps a [k v] entry or a map's
+// entries; nil becomes a list.
+func conjOne(th *Thread, coll, x Value) (Value, error) {
+	switch c := coll.(type) {
+	case NilType:
+		return emptyList.Cons(x), nil
+	case *List:
+		return c.Cons(x), th.checkSize(c.n + 1)
+	case *Vector:
+		return c.Conj(x), th.checkSize(c.cnt + 1)
+	case *Set:
+		return c.Conj(x), th.checkSize(c.Len() + 1)
+	case *Map:
+		return conjMap(th, c, x)
+	}
+	return nil, argTypeError(1, "a collection", coll)
+}
+
+func conjMap(th *Thread, m *Map, x Value) (Value, error) {
+	switch e := x.(type) {
+	case *Vector:
+		if e.cnt == 2 {
+			return m.Assoc(e.Index(0), e.Index(1)), th.checkSize(m.n + 1)
+		}
+	case *Map:
+		var err error
+		e.Range(func(k, v Value) bool {
+			m = m.Assoc(k, v)
+			err = th.checkSize(m.n)
+			return err == nil
+		})
+		return m, err
+	case NilType:
+		return m, nil
+	}
+	return nil, fmt.Errorf("a map conjoins a [key value] vector or a map, got %s", describe(x))
+}
+
+func builtinConj(th *Thread, args []Value) (Value, error) {
+	if len(args) == 0 {
+		return emptyVector, nil
+	}
+	coll := args[0]
+	for _, x := range args[1:] {
+		var err error
+		if coll, err = conjOne(th, coll, x); err != nil {
+			return nil, err
+		}
+	}
+	return coll, nil
+}
+
+// builtinCons is (cons x coll): a list with x in front of coll's elements.
+func builtinCons(th *Thread, args []Value) (Value, error) {
+	switch c := args[1].(type) {
+	case NilType:
+		return emptyList.Cons(args[0]), nil
+	case *List:
+		return c.Cons(args[0]), th.checkSize(c.n + 1)
+	case *Vector:
+		return listView(c, 0).Cons(args[0]), th.checkSize(c.cnt + 1)
+	}
+	elems, err := seqSlice(args[1])
+	if err != nil {
+		return nil, argTypeError(2, "a collection", args[1])
+	}
+	return listOwned(elems).Cons(args[0]), th.checkSize(len(elems) + 1)
+}
+
+// builtinConcat returns a list of the elements of each argument in turn.
+func builtinConcat(th *Thread, args []Value) (Value, error) {
+	total := 0
+	for i, a := range args {
+		n, err := countOf(a)
+		if err != nil {
+			return nil, argTypeError(i+1, "a collection", a)
+		}
+		total += n
+	}
+	if err := th.checkSize(total); err != nil {
+		return nil, err
+	}
+	out := make([]Value, 0, total)
+	for _, a := range args {
+		elems, _ := seqSlice(a)
+		out = append(out, elems...)
+	}
+	return listOwned(out), nil
+}
+
+func builtinReverse(_ *Thread, args []Value) (Value, error) {
+	elems, err := seqSlice(args[0])
+	if err != nil {
+		return nil, typeError("a collection", args[0])
+	}
+	slices.Reverse(elems)
+	return listOwned(elems), nil
+}
+
+// builtinSort sorts by Compare (stable); elements that cannot be compared
+// are an error naming them.
+func builtinSort(_ *Thread, args []Value) (Value, error) {
+	elems, err := seqSlice(args[0])
+	if err != nil {
+		return nil, typeError("a collection", args[0])
+	}
+	if err := sortValues(elems); err != nil {
+		return nil, err
+	}
+	return listOwned(elems), nil
+}
+
+// valueSet is a scratch hash set of values for one builtin call.
+type valueSet map[uint64][]Value
+
+func (s valueSet) add(v Value) bool {
+	h := Hash(v)
+	for _, x := range s[h] {
+		if Equal(x, v) {
+			return false
+		}
+	}
+	s[h] = append(s[h], v)
+	return true
+}
+
+func builtinDistinct(_ *Thread, args []Value) (Value, error) {
+	elems, err := seqSlice(args[0])
+	if err != nil {
+		return nil, typeError("a collection", args[0])
+	}
+	seen := make(valueSet, len(elems))
+	out := elems[:0]
+	for _, e := range elems {
+		if seen.add(e) {
+			out = append(out, e)
+		}
+	}
+	return listOwned(out), nil
+}
+
+// builtinFrequencies maps each distinct element to its number of
+// occurrences, in order of first appearance.
+func builtinFrequencies(_ *Thread, args []Value) (Value, error) {
+	elems, err := seqSlice(args[0])
+	if err != nil {
+		return nil, typeError("a collection", args[0])
+	}
+	m := emptyMap
+	for _, e := range elems {
+		n, _ := m.Get(e)
+		c, _ := n.(Int)
+		m = m.Assoc(e, c+1)
+	}
+	return m, nil
+}
+
+// builtinPartition is (partition n coll) or (partition n step coll): a list
+// of lists of n elements starting every step elements; an incomplete last
+// group is dropped.
+func builtinPartition(th *Thread, args []Value) (Value, error) {
+	n, err := toInt(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	step, collArg := n, args[len(args)-1]
+	if len(args) == 3 {
+		if step, err = toInt(2, args[1]); err != nil {
+			return nil, err
+		}
+	}
+	if n <= 0 || step <= 0 {
+		return nil, fmt.Errorf("size and step must be positive, got %d and %d", n, step)
+	}
+	elems, err := seqSlice(collArg)
+	if err != nil {
+		return nil, argTypeError(len(args), "a collection", collArg)
+	}
+	var groups []Value
+	for i := 0; int64(i)+n <= int64(len(elems)); i += int(min(step, int64(len(elems)))) {
+		groups = append(groups, listOwned(elems[i:i+int(n):i+int(n)]))
+	}
+	return listOwned(groups), th.checkSize(len(groups))
+}
+
+// builtinRange is (range end), (range start end) or (range start end step)
+// over ints, or floats if any argument is a float: a list.
+func builtinRange(th *Thread, args []Value) (Value, error) {
+	start, end, step := Value(Int(0)), args[0], Value(Int(1))
+	if len(args) >= 2 {
+		start, end = args[0], args[1]
+	}
+	if len(args) == 3 {
+		step = args[2]
+	}
+	for i, a := range args {
+		if !isNumber(a) {
+			return nil, argTypeError(i+1, "a number", a)
+		}
+	}
+	if s, ok := step.(Int); ok && s == 0 || step == Float(0) {
+		return nil, errors.New("step must not be zero")
+	}
+	out, err := rangeValues(th, start, end, step)
+	if err != nil {
+		return nil, err
+	}
+	return listOwned(out), nil
+}
+
+func rangeValues(th *Thread, start, end, step Value) ([]Value, error) {
+	a, aok := start.(Int)
+	b, bok := end.(Int)
+	s, sok := step.(Int)
+	if aok && bok && sok {
+		n := intRangeLen(int64(a), int64(b), int64(s))
+		if err := th.checkSize(n); err != nil {
+			return nil, err
+		}
+		out := make([]Value, n)
+		for i, x := 0, a; i < n; i, x = i+1, x+s {
+			out[i] = x
+		}
+		return out, nil
+	}
+	fa, _ := toFloat(1, start)
+	fb, _ := toFloat(2, end)
+	fs, _ := toFloat(3, step)
+	n := rangeLen(fa, fb, fs)
+	if err := th.checkSize(n); err != nil {
+		return nil, err
+	}
+	out := make([]Value, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, Float(fa+float64(i)*fs))
+	}
+	return out, nil
+}
+
+// intRangeLen is the exact number of elements of an int range,
+// saturated to maxInt; its last element never overflows.
+func intRangeLen(a, b, s int64) int {
+	var diff, step uint64
+	switch {
+	case s > 0 && a < b:
+		diff, step = uint64(b)-uint64(a), uint64(s)
+	case s < 0 && a > b:
+		diff, step = uint64(a)-uint64(b), -uint64(s)
+	default:
+		return 0
+	}
+	n := diff / step
+	if diff%step != 0 {
+		n++
+	}
+	if n > uint64(maxInt) {
+		return maxInt
+	}
+	return int(n)
+}
+
+// rangeLen is the number of elements of a range, saturated to maxInt so
+// the size check sees huge or infinite ranges.
+func rangeLen(a, b, s float64) int {
+	n := (b - a) / s
+	switch {
+	case n != n || n <= 0:
+		return 0
+	case n >= float64(maxInt/2):
+		return maxInt
+	}
+	c := int(n)
+	if float64(c) < n {
+		c++
+	}
+	return c
+}
+
+// builtinSubvec is (subvec v start [end]): a vector of elements start..end-1.
+func builtinSubvec(_ *Thread, args []Value) (Value, error) {
+	v, ok := args[0].(*Vector)
+	if !ok {
+		return nil, argTypeError(1, "a vector", args[0])
+	}
+	start, err := toInt(2, args[1])
+	if err != nil {
+		return nil, err
+	}
+	end := int64(v.cnt)
+	if len(args) == 3 {
+		if end, err = toInt(3, args[2]); err != nil {
+			return nil, err
+		}
+	}
+	if start < 0 || end > int64(v.cnt) || start > end {
+		return nil, fmt.Errorf("range %d..%d out of bounds for vector of length %d", start, end, v.cnt)
+	}
+	out := make([]Value, 0, end-start)
+	for i := int(start); i < int(end); i++ {
+		out = append(out, v.Index(i))
+	}
+	return vectorOwned(out), nil
+}
+
+// builtinInto conjoins every element of from onto to.
+func builtinInto(th *Thread, args []Value) (Value, error) {
+	to := args[0]
+	switch to.(type) {
+	case NilType, *List, *Vector, *Set, *Map:
+	default:
+		return nil, argTypeError(1, "a collection", to)
+	}
+	elems, err := seqSlice(args[1])
+	if err != nil {
+		return nil, argTypeError(2, "a collection", args[1])
+	}
+	for _, e := range elems {
+		if to, err = conjOne(th, to, e); err != nil {
+			return nil, err
+		}
+	}
+	return to, nil
+}
+
+// sortValues sorts vs in place, stably, in Compare's natural order; the first
+// pair that Compare cannot order (mixed kinds) is the error.
+func sortValues(vs []Value) error {
+	var cmpErr error
+	slices.SortStableFunc(vs, func(a, b Value) int {
+		c, err := Compare(a, b)
+		if err != nil && cmpErr == nil {
+			cmpErr = err
+		}
+		return c
+	})
+	return cmpErr
+}

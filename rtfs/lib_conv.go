@@ -1,0 +1,201 @@
+package rtfs
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Conversions: keyword symbol name namespace type-name type int float parse-int
+// parse-float parse-json to-json (alias serialize-json).
+
+func addConvBuiltins(t builtinTable) {
+	t.add("keyword", 1, 2, builtinKeyword)
+	t.add("symbol", 1, 2, func(_ *Thread, args []Value) (Value, error) {
+		name, err := qualifiedName(args)
+		if err != nil || name == "" && args[0] == Nil {
+			return Nil, err
+		}
+		return Symbol(name), nil
+	})
+	t.add("name", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		switch x := args[0].(type) {
+		case String:
+			return x, nil
+		case Keyword, Symbol:
+			s := x.(interface{ Text() string }).Text()
+			return String(s[strings.LastIndexByte(s, '/')+1:]), nil
+		}
+		return nil, typeError("a string, keyword or symbol", args[0])
+	})
+	t.add("namespace", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		switch x := args[0].(type) {
+		case Keyword, Symbol:
+			s := x.(interface{ Text() string }).Text()
+			if i := strings.LastIndexByte(s, '/'); i > 0 {
+				return String(s[:i]), nil
+			}
+			return Nil, nil
+		}
+		return nil, typeError("a keyword or symbol", args[0])
+	})
+	t.add("type-name", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		return String(args[0].Kind().String()), nil
+	})
+	// (type x) is the keyword that names x's kind in type annotations:
+	// :nil :bool :int :float :string :keyword :symbol :list :vector :map :set
+	// :fn. (Clojure returns a host class; RTFS has none.)
+	t.add("type", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		return Keyword(args[0].Kind().String()), nil
+	})
+	t.add("int", 1, 1, builtinInt)
+	t.add("float", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		f, err := toFloat(1, args[0])
+		return Float(f), err
+	})
+	t.alias("double", "float")
+	t.add("parse-int", 1, 1, builtinParseInt)
+	t.add("parse-float", 1, 1, builtinParseFloat)
+	t.add("parse-json", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		s, err := toText(1, args[0])
+		if err != nil {
+			return nil, err
+		}
+		return FromJSON([]byte(s))
+	})
+	t.add("to-json", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		b, err := ToJSON(args[0])
+		if err != nil {
+			return nil, err
+		}
+		return String(b), nil
+	})
+	t.alias("serialize-json", "to-json")
+}
+
+// qualifiedName is the name of (keyword x) / (symbol x) or of the
+// two-argument (keyword ns name) form; "" for nil.
+func qualifiedName(args []Value) (string, error) {
+	if len(args) == 2 {
+		ns, err := toText(1, args[0])
+		if err != nil {
+			return "", err
+		}
+		name, err := toText(2, args[1])
+		return ns + "/" + name, err
+	}
+	switch x := args[0].(type) {
+	case NilType:
+		return "", nil
+	case String:
+		return string(x), nil
+	case Keyword:
+		return string(x), nil
+	case Symbol:
+		return string(x), nil
+	}
+	return "", typeError("a string, keyword or symbol", args[0])
+}
+
+func builtinKeyword(_ *Thread, args []Value) (Value, error) {
+	if k, ok := args[0].(Keyword); ok && len(args) == 1 {
+		return k, nil
+	}
+	name, err := qualifiedName(args)
+	if err != nil || name == "" && args[0] == Nil {
+		return Nil, err
+	}
+	return Keyword(name), nil
+}
+
+// builtinInt converts to an int: floats truncate toward zero (a float
+// outside the int range, NaN or infinity is an error).
+func builtinInt(_ *Thread, args []Value) (Value, error) {
+	switch x := args[0].(type) {
+	case Int:
+		return x, nil
+	case Float:
+		f := math.Trunc(float64(x))
+		if f != f || f >= 9.223372036854775807e18 || f < -9.223372036854775808e18 {
+			return nil, fmt.Errorf("%s is out of the int range", x)
+		}
+		return Int(f), nil
+	}
+	return nil, typeError("a number", args[0])
+}
+
+// builtinParseInt parses a base-10 integer with an optional sign; like
+// Clojure's parse-long it returns nil when the string is not one (or is
+// out of range). A non-string argument is an error.
+func builtinParseInt(_ *Thread, args []Value) (Value, error) {
+	s, err := toText(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	n, perr := strconv.ParseInt(s, 10, 64)
+	if perr != nil || strings.ContainsRune(s, '_') {
+		return Nil, nil
+	}
+	return Int(n), nil
+}
+
+// builtinParseFloat parses a decimal number (1.5, -2, 1e3, .5) or NaN,
+// Infinity, -Infinity; nil when the string is not one. A non-string
+// argument is an error.
+func builtinParseFloat(_ *Thread, args []Value) (Value, error) {
+	s, err := toText(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	switch s {
+	case "NaN", "##NaN":
+		return Float(math.NaN()), nil
+	case "Infinity", "+Infinity", "##Inf":
+		return Float(math.Inf(1)), nil
+	case "-Infinity", "##-Inf":
+		return Float(math.Inf(-1)), nil
+	}
+	if !isDecimal(s) {
+		return Nil, nil
+	}
+	f, perr := strconv.ParseFloat(s, 64)
+	if perr != nil {
+		return Nil, nil
+	}
+	return Float(f), nil
+}
+
+// isDecimal accepts [+-]digits[.digits][(e|E)[+-]digits] with at least one
+// digit before the exponent.
+func isDecimal(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	digits := 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		for i++; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			digits++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		start := i
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		}
+		if i == start {
+			return false
+		}
+	}
+	return i == len(s)
+}

@@ -1,0 +1,304 @@
+package rtfs
+
+import "fmt"
+
+// Associative functions: get get-in assoc assoc-in dissoc merge keys vals
+// contains? zipmap select-keys disj find.
+
+func addMapBuiltins(t builtinTable) {
+	t.add("get", 2, 3, func(_ *Thread, args []Value) (Value, error) {
+		return getOr(args[0], args[1], args[2:]), nil
+	})
+	t.add("get-in", 2, 3, builtinGetIn)
+	t.add("assoc", 3, -1, builtinAssoc)
+	t.add("assoc-in", 3, 3, builtinAssocIn)
+	t.add("dissoc", 1, -1, builtinDissoc)
+	t.add("merge", 0, -1, builtinMerge)
+	t.add("keys", 1, 1, func(_ *Thread, args []Value) (Value, error) { return mapColumn(args[0], 0) })
+	t.add("vals", 1, 1, func(_ *Thread, args []Value) (Value, error) { return mapColumn(args[0], 1) })
+	t.add("contains?", 2, 2, builtinContains)
+	t.add("zipmap", 2, 2, builtinZipmap)
+	t.add("select-keys", 2, 2, builtinSelectKeys)
+	t.add("disj", 1, -1, builtinDisj)
+	t.add("find", 2, 2, func(_ *Thread, args []Value) (Value, error) {
+		if v, ok := lookup(args[0], args[1]); ok {
+			return NewVector(args[1], v), nil
+		}
+		return Nil, nil
+	})
+}
+
+func defaultArg(args []Value, i int) Value {
+	if len(args) > i {
+		return args[i]
+	}
+	return Nil
+}
+
+// getOr is (get coll k [default]) with the optional default in def (empty
+// or one value). It is the single implementation of get, of a keyword called
+// as a function ((:k coll [default])) and of a map called as a function, so
+// the three agree on every argument: anything that holds no k, nil and
+// non-collections included, gives the default or nil.
+func getOr(coll, k Value, def []Value) Value {
+	if v, ok := lookup(coll, k); ok {
+		return v
+	}
+	if len(def) > 0 {
+		return def[0]
+	}
+	return Nil
+}
+
+// lookup is get's lookup: a map key, a vector, list or string index, a set
+// member. Anything else, nil included, holds nothing (as in Clojure).
+func lookup(coll, k Value) (Value, bool) {
+	switch c := coll.(type) {
+	case *Map:
+		return c.Get(k)
+	case *Vector:
+		if i, ok := k.(Int); ok && i >= 0 && int64(i) < int64(c.cnt) {
+			return c.Index(int(i)), true
+		}
+	case *Set:
+		if c.Has(k) {
+			return k, true
+		}
+	case String:
+		if i, ok := k.(Int); ok && i >= 0 {
+			return runeAt(string(c), int64(i))
+		}
+	}
+	return nil, false
+}
+
+// runeAt returns code point i of s as a one-code-point string.
+func runeAt(s string, i int64) (Value, bool) {
+	for _, r := range s {
+		if i == 0 {
+			return String(string(r)), true
+		}
+		i--
+	}
+	return nil, false
+}
+
+// keyPath returns the elements of a get-in/assoc-in key path.
+func keyPath(i int, v Value) ([]Value, error) {
+	switch v.(type) {
+	case NilType, *Vector, *List:
+		return seqSlice(v)
+	}
+	return nil, argTypeError(i, "a vector of keys", v)
+}
+
+func builtinGetIn(_ *Thread, args []Value) (Value, error) {
+	path, err := keyPath(2, args[1])
+	if err != nil {
+		return nil, err
+	}
+	v := args[0]
+	for _, k := range path {
+		var ok bool
+		if v, ok = lookup(v, k); !ok {
+			return defaultArg(args, 2), nil
+		}
+	}
+	return v, nil
+}
+
+// assocOne is (assoc coll k v) for a map, a vector (index 0..len) or nil.
+func assocOne(th *Thread, coll, k, v Value) (Value, error) {
+	switch c := coll.(type) {
+	case NilType:
+		return MapOf(k, v), nil
+	case *Map:
+		m := c.Assoc(k, v)
+		return m, th.checkSize(m.n)
+	case *Vector:
+		i, ok := k.(Int)
+		if !ok {
+			return nil, fmt.Errorf("a vector index must be an int, got %s", describe(k))
+		}
+		if i < 0 || int64(i) > int64(c.cnt) {
+			return nil, fmt.Errorf("index %d out of bounds for vector of length %d", i, c.cnt)
+		}
+		nv, _ := c.Assoc(int(i), v)
+		return nv, th.checkSize(nv.cnt)
+	}
+	return nil, argTypeError(1, "a map or vector", coll)
+}
+
+func builtinAssoc(th *Thread, args []Value) (Value, error) {
+	if len(args)%2 != 1 {
+		return nil, fmt.Errorf("expected a collection and key value pairs, got %d arguments", len(args))
+	}
+	coll := args[0]
+	for i := 1; i < len(args); i += 2 {
+		var err error
+		if coll, err = assocOne(th, coll, args[i], args[i+1]); err != nil {
+			return nil, err
+		}
+	}
+	return coll, nil
+}
+
+// builtinAssocIn is (assoc-in m [k & ks] v): missing levels become maps.
+func builtinAssocIn(th *Thread, args []Value) (Value, error) {
+	path, err := keyPath(2, args[1])
+	if err != nil {
+		return nil, err
+	}
+	if len(path) == 0 {
+		return nil, fmt.Errorf("argument 2: the key path is empty")
+	}
+	return assocIn(th, args[0], path, args[2])
+}
+
+func assocIn(th *Thread, coll Value, path []Value, v Value) (Value, error) {
+	if len(path) > 1 {
+		inner, _ := lookup(coll, path[0])
+		if inner == nil {
+			inner = Nil
+		}
+		var err error
+		if v, err = assocIn(th, inner, path[1:], v); err != nil {
+			return nil, err
+		}
+	}
+	return assocOne(th, coll, path[0], v)
+}
+
+func builtinDissoc(_ *Thread, args []Value) (Value, error) {
+	switch m := args[0].(type) {
+	case NilType:
+		return Nil, nil
+	case *Map:
+		for _, k := range args[1:] {
+			m = m.Dissoc(k)
+		}
+		return m, nil
+	}
+	return nil, argTypeError(1, "a map", args[0])
+}
+
+func builtinDisj(_ *Thread, args []Value) (Value, error) {
+	switch s := args[0].(type) {
+	case NilType:
+		return Nil, nil
+	case *Set:
+		for _, x := range args[1:] {
+			s = s.Disj(x)
+		}
+		return s, nil
+	}
+	return nil, argTypeError(1, "a set", args[0])
+}
+
+// builtinMerge merges maps left to right (later keys win), skipping nils;
+// nil when every argument is nil.
+func builtinMerge(th *Thread, args []Value) (Value, error) {
+	var out *Map
+	for i, a := range args {
+		switch m := a.(type) {
+		case NilType:
+		case *Map:
+			if out == nil || out.n == 0 {
+				out = m
+				continue
+			}
+			var err error
+			m.Range(func(k, v Value) bool {
+				out = out.Assoc(k, v)
+				err = th.checkSize(out.n)
+				return err == nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		default:
+			return nil, argTypeError(i+1, "a map", a)
+		}
+	}
+	if out == nil {
+		return Nil, nil
+	}
+	return out, nil
+}
+
+// mapColumn returns a list of a map's keys (col 0) or values (col 1), nil
+// for nil or an empty map.
+func mapColumn(v Value, col int) (Value, error) {
+	m, ok := v.(*Map)
+	if !ok {
+		if v == Nil {
+			return Nil, nil
+		}
+		return nil, typeError("a map", v)
+	}
+	if m.n == 0 {
+		return Nil, nil
+	}
+	out := make([]Value, 0, m.n)
+	m.Range(func(k, v Value) bool {
+		if col == 0 {
+			out = append(out, k)
+		} else {
+			out = append(out, v)
+		}
+		return true
+	})
+	return listOwned(out), nil
+}
+
+// builtinContains is (contains? coll k): a map key, a set member, or a
+// valid index of a vector or string; false for nil.
+func builtinContains(_ *Thread, args []Value) (Value, error) {
+	switch args[0].(type) {
+	case NilType, *Map, *Set, *Vector, String:
+		_, ok := lookup(args[0], args[1])
+		return Bool(ok), nil
+	}
+	return nil, argTypeError(1, "a map, set, vector or string", args[0])
+}
+
+func builtinZipmap(th *Thread, args []Value) (Value, error) {
+	ks, err := seqSlice(args[0])
+	if err != nil {
+		return nil, argTypeError(1, "a collection", args[0])
+	}
+	vs, err := seqSlice(args[1])
+	if err != nil {
+		return nil, argTypeError(2, "a collection", args[1])
+	}
+	n := min(len(ks), len(vs))
+	if err := th.checkSize(n); err != nil {
+		return nil, err
+	}
+	kvs := make([]Value, 0, 2*n)
+	for i := 0; i < n; i++ {
+		kvs = append(kvs, ks[i], vs[i])
+	}
+	return MapOf(kvs...), nil
+}
+
+func builtinSelectKeys(_ *Thread, args []Value) (Value, error) {
+	m, ok := args[0].(*Map)
+	if !ok && args[0] != Nil {
+		return nil, argTypeError(1, "a map", args[0])
+	}
+	ks, err := keyPath(2, args[1])
+	if err != nil {
+		return nil, err
+	}
+	out := emptyMap
+	if m == nil {
+		return out, nil
+	}
+	for _, k := range ks {
+		if v, ok := m.Get(k); ok {
+			out = out.Assoc(k, v)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,312 @@
+package rtfs
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Sequence access: count first second rest next last nth take drop peek pop
+// empty? empty not-empty. Nil is the empty sequence; strings are sequences
+// of one-code-point strings; maps are sequences of [key value] vectors.
+
+var errNotSeqable = errors.New("not a collection")
+
+func addSeqBuiltins(t builtinTable) {
+	t.add("count", 1, 1, builtinCount)
+	t.add("first", 1, 1, func(_ *Thread, args []Value) (Value, error) { return nthOr(args[0], 0, Nil) })
+	t.add("second", 1, 1, func(_ *Thread, args []Value) (Value, error) { return nthOr(args[0], 1, Nil) })
+	t.add("rest", 1, 1, func(_ *Thread, args []Value) (Value, error) { return dropSeq(args[0], 1) })
+	t.add("next", 1, 1, builtinNext)
+	t.add("last", 1, 1, builtinLast)
+	t.add("nth", 2, 3, builtinNth)
+	t.add("take", 2, 2, builtinTake)
+	t.add("drop", 2, 2, func(_ *Thread, args []Value) (Value, error) {
+		n, err := toCount(1, args[0], true)
+		if err != nil {
+			return nil, err
+		}
+		return dropSeq(args[1], n)
+	})
+	t.add("peek", 1, 1, builtinPeek)
+	t.add("pop", 1, 1, builtinPop)
+	t.add("empty?", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		n, err := countOf(args[0])
+		return Bool(n == 0), err
+	})
+	t.add("not-empty", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		n, err := countOf(args[0])
+		if err != nil || n == 0 {
+			return Nil, err
+		}
+		return args[0], nil
+	})
+	t.add("empty", 1, 1, builtinEmpty)
+}
+
+// countOf returns the number of elements of a collection, string (code
+// points) or nil (0).
+func countOf(v Value) (int, error) {
+	switch x := v.(type) {
+	case NilType:
+		return 0, nil
+	case *List:
+		return x.n, nil
+	case *Vector:
+		return x.cnt, nil
+	case *Map:
+		return x.n, nil
+	case *Set:
+		return x.Len(), nil
+	case String:
+		return utf8.RuneCountInString(string(x)), nil
+	}
+	return 0, typeError("a collection", v)
+}
+
+func builtinCount(_ *Thread, args []Value) (Value, error) {
+	n, err := countOf(args[0])
+	if err != nil {
+		return nil, err
+	}
+	return Int(n), nil
+}
+
+// seqSlice returns the elements of a seqable value as a fresh slice the
+// caller owns: nil has none, maps give [key value] vectors, strings give
+// one-code-point strings.
+func seqSlice(v Value) ([]Value, error) {
+	switch x := v.(type) {
+	case NilType:
+		return nil, nil
+	case *List:
+		out := make([]Value, 0, x.n)
+		it := newSeqIter(x)
+		for e, ok := it.next(); ok; e, ok = it.next() {
+			out = append(out, e)
+		}
+		return out, nil
+	case *Vector:
+		return x.appendTo(make([]Value, 0, x.cnt), 0), nil
+	case *Set:
+		out := make([]Value, 0, x.Len())
+		x.Range(func(e Value) bool { out = append(out, e); return true })
+		return out, nil
+	case *Map:
+		out := make([]Value, 0, x.n)
+		x.Range(func(k, v Value) bool { out = append(out, NewVector(k, v)); return true })
+		return out, nil
+	case String:
+		out := make([]Value, 0, len(x))
+		for _, r := range string(x) {
+			out = append(out, String(string(r)))
+		}
+		return out, nil
+	}
+	return nil, errNotSeqable
+}
+
+// nthOr returns element i of a seqable value, or def when i is out of range.
+func nthOr(v Value, i int, def Value) (Value, error) {
+	switch x := v.(type) {
+	case NilType:
+		return def, nil
+	case *List:
+		if i < x.n {
+			return x.Index(i), nil
+		}
+		return def, nil
+	case *Vector:
+		if i < x.cnt {
+			return x.Index(i), nil
+		}
+		return def, nil
+	case *Set:
+		if i < x.Len() {
+			return x.Index(i), nil
+		}
+		return def, nil
+	}
+	elems, err := seqSlice(v)
+	if err != nil {
+		return nil, typeError("a collection", v)
+	}
+	if i < len(elems) {
+		return elems[i], nil
+	}
+	return def, nil
+}
+
+// dropSeq returns the list of v's elements after the first n (O(n) for
+// cons lists without allocating, O(1) for vectors).
+func dropSeq(v Value, n int) (Value, error) {
+	switch x := v.(type) {
+	case NilType:
+		return emptyList, nil
+	case *List:
+		if n >= x.n {
+			return emptyList, nil
+		}
+		if x.vec != nil {
+			return listView(x.vec, x.off+n), nil
+		}
+		for ; n > 0 && x.vec == nil; n-- {
+			x = x.tail
+		}
+		if n > 0 {
+			return listView(x.vec, x.off+n), nil
+		}
+		return x, nil
+	case *Vector:
+		return listView(x, n), nil
+	}
+	elems, err := seqSlice(v)
+	if err != nil {
+		return nil, typeError("a collection", v)
+	}
+	return listOwned(elems[min(n, len(elems)):]), nil
+}
+
+func builtinNext(_ *Thread, args []Value) (Value, error) {
+	r, err := dropSeq(args[0], 1)
+	if err != nil {
+		return nil, err
+	}
+	if r.(*List).n == 0 {
+		return Nil, nil
+	}
+	return r, nil
+}
+
+func builtinLast(_ *Thread, args []Value) (Value, error) {
+	n, err := countOf(args[0])
+	if err != nil || n == 0 {
+		return Nil, err
+	}
+	if l, ok := args[0].(*List); ok && l.vec == nil {
+		it := newSeqIter(l)
+		var last Value
+		for e, ok := it.next(); ok; e, ok = it.next() {
+			last = e
+		}
+		return last, nil
+	}
+	return nthOr(args[0], n-1, Nil)
+}
+
+// builtinNth is (nth coll i [default]): an index out of range is an error
+// unless a default is given; nil gives nil (or the default).
+func builtinNth(_ *Thread, args []Value) (Value, error) {
+	i, err := toInt(2, args[1])
+	if err != nil {
+		return nil, err
+	}
+	switch args[0].(type) {
+	case NilType, *List, *Vector, String:
+	default:
+		return nil, argTypeError(1, "a list, vector or string", args[0])
+	}
+	if len(args) == 3 {
+		if i < 0 {
+			return args[2], nil
+		}
+		return nthOr(args[0], int(min(i, int64(maxInt))), args[2])
+	}
+	if args[0] == Nil {
+		return Nil, nil
+	}
+	n, _ := countOf(args[0])
+	if i < 0 || i >= int64(n) {
+		return nil, fmt.Errorf("index %d out of bounds for %s of length %d", i, args[0].Kind(), n)
+	}
+	return nthOr(args[0], int(i), Nil)
+}
+
+// builtinTake is (take n coll): a list of the first n elements.
+func builtinTake(th *Thread, args []Value) (Value, error) {
+	n, err := toCount(1, args[0], true)
+	if err != nil {
+		return nil, err
+	}
+	switch x := args[1].(type) {
+	case *List:
+		if n >= x.n {
+			return x, nil
+		}
+		out := make([]Value, 0, n)
+		it := newSeqIter(x)
+		for e, ok := it.next(); ok && len(out) < n; e, ok = it.next() {
+			out = append(out, e)
+		}
+		return listOwned(out), nil
+	case *Vector:
+		n = min(n, x.cnt)
+		out := make([]Value, 0, n)
+		for i := 0; i < n; i++ {
+			out = append(out, x.Index(i))
+		}
+		return listOwned(out), nil
+	}
+	elems, err := seqSlice(args[1])
+	if err != nil {
+		return nil, argTypeError(2, "a collection", args[1])
+	}
+	return listOwned(elems[:min(n, len(elems))]), nil
+}
+
+// builtinPeek is the element conj would have added last: a list's first,
+// a vector's last; nil for nil or an empty collection.
+func builtinPeek(_ *Thread, args []Value) (Value, error) {
+	switch x := args[0].(type) {
+	case NilType:
+		return Nil, nil
+	case *List:
+		return x.First(), nil
+	case *Vector:
+		if x.cnt == 0 {
+			return Nil, nil
+		}
+		return x.Index(x.cnt - 1), nil
+	}
+	return nil, typeError("a list or vector", args[0])
+}
+
+// builtinPop removes what peek returns; popping an empty list or vector is
+// an error, popping nil is nil.
+func builtinPop(_ *Thread, args []Value) (Value, error) {
+	switch x := args[0].(type) {
+	case NilType:
+		return Nil, nil
+	case *List:
+		if x.n == 0 {
+			return nil, errors.New("cannot pop an empty list")
+		}
+		return x.Rest(), nil
+	case *Vector:
+		if x.cnt == 0 {
+			return nil, errors.New("cannot pop an empty vector")
+		}
+		return x.Pop(), nil
+	}
+	return nil, typeError("a list or vector", args[0])
+}
+
+// builtinEmpty returns the empty collection of the argument's kind (nil
+// for nil).
+func builtinEmpty(_ *Thread, args []Value) (Value, error) {
+	switch args[0].(type) {
+	case NilType:
+		return Nil, nil
+	case *List:
+		return emptyList, nil
+	case *Vector:
+		return emptyVector, nil
+	case *Map:
+		return emptyMap, nil
+	case *Set:
+		return emptySet, nil
+	case String:
+		return String(""), nil
+	}
+	return nil, typeError("a collection", args[0])
+}

@@ -1,0 +1,187 @@
+package rtfs
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// String functions. Indexes and lengths count Unicode code points, not
+// bytes. Separators and patterns are literal strings (there are no
+// regular expressions).
+
+func addStrBuiltins(t builtinTable) {
+	t.add("str", 0, -1, builtinStr)
+	t.add("subs", 2, 3, builtinSubs)
+	t.alias("substring", "subs")
+	t.add("string-length", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		s, err := toText(1, args[0])
+		return Int(utf8.RuneCountInString(s)), err
+	})
+	t.add("split", 2, 2, builtinSplit)
+	t.add("join", 1, 2, builtinJoin)
+	t.alias("string-join", "join")
+	t.add("upper-case", 1, 1, strMap(strings.ToUpper))
+	t.alias("string-upper", "upper-case")
+	t.add("lower-case", 1, 1, strMap(strings.ToLower))
+	t.alias("string-lower", "lower-case")
+	t.add("trim", 1, 1, strMap(strings.TrimSpace))
+	t.alias("string-trim", "trim")
+	t.add("starts-with?", 2, 2, strPred(strings.HasPrefix))
+	t.add("ends-with?", 2, 2, strPred(strings.HasSuffix))
+	t.add("includes?", 2, 2, strPred(strings.Contains))
+	t.alias("string-contains", "includes?")
+	t.alias("string-contains?", "includes?")
+	t.add("blank?", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		if args[0] == Nil {
+			return True, nil
+		}
+		s, err := toText(1, args[0])
+		return Bool(strings.TrimSpace(s) == ""), err
+	})
+	t.add("replace", 3, 3, func(th *Thread, args []Value) (Value, error) {
+		s, old, repl, err := threeTexts(args)
+		if err != nil {
+			return nil, err
+		}
+		if old == "" {
+			return nil, fmt.Errorf("argument 2: the string to replace is empty")
+		}
+		if n := strings.Count(s, old); n > 0 && len(repl) > len(old) {
+			if err := th.checkSize(len(s) + n*(len(repl)-len(old))); err != nil {
+				return nil, err
+			}
+		}
+		return String(strings.ReplaceAll(s, old, repl)), nil
+	})
+}
+
+// builtinStr concatenates the str of each argument: nil adds nothing, a
+// string its contents, anything else its printed form.
+func builtinStr(th *Thread, args []Value) (Value, error) {
+	if len(args) == 1 {
+		if s, ok := args[0].(String); ok {
+			return s, nil
+		}
+	}
+	var b strings.Builder
+	for _, a := range args {
+		toStr(&b, a)
+		if err := th.checkSize(b.Len()); err != nil {
+			return nil, err
+		}
+	}
+	return String(b.String()), nil
+}
+
+func strMap(f func(string) string) builtinFn {
+	return func(_ *Thread, args []Value) (Value, error) {
+		s, err := toText(1, args[0])
+		if err != nil {
+			return nil, err
+		}
+		return String(f(s)), nil
+	}
+}
+
+func strPred(f func(s, sub string) bool) builtinFn {
+	return func(_ *Thread, args []Value) (Value, error) {
+		s, err := toText(1, args[0])
+		if err != nil {
+			return nil, err
+		}
+		sub, err := toText(2, args[1])
+		if err != nil {
+			return nil, err
+		}
+		return Bool(f(s, sub)), nil
+	}
+}
+
+func threeTexts(args []Value) (a, b, c string, err error) {
+	if a, err = toText(1, args[0]); err != nil {
+		return
+	}
+	if b, err = toText(2, args[1]); err != nil {
+		return
+	}
+	c, err = toText(3, args[2])
+	return
+}
+
+// builtinSubs is (subs s start [end]): the code points start..end-1.
+func builtinSubs(_ *Thread, args []Value) (Value, error) {
+	s, err := toText(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	n := utf8.RuneCountInString(s)
+	start, err := toInt(2, args[1])
+	if err != nil {
+		return nil, err
+	}
+	end := int64(n)
+	if len(args) == 3 {
+		if end, err = toInt(3, args[2]); err != nil {
+			return nil, err
+		}
+	}
+	if start < 0 || end > int64(n) || start > end {
+		return nil, fmt.Errorf("range %d..%d out of bounds for string of length %d", start, end, n)
+	}
+	if n == len(s) {
+		return String(s[start:end]), nil
+	}
+	return String(string([]rune(s)[start:end])), nil
+}
+
+// builtinSplit is (split s sep): the pieces of s around each occurrence of
+// the literal sep, as a vector of strings (empty pieces kept). An empty
+// sep splits into code points.
+func builtinSplit(th *Thread, args []Value) (Value, error) {
+	s, err := toText(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	sep, err := toText(2, args[1])
+	if err != nil {
+		return nil, err
+	}
+	parts := strings.Split(s, sep)
+	if err := th.checkSize(len(parts)); err != nil {
+		return nil, err
+	}
+	out := make([]Value, len(parts))
+	for i, p := range parts {
+		out[i] = String(p)
+	}
+	return vectorOwned(out), nil
+}
+
+// builtinJoin is (join coll) or (join sep coll): the str of each element,
+// separated by sep.
+func builtinJoin(th *Thread, args []Value) (Value, error) {
+	sep, coll := "", args[0]
+	if len(args) == 2 {
+		s, err := toText(1, args[0])
+		if err != nil {
+			return nil, err
+		}
+		sep, coll = s, args[1]
+	}
+	elems, err := seqSlice(coll)
+	if err != nil {
+		return nil, argTypeError(len(args), "a collection", coll)
+	}
+	var b strings.Builder
+	for i, e := range elems {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		toStr(&b, e)
+		if err := th.checkSize(b.Len()); err != nil {
+			return nil, err
+		}
+	}
+	return String(b.String()), nil
+}

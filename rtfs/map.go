@@ -1,0 +1,242 @@
+package rtfs
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/rtfshost/rtfshost/rtfs/types"
+)
+
+// A Map is an immutable, persistent map with structural keys (Equal and
+// Hash). Up to 8 entries it is a flat array-map kept in insertion order:
+// lookups are a linear scan (keyword keys compare as strings, no hashing)
+// and Assoc costs one allocation. Beyond 8 entries it is a hash array
+// mapped trie: Get, Assoc and Dissoc are O(log32 n). Assoc never compares
+// values deeply: replacing a value with the identical one (same scalar or
+// same pointer) returns the map unchanged. The empty map is a non-nil *Map
+// with Len 0. Maps are safe to share between goroutines.
+type Map struct {
+	kvs  []Value // array-map: k0, v0, k1, v1, ... (used when root == nil)
+	root *hnode  // hash trie, when the map has grown beyond arrayMapMax
+	n    int
+	hash atomic.Uint64
+}
+
+const arrayMapMax = 8
+
+// emptyMap is the shared, immutable empty map.
+var emptyMap = &Map{}
+
+// MapOf returns a map of the key/value pairs in kvs (k1, v1, k2, v2, ...).
+// An odd count pairs the last key with Nil; a repeated key keeps its last
+// value. kvs is copied, never retained. Cost: O(n) for n <= 8 distinct keys
+// (one allocation), O(n log n) beyond.
+func MapOf(kvs ...Value) *Map {
+	if len(kvs)%2 == 1 {
+		kvs = append(kvs[:len(kvs):len(kvs)], Nil)
+	}
+	if len(kvs) <= 2*arrayMapMax && distinctKeys(kvs) {
+		if len(kvs) == 0 {
+			return emptyMap
+		}
+		m := newArrayMap(len(kvs) / 2)
+		copy(m.kvs, kvs)
+		return m
+	}
+	m := emptyMap
+	for i := 0; i < len(kvs); i += 2 {
+		m = m.Assoc(kvs[i], kvs[i+1])
+	}
+	return m
+}
+
+// mapOwned is MapOf taking ownership of an even-length kvs slice.
+func mapOwned(kvs []Value) *Map {
+	if len(kvs) <= 2*arrayMapMax && distinctKeys(kvs) {
+		if len(kvs) == 0 {
+			return emptyMap
+		}
+		return &Map{kvs: kvs, n: len(kvs) / 2}
+	}
+	return MapOf(kvs...)
+}
+
+// distinctKeys reports whether the keys of the flat k, v, ... slice kvs are
+// pairwise distinct (not Equal). Keyword keys, the usual case, are compared
+// inline without a call to Equal: a keyword equals only the same keyword.
+func distinctKeys(kvs []Value) bool {
+	for i := 2; i < len(kvs); i += 2 {
+		kw, isKw := kvs[i].(Keyword)
+		for j := 0; j < i; j += 2 {
+			if isKw {
+				if y, ok := kvs[j].(Keyword); ok && y == kw {
+					return false
+				}
+			} else if Equal(kvs[i], kvs[j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Kind implements Value.
+func (*Map) Kind() Kind { return types.KindMap }
+
+// Len returns the number of entries in O(1).
+func (m *Map) Len() int { return m.n }
+
+// Get returns the value stored under key k. O(n) up to 8 entries, O(log n)
+// beyond; no allocation.
+func (m *Map) Get(k Value) (Value, bool) {
+	if m.root != nil {
+		return m.root.get(k, Hash(k), 0)
+	}
+	if kw, ok := k.(Keyword); ok {
+		return m.GetKeyword(string(kw))
+	}
+	for i := 0; i < len(m.kvs); i += 2 {
+		if Equal(m.kvs[i], k) {
+			return m.kvs[i+1], true
+		}
+	}
+	return nil, false
+}
+
+// GetKeyword returns the value stored under the keyword whose name is name
+// (implements types.Mapping). It does not allocate.
+func (m *Map) GetKeyword(name string) (Value, bool) {
+	if m.root != nil {
+		return m.root.getKeyword(name, strhash(name, seedKeyword))
+	}
+	for i := 0; i < len(m.kvs); i += 2 {
+		if kw, ok := m.kvs[i].(Keyword); ok && string(kw) == name {
+			return m.kvs[i+1], true
+		}
+	}
+	return nil, false
+}
+
+// Has reports whether m holds key k.
+func (m *Map) Has(k Value) bool {
+	_, ok := m.Get(k)
+	return ok
+}
+
+// arrayIndex returns the position of k's key slot in kvs, or -1.
+func (m *Map) arrayIndex(k Value) int {
+	if kw, ok := k.(Keyword); ok {
+		for i := 0; i < len(m.kvs); i += 2 {
+			if x, ok := m.kvs[i].(Keyword); ok && x == kw {
+				return i
+			}
+		}
+		return -1
+	}
+	for i := 0; i < len(m.kvs); i += 2 {
+		if Equal(m.kvs[i], k) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Assoc returns a map with k mapped to v. O(n) up to 8 entries (one
+// allocation), O(log32 n) beyond.
+func (m *Map) Assoc(k, v Value) *Map {
+	if m.root != nil {
+		root, added := m.root.assoc(k, v, Hash(k), 0)
+		if root == m.root {
+			return m
+		}
+		n := m.n
+		if added {
+			n++
+		}
+		return &Map{root: root, n: n}
+	}
+	if i := m.arrayIndex(k); i >= 0 {
+		if identical(m.kvs[i+1], v) {
+			return m
+		}
+		nm := newArrayMap(m.n)
+		copy(nm.kvs, m.kvs)
+		nm.kvs[i+1] = v
+		return nm
+	}
+	if m.n < arrayMapMax {
+		nm := newArrayMap(m.n + 1)
+		copy(nm.kvs, m.kvs)
+		nm.kvs[len(m.kvs)], nm.kvs[len(m.kvs)+1] = k, v
+		return nm
+	}
+	var root *hnode = emptyHNode
+	for i := 0; i < len(m.kvs); i += 2 {
+		root, _ = root.assoc(m.kvs[i], m.kvs[i+1], Hash(m.kvs[i]), 0)
+	}
+	root, _ = root.assoc(k, v, Hash(k), 0)
+	return &Map{root: root, n: m.n + 1}
+}
+
+// Dissoc returns a map without key k (m itself if k is absent).
+func (m *Map) Dissoc(k Value) *Map {
+	if m.root != nil {
+		root, removed := m.root.dissoc(k, Hash(k), 0)
+		if !removed {
+			return m
+		}
+		if m.n == 1 {
+			return emptyMap
+		}
+		return &Map{root: root, n: m.n - 1}
+	}
+	i := m.arrayIndex(k)
+	if i < 0 {
+		return m
+	}
+	if m.n == 1 {
+		return emptyMap
+	}
+	nm := newArrayMap(m.n - 1)
+	copy(nm.kvs, m.kvs[:i])
+	copy(nm.kvs[i:], m.kvs[i+2:])
+	return nm
+}
+
+// Range calls f for each entry until f returns false. The order is
+// insertion order for maps of up to 8 entries and trie order beyond; it is
+// stable for one map value.
+func (m *Map) Range(f func(k, v Value) bool) {
+	if m.root != nil {
+		m.root.rangeEntries(f)
+		return
+	}
+	for i := 0; i < len(m.kvs); i += 2 {
+		if !f(m.kvs[i], m.kvs[i+1]) {
+			return
+		}
+	}
+}
+
+// entries returns the map's keys and values as a flat k, v, ... slice in
+// Range order. The slice is fresh (the caller may keep it).
+func (m *Map) entries() []Value {
+	out := make([]Value, 0, 2*m.n)
+	m.Range(func(k, v Value) bool {
+		out = append(out, k, v)
+		return true
+	})
+	return out
+}
+
+// String implements Value: {:a 1 :b 2}.
+func (m *Map) String() string {
+	var b strings.Builder
+	writeValue(&b, m)
+	return b.String()
+}
+
+// identical reports whether a and b are the same value without a deep walk:
+// equal scalars (NaN is never identical), or the same collection or
+// function pointer. Every value type is comparable, so == cannot panic.
+func identical(a, b Value) bool { return a == b }

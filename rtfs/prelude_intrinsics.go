@@ -1,0 +1,254 @@
+package rtfs
+
+import (
+	"fmt"
+	"slices"
+)
+
+// intrinsics are the pure Go helpers the prelude uses. They are not visible
+// to programs under these names unless a program spells the % name, and they
+// never call back into RTFS. The table is built once and never modified.
+var intrinsics = map[string]*Builtin{
+	"%items":        {name: "seq", impl: intrItems, minArgs: 1, maxArgs: 1},
+	"%nth":          {name: "nth", impl: intrNth, minArgs: 2, maxArgs: 2},
+	"%min-count":    {name: "count", impl: intrMinCount, minArgs: 1, maxArgs: -1},
+	"%spread-args":  {name: "apply", impl: intrSpreadArgs, minArgs: 1, maxArgs: 1},
+	"%cat":          {name: "concat", impl: intrCat, minArgs: 2, maxArgs: 2},
+	"%into":         {name: "into", impl: intrInto, minArgs: 2, maxArgs: 2},
+	"%slice":        {name: "subvec", impl: intrSlice, minArgs: 3, maxArgs: 3},
+	"%half":         {name: "quot", impl: intrHalf, minArgs: 1, maxArgs: 1},
+	"%cmp-less?":    {name: "comparator", impl: intrCmpLess, minArgs: 1, maxArgs: 1},
+	"%sort":         {name: "sort", impl: intrSort, minArgs: 1, maxArgs: 1},
+	"%sort-by-keys": {name: "sort-by", impl: intrSortByKeys, minArgs: 2, maxArgs: 2},
+	"%<":            {name: "dotimes", impl: intrLess, minArgs: 2, maxArgs: 2},
+	"%inc":          {name: "dotimes", impl: intrInc, minArgs: 1, maxArgs: 1},
+}
+
+// intrinsicNames maps each intrinsic back to its % name; built once, never
+// modified.
+var intrinsicNames = func() map[*Builtin]string {
+	m := make(map[*Builtin]string, len(intrinsics))
+	for k, b := range intrinsics {
+		m[b] = k
+	}
+	return m
+}()
+
+// builtinKey returns the name that builtinNamed resolves to b.
+func builtinKey(b *Builtin) string {
+	if k, ok := intrinsicNames[b]; ok {
+		return k
+	}
+	return b.name
+}
+
+// items returns the elements of a collection as a vector: a vector itself,
+// the entries of a map as [k v] vectors, the characters of a string.
+func items(th *Thread, v Value) (*Vector, error) {
+	switch c := v.(type) {
+	case *Vector:
+		return c, nil
+	case NilType:
+		return emptyVector, nil
+	case *List:
+		return collect(th, c.Len(), c.Index)
+	case *Set:
+		return collect(th, c.Len(), c.Index)
+	case *Map:
+		kvs := make([]Value, 0, c.Len())
+		c.Range(func(k, v Value) bool {
+			kvs = append(kvs, vectorOwned([]Value{k, v}))
+			return true
+		})
+		return vectorOwned(kvs), nil
+	case String:
+		rs := []rune(string(c))
+		if err := th.checkSize(len(rs)); err != nil {
+			return nil, err
+		}
+		out := make([]Value, len(rs))
+		for i, r := range rs {
+			out[i] = String(string(r))
+		}
+		return vectorOwned(out), nil
+	}
+	return nil, fmt.Errorf("expected a collection, got %s", describe(v))
+}
+
+func collect(th *Thread, n int, at func(int) Value) (*Vector, error) {
+	if err := th.checkSize(n); err != nil {
+		return nil, err
+	}
+	out := make([]Value, n)
+	for i := range out {
+		out[i] = at(i)
+	}
+	return vectorOwned(out), nil
+}
+
+func intrItems(th *Thread, args []Value) (Value, error) { return items(th, args[0]) }
+
+func intrNth(_ *Thread, args []Value) (Value, error) {
+	v, ok := args[0].(*Vector)
+	i, ok2 := args[1].(Int)
+	if !ok || !ok2 || i < 0 || int(i) >= v.Len() {
+		return nil, fmt.Errorf("internal index %s out of range", args[1])
+	}
+	return v.Index(int(i)), nil
+}
+
+func intrMinCount(_ *Thread, args []Value) (Value, error) {
+	n := -1
+	for _, a := range args {
+		v, ok := a.(*Vector)
+		if !ok {
+			return nil, typeError("a vector", a)
+		}
+		if n < 0 || v.Len() < n {
+			n = v.Len()
+		}
+	}
+	return Int(n), nil
+}
+
+// intrSpreadArgs turns apply's (a b coll) into the vector [a b ...coll].
+func intrSpreadArgs(th *Thread, args []Value) (Value, error) {
+	l, ok := args[0].(*List)
+	if !ok || l.Len() == 0 {
+		return emptyVector, nil
+	}
+	n := l.Len()
+	last, err := items(th, l.Index(n-1))
+	if err != nil {
+		return nil, fmt.Errorf("last argument: %w", err)
+	}
+	if err := th.checkSize(n - 1 + last.Len()); err != nil {
+		return nil, err
+	}
+	out := make([]Value, 0, n-1+last.Len())
+	for i := 0; i < n-1; i++ {
+		out = append(out, l.Index(i))
+	}
+	return vectorOwned(last.appendTo(out, 0)), nil
+}
+
+func intrCat(th *Thread, args []Value) (Value, error) {
+	a, err := items(th, args[0])
+	if err != nil {
+		return nil, err
+	}
+	return intrInto(th, []Value{a, args[1]})
+}
+
+func intrInto(th *Thread, args []Value) (Value, error) {
+	acc, ok := args[0].(*Vector)
+	if !ok {
+		return nil, typeError("a vector", args[0])
+	}
+	more, err := items(th, args[1])
+	if err != nil {
+		return nil, err
+	}
+	if err := th.checkSize(acc.Len() + more.Len()); err != nil {
+		return nil, err
+	}
+	for i := 0; i < more.Len(); i++ {
+		acc = acc.Conj(more.Index(i))
+	}
+	return acc, nil
+}
+
+func intrSlice(_ *Thread, args []Value) (Value, error) {
+	v, ok := args[0].(*Vector)
+	from, ok2 := args[1].(Int)
+	to, ok3 := args[2].(Int)
+	if !ok || !ok2 || !ok3 || from < 0 || to < from || int(to) > v.Len() {
+		return nil, fmt.Errorf("internal slice [%s:%s] out of range", args[1], args[2])
+	}
+	out := make([]Value, 0, to-from)
+	for i := int(from); i < int(to); i++ {
+		out = append(out, v.Index(i))
+	}
+	return vectorOwned(out), nil
+}
+
+func intrLess(_ *Thread, args []Value) (Value, error) {
+	i, ok := args[0].(Int)
+	n, ok2 := args[1].(Int)
+	if !ok || !ok2 {
+		return nil, typeError("an int count", args[1])
+	}
+	return Bool(i < n), nil
+}
+
+func intrInc(_ *Thread, args []Value) (Value, error) {
+	i, ok := args[0].(Int)
+	if !ok {
+		return nil, typeError("an int", args[0])
+	}
+	return i + 1, nil
+}
+
+func intrHalf(_ *Thread, args []Value) (Value, error) {
+	n, ok := args[0].(Int)
+	if !ok {
+		return nil, typeError("an int", args[0])
+	}
+	return n / 2, nil
+}
+
+// intrCmpLess interprets a comparator's result: true or a negative number
+// means "less than".
+func intrCmpLess(_ *Thread, args []Value) (Value, error) {
+	switch c := args[0].(type) {
+	case Bool:
+		return c, nil
+	case NilType:
+		return False, nil
+	case Int:
+		return Bool(c < 0), nil
+	case Float:
+		return Bool(c < 0), nil
+	}
+	return nil, fmt.Errorf("a comparator must return a number or a boolean, got %s", describe(args[0]))
+}
+
+func intrSort(th *Thread, args []Value) (Value, error) {
+	xs, err := items(th, args[0])
+	if err != nil {
+		return nil, err
+	}
+	out := xs.appendTo(make([]Value, 0, xs.Len()), 0)
+	if err := sortValues(out); err != nil {
+		return nil, err
+	}
+	return vectorOwned(out), nil
+}
+
+func intrSortByKeys(_ *Thread, args []Value) (Value, error) {
+	xs, ok := args[0].(*Vector)
+	ks, ok2 := args[1].(*Vector)
+	if !ok || !ok2 || xs.Len() != ks.Len() {
+		return nil, fmt.Errorf("internal: mismatched keys")
+	}
+	idx := make([]int, xs.Len())
+	for i := range idx {
+		idx[i] = i
+	}
+	var cmpErr error
+	slices.SortStableFunc(idx, func(a, b int) int {
+		c, err := Compare(ks.Index(a), ks.Index(b))
+		if err != nil && cmpErr == nil {
+			cmpErr = fmt.Errorf("cannot compare keys: %w", err)
+		}
+		return c
+	})
+	if cmpErr != nil {
+		return nil, cmpErr
+	}
+	out := make([]Value, len(idx))
+	for i, j := range idx {
+		out[i] = xs.Index(j)
+	}
+	return vectorOwned(out), nil
+}

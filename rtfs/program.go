@@ -1,0 +1,279 @@
+// Package rtfs is the RTFS language runtime: values, the compiler's output
+// (Program), the bytecode VM (Thread) and serializable continuations.
+//
+// Compile turns source into an immutable *Program. A *Thread runs it: Run
+// executes the top level, Call calls a function value (a *Closure, a
+// *Builtin, a keyword...) with a program's *Globals, and both return an
+// Outcome. When RTFS code makes a host call, (call :capability args...), the
+// VM does not call Go: the Outcome carries the *HostCall and a
+// *Continuation, which the host resumes with Resume or ResumeError after
+// performing the call, at once or after storing the continuation's bytes
+// (MarshalBinary, UnmarshalContinuation). Runtime errors are *EvalError,
+// limit overruns *LimitError. See docs/continuations.md for the execution
+// model and docs/rtfs-values.md for the values.
+package rtfs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
+	"github.com/rtfshost/rtfshost/rtfs/syntax"
+	"github.com/rtfshost/rtfshost/rtfs/types"
+)
+
+// A Program is a compiled RTFS source file: its functions (the file's own and
+// the prelude's, which implements the higher-order core functions in RTFS),
+// their constants and the names of its global variables. A Program is
+// immutable and safe to share between goroutines; it is identified by Hash.
+type Program struct {
+	name     string
+	src      []byte
+	hash     string
+	hashRaw  [32]byte
+	funcs    []*funcInfo // by function id
+	globals  []string    // global slot names
+	index    map[string]int
+	init     []Value // initial global values (the prelude's functions); nil means undefined
+	toplevel *funcInfo
+	extra    map[string]*Builtin // host-internal builtins (tests); nil normally
+	keywords map[string]Value    // the keyword constants, boxed once (for decoding)
+}
+
+// funcInfo is a compiled function with its constants turned into values.
+type funcInfo struct {
+	code     *compile.Funcode
+	consts   []Value
+	builtins []Value
+	arities  []*funcInfo
+	prog     *Program // the program that defined it; nil for the prelude's
+	retType  types.Type
+	internal bool
+	static   *Closure // the shared closure of a function without free variables
+}
+
+// Compile compiles an RTFS source file. filename is used in positions. Reader,
+// type annotation and compile errors are a *syntax.Error whose message reads
+// "file:line:col: message", on one line. The program's globals get their values
+// when a Thread runs it.
+func Compile(filename string, src []byte) (*Program, error) {
+	return compileUnits(filename, src, nil)
+}
+
+// compileConfig adds host-internal definitions to a compilation (the
+// language-test driver's assertions).
+type compileConfig struct {
+	units    []compile.Unit      // compiled before the file, marked internal
+	builtins map[string]*Builtin // extra Go builtins
+}
+
+// compileUnits compiles src after the internal units and builtins of cfg.
+func compileUnits(filename string, src []byte, cfg *compileConfig) (*Program, error) {
+	nodes, err := syntax.Parse(filename, src)
+	if err != nil {
+		return nil, err
+	}
+	pre, err := loadPrelude()
+	if err != nil {
+		return nil, err
+	}
+	var units []compile.Unit
+	var extra map[string]*Builtin
+	if cfg != nil {
+		units = append(units, cfg.units...)
+		extra = cfg.builtins
+	}
+	units = append(units, compile.Unit{Nodes: nodes})
+	resolve := func(name string) *Builtin {
+		if b := extra[name]; b != nil {
+			return b
+		}
+		return builtinNamed(name)
+	}
+	cp, err := compile.Compile(pre.code, units, func(name string) bool { return resolve(name) != nil })
+	if err != nil {
+		return nil, err
+	}
+	return newProgram(filename, src, cp, pre, resolve, extra)
+}
+
+// newProgram links compiled code into a Program: it turns constants into
+// values, resolves builtins and type annotations, and sets the initial
+// globals.
+func newProgram(filename string, src []byte, cp *compile.Program, pre *prelude,
+	resolve func(string) *Builtin, extra map[string]*Builtin) (*Program, error) {
+	p := &Program{
+		name:     filename,
+		src:      append([]byte(nil), src...),
+		hashRaw:  programHash(src),
+		globals:  cp.Globals,
+		index:    make(map[string]int, len(cp.Globals)),
+		extra:    extra,
+		funcs:    make([]*funcInfo, len(cp.Funcs)),
+		init:     make([]Value, len(cp.Globals)),
+		keywords: make(map[string]Value),
+	}
+	p.hash = hex.EncodeToString(p.hashRaw[:])
+	for i, g := range cp.Globals {
+		p.index[g] = i
+	}
+	copy(p.funcs, pre.funcs)
+	for _, f := range cp.Funcs[cp.NumBase:] {
+		fi, err := newFuncInfo(f, p, resolve)
+		if err != nil {
+			return nil, err
+		}
+		p.funcs[f.ID] = fi
+	}
+	linkArities(p.funcs[cp.NumBase:], p.funcs)
+	for _, fi := range p.funcs {
+		for _, c := range fi.consts {
+			if k, ok := c.(Keyword); ok {
+				p.keywords[string(k)] = c
+			}
+		}
+	}
+	copy(p.init, pre.globals)
+	p.toplevel = p.funcs[cp.Toplevel]
+	return p, nil
+}
+
+func linkArities(fs []*funcInfo, all []*funcInfo) {
+	for _, fi := range fs {
+		for _, id := range fi.code.Arities {
+			fi.arities = append(fi.arities, all[id])
+		}
+	}
+}
+
+func programHash(src []byte) (sum [32]byte) {
+	h := sha256.New()
+	h.Write([]byte(compile.Version))
+	h.Write([]byte{0})
+	h.Write(preludeSrc)
+	h.Write([]byte{0})
+	h.Write(src)
+	h.Sum(sum[:0])
+	return sum
+}
+
+func newFuncInfo(f *compile.Funcode, p *Program, resolve func(string) *Builtin) (*funcInfo, error) {
+	fi := &funcInfo{code: f, prog: p, internal: f.Internal}
+	if f.NumFree == 0 {
+		fi.static = &Closure{fn: fi}
+	}
+	fi.consts = make([]Value, len(f.Consts))
+	for i, n := range f.Consts {
+		v, err := constValue(n)
+		if err != nil {
+			return nil, err
+		}
+		fi.consts[i] = v
+	}
+	fi.builtins = make([]Value, len(f.Builtins))
+	for i, name := range f.Builtins {
+		b := resolve(name)
+		if b == nil {
+			return nil, fmt.Errorf("%s: undefined builtin %s", f.Pos, name)
+		}
+		fi.builtins[i] = b
+	}
+	if f.ReturnType != nil {
+		t, err := parseType(f.ReturnType)
+		if err != nil {
+			return nil, err
+		}
+		fi.retType = t
+	}
+	for _, n := range f.TypeForms {
+		if _, err := parseType(n); err != nil {
+			return nil, err
+		}
+	}
+	return fi, nil
+}
+
+// builtin resolves a builtin name for the continuation decoder.
+func (p *Program) builtin(name string) *Builtin {
+	if b := p.extra[name]; b != nil {
+		return b
+	}
+	return builtinNamed(name)
+}
+
+// constValue turns a constant form into its value (quoted forms included).
+func constValue(n syntax.Node) (Value, error) {
+	switch n := n.(type) {
+	case *syntax.Nil:
+		return Nil, nil
+	case *syntax.Bool:
+		return Bool(n.Value), nil
+	case *syntax.Int:
+		return Int(n.Value), nil
+	case *syntax.Float:
+		return Float(n.Value), nil
+	case *syntax.String:
+		return String(n.Value), nil
+	case *syntax.Keyword:
+		return Keyword(n.Name), nil
+	case *syntax.Symbol:
+		return Symbol(n.Name), nil
+	case *syntax.List:
+		elems, err := constValues(n.Elems)
+		return NewList(elems...), err
+	case *syntax.Vector:
+		elems, err := constValues(n.Elems)
+		return NewVector(elems...), err
+	case *syntax.Map:
+		elems, err := constValues(n.Elems)
+		return MapOf(elems...), err
+	case *syntax.Set:
+		elems, err := constValues(n.Elems)
+		return NewSet(elems...), err
+	case *syntax.TypeExpr:
+		return constValue(n.Vec)
+	}
+	return nil, fmt.Errorf("%s: cannot quote %s", n.Pos(), n)
+}
+
+func constValues(ns []syntax.Node) ([]Value, error) {
+	out := make([]Value, len(ns))
+	for i, n := range ns {
+		v, err := constValue(n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// Name returns the file name the program was compiled from.
+func (p *Program) Name() string { return p.name }
+
+// Hash returns the hex SHA-256 of the compiler version, the prelude and the
+// source. Equal hashes mean the same code; continuations record it.
+func (p *Program) Hash() string { return p.hash }
+
+// Source returns the program's source text. The caller must not modify it.
+func (p *Program) Source() []byte { return p.src }
+
+// A Globals is an immutable snapshot of a program run's global variables
+// (those defined by def and defn). It is safe to share between goroutines.
+type Globals struct {
+	prog   *Program
+	values []Value // nil entries are undefined
+}
+
+// Program returns the program the globals belong to.
+func (g *Globals) Program() *Program { return g.prog }
+
+// Get returns the value of the global variable name, if it is defined.
+func (g *Globals) Get(name string) (Value, bool) {
+	i, ok := g.prog.index[name]
+	if !ok || g.values[i] == nil {
+		return nil, false
+	}
+	return g.values[i], true
+}

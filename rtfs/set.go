@@ -1,0 +1,99 @@
+package rtfs
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/rtfshost/rtfshost/rtfs/types"
+)
+
+// A Set is an immutable, persistent set with structural membership (Equal
+// and Hash), built on a Map from each element to itself: Has, Conj and Disj
+// cost what Map.Get, Assoc and Dissoc cost. Index(i) is O(1) after the
+// first call builds (once, race-free) an element slice. Iteration order is
+// insertion order up to 8 elements and trie order beyond. The empty set is a
+// non-nil *Set with Len 0. Sets are safe to share between goroutines.
+type Set struct {
+	m     *Map
+	elems atomic.Pointer[[]Value] // lazily built for Index
+	hash  atomic.Uint64
+}
+
+var emptySet = &Set{m: emptyMap}
+
+// NewSet returns a set of elems (duplicates collapse). elems is not
+// retained.
+func NewSet(elems ...Value) *Set {
+	m := emptyMap
+	for _, e := range elems {
+		m = m.Assoc(e, e)
+	}
+	if m.n == 0 {
+		return emptySet
+	}
+	return &Set{m: m}
+}
+
+// Kind implements Value.
+func (*Set) Kind() Kind { return types.KindSet }
+
+// Len returns the number of elements in O(1).
+func (s *Set) Len() int { return s.m.n }
+
+// Has reports whether s holds an element equal to x.
+func (s *Set) Has(x Value) bool { return s.m.Has(x) }
+
+// Conj returns a set that also holds x (s itself if it already does).
+func (s *Set) Conj(x Value) *Set {
+	m := s.m
+	if m.Has(x) {
+		return s
+	}
+	return &Set{m: m.Assoc(x, x)}
+}
+
+// Disj returns a set without x (s itself if x is absent).
+func (s *Set) Disj(x Value) *Set {
+	m := s.m.Dissoc(x)
+	if m == s.m {
+		return s
+	}
+	if m.n == 0 {
+		return emptySet
+	}
+	return &Set{m: m}
+}
+
+// Index returns element i, 0 <= i < Len(), in the set's stable order; it
+// panics on a bad index, like a slice. The first call costs O(n).
+func (s *Set) Index(i int) Value {
+	if i < 0 || i >= s.m.n {
+		panic("rtfs: Set.Index out of range")
+	}
+	if s.m.root == nil {
+		return s.m.kvs[2*i]
+	}
+	p := s.elems.Load()
+	if p == nil {
+		elems := make([]Value, 0, s.m.n)
+		s.m.Range(func(k, _ Value) bool {
+			elems = append(elems, k)
+			return true
+		})
+		p = &elems
+		s.elems.Store(p)
+	}
+	return (*p)[i]
+}
+
+// Range calls f for each element until f returns false.
+func (s *Set) Range(f func(x Value) bool) {
+	s.m.Range(func(k, _ Value) bool { return f(k) })
+}
+
+// String implements Value: #{1 2 3}.
+func (s *Set) String() string {
+	var b strings.Builder
+	writeValue(&b, s)
+	return b.String()
+}

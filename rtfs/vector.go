@@ -1,0 +1,249 @@
+package rtfs
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/rtfshost/rtfshost/rtfs/types"
+)
+
+// A Vector is an immutable, persistent vector: a 32-way trie plus a tail of up
+// to 32 elements. Len is O(1); Index, Assoc and Conj are O(log32 n) (at most
+// 7 levels for 2^31 elements), and Conj onto a vector with a non-full tail
+// costs one small allocation whatever the size. The empty vector is a
+// non-nil *Vector with Len 0. Vectors are safe to share between goroutines.
+type Vector struct {
+	cnt   int
+	shift uint
+	root  *vnode  // never nil; an empty interior node when cnt <= 32
+	tail  []Value // the last 1..32 elements (0 only when empty)
+	hash  atomic.Uint64
+}
+
+// vnode is a trie node: interior nodes use kids, leaves hold 32 vals.
+type vnode struct {
+	kids []*vnode
+	vals []Value
+}
+
+const (
+	vbits  = 5
+	vwidth = 1 << vbits
+	vmask  = vwidth - 1
+)
+
+var emptyVNode = &vnode{}
+
+// emptyVector is the shared, immutable empty vector.
+var emptyVector = &Vector{shift: vbits, root: emptyVNode}
+
+// NewVector returns a vector holding a copy of elems. Cost: O(n), one
+// allocation up to 32 elements, about n/32 beyond.
+func NewVector(elems ...Value) *Vector {
+	return vectorCopy(elems)
+}
+
+// vectorOwned builds a vector from elems, taking ownership of the slice: its
+// chunks become the trie's leaves and tail (no copy).
+func vectorOwned(elems []Value) *Vector {
+	n := len(elems)
+	if n == 0 {
+		return emptyVector
+	}
+	tailoff := (n - 1) &^ vmask
+	v := &Vector{cnt: n, shift: vbits, root: emptyVNode, tail: elems[tailoff:n:n]}
+	if tailoff == 0 {
+		return v
+	}
+	level := make([]*vnode, 0, tailoff/vwidth)
+	for i := 0; i < tailoff; i += vwidth {
+		level = append(level, &vnode{vals: elems[i : i+vwidth : i+vwidth]})
+	}
+	for {
+		parents := make([]*vnode, 0, (len(level)+vmask)/vwidth)
+		for i := 0; i < len(level); i += vwidth {
+			j := min(i+vwidth, len(level))
+			parents = append(parents, &vnode{kids: level[i:j:j]})
+		}
+		if len(parents) == 1 {
+			v.root = parents[0]
+			return v
+		}
+		level = parents
+		v.shift += vbits
+	}
+}
+
+// Kind implements Value.
+func (*Vector) Kind() Kind { return types.KindVector }
+
+// Len returns the number of elements in O(1).
+func (v *Vector) Len() int { return v.cnt }
+
+func (v *Vector) tailoff() int { return v.cnt - len(v.tail) }
+
+// leafFor returns the 32-element (or tail) array holding element i.
+func (v *Vector) leafFor(i int) []Value {
+	if i >= v.tailoff() {
+		return v.tail
+	}
+	node := v.root
+	for level := v.shift; level > 0; level -= vbits {
+		node = node.kids[(i>>level)&vmask]
+	}
+	return node.vals
+}
+
+// Index returns element i, 0 <= i < Len(); it panics on a bad index, like a
+// slice (callers check the bound). O(log32 n), no allocation.
+func (v *Vector) Index(i int) Value {
+	if i < 0 || i >= v.cnt {
+		panic("rtfs: Vector.Index out of range")
+	}
+	return v.leafFor(i)[i&vmask]
+}
+
+// Conj returns a new vector with x appended. O(log32 n); one allocation
+// when the tail has room, which is 31 times out of 32.
+func (v *Vector) Conj(x Value) *Vector {
+	if len(v.tail) < vwidth {
+		nv := newVectorTail(len(v.tail) + 1)
+		copy(nv.tail, v.tail)
+		nv.tail[len(v.tail)] = x
+		nv.cnt, nv.shift, nv.root = v.cnt+1, v.shift, v.root
+		return nv
+	}
+	full := &vnode{vals: v.tail}
+	root, shift := v.root, v.shift
+	if (v.cnt >> vbits) > (1 << shift) {
+		root = newInterior(2)
+		root.kids[0], root.kids[1] = v.root, newPath(shift, full)
+		shift += vbits
+	} else {
+		root = v.pushTail(shift, root, full)
+	}
+	nv := newVectorTail(1)
+	nv.tail[0] = x
+	nv.cnt, nv.shift, nv.root = v.cnt+1, shift, root
+	return nv
+}
+
+func newPath(level uint, node *vnode) *vnode {
+	if level == 0 {
+		return node
+	}
+	n := newInterior(1)
+	n.kids[0] = newPath(level-vbits, node)
+	return n
+}
+
+// pushTail returns a copy of parent with the full tail leaf added.
+func (v *Vector) pushTail(level uint, parent, leaf *vnode) *vnode {
+	sub := ((v.cnt - 1) >> level) & vmask
+	node := newInterior(max(len(parent.kids), sub+1))
+	kids := node.kids
+	copy(kids, parent.kids)
+	if level == vbits {
+		kids[sub] = leaf
+	} else if sub < len(parent.kids) {
+		kids[sub] = v.pushTail(level-vbits, parent.kids[sub], leaf)
+	} else {
+		kids[sub] = newPath(level-vbits, leaf)
+	}
+	return node
+}
+
+// Assoc returns a new vector with element i replaced by x; i == Len()
+// appends. Any other index is an error. O(log32 n).
+func (v *Vector) Assoc(i int, x Value) (*Vector, error) {
+	switch {
+	case i == v.cnt:
+		return v.Conj(x), nil
+	case i < 0 || i > v.cnt:
+		return nil, fmt.Errorf("index %d out of bounds for vector of length %d", i, v.cnt)
+	case i >= v.tailoff():
+		nv := newVectorTail(len(v.tail))
+		copy(nv.tail, v.tail)
+		nv.tail[i&vmask] = x
+		nv.cnt, nv.shift, nv.root = v.cnt, v.shift, v.root
+		return nv, nil
+	}
+	root := assocNode(v.shift, v.root, i, x)
+	return &Vector{cnt: v.cnt, shift: v.shift, root: root, tail: v.tail}, nil
+}
+
+func assocNode(level uint, node *vnode, i int, x Value) *vnode {
+	if level == 0 {
+		leaf := newLeafCopy(node.vals)
+		leaf.vals[i&vmask] = x
+		return leaf
+	}
+	n := newInterior(len(node.kids))
+	copy(n.kids, node.kids)
+	sub := (i >> level) & vmask
+	n.kids[sub] = assocNode(level-vbits, node.kids[sub], i, x)
+	return n
+}
+
+// Pop returns the vector without its last element (the empty vector stays
+// empty). O(log32 n).
+func (v *Vector) Pop() *Vector {
+	switch {
+	case v.cnt <= 1:
+		return emptyVector
+	case len(v.tail) > 1:
+		tail := v.tail[: len(v.tail)-1 : len(v.tail)-1]
+		return &Vector{cnt: v.cnt - 1, shift: v.shift, root: v.root, tail: tail}
+	}
+	tail := v.leafFor(v.cnt - 2)
+	root := v.popTail(v.shift, v.root)
+	shift := v.shift
+	if root == nil {
+		root = emptyVNode
+	}
+	if shift > vbits && len(root.kids) == 1 {
+		root = root.kids[0]
+		shift -= vbits
+	}
+	return &Vector{cnt: v.cnt - 1, shift: shift, root: root, tail: tail}
+}
+
+// popTail returns node without its last leaf, or nil if that empties it.
+func (v *Vector) popTail(level uint, node *vnode) *vnode {
+	sub := ((v.cnt - 2) >> level) & vmask
+	if level > vbits {
+		child := v.popTail(level-vbits, node.kids[sub])
+		if child == nil && sub == 0 {
+			return nil
+		}
+		kids := append([]*vnode(nil), node.kids[:sub+1]...)
+		if child == nil {
+			kids = kids[:sub]
+		} else {
+			kids[sub] = child
+		}
+		return &vnode{kids: kids}
+	}
+	if sub == 0 {
+		return nil
+	}
+	return &vnode{kids: append([]*vnode(nil), node.kids[:sub]...)}
+}
+
+// appendTo appends the vector's elements from off onward to dst.
+func (v *Vector) appendTo(dst []Value, off int) []Value {
+	for i := off; i < v.cnt; {
+		leaf := v.leafFor(i)
+		dst = append(dst, leaf[i&vmask:]...)
+		i = (i | vmask) + 1
+	}
+	return dst
+}
+
+// String implements Value: [1 2 3].
+func (v *Vector) String() string {
+	var b strings.Builder
+	writeValue(&b, v)
+	return b.String()
+}

@@ -1,0 +1,177 @@
+package rtfs
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// checkVector compares v with the reference slice want element by element,
+// through Index, the iterator and appendTo.
+func checkVector(t *testing.T, v *Vector, want []Value) {
+	t.Helper()
+	if v.Len() != len(want) {
+		t.Fatalf("Len = %d, want %d", v.Len(), len(want))
+	}
+	for i, w := range want {
+		if got := v.Index(i); !Equal(got, w) {
+			t.Fatalf("Index(%d) = %v, want %v (len %d)", i, got, w, len(want))
+		}
+	}
+	got := v.appendTo(nil, 0)
+	if len(got) != len(want) {
+		t.Fatalf("appendTo gave %d elements, want %d", len(got), len(want))
+	}
+	it := newSeqIter(v)
+	for i := range want {
+		e, ok := it.next()
+		if !ok || !Equal(e, want[i]) || !Equal(got[i], want[i]) {
+			t.Fatalf("iteration element %d = %v, %v; want %v", i, e, got[i], want[i])
+		}
+	}
+	if _, ok := it.next(); ok {
+		t.Fatal("iterator yields past the end")
+	}
+}
+
+func TestVectorConjIndexAcrossLevels(t *testing.T) {
+	// Sizes cross the tail (32), the first root overflow (32*32+32) and a
+	// third level (32*32*32+32).
+	const n = 32*32*32 + 70
+	v := NewVector()
+	var ref []Value
+	checkpoints := map[int]bool{0: true, 1: true, 8: true, 9: true, 32: true, 33: true, 64: true, 65: true,
+		1024: true, 1025: true, 1056: true, 1057: true, 1088: true, 32*32*32 + 32: true, 32*32*32 + 33: true, n: true}
+	for i := 0; i <= n; i++ {
+		if checkpoints[i] {
+			checkVector(t, v, ref)
+		}
+		v = v.Conj(Int(i))
+		ref = append(ref, Int(i))
+	}
+}
+
+func TestVectorIsPersistent(t *testing.T) {
+	base := NewVector()
+	for i := 0; i < 100; i++ {
+		base = base.Conj(Int(i))
+	}
+	a := base.Conj(String("a"))
+	b := base.Conj(String("b"))
+	c, err := base.Assoc(3, Keyword("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.Len() != 100 || a.Index(100) != String("a") || b.Index(100) != String("b") {
+		t.Fatalf("conj modified a shared vector: %v %v", a.Index(100), b.Index(100))
+	}
+	if base.Index(3) != Int(3) || c.Index(3) != Keyword("x") {
+		t.Fatalf("assoc modified the original: base[3]=%v c[3]=%v", base.Index(3), c.Index(3))
+	}
+}
+
+func TestVectorRandomOpsAgainstSlice(t *testing.T) {
+	for _, size := range []int{7, 8, 9, 31, 32, 33, 1023, 1024, 1025, 32*32 + 32, 32*32 + 33, 3000} {
+		rng := rand.New(rand.NewPCG(uint64(size), 7))
+		var ref []Value
+		v := NewVector()
+		for i := 0; i < size; i++ {
+			v = v.Conj(Int(i))
+			ref = append(ref, Int(i))
+		}
+		for op := 0; op < 600; op++ {
+			switch r := rng.IntN(10); {
+			case r < 4 && len(ref) > 0:
+				i := rng.IntN(len(ref))
+				nv, err := v.Assoc(i, Int(-op))
+				if err != nil {
+					t.Fatal(err)
+				}
+				v = nv
+				ref[i] = Int(-op)
+			case r < 7:
+				v = v.Conj(Int(op))
+				ref = append(ref, Int(op))
+			default:
+				v = v.Pop()
+				if len(ref) > 0 {
+					ref = ref[:len(ref)-1]
+				}
+			}
+		}
+		checkVector(t, v, ref)
+		if !Equal(v, NewVector(ref...)) || Hash(v) != Hash(NewVector(ref...)) {
+			t.Fatalf("size %d: vector differs from one built from the reference slice", size)
+		}
+	}
+}
+
+func TestVectorPopToEmpty(t *testing.T) {
+	v := NewVector()
+	var ref []Value
+	for i := 0; i < 1100; i++ {
+		v = v.Conj(Int(i))
+		ref = append(ref, Int(i))
+	}
+	for len(ref) > 0 {
+		v = v.Pop()
+		ref = ref[:len(ref)-1]
+		if len(ref)%97 == 0 || len(ref) < 40 {
+			checkVector(t, v, ref)
+		}
+	}
+	if v.Pop().Len() != 0 {
+		t.Fatal("pop of the empty vector is not empty")
+	}
+	// The shrunk vector grows again correctly.
+	for i := 0; i < 1100; i++ {
+		v = v.Conj(Int(i))
+		ref = append(ref, Int(i))
+	}
+	checkVector(t, v, ref)
+}
+
+func TestVectorOwnedBulkBuild(t *testing.T) {
+	for _, n := range []int{0, 1, 32, 33, 64, 65, 1056, 1057, 33*32 + 1, 40000} {
+		elems := make([]Value, n)
+		for i := range elems {
+			elems[i] = Int(i)
+		}
+		ref := append([]Value(nil), elems...)
+		v := NewVector(elems...)
+		checkVector(t, v, ref)
+		// Conj after a bulk build keeps the trie shape valid.
+		v2 := v.Conj(String("end"))
+		checkVector(t, v2, append(ref, String("end")))
+		if n > 0 {
+			v3, err := v.Assoc(n-1, Nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v3.Index(n-1) != Nil || v.Index(n-1) != Int(n-1) {
+				t.Fatalf("n=%d: assoc on a bulk-built vector broke persistence", n)
+			}
+			checkVector(t, v.Pop(), ref[:n-1])
+		}
+	}
+}
+
+func TestVectorAssocOutOfRange(t *testing.T) {
+	v := NewVector(Int(1), Int(2))
+	for _, i := range []int{-1, 3, 100} {
+		if _, err := v.Assoc(i, Nil); err == nil {
+			t.Errorf("Assoc(%d) on a 2-vector succeeded", i)
+		}
+	}
+	if w, err := v.Assoc(2, Int(3)); err != nil || w.Len() != 3 {
+		t.Errorf("Assoc(len) = %v, %v; want an append", w, err)
+	}
+}
+
+func TestNewVectorCopies(t *testing.T) {
+	elems := []Value{Int(1), Int(2)}
+	v := NewVector(elems...)
+	elems[0] = Int(99)
+	if v.Index(0) != Int(1) {
+		t.Fatal("NewVector retained the caller's slice")
+	}
+}

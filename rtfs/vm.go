@@ -1,0 +1,338 @@
+package rtfs
+
+import (
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
+)
+
+// A frame is one active call of a compiled function. Its parameters and
+// locals are th.stack[base : base+NumLocals]; its operand stack follows.
+type frame struct {
+	fn   *funcInfo
+	cl   *Closure // the closure being run (a top level runs as a closure too)
+	pc   int      // next instruction (for callers: the return address)
+	base int
+}
+
+// A handler is an active try: on an error, the VM drops the frames above
+// frame, resets the stack to sp, pushes the error and jumps to pc.
+type handler struct {
+	frame int
+	pc    int
+	sp    int
+}
+
+// checkInterval is the number of instructions between cancellation checks.
+const checkInterval = 1024
+
+// run executes from the innermost frame until the entry frame returns, the
+// VM suspends at a host call (th.call is set), or an error escapes. pending,
+// when non-nil, is raised at the current instruction first (ResumeError).
+func (th *Thread) run(pending error) (result Value, err error) {
+	top := len(th.frames) - 1
+	fr := &th.frames[top]
+	fi := fr.fn
+	code := fi.code.Code
+	pc, base, sp := fr.pc, fr.base, th.sp
+	stack := th.stack
+	steps := th.steps
+	err = pending
+	for {
+		if err != nil {
+			fr.pc, th.sp, th.steps = pc, sp, steps
+			h, ee := th.handle(err)
+			if !h {
+				return nil, ee
+			}
+			err = nil
+			fr = &th.frames[len(th.frames)-1]
+			fi, pc, base = fr.fn, fr.pc, fr.base
+			code, stack, sp = fi.code.Code, th.stack, th.sp
+		}
+		if steps >= th.nextCheck {
+			th.steps = steps
+			if err = th.checkpoint(); err != nil {
+				continue
+			}
+		}
+		steps++
+		ins := code[pc]
+		pc++
+		arg := int(ins >> 8)
+		switch compile.Opcode(ins & 0xff) {
+		case compile.NOP:
+		case compile.CONST:
+			stack[sp] = fi.consts[arg]
+			sp++
+		case compile.BUILTIN:
+			stack[sp] = fi.builtins[arg]
+			sp++
+		case compile.NIL:
+			stack[sp] = Nil
+			sp++
+		case compile.TRUE:
+			stack[sp] = True
+			sp++
+		case compile.FALSE:
+			stack[sp] = False
+			sp++
+		case compile.LOCAL:
+			stack[sp] = stack[base+arg]
+			sp++
+		case compile.SETLOCAL:
+			sp--
+			stack[base+arg] = stack[sp]
+		case compile.FREE:
+			stack[sp] = fr.cl.free[arg]
+			sp++
+		case compile.SELF:
+			stack[sp] = fr.cl
+			sp++
+		case compile.GLOBAL:
+			v := th.globals[arg]
+			if v == nil {
+				err = errorf("%s is not defined yet", th.prog.globals[arg])
+				break
+			}
+			stack[sp] = v
+			sp++
+		case compile.SETGLOBAL:
+			th.setGlobal(arg, stack[sp-1])
+		case compile.POP:
+			sp--
+		case compile.JMP:
+			pc = arg
+		case compile.JMPF:
+			sp--
+			if v := stack[sp]; v == Nil || v == False {
+				pc = arg
+			}
+		case compile.JMPT:
+			sp--
+			if v := stack[sp]; v != Nil && v != False {
+				pc = arg
+			}
+		case compile.JMPFK:
+			if v := stack[sp-1]; v == Nil || v == False {
+				pc = arg
+			} else {
+				sp--
+			}
+		case compile.JMPTK:
+			if v := stack[sp-1]; v != Nil && v != False {
+				pc = arg
+			} else {
+				sp--
+			}
+		case compile.CALL:
+			if b, ok := stack[sp-arg-1].(*Builtin); ok {
+				var v Value
+				v, err = b.call(th, stack[sp-arg:sp])
+				sp -= arg
+				stack[sp-1] = v
+				break
+			}
+			fr.pc, th.sp = pc, sp
+			if err = th.callValue(arg); err != nil {
+				break
+			}
+			fr = &th.frames[len(th.frames)-1]
+			fi, pc, base = fr.fn, fr.pc, fr.base
+			code, stack, sp = fi.code.Code, th.stack, th.sp
+		case compile.CALLSPREAD:
+			fr.pc, th.sp = pc, sp
+			if err = th.callSpread(); err != nil {
+				break
+			}
+			fr = &th.frames[len(th.frames)-1]
+			fi, pc, base = fr.fn, fr.pc, fr.base
+			code, stack, sp = fi.code.Code, th.stack, th.sp
+		case compile.RETURN:
+			v := stack[sp-1]
+			th.frames = th.frames[:len(th.frames)-1]
+			if len(th.frames) == 0 {
+				th.sp, th.steps = 0, steps
+				return v, nil
+			}
+			sp = base - 1
+			stack[sp] = v
+			sp++
+			fr = &th.frames[len(th.frames)-1]
+			fi, pc, base = fr.fn, fr.pc, fr.base
+			code = fi.code.Code
+		case compile.CLOSURE:
+			sp = th.makeClosure(arg, sp)
+		case compile.MKVEC, compile.MKMAP, compile.MKSET:
+			sp, err = th.makeCollection(compile.Opcode(ins&0xff), arg, sp)
+		case compile.HOSTCALL, compile.HOSTSPREAD:
+			fr.pc, th.sp = pc, sp
+			if err = th.suspend(compile.Opcode(ins&0xff) == compile.HOSTSPREAD, arg); err != nil {
+				break
+			}
+			th.steps = steps
+			return nil, nil
+		case compile.THROW:
+			err = &thrownError{value: stack[sp-1]}
+		case compile.PUSHTRY:
+			th.handlers = append(th.handlers, handler{frame: len(th.frames) - 1, pc: arg, sp: sp})
+		case compile.POPTRY:
+			th.handlers = th.handlers[:len(th.handlers)-1]
+		case compile.RERAISE, compile.ERRVAL, compile.CATCHES:
+			err = caughtOp(compile.Opcode(ins&0xff), fi.consts, arg, stack, &sp)
+		case compile.EQ:
+			sp--
+			stack[sp-1] = Bool(Equal(stack[sp-1], stack[sp]))
+		case compile.NOT:
+			v := stack[sp-1]
+			stack[sp-1] = Bool(v == Nil || v == False)
+		case compile.ADD, compile.SUB, compile.LT, compile.GT, compile.LE, compile.GE:
+			sp, err = th.arith(compile.Opcode(ins&0xff), fi.builtins[arg].(*Builtin), stack, sp)
+		case compile.GET:
+			if m, ok := stack[sp-2].(*Map); ok {
+				v, found := m.Get(stack[sp-1])
+				if !found {
+					v = Nil
+				}
+				sp--
+				stack[sp-1] = v
+				break
+			}
+			sp, err = th.callBuiltinOp(fi.builtins[arg].(*Builtin), 2, stack, sp)
+		case compile.GETDEF:
+			sp, err = th.callBuiltinOp(fi.builtins[arg].(*Builtin), 3, stack, sp)
+		case compile.COUNT:
+			if n, ok := fastCount(stack[sp-1]); ok {
+				stack[sp-1] = Int(n)
+				break
+			}
+			sp, err = th.callBuiltinOp(fi.builtins[arg].(*Builtin), 1, stack, sp)
+		default:
+			err = th.destructOp(compile.Opcode(ins&0xff), arg, fi, stack, &sp)
+		}
+	}
+}
+
+func fastCount(v Value) (int, bool) {
+	switch c := v.(type) {
+	case *Vector:
+		return c.Len(), true
+	case *Map:
+		return c.Len(), true
+	case *List:
+		return c.Len(), true
+	case NilType:
+		return 0, true
+	}
+	return 0, false
+}
+
+// callBuiltinOp calls b with the top n stack values, replacing them by the result.
+func (th *Thread) callBuiltinOp(b *Builtin, n int, stack []Value, sp int) (int, error) {
+	v, err := b.call(th, stack[sp-n:sp])
+	sp -= n - 1
+	stack[sp-1] = v
+	return sp, err
+}
+
+// checkpoint enforces the step limit and notices cancellation.
+func (th *Thread) checkpoint() error {
+	if th.steps >= th.limits.MaxSteps {
+		th.nextCheck = th.limits.MaxSteps + 1 // report once; the run ends
+		return &LimitError{Limit: LimitSteps, Max: th.limits.MaxSteps}
+	}
+	if th.done != nil {
+		select {
+		case <-th.done:
+			return &fatalError{th.ctx.Err()}
+		default:
+		}
+	}
+	th.nextCheck = min(th.steps+checkInterval, th.limits.MaxSteps)
+	return nil
+}
+
+func (th *Thread) setGlobal(i int, v Value) {
+	if th.gsnap != nil {
+		th.globals = append([]Value(nil), th.globals...)
+		th.gsnap = nil
+	}
+	th.globals[i] = v
+}
+
+// makeClosure pops the captured values and pushes the closure of function id.
+func (th *Thread) makeClosure(id int, sp int) int {
+	fi := th.prog.funcs[id]
+	n := fi.code.NumFree
+	if n == 0 {
+		th.stack[sp] = fi.static
+		return sp + 1
+	}
+	cl := &Closure{fn: fi}
+	if n > 0 {
+		cl.free = make([]Value, n)
+		copy(cl.free, th.stack[sp-n:sp])
+	}
+	sp -= n
+	th.stack[sp] = cl
+	return sp + 1
+}
+
+func (th *Thread) makeCollection(op compile.Opcode, n int, sp int) (int, error) {
+	var v Value
+	switch op {
+	case compile.MKVEC:
+		if err := th.checkSize(n); err != nil {
+			return sp, err
+		}
+		v = vectorOwned(append([]Value(nil), th.stack[sp-n:sp]...))
+		sp -= n
+	case compile.MKMAP:
+		if err := th.checkSize(n); err != nil {
+			return sp, err
+		}
+		v = MapOf(th.stack[sp-2*n : sp]...)
+		sp -= 2 * n
+	case compile.MKSET:
+		if err := th.checkSize(n); err != nil {
+			return sp, err
+		}
+		v = NewSet(th.stack[sp-n : sp]...)
+		sp -= n
+	}
+	th.stack[sp] = v
+	return sp + 1, nil
+}
+
+// arith runs + - < > <= >= on two operands: ints and floats inline, anything
+// else through the builtin (which reports type errors and overflow).
+func (th *Thread) arith(op compile.Opcode, b *Builtin, stack []Value, sp int) (int, error) {
+	x, xok := stack[sp-2].(Int)
+	y, yok := stack[sp-1].(Int)
+	if xok && yok {
+		var v Value
+		switch op {
+		case compile.ADD:
+			s := x + y
+			if (s > x) != (y > 0) {
+				return th.callBuiltinOp(b, 2, stack, sp)
+			}
+			v = s
+		case compile.SUB:
+			d := x - y
+			if (d < x) != (y > 0) {
+				return th.callBuiltinOp(b, 2, stack, sp)
+			}
+			v = d
+		case compile.LT:
+			v = Bool(x < y)
+		case compile.GT:
+			v = Bool(x > y)
+		case compile.LE:
+			v = Bool(x <= y)
+		case compile.GE:
+			v = Bool(x >= y)
+		}
+		stack[sp-2] = v
+		return sp - 1, nil
+	}
+	return th.callBuiltinOp(b, 2, stack, sp)
+}
