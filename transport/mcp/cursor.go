@@ -1,0 +1,114 @@
+package mcp
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// cursorPrefix starts every cursor this package writes; the digit is the
+// format version.
+const cursorPrefix = "mcp1."
+
+// Cursor kinds.
+const (
+	kindStreamable = "http"
+	kindLegacy     = "sse"
+)
+
+// callState is what a chunk's cursor records about its call: enough to resume
+// it by GET with Last-Event-ID and to drop progress already delivered.
+type callState struct {
+	Kind        string  `json:"k"`
+	Session     string  `json:"s,omitempty"`
+	Proto       string  `json:"p,omitempty"`
+	Req         int     `json:"r"`
+	Token       string  `json:"t"`
+	Event       string  `json:"e,omitempty"`
+	Progress    float64 `json:"g,omitempty"`
+	HasProgress bool    `json:"h,omitempty"`
+	Chunks      int64   `json:"n,omitempty"`
+	Done        bool    `json:"d,omitempty"`
+}
+
+// encode returns the cursor for st. It writes the same JSON that
+// encoding/json would, by hand, because it runs once per chunk.
+func (st *callState) encode() string {
+	return string(st.appendCursor(nil))
+}
+
+// appendCursor appends the cursor for st to dst.
+func (st *callState) appendCursor(dst []byte) []byte {
+	var js [256]byte
+	b := append(js[:0], `{"k":`...)
+	b = appendJSONString(b, st.Kind)
+	if st.Session != "" {
+		b = appendJSONString(append(b, `,"s":`...), st.Session)
+	}
+	if st.Proto != "" {
+		b = appendJSONString(append(b, `,"p":`...), st.Proto)
+	}
+	b = strconv.AppendInt(append(b, `,"r":`...), int64(st.Req), 10)
+	b = appendJSONString(append(b, `,"t":`...), st.Token)
+	if st.Event != "" {
+		b = appendJSONString(append(b, `,"e":`...), st.Event)
+	}
+	if st.Progress != 0 {
+		b = strconv.AppendFloat(append(b, `,"g":`...), st.Progress, 'g', -1, 64)
+	}
+	if st.HasProgress {
+		b = append(b, `,"h":true`...)
+	}
+	if st.Chunks != 0 {
+		b = strconv.AppendInt(append(b, `,"n":`...), st.Chunks, 10)
+	}
+	if st.Done {
+		b = append(b, `,"d":true`...)
+	}
+	b = append(b, '}')
+	dst = append(dst, cursorPrefix...)
+	return base64.RawURLEncoding.AppendEncode(dst, b)
+}
+
+// appendJSONString appends s as a JSON string. Bytes other than quote,
+// backslash and control characters are copied as they are.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// decodeCursor parses a cursor written by encode for the given kind.
+func decodeCursor(cursor, kind string) (callState, error) {
+	var st callState
+	rest, ok := strings.CutPrefix(cursor, cursorPrefix)
+	if !ok {
+		return st, fmt.Errorf("cursor %.24q was not written by the MCP transport (want prefix %q)", cursor, cursorPrefix)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil {
+		return st, fmt.Errorf("cursor is not valid base64url: %w", err)
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, fmt.Errorf("cursor payload is malformed: %w", err)
+	}
+	if st.Kind != kind {
+		return st, fmt.Errorf("cursor belongs to transport kind %q, not %q", st.Kind, kind)
+	}
+	if st.Token == "" || st.Req == 0 {
+		return st, fmt.Errorf("cursor lacks the request id or progress token")
+	}
+	return st, nil
+}

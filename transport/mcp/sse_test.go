@@ -1,0 +1,134 @@
+package mcp
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rtfshost/rtfshost/transport"
+)
+
+type parsed struct {
+	name, data, id string
+	hasID          bool
+	retry          time.Duration
+}
+
+func parseAll(t *testing.T, in string, max int) ([]parsed, error) {
+	t.Helper()
+	er := newEventReader(strings.NewReader(in), max)
+	var out []parsed
+	for {
+		ev, err := er.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return out, err
+		}
+		out = append(out, parsed{ev.name, string(ev.data), ev.id, ev.hasID, ev.retry})
+	}
+}
+
+func TestEventReader(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want []parsed
+		err  error
+	}{
+		{"simple", "event: message\nid: 7\ndata: {}\n\n", []parsed{{"message", "{}", "7", true, 0}}, nil},
+		{"multi-line data", "data: a\ndata: b\ndata\n\n", []parsed{{"", "a\nb\n", "", false, 0}}, nil},
+		{"CRLF", "id: x\r\ndata: y\r\n\r\n", []parsed{{"", "y", "x", true, 0}}, nil},
+		{"no space after colon", "data:z\n\n", []parsed{{"", "z", "", false, 0}}, nil},
+		{"two spaces keep one", "data:  z\n\n", []parsed{{"", " z", "", false, 0}}, nil},
+		{"comments and blank lines", ": hi\n\n\n\ndata: d\n\n", []parsed{{"", "d", "", false, 0}}, nil},
+		{"comment at the end", "data: d\n\n: bye", []parsed{{"", "d", "", false, 0}}, nil},
+		{"comment-only tail", "data: d\n\n: ping\nfoo: x\n\n", []parsed{{"", "d", "", false, 0}}, nil},
+		{"priming", "event: prime\nid: s_0\ndata:\n\n", []parsed{{"prime", "", "s_0", true, 0}}, nil},
+		{"retry", "retry: 1500\n\n", []parsed{{"", "", "", false, 1500 * time.Millisecond}}, nil},
+		{"bad retry ignored", "retry: soon\ndata: x\n\n", []parsed{{"", "x", "", false, 0}}, nil},
+		{"id with NUL ignored", "id: a\x00b\ndata: x\n\n", []parsed{{"", "x", "", false, 0}}, nil},
+		{"unknown field", "foo: bar\ndata: x\n\n", []parsed{{"", "x", "", false, 0}}, nil},
+		{"truncated event", "data: x\n\ndata: partial", []parsed{{"", "x", "", false, 0}}, io.ErrUnexpectedEOF},
+		{"truncated before blank line", "data: x\n", nil, io.ErrUnexpectedEOF},
+		{"too large", "data: " + strings.Repeat("x", 100) + "\n\n", nil, transport.ErrEventTooLarge},
+		{"too large over lines", strings.Repeat("data: 0123456789\n", 6) + "\n", nil, transport.ErrEventTooLarge},
+		{"comment over the limit", ": " + strings.Repeat("c", 1000) + "\ndata: d\n\n", []parsed{{"", "d", "", false, 0}}, nil},
+		{"comment over the limit at the end", "data: d\n\n:" + strings.Repeat("c", 1000), []parsed{{"", "d", "", false, 0}}, nil},
+		{"comment inside an event", "data: a\n:" + strings.Repeat("c", 1000) + "\ndata: b\n\n", []parsed{{"", "a\nb", "", false, 0}}, nil},
+		{"at the limit", "data: " + strings.Repeat("x", 57) + "\n\n", []parsed{{"", strings.Repeat("x", 57), "", false, 0}}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseAll(t, tc.in, 64)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err = %v, want %v", err, tc.err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("events = %+v, want %+v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("event %d = %+v, want %+v", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestEventReaderLongLines reads events longer than the bufio buffer.
+func TestEventReaderLongLines(t *testing.T) {
+	big := strings.Repeat("y", 200<<10)
+	got, err := parseAll(t, "data: "+big+"\n\ndata: after\n\n", 1<<20)
+	if err != nil || len(got) != 2 || got[0].data != big || got[1].data != "after" {
+		t.Fatalf("err %v, %d events", err, len(got))
+	}
+}
+
+// TestEventReaderLongComment: a comment line far longer than the limit and
+// the bufio buffer is skipped without being buffered.
+func TestEventReaderLongComment(t *testing.T) {
+	in := ":" + strings.Repeat("c", 1<<20) + "\r\nid: 1\ndata: after\n\n"
+	er := newEventReader(strings.NewReader(in), 64)
+	ev, err := er.next()
+	if err != nil || string(ev.data) != "after" || ev.id != "1" {
+		t.Fatalf("next = %+v, %v", ev, err)
+	}
+	if c := cap(er.line); c > 64 {
+		t.Fatalf("the comment was buffered: line buffer of %d bytes", c)
+	}
+}
+
+// FuzzEventReader checks that any input ends in io.EOF,
+// io.ErrUnexpectedEOF or ErrEventTooLarge, never a panic or a loop, and that
+// no event exceeds the limit.
+func FuzzEventReader(f *testing.F) {
+	for _, s := range []string{
+		"event: message\nid: 1\ndata: {}\n\n", "data: a\r\ndata: b\r\n\r\n", "retry: 10\n\n",
+		": c\n\n", "data: x", "id: \x00\n\n", "data:" + strings.Repeat("z", 300) + "\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		const max = 256
+		er := newEventReader(strings.NewReader(string(in)), max)
+		for n := 0; ; n++ {
+			if n > len(in) {
+				t.Fatalf("more events than input bytes")
+			}
+			ev, err := er.next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, transport.ErrEventTooLarge) {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if len(ev.data) > max {
+				t.Fatalf("event data of %d bytes passed a %d-byte limit", len(ev.data), max)
+			}
+		}
+	})
+}
