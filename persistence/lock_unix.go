@@ -1,0 +1,41 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// dirLock is an exclusive flock on the lock file of a data directory. The
+// kernel releases it when the process dies, so a crashed host never leaves a
+// stale lock behind.
+type dirLock struct{ f *os.File }
+
+func lockDir(dir string) (*dirLock, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFileName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: open lock file in %q: %w", dir, err)
+	}
+	// flock locks belong to the open file description, so a second
+	// descriptor in the same process conflicts like another process does.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &LockedError{Dir: dir, Err: err}
+		}
+		return nil, fmt.Errorf("persistence: lock %q: %w", dir, err)
+	}
+	return &dirLock{f: f}, nil
+}
+
+func (l *dirLock) release() error {
+	// Closing the descriptor drops the flock.
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("persistence: release lock file: %w", err)
+	}
+	return nil
+}
