@@ -1,0 +1,244 @@
+package capabilities
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// A Schema describes the single argument of a capability: usually a map with
+// known keys. A nil *Schema accepts any arguments. Schemas are read-only once
+// registered.
+type Schema struct {
+	// Type is the argument's type, in the notation of Key.Type ("map" for a
+	// map argument; "" means "any").
+	Type string
+	// Optional allows the argument to be absent or nil.
+	Optional bool
+	// Keys describes a map argument's keys. Keys are looked up as keywords
+	// first, then as strings.
+	Keys []Key
+	// OtherKeys allows keys that Keys does not list; by default such a key is
+	// an error naming it, which catches typos such as :initial_state.
+	OtherKeys bool
+}
+
+// A Key describes one key of a map argument.
+type Key struct {
+	// Name is the key without the colon, e.g. "stream-id".
+	Name string
+	// Type is what the value must be: one of the kind names nil bool int float
+	// string keyword symbol list vector map set fn, or "number" (int or float)
+	// or "any", or alternatives joined with "|", e.g. "string|keyword".
+	Type string
+	// Required makes the key mandatory; a nil value counts as missing.
+	Required bool
+	// Doc describes the key.
+	Doc string
+}
+
+// knownType reports whether name is a type name of Key.Type.
+func knownType(name string) bool {
+	switch name {
+	case "nil", "bool", "int", "float", "string", "keyword", "symbol",
+		"list", "vector", "map", "set", "fn", "number", "any":
+		return true
+	}
+	return false
+}
+
+// validate reports a malformed schema at registration time.
+func (s *Schema) validate() error {
+	if s == nil {
+		return nil
+	}
+	if err := checkTypeSpec(s.Type); err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	if len(s.Keys) > 0 && s.Type != "map" {
+		return fmt.Errorf("schema: keys given for type %q, want \"map\"", s.Type)
+	}
+	seen := make(map[string]bool, len(s.Keys))
+	for _, k := range s.Keys {
+		if k.Name == "" || seen[k.Name] {
+			return fmt.Errorf("schema: empty or duplicate key %q", k.Name)
+		}
+		seen[k.Name] = true
+		if err := checkTypeSpec(k.Type); err != nil {
+			return fmt.Errorf("schema: key :%s: %w", k.Name, err)
+		}
+	}
+	return nil
+}
+
+func checkTypeSpec(spec string) error {
+	if spec == "" {
+		return nil
+	}
+	for _, alt := range strings.Split(spec, "|") {
+		if !knownType(alt) {
+			return fmt.Errorf("unknown type %q", alt)
+		}
+	}
+	return nil
+}
+
+// typeMatches reports whether v fits spec.
+func typeMatches(spec string, v rtfs.Value) bool {
+	if spec == "" || spec == "any" {
+		return true
+	}
+	kind := v.Kind().String()
+	for spec != "" {
+		alt, rest, _ := strings.Cut(spec, "|")
+		if alt == kind || alt == "any" || (alt == "number" && (kind == "int" || kind == "float")) {
+			return true
+		}
+		spec = rest
+	}
+	return false
+}
+
+// check validates args against s for capability id.
+func (s *Schema) check(id string, args []rtfs.Value) error {
+	if s == nil {
+		return nil
+	}
+	if len(args) > 1 {
+		return &Error{Capability: id, Msg: fmt.Sprintf("expected one argument, got %d", len(args))}
+	}
+	var arg rtfs.Value = rtfs.Nil
+	if len(args) == 1 && args[0] != nil {
+		arg = args[0]
+	}
+	if arg == rtfs.Nil && s.Optional {
+		return nil
+	}
+	if !typeMatches(s.Type, arg) {
+		return &Error{Capability: id, Msg: fmt.Sprintf("expected a %s argument, got %s", typeName(s.Type), describe(arg))}
+	}
+	if m, ok := arg.(*rtfs.Map); ok && s.Type == "map" {
+		return s.checkKeys(id, m)
+	}
+	return nil
+}
+
+func (s *Schema) checkKeys(id string, m *rtfs.Map) error {
+	for _, k := range s.Keys {
+		v, ok := Field(m, k.Name)
+		if !ok || v == rtfs.Nil {
+			if k.Required {
+				return &Error{Capability: id, Key: k.Name, Msg: fmt.Sprintf("required %s is missing", typeName(k.Type))}
+			}
+			continue
+		}
+		if !typeMatches(k.Type, v) {
+			return &Error{Capability: id, Key: k.Name, Msg: fmt.Sprintf("expected %s, got %s", typeName(k.Type), describe(v))}
+		}
+	}
+	if s.OtherKeys {
+		return nil
+	}
+	var bad string
+	m.Range(func(k, _ rtfs.Value) bool {
+		if !s.knows(k) {
+			bad = k.String()
+			return false
+		}
+		return true
+	})
+	if bad != "" {
+		return &Error{Capability: id, Msg: fmt.Sprintf("unknown key %s (known keys: %s)", bad, s.keyList())}
+	}
+	return nil
+}
+
+func (s *Schema) knows(k rtfs.Value) bool {
+	var name string
+	switch k := k.(type) {
+	case rtfs.Keyword:
+		name = string(k)
+	case rtfs.String:
+		name = string(k)
+	default:
+		return false
+	}
+	for _, key := range s.Keys {
+		if key.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Schema) keyList() string {
+	names := make([]string, len(s.Keys))
+	for i, k := range s.Keys {
+		names[i] = ":" + k.Name
+	}
+	sort.Strings(names)
+	return strings.Join(names, " ")
+}
+
+// Field returns the value of m under the keyword name, or else under the
+// string name. A nil m has no fields.
+func Field(m *rtfs.Map, name string) (rtfs.Value, bool) {
+	if m == nil {
+		return nil, false
+	}
+	if v, ok := m.GetKeyword(name); ok {
+		return v, true
+	}
+	return m.Get(rtfs.String(name))
+}
+
+func typeName(spec string) string {
+	if spec == "" {
+		return "any"
+	}
+	return strings.ReplaceAll(spec, "|", " or ")
+}
+
+// describe names a value's kind and, for short scalars, the value itself.
+func describe(v rtfs.Value) string {
+	switch v.Kind().String() {
+	case "nil":
+		return "nil"
+	case "map", "vector", "list", "set", "fn":
+		return v.Kind().String()
+	}
+	s := v.String()
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return v.Kind().String() + " " + s
+}
+
+// JSONSchema returns the schema as a JSON-Schema-like document (an "object"
+// with "properties" and "required" for a map argument), for listings and MCP
+// tool definitions. A nil schema gives an empty object schema that allows
+// anything.
+func (s *Schema) JSONSchema() map[string]any {
+	if s == nil || s.Type != "map" {
+		return map[string]any{"type": "object"}
+	}
+	props := make(map[string]any, len(s.Keys))
+	var required []string
+	for _, k := range s.Keys {
+		p := map[string]any{"rtfsType": typeName(k.Type)}
+		if k.Doc != "" {
+			p["description"] = k.Doc
+		}
+		props[k.Name] = p
+		if k.Required {
+			required = append(required, k.Name)
+		}
+	}
+	doc := map[string]any{"type": "object", "properties": props, "additionalProperties": s.OtherKeys}
+	if len(required) > 0 {
+		doc["required"] = required
+	}
+	return doc
+}

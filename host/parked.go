@@ -1,0 +1,365 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// The host's records (the provider uses kinds below 16). A parked record
+// holds a program suspended on :mcp.stream.await; a resumed record the
+// outcome of a program that Recover resumed.
+const (
+	kindParked    persistence.RecordKind = 16
+	kindResumed   persistence.RecordKind = 17
+	hostVersion                          = 1
+	parkedPrefix                         = "host/parked/"
+	resumedPrefix                        = "host/resumed/"
+)
+
+// A run is one program run: Run's, or a parked program's that Recover
+// resumed. parked says that its record is in the store.
+type run struct {
+	id     string
+	prog   *rtfs.Program
+	parked bool
+}
+
+func newRun(prog *rtfs.Program) *run {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return &run{id: hex.EncodeToString(b[:]), prog: prog}
+}
+
+// parkedRecord is a program parked on :mcp.stream.await.
+type parkedRecord struct {
+	name, hash string
+	source     []byte
+	streamID   string
+	parkedAt   int64 // unix ms
+	cont       []byte
+}
+
+func (r *parkedRecord) encode() []byte {
+	var b []byte
+	for _, f := range [][]byte{[]byte(r.name), []byte(r.hash), r.source, []byte(r.streamID), r.cont} {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	b = binary.AppendVarint(b, r.parkedAt)
+	return persistence.EncodeRecord(kindParked, hostVersion, b)
+}
+
+func (r *parkedRecord) decode(key, data []byte) error {
+	var name, hash, src, id []byte
+	return decodeFields(key, data, kindParked, []*[]byte{&name, &hash, &src, &id, &r.cont}, &r.parkedAt, func() {
+		r.name, r.hash, r.source, r.streamID = string(name), string(hash), src, string(id)
+	})
+}
+
+// ResumedProgram is the outcome of a program that Recover resumed after its
+// awaited stream ended. Exactly one of Value and Err is set: Value is the
+// program's value in printed form, Err the message of the error that ended
+// it.
+type ResumedProgram struct {
+	RunID      string
+	Program    string // the program's file name
+	StreamID   string // the stream it awaited
+	Value      string
+	Err        string
+	FinishedAt time.Time
+}
+
+func encodeResumed(r ResumedProgram) []byte {
+	var b []byte
+	for _, f := range []string{r.Program, r.StreamID, r.Value, r.Err} {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	b = binary.AppendVarint(b, r.FinishedAt.UnixMilli())
+	return persistence.EncodeRecord(kindResumed, hostVersion, b)
+}
+
+func decodeResumed(key, data []byte) (ResumedProgram, error) {
+	r := ResumedProgram{RunID: strings.TrimPrefix(string(key), resumedPrefix)}
+	var prog, stream, val, msg []byte
+	var at int64
+	err := decodeFields(key, data, kindResumed, []*[]byte{&prog, &stream, &val, &msg}, &at, func() {
+		r.Program, r.StreamID, r.Value, r.Err = string(prog), string(stream), string(val), string(msg)
+		r.FinishedAt = time.UnixMilli(at)
+	})
+	return r, err
+}
+
+// decodeFields reads length-prefixed fields and a final varint from a host
+// record, then calls set. Damage is a *persistence.CorruptRecordError and a
+// newer version a *persistence.UnknownVersionError, both naming key.
+func decodeFields(key, data []byte, kind persistence.RecordKind, fields []*[]byte, last *int64, set func()) error {
+	_, b, err := persistence.DecodeRecord(key, data, kind, hostVersion)
+	if err != nil {
+		return err
+	}
+	corrupt := func(what string) error {
+		return &persistence.CorruptRecordError{Key: append([]byte(nil), key...), Reason: what}
+	}
+	for i, f := range fields {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return corrupt(fmt.Sprintf("field %d truncated", i))
+		}
+		*f = append([]byte(nil), b[k:k+int(n)]...)
+		b = b[k+int(n):]
+	}
+	v, k := binary.Varint(b)
+	if k <= 0 || k != len(b) {
+		return corrupt("bad time stamp")
+	}
+	*last = v
+	set()
+	return nil
+}
+
+// park stores the program of r as parked on the await call out is
+// suspended at, so that Recover resumes it after a restart.
+func (h *Host) park(ctx context.Context, r *run, out rtfs.Outcome) error {
+	cont, err := out.Continuation.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("encode the parked program: %w", err)
+	}
+	rec := parkedRecord{name: r.prog.Name(), hash: r.prog.Hash(), source: r.prog.Source(),
+		streamID: awaitedStream(out.Call.Args), parkedAt: time.Now().UnixMilli(), cont: cont}
+	var b persistence.Batch
+	b.Put([]byte(parkedPrefix+r.id), rec.encode())
+	if err := h.store.Commit(ctx, &b); err != nil {
+		return fmt.Errorf("persist the parked program: %w", err)
+	}
+	r.parked = true
+	return nil
+}
+
+// unpark removes r's parked record, writing the outcome of a resumed program
+// in the same batch. Failures are logged: the program has ended either way.
+func (h *Host) unpark(r *run, outcome *ResumedProgram) {
+	if !r.parked {
+		return
+	}
+	var b persistence.Batch
+	b.Delete([]byte(parkedPrefix + r.id))
+	if outcome != nil {
+		b.Put([]byte(resumedPrefix+r.id), encodeResumed(*outcome))
+	}
+	if err := h.store.Commit(context.Background(), &b); err != nil {
+		h.log.Error("parked program record not removed", "run", r.id, "err", err)
+		return
+	}
+	r.parked = false
+}
+
+// awaitedStream reads :stream-id from an await call's arguments.
+func awaitedStream(args []rtfs.Value) string {
+	if len(args) == 0 {
+		return ""
+	}
+	if m, ok := args[0].(*rtfs.Map); ok {
+		for _, k := range []rtfs.Value{rtfs.Keyword("stream-id"), rtfs.String("stream-id")} {
+			if v, ok := m.Get(k); ok {
+				if s, ok := v.(rtfs.String); ok {
+					return string(s)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// interrupted reports whether an await ended because the host is closing
+// (ctx ended, or the provider closed under the stream), not because the
+// stream ended: the program then stays parked.
+func interrupted(ctx context.Context, err error) bool {
+	var se *provider.StreamError
+	return ctx.Err() != nil || (errors.As(err, &se) && !se.State.Terminal())
+}
+
+// Recover recovers the provider's persisted streams (provider.Recover) and
+// resumes every program that was parked on :mcp.stream.await when the host
+// stopped: each continues, on a goroutine of the host, once its stream
+// ends, with the stream's result (or the error of a failed or cancelled
+// stream, which the program can catch). A timeout of the await counts again
+// from the recovery. The value of a resumed program, or its error, is logged
+// and stored; ResumedPrograms lists them. Wait waits for resumed programs
+// too; Close stops them (they stay parked for the next Recover).
+//
+// With manual connect (the provider's AutoConnect is false, as for
+// rtfshost inspect) only the streams are loaded, and no program resumes.
+//
+// Errors of streams and parked records that cannot be recovered (corrupt,
+// unknown version, a program that does not compile) are logged and returned
+// joined; everything else is recovered. Recover fails at once without a
+// store.
+func (h *Host) Recover(ctx context.Context) error {
+	if h.store == nil {
+		return errors.New("host: Recover: no store is configured (Options.Store is nil)")
+	}
+	errs := []error{h.prov.Recover(ctx)}
+	if !h.prov.AutoConnect() {
+		// Manual connect: streams are loaded for inspection only, so
+		// nothing may run; parked programs stay parked.
+		return errors.Join(errs...)
+	}
+	progs := map[string]*rtfs.Program{}
+	err := h.store.Scan(ctx, []byte(parkedPrefix), func(key, value []byte) error {
+		if err := h.resumeRecord(progs, key, value); err != nil {
+			h.log.Error("parked program not resumed", "key", string(key), "err", err)
+			errs = append(errs, fmt.Errorf("host: resume parked program %q: %w", key, err))
+		}
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("host: Recover: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// resumeRecord decodes one parked record and resumes its program.
+func (h *Host) resumeRecord(progs map[string]*rtfs.Program, key, value []byte) error {
+	var rec parkedRecord
+	if err := rec.decode(key, value); err != nil {
+		return err
+	}
+	prog := progs[rec.hash]
+	if prog == nil {
+		var err error
+		if prog, err = rtfs.Compile(rec.name, rec.source); err != nil {
+			return fmt.Errorf("recompile %s: %w", rec.name, err)
+		}
+		progs[rec.hash] = prog
+	}
+	k, err := rtfs.UnmarshalContinuation(prog, rec.cont)
+	if err != nil {
+		return fmt.Errorf("decode the continuation: %w", err)
+	}
+	r := &run{id: strings.TrimPrefix(string(key), parkedPrefix), prog: prog, parked: true}
+	if !h.programs.add() {
+		return errors.New("the host is closed")
+	}
+	go h.resumeParked(r, rec.streamID, k)
+	return nil
+}
+
+// resumeParked serves a recovered program from its parked await to its end.
+func (h *Host) resumeParked(r *run, streamID string, k *rtfs.Continuation) {
+	defer h.programs.done()
+	th := rtfs.NewThread(h.limits)
+	out := rtfs.Outcome{Call: k.Call(), Continuation: k, Globals: k.Globals()}
+	v, err := h.drive(h.ctx, th, r, out, nil)
+	if errors.Is(err, ErrParkInterrupted) {
+		return // still parked: the next Recover resumes it
+	}
+	res := ResumedProgram{RunID: r.id, Program: r.prog.Name(), StreamID: streamID, FinishedAt: time.Now()}
+	if err != nil {
+		res.Err = err.Error()
+		h.log.Error("resumed program failed", "run", r.id, "program", res.Program, "err", err)
+	} else {
+		res.Value = v.String()
+		h.log.Info("resumed program finished", "run", r.id, "program", res.Program, "value", res.Value)
+	}
+	h.unpark(r, &res)
+}
+
+// ResumedPrograms returns the outcomes of the programs that Recover resumed
+// and that have finished, in the store (also those of earlier processes),
+// ordered by run id. It fails without a store.
+func (h *Host) ResumedPrograms(ctx context.Context) ([]ResumedProgram, error) {
+	if h.store == nil {
+		return nil, errors.New("host: ResumedPrograms: no store is configured")
+	}
+	var list []ResumedProgram
+	var errs []error
+	err := h.store.Scan(ctx, []byte(resumedPrefix), func(key, value []byte) error {
+		r, err := decodeResumed(key, value)
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		list = append(list, r)
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return list, errors.Join(errs...)
+}
+
+// programSet counts the resumed programs that run: Wait waits until none
+// does, Close until all have returned.
+type programSet struct {
+	mu     sync.Mutex
+	n      int
+	idle   chan struct{} // closed when n drops to 0
+	closed bool
+}
+
+// add counts a new program; false after close.
+func (s *programSet) add() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.n == 0 {
+		s.idle = make(chan struct{})
+	}
+	s.n++
+	return true
+}
+
+func (s *programSet) done() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n--
+	if s.n == 0 {
+		close(s.idle)
+	}
+}
+
+// idleNow reports whether no program runs.
+func (s *programSet) idleNow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n == 0
+}
+
+// wait waits until no program runs, or ctx ends.
+func (s *programSet) wait(ctx context.Context) error {
+	s.mu.Lock()
+	if s.n == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close refuses new programs and waits for the running ones.
+func (s *programSet) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	_ = s.wait(context.Background())
+}

@@ -1,0 +1,190 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// The ids of the stream capabilities.
+const (
+	CapStart   = "mcp.stream.start"
+	CapInspect = "mcp.stream.inspect"
+	CapPause   = "mcp.stream.pause"
+	CapResume  = "mcp.stream.resume"
+	CapCancel  = "mcp.stream.cancel"
+	CapStatus  = "mcp.stream.status"
+	CapAwait   = "mcp.stream.await"
+)
+
+// Capabilities returns the stream capabilities of DESIGN §3, served by p:
+// :mcp.stream.start, :mcp.stream.inspect, :mcp.stream.pause,
+// :mcp.stream.resume, :mcp.stream.cancel, :mcp.stream.status and
+// :mcp.stream.await (which parks the caller until the stream ends). The host
+// registers them.
+func (p *Provider) Capabilities() []capabilities.Capability {
+	idOnly := &capabilities.Schema{Type: "map", Keys: []capabilities.Key{streamIDKey()}}
+	return []capabilities.Capability{
+		{ID: CapStart, Description: "Start a stream whose processor is called for every chunk; returns a handle at once.",
+			Input: startSchema(), Effects: []string{":network", ":streaming"}, Handler: p.capStart},
+		{ID: CapInspect, Description: "Inspect one stream, or all streams without :stream-id.",
+			Input: inspectSchema(), Handler: p.capInspect},
+		{ID: CapPause, Description: "Pause a stream.", Input: idOnly, Handler: p.capControl(p.Pause)},
+		{ID: CapResume, Description: "Resume a paused stream.", Input: idOnly, Handler: p.capControl(p.Resume)},
+		{ID: CapCancel, Description: "Cancel a stream.", Input: idOnly, Handler: p.capControl(p.Cancel)},
+		{ID: CapStatus, Description: "A stream's status.", Input: idOnly, Handler: p.capControl(p.Status)},
+		{ID: CapAwait, Description: "Wait for a stream to end; returns its result.",
+			Input: awaitSchema(), Handler: p.capAwait},
+	}
+}
+
+func streamIDKey() capabilities.Key {
+	return capabilities.Key{Name: "stream-id", Type: "string", Required: true, Doc: "the stream's id"}
+}
+
+func startSchema() *capabilities.Schema {
+	return &capabilities.Schema{Type: "map", Keys: []capabilities.Key{
+		{Name: "endpoint", Type: "string", Required: true, Doc: "path under the server URL, absolute URL, or MCP tool name"},
+		{Name: "processor", Type: "fn|symbol|string", Required: true, Doc: "called as (processor state chunk metadata)"},
+		{Name: "initial-state", Type: "any", Doc: "the first state (default {})"},
+		{Name: "config", Type: "map", Doc: "query parameters (SSE) or tool arguments (MCP)"},
+		{Name: "queue-capacity", Type: "int", Doc: "queue bound (default 32)"},
+		{Name: "transport", Type: "keyword|string", Doc: ":sse :mcp :mcp-sse or :mock"},
+		{Name: "server-url", Type: "string", Doc: "overrides the resolved server URL"},
+		{Name: "stream-id", Type: "string", Doc: "the stream's id (default generated)"},
+	}}
+}
+
+func inspectSchema() *capabilities.Schema {
+	return &capabilities.Schema{Type: "map", Optional: true, Keys: []capabilities.Key{
+		{Name: "stream-id", Type: "string", Doc: "one stream; all streams if absent"},
+		{Name: "include-state", Type: "bool", Doc: "include :current-state (default true)"},
+		{Name: "include-initial-state", Type: "bool", Doc: "include :initial-state (default true)"},
+		{Name: "include-queue", Type: "bool", Doc: "include :queue (default true)"},
+	}}
+}
+
+func awaitSchema() *capabilities.Schema {
+	return &capabilities.Schema{Type: "map", Keys: []capabilities.Key{
+		streamIDKey(),
+		{Name: "timeout-ms", Type: "int", Doc: "give up after this many milliseconds"},
+	}}
+}
+
+// argMap returns the single map argument (validated by the schema), or nil.
+func argMap(c *capabilities.Call) *rtfs.Map {
+	if len(c.Args) == 0 {
+		return nil
+	}
+	m, _ := c.Args[0].(*rtfs.Map)
+	return m
+}
+
+func field(m *rtfs.Map, name string) rtfs.Value {
+	v, ok := capabilities.Field(m, name)
+	if !ok {
+		return rtfs.Nil
+	}
+	return v
+}
+
+func stringField(m *rtfs.Map, name string) string {
+	if v := field(m, name); v != rtfs.Nil {
+		return textOf(v)
+	}
+	return ""
+}
+
+func (p *Provider) capStart(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+	m := argMap(c)
+	req := StartRequest{
+		Endpoint:     stringField(m, "endpoint"),
+		Processor:    field(m, "processor"),
+		Globals:      c.Globals,
+		InitialState: field(m, "initial-state"),
+		Transport:    stringField(m, "transport"),
+		ServerURL:    stringField(m, "server-url"),
+		StreamID:     stringField(m, "stream-id"),
+	}
+	if cfg, ok := field(m, "config").(*rtfs.Map); ok {
+		req.Config = cfg
+	}
+	if n, ok := field(m, "queue-capacity").(rtfs.Int); ok {
+		req.QueueCapacity = int(n)
+		if req.QueueCapacity <= 0 || int64(req.QueueCapacity) != int64(n) {
+			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: "queue-capacity", Msg: fmt.Sprintf("must be a positive int, got %d", n)}
+		}
+	}
+	id, err := p.Start(req)
+	if err != nil {
+		var ke *keyError
+		if errors.As(err, &ke) {
+			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: ke.key, Msg: ke.err.Error()}
+		}
+		return capabilities.Answer{}, err
+	}
+	return capabilities.Now(rtfs.MapOf(
+		rtfs.Keyword("stream-id"), rtfs.String(id),
+		rtfs.Keyword("endpoint"), rtfs.String(req.Endpoint),
+		rtfs.Keyword("status"), rtfs.Keyword(StateActive),
+	)), nil
+}
+
+func (p *Provider) capInspect(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+	m := argMap(c)
+	opts := InspectOptions{
+		OmitState:        field(m, "include-state") == rtfs.False,
+		OmitInitialState: field(m, "include-initial-state") == rtfs.False,
+		OmitQueue:        field(m, "include-queue") == rtfs.False,
+	}
+	id := stringField(m, "stream-id")
+	if id == "" {
+		return capabilities.Now(p.Summary(opts)), nil
+	}
+	v, err := p.Inspect(id, opts)
+	if err != nil {
+		return capabilities.Answer{}, &capabilities.Error{Capability: CapInspect, Key: "stream-id", Msg: err.Error()}
+	}
+	return capabilities.Now(v), nil
+}
+
+func (p *Provider) capControl(op func(string) (Status, error)) capabilities.Handler {
+	return func(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+		st, err := op(stringField(argMap(c), "stream-id"))
+		if err != nil {
+			return capabilities.Answer{}, &capabilities.Error{Capability: c.ID, Key: "stream-id", Msg: err.Error()}
+		}
+		return capabilities.Now(StatusValue(st)), nil
+	}
+}
+
+func (p *Provider) capAwait(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+	m := argMap(c)
+	id := stringField(m, "stream-id")
+	if _, err := p.lookup(id); err != nil {
+		return capabilities.Answer{}, &capabilities.Error{Capability: CapAwait, Key: "stream-id", Msg: err.Error()}
+	}
+	var timeout time.Duration
+	if n, ok := field(m, "timeout-ms").(rtfs.Int); ok {
+		if n < 0 {
+			return capabilities.Answer{}, &capabilities.Error{Capability: CapAwait, Key: "timeout-ms", Msg: fmt.Sprintf("must not be negative, got %d", n)}
+		}
+		timeout = time.Duration(n) * time.Millisecond
+	}
+	return capabilities.Later(func(ctx context.Context) (rtfs.Value, error) {
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		v, err := p.Await(ctx, id)
+		if errors.Is(err, context.DeadlineExceeded) && timeout > 0 {
+			return nil, fmt.Errorf("stream %q did not end within %d ms: %w", id, timeout.Milliseconds(), err)
+		}
+		return v, err
+	}), nil
+}

@@ -1,0 +1,148 @@
+package provider
+
+import (
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// DefaultServerURL is the server URL used when neither the start call, the
+// provider's options nor the environment give one.
+const DefaultServerURL = "http://127.0.0.1:2025/sse"
+
+// The environment variables the provider reads (DESIGN §5).
+const (
+	EnvStreamEndpoint     = "CCOS_MCP_STREAM_ENDPOINT"
+	EnvLocalSSEURL        = "CCOS_MCP_LOCAL_SSE_URL"
+	EnvCloudflareDocsURL  = "CCOS_MCP_CLOUDFLARE_DOCS_SSE_URL"
+	EnvStreamAuthHeader   = "CCOS_MCP_STREAM_AUTH_HEADER"
+	EnvStreamBearerToken  = "CCOS_MCP_STREAM_BEARER_TOKEN"
+	EnvStreamAutoConnect  = "CCOS_MCP_STREAM_AUTO_CONNECT"
+	defaultRetryAttempts  = 3
+	defaultTimeoutMillis  = 30000
+	defaultQueueCapacity  = 32
+	defaultSubscriberSize = 64
+)
+
+// envConfig is the provider-wide configuration resolved from the options and
+// the environment once, at New. header carries a secret and never leaves the
+// package except inside transport.Spec.Header.
+type envConfig struct {
+	serverURL   string // the provider default: Options.ServerURL, then the env chain
+	header      http.Header
+	autoConnect bool
+}
+
+// lookupFunc reads an environment variable.
+type lookupFunc func(string) (string, bool)
+
+// env returns the trimmed value of name, or "" when it is unset or blank.
+func (f lookupFunc) env(name string) string {
+	v, ok := f(name)
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(v)
+}
+
+// resolveConfig applies DESIGN §5: the server URL from the first non-empty of
+// explicit, CCOS_MCP_STREAM_ENDPOINT, CCOS_MCP_LOCAL_SSE_URL,
+// CCOS_MCP_CLOUDFLARE_DOCS_SSE_URL and DefaultServerURL; the auth header from
+// CCOS_MCP_STREAM_AUTH_HEADER, else CCOS_MCP_STREAM_BEARER_TOKEN; auto-connect
+// from CCOS_MCP_STREAM_AUTO_CONNECT when set, else autoDefault.
+func resolveConfig(lookup lookupFunc, explicit string, autoDefault bool) envConfig {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	cfg := envConfig{serverURL: strings.TrimSpace(explicit), autoConnect: autoDefault}
+	for _, name := range []string{EnvStreamEndpoint, EnvLocalSSEURL, EnvCloudflareDocsURL} {
+		if cfg.serverURL != "" {
+			break
+		}
+		cfg.serverURL = lookup.env(name)
+	}
+	if cfg.serverURL == "" {
+		cfg.serverURL = DefaultServerURL
+	}
+	if h := lookup.env(EnvStreamAuthHeader); h != "" {
+		cfg.header = parseAuthHeader(h)
+	} else if tok := lookup.env(EnvStreamBearerToken); tok != "" {
+		cfg.header = http.Header{"Authorization": []string{"Bearer " + tok}}
+	}
+	if v, ok := lookup(EnvStreamAutoConnect); ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "1", "true", "yes", "on":
+			cfg.autoConnect = true
+		default:
+			cfg.autoConnect = false
+		}
+	}
+	return cfg
+}
+
+// parseAuthHeader splits "Name: value" at the first colon; a line without a
+// colon is the value of an Authorization header.
+func parseAuthHeader(line string) http.Header {
+	name, value, ok := strings.Cut(line, ":")
+	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+	if !ok || name == "" {
+		name, value = "Authorization", strings.TrimSpace(line)
+	}
+	if value == "" {
+		return nil
+	}
+	h := http.Header{}
+	h.Set(name, value)
+	return h
+}
+
+// redactURL removes user info and the query string from a URL, which may
+// carry credentials, so that it can appear in inspect output and errors.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<invalid url>"
+	}
+	if u.User == nil && u.RawQuery == "" {
+		return raw
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "redacted"
+	}
+	return u.String()
+}
+
+// chooseTransport picks the transport name: the explicit :transport, else
+// "mock" for a mock: URL, "mcp-sse" for a URL whose path ends in /mcp-sse
+// (legacy MCP), "mcp" for a path ending in /mcp, else "sse". The endpoint
+// decides when it is an absolute URL, else the server URL.
+func chooseTransport(explicit, endpoint, serverURL string) string {
+	if explicit != "" {
+		return explicit
+	}
+	target := serverURL
+	if isAbsolute(endpoint) {
+		target = endpoint
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return "sse"
+	}
+	if u.Scheme == "mock" {
+		return "mock"
+	}
+	path := strings.TrimRight(u.Path, "/")
+	switch {
+	case strings.HasSuffix(path, "/mcp-sse"):
+		return "mcp-sse"
+	case strings.HasSuffix(path, "/mcp"):
+		return "mcp"
+	}
+	return "sse"
+}
+
+func isAbsolute(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "mock:")
+}

@@ -1,0 +1,120 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// Status returns the status of stream id.
+func (p *Provider) Status(id string) (Status, error) {
+	s, err := p.lookup(id)
+	if err != nil {
+		return Status{}, err
+	}
+	return s.status(), nil
+}
+
+// Pause pauses stream id: its worker stops taking chunks from the queue (the
+// transport blocks once the queue is full); control chunks are still
+// processed. Pausing a paused stream changes nothing; pausing an ended one is
+// an error.
+func (p *Provider) Pause(id string) (Status, error) {
+	return p.control(id, "pause", func(s *stream) {
+		s.st, s.resumeAt = StatePaused, time.Time{}
+	})
+}
+
+// Resume resumes a paused stream id: its backlog drains in order at once.
+// Resuming an active stream changes nothing; resuming an ended one is an
+// error.
+func (p *Provider) Resume(id string) (Status, error) {
+	return p.control(id, "resume", func(s *stream) {
+		s.st, s.resumeAt = StateActive, time.Time{}
+	})
+}
+
+// Cancel cancels stream id: its transport stops, its queued chunks are
+// dropped and counted, its status becomes :cancelled. Cancelling an ended
+// stream changes nothing and returns its status.
+func (p *Provider) Cancel(id string) (Status, error) {
+	s, err := p.lookup(id)
+	if err != nil {
+		return Status{}, err
+	}
+	s.mu.Lock()
+	if s.dormant {
+		s.mu.Unlock()
+		return Status{}, errDormant(id, "cancel")
+	}
+	if !s.st.Terminal() {
+		s.cancelLocked("request")
+	}
+	st := s.statusLocked()
+	s.mu.Unlock()
+	s.signal()
+	return st, nil
+}
+
+// errDormant reports a request to a stream that was recovered without
+// connecting (Options.ManualConnect): it can be inspected, not driven.
+func errDormant(id, verb string) error {
+	return fmt.Errorf("cannot %s stream %q: it was loaded from the store without running (manual connect); inspect only", verb, id)
+}
+
+func (p *Provider) control(id, verb string, change func(*stream)) (Status, error) {
+	s, err := p.lookup(id)
+	if err != nil {
+		return Status{}, err
+	}
+	s.mu.Lock()
+	if s.dormant {
+		s.mu.Unlock()
+		return Status{}, errDormant(id, verb)
+	}
+	if s.st.Terminal() {
+		st := s.st
+		s.mu.Unlock()
+		return Status{}, fmt.Errorf("cannot %s stream %q: it is %s", verb, id, st)
+	}
+	change(s)
+	st := s.statusLocked()
+	s.mu.Unlock()
+	if s.ps != nil {
+		s.save(false)
+	}
+	s.signal()
+	return st, nil
+}
+
+// Await blocks until stream id ends, or ctx ends, and returns the :result of
+// a completed stream. A cancelled or failed stream (or one interrupted by
+// Close) gives a *StreamError.
+func (p *Provider) Await(ctx context.Context, id string) (rtfs.Value, error) {
+	s, err := p.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	st := s.status()
+	if st.State != StateCompleted {
+		return nil, s.endErr(st)
+	}
+	return st.Result, nil
+}
+
+// Done returns a channel closed when stream id has ended (or the provider
+// closed) and its final events are published.
+func (p *Provider) Done(id string) (<-chan struct{}, error) {
+	s, err := p.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.done, nil
+}

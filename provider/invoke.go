@@ -1,0 +1,107 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/rtfs/types"
+)
+
+// A processor turns (state chunk metadata) into a result. Each stream owns
+// one and calls it from its worker goroutine only, so implementations need
+// not be safe for concurrent use.
+type processor interface {
+	// name is the processor's name for inspect output and messages.
+	name() string
+	// call runs the processor once. ctx ends when the stream is cancelled or
+	// the provider closes.
+	call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error)
+}
+
+// goProcessor is a processor written in Go, for tests and benchmarks.
+type goProcessor struct {
+	label string
+	fn    func(state, chunk, meta rtfs.Value) (rtfs.Value, error)
+}
+
+func (g *goProcessor) name() string { return g.label }
+
+func (g *goProcessor) call(_ context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
+	return g.fn(state, chunk, meta)
+}
+
+// rtfsProcessor calls an RTFS function value with the globals of the program
+// that started the stream, on a Thread of its own created on the first chunk.
+// Host calls the function makes are served from caps, one at a time, and the
+// function is resumed with each answer. A declared return type is checked on
+// every result.
+type rtfsProcessor struct {
+	label   string
+	fn      rtfs.Value
+	globals *rtfs.Globals
+	ret     types.Type
+	limits  rtfs.Limits
+	caps    *capabilities.Registry
+	th      *rtfs.Thread
+	noMeta  bool // a (state chunk) processor: called without the metadata
+}
+
+func newRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.Limits, caps *capabilities.Registry) *rtfsProcessor {
+	p := &rtfsProcessor{label: label, fn: fn, globals: g, limits: limits, caps: caps}
+	if cl, ok := fn.(*rtfs.Closure); ok {
+		p.ret = cl.ReturnType()
+		// The spec's first processors take (state chunk): they get no metadata.
+		p.noMeta = !cl.Accepts(3) && cl.Accepts(2)
+	}
+	return p
+}
+
+func (p *rtfsProcessor) name() string { return p.label }
+
+func (p *rtfsProcessor) call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
+	if p.th == nil {
+		p.th = rtfs.NewThread(p.limits)
+	}
+	var out rtfs.Outcome
+	var err error
+	if p.noMeta {
+		out, err = p.th.Call(ctx, p.globals, p.fn, state, chunk)
+	} else {
+		out, err = p.th.Call(ctx, p.globals, p.fn, state, chunk, meta)
+	}
+	for err == nil && out.Call != nil {
+		out, err = p.serve(ctx, out)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p.ret != nil {
+		if cerr := types.Check(p.ret, out.Value); cerr != nil {
+			return nil, fmt.Errorf("result does not match the declared return type %s: %w", p.ret, cerr)
+		}
+	}
+	return out.Value, nil
+}
+
+// serve performs the host call out is suspended at and resumes the processor
+// with its answer, or throws the error into it.
+func (p *rtfsProcessor) serve(ctx context.Context, out rtfs.Outcome) (rtfs.Outcome, error) {
+	hc := out.Call
+	var v rtfs.Value
+	var err error
+	if p.caps == nil {
+		err = &capabilities.Error{Capability: hc.Capability, Msg: "no capabilities are available to stream processors", Err: capabilities.ErrUnknown}
+	} else {
+		v, err = p.caps.Call(ctx, &capabilities.Call{ID: hc.Capability, Args: hc.Args, Pos: hc.Pos, Globals: out.Globals})
+	}
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return out, err
+		}
+		return p.th.ResumeError(ctx, out.Continuation, err)
+	}
+	return p.th.Resume(ctx, out.Continuation, v)
+}

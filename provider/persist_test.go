@@ -1,0 +1,522 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/persistence/storetest"
+	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/mock"
+)
+
+// countSrc counts chunks in :count, sums their :n in :sum and outputs the
+// count; a chunk {"done":true} completes the stream with {:total count}.
+const countSrc = `
+(defn proc [state chunk meta]
+  (let [n (inc (:count state))
+        st (assoc state :count n :sum (+ (:sum state 0) (:n chunk 0)) :last-seq (:seq meta))]
+    (if (:done chunk)
+      {:state st :action :complete :output {:total n}}
+      {:state st :output n})))`
+
+// persisted is a provider over a store that a test can close and open again,
+// as a restarted process would.
+type persisted struct {
+	t     *testing.T
+	store persistence.Store
+	f     *fixture
+}
+
+func newPersisted(t *testing.T, store persistence.Store) *persisted {
+	t.Helper()
+	ps := &persisted{t: t, store: store}
+	ps.open()
+	return ps
+}
+
+// open makes a new provider (and mock transport) on the store.
+func (ps *persisted) open() {
+	ps.t.Helper()
+	ps.f = newFixture(ps.t, Options{Store: ps.store})
+}
+
+// restart closes the provider and opens a new one that recovers.
+func (ps *persisted) restart() {
+	ps.t.Helper()
+	if err := ps.f.p.Close(); err != nil {
+		ps.t.Fatalf("Close: %v", err)
+	}
+	ps.open()
+	if err := ps.f.p.Recover(context.Background()); err != nil {
+		ps.t.Fatalf("Recover: %v", err)
+	}
+}
+
+// processed waits until stream id has processed n chunks.
+func (f *fixture) processed(id string, n int) {
+	f.t.Helper()
+	f.waitFor(fmt.Sprintf("%d chunks processed", n), func() bool {
+		return path(f.inspect(id), "stats", "processed-chunks") == rtfs.Int(n)
+	})
+}
+
+func startCount(f *fixture, g *rtfs.Globals, id string, proc rtfs.Value) string {
+	f.t.Helper()
+	return f.start(StartRequest{StreamID: id, Processor: proc, Globals: g,
+		InitialState: rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(0)), QueueCapacity: 8,
+		Config: rtfs.MapOf(rtfs.Keyword("limit"), rtfs.Int(5))})
+}
+
+// T10 (ccos phase4 test_stream_persists_and_resumes_state): a stream with
+// {:count 0} processes one chunk; the provider goes away; a new provider on
+// the same store recovers it with :count 1, and with every field of its
+// snapshot (the reference lost the endpoint, capacity, stats and more).
+func TestPersistT10ResumesState(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	ps := newPersisted(t, persistence.NewMemStore())
+	id := startCount(ps.f, g, "t10", rtfs.Symbol("proc"))
+	ps.f.send(id, `{"n":7}`)
+	ps.f.processed(id, 1)
+	before := ps.f.inspect(id)
+
+	ps.restart()
+	after := ps.f.inspect(id)
+	for _, k := range [][]string{{"current-state"}, {"initial-state"}, {"endpoint"}, {"processor"}, {"queue-capacity"},
+		{"status"}, {"cursor"}, {"last-output"}, {"result"}, {"stats", "processed-chunks"}, {"stats", "bytes-received"},
+		{"stats", "outputs"}, {"stats", "last-latency-ms"}, {"stats", "dropped-chunks"}, {"transport", "kind"}} {
+		if b, a := path(before, k...), path(after, k...); b == nil || !rtfs.Equal(a, b) {
+			t.Errorf("%v: before %v, after recovery %v", k, b, a)
+		}
+	}
+	if c := path(after, "current-state", "count"); c != rtfs.Int(1) {
+		t.Fatalf(":count after recovery = %v, want 1", c)
+	}
+	if path(after, "persistence-enabled") != rtfs.True {
+		t.Errorf(":persistence-enabled = %v", path(after, "persistence-enabled"))
+	}
+	// The recovered stream carries on: its next chunk has :seq 1.
+	ps.f.send(id, `{"n":5,"done":true}`)
+	if st := ps.f.await(id); st.State != StateCompleted {
+		t.Fatalf("status %+v", st)
+	}
+	want := rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(2), rtfs.Keyword("sum"), rtfs.Int(12), rtfs.Keyword("last-seq"), rtfs.Int(1))
+	if got := ps.f.stateOf(id); !rtfs.Equal(got, want) {
+		t.Fatalf("state = %v, want %v", got, want)
+	}
+}
+
+// T11 (test_resume_missing_snapshot_errors): recovering an id the store does
+// not hold is an error; so is recovering without a store.
+func TestPersistT11MissingSnapshot(t *testing.T) {
+	f := newFixture(t, Options{Store: persistence.NewMemStore()})
+	err := f.p.RecoverStream(context.Background(), "missing-stream")
+	if !errors.Is(err, ErrNotPersisted) || !strings.Contains(err.Error(), `"missing-stream"`) {
+		t.Fatalf("RecoverStream(missing) = %v", err)
+	}
+	bare := newFixture(t, Options{})
+	wantErrContains(t, bare.p.Recover(context.Background()), "no store is configured")
+	wantErrContains(t, bare.p.RecoverStream(context.Background(), "x"), "no store is configured")
+}
+
+// An anonymous closure processor (capturing a value) survives a restart.
+func TestPersistAnonymousClosure(t *testing.T) {
+	g := compileGlobals(t, `(def step (let [k 10] (fn [s c m] {:state (assoc s :count (+ (:count s) k))})))`)
+	fn, _ := g.Get("step")
+	ps := newPersisted(t, persistence.NewMemStore())
+	id := startCount(ps.f, g, "anon", fn)
+	ps.f.send(id, `{}`)
+	ps.f.processed(id, 1)
+	ps.restart()
+	ps.f.send(id, `{}`)
+	ps.f.processed(id, 2)
+	if c := path(ps.f.stateOf(id), "count"); c != rtfs.Int(20) {
+		t.Fatalf(":count = %v, want 20", c)
+	}
+	if p := path(ps.f.inspect(id), "processor"); p != rtfs.String("anonymous fn") {
+		t.Errorf(":processor = %v", p)
+	}
+}
+
+// Finished streams stay inspectable after a restart, and Await and WaitAll
+// answer for them.
+func TestPersistFinishedStreamsInspectable(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	ps := newPersisted(t, persistence.NewMemStore())
+	done := startCount(ps.f, g, "done", rtfs.Symbol("proc"))
+	ps.f.send(done, `{"n":1,"done":true}`)
+	ps.f.await(done)
+	cancelled := startCount(ps.f, g, "cancelled", rtfs.Symbol("proc"))
+	ps.f.send(cancelled, `{"action":"pause"}`)
+	ps.f.waitFor("paused", func() bool { st, _ := ps.f.p.Status(cancelled); return st.State == StatePaused })
+	ps.f.send(cancelled, `{"n":3}`)
+	ps.f.send(cancelled, `{"n":4}`)
+	ps.f.waitFor("2 queued", func() bool { return path(ps.f.inspect(cancelled), "stats", "queued-chunks") == rtfs.Int(2) })
+	if _, err := ps.f.p.Cancel(cancelled); err != nil {
+		t.Fatal(err)
+	}
+	ps.f.await(cancelled)
+	ps.restart()
+
+	v, err := ps.f.p.Await(context.Background(), done)
+	if err != nil || !rtfs.Equal(v, rtfs.MapOf(rtfs.Keyword("total"), rtfs.Int(1))) {
+		t.Fatalf("Await(done) = %v, %v", v, err)
+	}
+	st, _ := ps.f.p.Status(cancelled)
+	if st.State != StateCancelled || st.EndReason != "request" {
+		t.Fatalf("cancelled stream: %+v", st)
+	}
+	if d := path(ps.f.inspect(cancelled), "dropped-chunks"); d != rtfs.Int(2) {
+		t.Errorf(":dropped-chunks = %v, want 2", d)
+	}
+	sum := ps.f.p.Summary(InspectOptions{})
+	if path(sum, "total") != rtfs.Int(2) || path(sum, "persistence-enabled") != rtfs.True {
+		t.Errorf("summary: %v", sum)
+	}
+	if err := ps.f.p.WaitAll(context.Background()); err != nil {
+		t.Errorf("WaitAll = %v, want nil (no stream failed)", err)
+	}
+	// The journal of the cancelled stream is gone with its end.
+	n := 0
+	must(t, ps.store.Scan(context.Background(), journalPrefix(cancelled), func(_, _ []byte) error { n++; return nil }))
+	if n != 0 {
+		t.Errorf("%d journal entries left after the stream ended", n)
+	}
+}
+
+// Journal mode: chunks the mock delivered and the stream had not processed
+// (it was paused) are in the journal; after a restart they are queued again,
+// in order, and each is processed once.
+func TestPersistJournalReplaysQueuedChunks(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	ps := newPersisted(t, persistence.NewMemStore())
+	id := startCount(ps.f, g, "journal", rtfs.Symbol("proc"))
+	ps.f.send(id, `{"n":1}`)
+	ps.f.send(id, `{"action":"pause"}`)
+	ps.f.waitFor("paused", func() bool { st, _ := ps.f.p.Status(id); return st.State == StatePaused })
+	for n := 2; n <= 4; n++ {
+		ps.f.send(id, fmt.Sprintf(`{"n":%d}`, n))
+	}
+	ps.f.waitFor("3 queued", func() bool { return path(ps.f.inspect(id), "stats", "queued-chunks") == rtfs.Int(3) })
+	ps.restart()
+
+	info := ps.f.inspect(id)
+	if path(info, "status", "state") != rtfs.Keyword("paused") {
+		t.Fatalf("status after recovery: %v", path(info, "status"))
+	}
+	q := path(info, "queue").(*rtfs.Vector)
+	if q.Len() != 3 || path(q.Index(0), "chunk", "n") != rtfs.Int(2) || path(q.Index(2), "metadata", "seq") != rtfs.Int(4) {
+		t.Fatalf("queue after recovery: %v", q)
+	}
+	if _, err := ps.f.p.Resume(id); err != nil {
+		t.Fatal(err)
+	}
+	ps.f.send(id, `{"n":5,"done":true}`)
+	ps.f.await(id)
+	want := rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(6), rtfs.Keyword("sum"), rtfs.Int(15), rtfs.Keyword("last-seq"), rtfs.Int(5))
+	if got := ps.f.stateOf(id); !rtfs.Equal(got, want) {
+		t.Fatalf("state = %v, want %v", got, want)
+	}
+}
+
+// The mock's producer learns where to resume: the cursor of the recovered
+// Run is the ID of the last chunk the stream journaled.
+func TestPersistJournalCursorForProducer(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	ps := newPersisted(t, persistence.NewMemStore())
+	id := startCount(ps.f, g, "cursor", rtfs.Symbol("proc"))
+	src := ps.f.mock.Source(id)
+	<-src.Started()
+	if c := src.Cursor(); c != "" {
+		t.Fatalf("cursor of a new stream = %q", c)
+	}
+	ctx := context.Background()
+	for n := 1; n <= 3; n++ {
+		must(t, src.Send(ctx, transport.Chunk{Data: []byte(fmt.Sprintf(`{"n":%d}`, n)), ID: fmt.Sprint("c", n)}))
+	}
+	ps.f.processed(id, 3)
+	ps.restart()
+	src = ps.f.mock.Source(id)
+	<-src.Started()
+	if c := src.Cursor(); c != "c3" {
+		t.Fatalf("cursor after recovery = %q, want c3", c)
+	}
+}
+
+// A store error puts the stream in :error with the cause; the last
+// committed state stays, so a restarted provider resumes from it.
+func TestPersistStoreErrorFailsStream(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	mem := persistence.NewMemStore()
+	fs := storetest.NewFaultStore(mem)
+	ps := newPersisted(t, fs)
+	id := startCount(ps.f, g, "disk-full", rtfs.Symbol("proc"))
+	ps.f.send(id, `{"n":1}`)
+	ps.f.processed(id, 1)
+	must(t, ps.f.p.ps.com.Flush(context.Background()))
+	fs.FailAfter(0, nil)
+	// The journal commit of the next chunk fails: the stream stops with the
+	// cause, and the source is told.
+	err := ps.f.mock.Source(id).Send(context.Background(), transport.Chunk{Data: []byte(`{"n":2}`)})
+	st := ps.f.await(id)
+	if st.State != StateError || !strings.Contains(st.Message, "no space left on device") {
+		t.Fatalf("status = %+v (send: %v)", st, err)
+	}
+	fs.Heal()
+	ps.restart()
+	st, _ = ps.f.p.Status(id)
+	if st.State != StateActive {
+		t.Fatalf("after restart: %+v, want the last committed (active) status", st)
+	}
+	if c := path(ps.f.stateOf(id), "count"); c != rtfs.Int(1) {
+		t.Fatalf(":count = %v, want 1", c)
+	}
+}
+
+// A failing progress commit (cursor mode) also stops the stream with the
+// cause instead of dropping state silently.
+func TestPersistProgressCommitFailure(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	fs := storetest.NewFaultStore(persistence.NewMemStore())
+	tr := &mock.Transport{}
+	f := newFixture(t, Options{Store: fs, Transports: map[string]transport.StreamTransport{"mock": replaying{tr}}})
+	f.mock = tr
+	id := startCount(f, g, "progress-fail", rtfs.Symbol("proc"))
+	fs.FailNext(1, errors.New("disk on fire"))
+	f.send(id, `{"n":1}`)
+	st := f.await(id)
+	if st.State != StateError || !strings.Contains(st.Message, "disk on fire") || !strings.Contains(st.Message, "persistence failed") {
+		t.Fatalf("status = %+v", st)
+	}
+}
+
+// replaying wraps a mock transport so that the provider takes it for a
+// source that replays: the cursor path without a journal.
+type replaying struct{ t *mock.Transport }
+
+func (r replaying) Run(ctx context.Context, spec transport.Spec, cursor string, sink transport.Sink) error {
+	return r.t.Run(ctx, spec, cursor, sink)
+}
+
+// A record of an unknown format version, and a corrupt record, are each
+// reported with their key; the other streams recover and keep running.
+func TestPersistBadRecordsReported(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	mem := persistence.NewMemStore()
+	ps := newPersisted(t, mem)
+	for _, id := range []string{"good", "future", "corrupt"} {
+		startCount(ps.f, g, id, rtfs.Symbol("proc"))
+		ps.f.send(id, `{"n":1}`)
+		ps.f.processed(id, 1)
+	}
+	must(t, ps.f.p.Close())
+	ctx := context.Background()
+	var b persistence.Batch
+	b.Put(streamKey("future", suffixProg), persistence.EncodeRecord(kindProgress, recordVersion+1, []byte("new")))
+	def, err := mem.Get(ctx, streamKey("corrupt", suffixDef))
+	must(t, err)
+	def[len(def)/2] ^= 0xff
+	b.Put(streamKey("corrupt", suffixDef), def)
+	must(t, mem.Commit(ctx, &b))
+
+	ps.open()
+	err = ps.f.p.Recover(ctx)
+	var uv *persistence.UnknownVersionError
+	var cr *persistence.CorruptRecordError
+	if !errors.As(err, &uv) || !errors.As(err, &cr) {
+		t.Fatalf("Recover = %v, want an unknown version and a corrupt record", err)
+	}
+	for _, want := range []string{`"stream/future\x00p"`, "format version 2", `"stream/corrupt\x00d"`, `recover stream "corrupt"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+	if ids := ps.f.p.StreamIDs(); len(ids) != 1 || ids[0] != "good" {
+		t.Fatalf("recovered %v, want only good", ids)
+	}
+	ps.f.send("good", `{"n":2,"done":true}`)
+	if st := ps.f.await("good"); st.State != StateCompleted {
+		t.Fatalf("good: %+v", st)
+	}
+}
+
+// Starting a stream under an id the store holds (not recovered) is refused,
+// so its records are never overwritten.
+func TestPersistStartRefusesStoredID(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	ps := newPersisted(t, persistence.NewMemStore())
+	startCount(ps.f, g, "taken", rtfs.Symbol("proc"))
+	must(t, ps.f.p.Close())
+	ps.open()
+	_, err := ps.f.p.Start(StartRequest{StreamID: "taken", Endpoint: "e", Transport: "mock", Processor: rtfs.Symbol("proc"), Globals: g})
+	wantErrContains(t, err, `a persisted stream with id "taken" exists`)
+}
+
+// With manual connect, recovered unfinished streams are loaded for
+// inspection only: nothing runs and nothing is written.
+func TestPersistManualConnectLoadsDormant(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	ps := newPersisted(t, persistence.NewMemStore())
+	id := startCount(ps.f, g, "dormant", rtfs.Symbol("proc"))
+	ps.f.send(id, `{"n":1}`)
+	ps.f.processed(id, 1)
+	must(t, ps.f.p.Close())
+	f := newFixture(t, Options{Store: ps.store, ManualConnect: true})
+	must(t, f.p.Recover(context.Background()))
+	if c := path(f.stateOf(id), "count"); c != rtfs.Int(1) {
+		t.Fatalf(":count = %v", c)
+	}
+	if path(f.inspect(id), "transport", "task-present") != rtfs.False {
+		t.Errorf("a dormant stream has a transport task")
+	}
+	_, err := f.p.Pause(id)
+	wantErrContains(t, err, "inspect only")
+	wantErrContains(t, f.p.Deliver(context.Background(), id, rtfsChunk(1)), "has ended")
+	_, err = f.p.Await(context.Background(), id)
+	wantErrContains(t, err, `stream "dormant" is active but not running: it was loaded from the store without running`)
+}
+
+func TestStreamKeyRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		key    []byte
+		id     string
+		suffix byte
+		seq    int64
+	}{
+		{streamKey("a/b", suffixDef), "a/b", suffixDef, 0},
+		{streamKey("x", suffixProg), "x", suffixProg, 0},
+		{journalKey("s-1", 1<<40+3), "s-1", suffixJournal, 1<<40 + 3},
+	} {
+		id, suffix, seq, ok := parseStreamKey(tc.key)
+		if !ok || id != tc.id || suffix != tc.suffix || seq != tc.seq {
+			t.Errorf("parse %q = %q %c %d %v", tc.key, id, suffix, seq, ok)
+		}
+	}
+	for _, bad := range []string{"stream/x", "stream/x\x00", "stream/x\x00dd", "stream/x\x00j123"} {
+		if _, _, _, ok := parseStreamKey([]byte(bad)); ok {
+			t.Errorf("parse %q: ok", bad)
+		}
+	}
+}
+
+// Truncated payloads are corrupt records naming the key, never a panic.
+func TestProgressRecordTruncated(t *testing.T) {
+	r := progressRecord{status: "active", cursor: "c", extra: []int64{5, 9}, state: []byte{1, 2, 3}, latencyNs: -1}
+	full := r.appendTo(nil)
+	var back progressRecord
+	key := streamKey("k", suffixProg)
+	must(t, back.decode(key, persistence.EncodeRecord(kindProgress, recordVersion, full)))
+	if back.cursor != "c" || len(back.extra) != 2 || back.extra[1] != 9 || back.latencyNs != -1 {
+		t.Fatalf("round trip: %+v", back)
+	}
+	for n := 0; n < len(full); n++ {
+		var cr *persistence.CorruptRecordError
+		err := (&progressRecord{}).decode(key, persistence.EncodeRecord(kindProgress, recordVersion, full[:n]))
+		if !errors.As(err, &cr) || !strings.Contains(err.Error(), `"stream/k\x00p"`) {
+			t.Fatalf("truncated at %d: %v", n, err)
+		}
+	}
+}
+
+// A processor error puts the stream in :error with the state before the
+// failing chunk; both are stored, so a restart shows the same.
+func TestPersistProcessorErrorKeepsState(t *testing.T) {
+	g := compileGlobals(t, `(defn proc [s c m] (if (:boom c) (throw "boom") {:state (assoc s :count (inc (:count s)))}))`)
+	ps := newPersisted(t, persistence.NewMemStore())
+	id := startCount(ps.f, g, "boom", rtfs.Symbol("proc"))
+	ps.f.send(id, `{}`)
+	ps.f.send(id, `{"boom":true}`)
+	want := ps.f.await(id)
+	if want.State != StateError || !strings.Contains(want.Message, "boom") {
+		t.Fatalf("status = %+v", want)
+	}
+	ps.restart()
+	if got, _ := ps.f.p.Status(id); got != want {
+		t.Fatalf("after restart %+v, want %+v", got, want)
+	}
+	if c := path(ps.f.stateOf(id), "count"); c != rtfs.Int(1) {
+		t.Fatalf(":count = %v, want 1", c)
+	}
+}
+
+// specRecorder is a transport that records the server URL of every Run and
+// then waits for the end of its context.
+type specRecorder struct {
+	mu   sync.Mutex
+	urls []string
+}
+
+func (r *specRecorder) Run(ctx context.Context, spec transport.Spec, cursor string, sink transport.Sink) error {
+	r.mu.Lock()
+	r.urls = append(r.urls, spec.ServerURL)
+	r.mu.Unlock()
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (r *specRecorder) last() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.urls) == 0 {
+		return ""
+	}
+	return r.urls[len(r.urls)-1]
+}
+
+// A recovered stream reconnects to the server it started on (its cursor is
+// that server's), not to whatever server the recovering provider defaults
+// to; a recovering provider whose URL is that server's with credentials lends
+// them.
+func TestPersistRecoveredStreamKeepsItsServer(t *testing.T) {
+	store := persistence.NewMemStore()
+	defer store.Close()
+	g := compileGlobals(t, countSrc)
+	proc, _ := g.Get("proc")
+	open := func(serverURL string) (*Provider, *specRecorder) {
+		rec := &specRecorder{}
+		p := New(Options{Store: store, ServerURL: serverURL, LookupEnv: noEnv,
+			Transports: map[string]transport.StreamTransport{"sse": rec}})
+		return p, rec
+	}
+	p, rec := open("http://127.0.0.1:9123/sse")
+	if _, err := p.Start(StartRequest{StreamID: "s", Endpoint: "counter.v1", Processor: proc, Globals: g}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the first connect", func() bool { return rec.last() != "" })
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ provider, want string }{
+		{"http://127.0.0.1:2025/sse", "http://127.0.0.1:9123/sse"},
+		{"http://user:pw@127.0.0.1:9123/sse", "http://user:pw@127.0.0.1:9123/sse"},
+	} {
+		p, rec := open(tc.provider)
+		if err := p.Recover(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "the reconnect", func() bool { return rec.last() != "" })
+		if got := rec.last(); got != tc.want {
+			t.Errorf("recovered under %s: reconnected to %s, want %s", tc.provider, got, tc.want)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,330 @@
+// Package provider is the stream manager of rtfshost: it runs the streams that
+// RTFS programs start with (call :mcp.stream.start {...}).
+//
+// The main types are Provider, StartRequest, Status, Subscription and Event.
+// A Provider owns its streams. Each stream has a bounded FIFO queue, a worker
+// goroutine that calls the stream's processor (state chunk metadata) for each
+// chunk and applies the directive of its result exactly as DESIGN §4.2 and
+// docs/streams.md describe, and, when auto-connect is on, a goroutine that
+// runs the stream's transport.StreamTransport with the stream as its
+// transport.Sink. A full queue blocks the transport's Deliver, so the source
+// feels backpressure; no chunk is dropped except by cancel, which counts them.
+//
+// Outputs of processors are kept as the stream's :last-output and published
+// to subscribers (Provider.Subscribe). Provider.Inspect, Status, Pause,
+// Resume, Cancel and Await serve Go callers, and Provider.Capabilities the
+// same operations as RTFS capabilities (:mcp.stream.start, :mcp.stream.inspect
+// ...). Close stops every stream and returns when all goroutines are gone.
+//
+// With Options.Store the streams are durable (docs/durability.md): each
+// processed chunk's state and cursor are committed together through a group
+// committer, chunks of sources that cannot replay (transport.Replayable) are
+// journaled on arrival, and Recover (or RecoverStream) reloads the streams a
+// store holds after a restart: finished ones for inspection, unfinished ones
+// running again from their cursor.
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
+)
+
+// Options configure a Provider. The zero value is valid: no transports
+// (streams then only receive chunks through Provider.Deliver), no
+// capabilities for processors, the process environment.
+type Options struct {
+	// Transports maps a transport name ("sse", "mcp", "mcp-sse", "mock") to the
+	// transport that serves it. A start call names one with :transport, or
+	// the provider picks it from the URL (see docs/streams.md).
+	Transports map[string]transport.StreamTransport
+	// Capabilities serves the host calls that processors make; nil means a
+	// processor's (call ...) fails with a catchable error.
+	Capabilities *capabilities.Registry
+	// ServerURL is the default server URL, used when a start call has no
+	// :server-url; empty means the environment chain of DESIGN §5.
+	ServerURL string
+	// LookupEnv reads environment variables; nil means os.LookupEnv. It is
+	// called during New only.
+	LookupEnv func(string) (string, bool)
+	// ManualConnect starts streams without running their transport, unless
+	// CCOS_MCP_STREAM_AUTO_CONNECT says otherwise; chunks then arrive through
+	// Deliver. By default streams connect at once.
+	ManualConnect bool
+	// Limits bound each processor call (steps, depth, collection size).
+	Limits rtfs.Limits
+	// QueueCapacity is the default queue capacity (default 32).
+	QueueCapacity int
+	// RetryAttempts is passed to transports (default 3).
+	RetryAttempts int
+	// HTTPClient is passed to network transports; nil lets them choose.
+	HTTPClient *http.Client
+	// Logger receives the provider's logs; nil discards them. Secrets are
+	// never logged.
+	Logger *slog.Logger
+	// Store makes streams durable (docs/durability.md); nil means no
+	// persistence. The provider commits through a Committer of its own,
+	// which Close closes; the caller owns the Store and closes it after the
+	// provider. Recover reloads the streams a store holds.
+	Store persistence.Store
+}
+
+// A Provider manages streams. It is safe for concurrent use. Its zero value is
+// not usable; call New.
+type Provider struct {
+	opts   Options
+	cfg    envConfig
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	streams map[string]*stream
+	order   []*stream
+
+	allSubs atomic.Pointer[[]*Subscription] // subscribers to every stream
+
+	ps *persister // nil without a store
+}
+
+// ErrClosed is returned by operations on a closed Provider.
+var ErrClosed = errors.New("stream provider is closed")
+
+// New returns a Provider. It resolves the server URL, the auth header and
+// auto-connect from opts and the environment once (DESIGN §5).
+func New(opts Options) *Provider {
+	if opts.QueueCapacity <= 0 {
+		opts.QueueCapacity = defaultQueueCapacity
+	}
+	if opts.RetryAttempts <= 0 {
+		opts.RetryAttempts = defaultRetryAttempts
+	}
+	transports := make(map[string]transport.StreamTransport, len(opts.Transports))
+	for name, t := range opts.Transports {
+		transports[strings.TrimPrefix(name, ":")] = t
+	}
+	opts.Transports = transports
+	p := &Provider{
+		opts:    opts,
+		cfg:     resolveConfig(opts.LookupEnv, opts.ServerURL, !opts.ManualConnect),
+		log:     opts.Logger,
+		streams: make(map[string]*stream),
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Store != nil {
+		p.ps = newPersister(opts.Store)
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return p
+}
+
+// ServerURL returns the provider's default server URL with any credentials
+// removed.
+func (p *Provider) ServerURL() string { return redactURL(p.cfg.serverURL) }
+
+// AutoConnect reports whether new streams run their transport at once.
+func (p *Provider) AutoConnect() bool { return p.cfg.autoConnect }
+
+// Close stops every stream (their state stays as it was, they are not
+// cancelled), closes every subscription and returns when all the provider's
+// goroutines have exited. A processor call in flight is interrupted through
+// its context and its result is not applied (the stream's cursor stays
+// before that chunk). Events published before Close stay readable on the
+// subscriptions' channels. With a store, Close commits every progress
+// record submitted before it and closes the provider's Committer (not the
+// Store). It is idempotent.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+	var err error
+	if p.ps != nil {
+		if err = p.ps.com.Close(); err != nil {
+			err = fmt.Errorf("provider: close committer: %w", err)
+		}
+	}
+	p.mu.Lock()
+	subs := p.allSubs.Swap(nil)
+	p.mu.Unlock()
+	if subs != nil {
+		for _, s := range *subs {
+			s.Close()
+		}
+	}
+	return err
+}
+
+// lookup returns the stream with the given id.
+func (p *Provider) lookup(id string) (*stream, error) {
+	p.mu.Lock()
+	s, ok := p.streams[id]
+	p.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("no stream with id %q", id)
+	}
+	return s, nil
+}
+
+// StreamIDs returns the ids of every stream, in start order.
+func (p *Provider) StreamIDs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := make([]string, len(p.order))
+	for i, s := range p.order {
+		ids[i] = s.id
+	}
+	return ids
+}
+
+// register adds s under its id, or reports a duplicate id or a closed
+// provider. It counts the stream's goroutines in p.wg before Close can wait
+// for them: the worker, and the transport's when the stream connects. A
+// non-nil start batch is committed first (a new persisted stream).
+func (p *Provider) register(s *stream, start *persistence.Batch) error {
+	_, connect := p.opts.Transports[s.def.transport]
+	connect = connect && p.cfg.autoConnect
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if _, dup := p.streams[s.id]; dup {
+		return &keyError{"stream-id", fmt.Errorf("a stream with id %q already exists", s.id)}
+	}
+	if start != nil {
+		if err := p.commitStart(s, start); err != nil {
+			return err
+		}
+	}
+	p.streams[s.id] = s
+	p.order = append(p.order, s)
+	s.taskPresent, s.taskActive = connect, connect
+	p.wg.Add(1)
+	if connect {
+		p.wg.Add(1)
+	}
+	return nil
+}
+
+// NewStreamID returns a fresh stream id for endpoint, of the shape the
+// provider generates when a start names none: "<endpoint>-<8 random hex
+// digits>" (for an absolute URL, its last path segment), not in use by p.
+// Hosts that must know a stream's id before starting it (to subscribe to its
+// first output) call it and pass the id as StartRequest.StreamID. It is safe
+// for concurrent use.
+func (p *Provider) NewStreamID(endpoint string) string {
+	base := endpoint
+	if isAbsolute(base) {
+		base = strings.TrimRight(base, "/")
+		base = base[strings.LastIndexAny(base, "/:")+1:]
+	}
+	base = strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '-'
+	}, base)
+	if base == "" {
+		base = "stream"
+	}
+	var b [4]byte
+	for {
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+		id := base + "-" + hex.EncodeToString(b[:])
+		p.mu.Lock()
+		_, taken := p.streams[id]
+		p.mu.Unlock()
+		if !taken {
+			return id
+		}
+	}
+}
+
+// WaitAll blocks until every stream started so far, and every stream they
+// start meanwhile, has ended, or ctx ends. It returns nil when none ended in
+// :error, else the *StreamError of each failed stream, joined. Streams
+// interrupted by Close count as failed.
+func (p *Provider) WaitAll(ctx context.Context) error {
+	waited := 0
+	for {
+		p.mu.Lock()
+		list := append([]*stream(nil), p.order...)
+		p.mu.Unlock()
+		if len(list) == waited {
+			break
+		}
+		for _, s := range list[waited:] {
+			select {
+			case <-s.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		waited = len(list)
+	}
+	p.mu.Lock()
+	list := append([]*stream(nil), p.order...)
+	p.mu.Unlock()
+	var errs []error
+	for _, s := range list {
+		if st := s.status(); st.State == StateError || !st.State.Terminal() {
+			errs = append(errs, s.endErr(st))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Summary returns the summary inspect map: :total, :streams (each stream's
+// inspect map, in start order), :auto-connect, :server-url,
+// :persistence-enabled and :observed-at-epoch-ms.
+func (p *Provider) Summary(opts InspectOptions) rtfs.Value {
+	p.mu.Lock()
+	list := append([]*stream(nil), p.order...)
+	p.mu.Unlock()
+	now := time.Now()
+	items := make([]rtfs.Value, len(list))
+	for i, s := range list {
+		items[i] = s.inspect(opts, now)
+	}
+	return rtfs.MapOf(
+		rtfs.Keyword("total"), rtfs.Int(len(list)),
+		rtfs.Keyword("streams"), rtfs.NewVector(items...),
+		rtfs.Keyword("auto-connect"), rtfs.Bool(p.cfg.autoConnect),
+		rtfs.Keyword("server-url"), rtfs.String(p.ServerURL()),
+		rtfs.Keyword("persistence-enabled"), rtfs.Bool(p.ps != nil),
+		rtfs.Keyword("observed-at-epoch-ms"), rtfs.Int(now.UnixMilli()),
+	)
+}
+
+// transportNames lists the configured transports, for messages.
+func (p *Provider) transportNames() string {
+	names := make([]string, 0, len(p.opts.Transports))
+	for n := range p.opts.Transports {
+		names = append(names, ":"+n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, " ")
+}

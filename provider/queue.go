@@ -1,0 +1,82 @@
+package provider
+
+import (
+	"time"
+
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// An item is one decoded chunk waiting for, or going through, the processor.
+type item struct {
+	chunk     rtfs.Value
+	meta      rtfs.Value
+	ctrl      action // the chunk's own directive, or actNone
+	seq       int64
+	cursor    string
+	enqueued  time.Time
+	journaled bool // the chunk is in the stream's journal
+}
+
+// A ring is the FIFO queue of a stream: a growable ring buffer whose size is
+// a power of two, so that positions wrap with a mask rather than a division.
+// The stream bounds its length; the ring itself never refuses an item. Its
+// zero value is an empty queue that allocates on the first push.
+type ring struct {
+	buf  []item
+	head int
+	n    int
+}
+
+func (r *ring) len() int { return r.n }
+
+// push appends it at the back. hint sizes the first allocation.
+func (r *ring) push(it item, hint int) {
+	if r.n == len(r.buf) {
+		r.grow(hint)
+	}
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = it
+	r.n++
+}
+
+func (r *ring) grow(hint int) {
+	size := max(2*len(r.buf), 4)
+	for size < hint {
+		size *= 2
+	}
+	buf := make([]item, size)
+	for i := 0; i < r.n; i++ {
+		buf[i] = *r.at(i)
+	}
+	r.buf, r.head = buf, 0
+}
+
+// at returns the i-th item from the front, 0 <= i < len.
+func (r *ring) at(i int) *item { return &r.buf[(r.head+i)&(len(r.buf)-1)] }
+
+// pop removes and returns the front item; the queue must not be empty.
+func (r *ring) pop() item {
+	it := r.buf[r.head]
+	r.buf[r.head] = item{}
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	return it
+}
+
+// removeAt removes and returns the i-th item, keeping the others in order.
+func (r *ring) removeAt(i int) item {
+	it := *r.at(i)
+	for j := i; j < r.n-1; j++ {
+		*r.at(j) = *r.at(j + 1)
+	}
+	*r.at(r.n - 1) = item{}
+	r.n--
+	return it
+}
+
+// clear empties the queue, releasing its buffer, and returns how many items
+// it held.
+func (r *ring) clear() int {
+	n := r.n
+	r.buf, r.head, r.n = nil, 0, 0
+	return n
+}

@@ -1,0 +1,388 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
+)
+
+// ErrNotPersisted is wrapped by RecoverStream's error when the store holds no
+// stream with the given id.
+var ErrNotPersisted = errors.New("no persisted stream with this id")
+
+// loaded is one stream's records as read from the store.
+type loaded struct {
+	id       string
+	def      *defRecord
+	progress *progressRecord
+	journal  []journalEntry // in seq order
+	err      error          // the first bad record
+}
+
+type journalEntry struct {
+	seq int64
+	rec journalRecord
+}
+
+// Recover reloads every stream the store holds that this provider does not
+// run yet, in their start order. A finished stream (completed, cancelled or
+// failed) becomes inspectable: Inspect, Summary, Status and Await answer for
+// it. An unfinished one is rebuilt — its program recompiled from the stored
+// source (or reused, by hash), its processor bound again (by name in the
+// restored globals, or decoded as a closure), its state, stats and cursor
+// restored — and continues: the chunks it journaled and had not processed
+// are processed first, in order, and its transport reconnects after its
+// cursor. With manual connect (Options.ManualConnect, or
+// CCOS_MCP_STREAM_AUTO_CONNECT off) unfinished streams are loaded without
+// running: they can be inspected, not driven.
+//
+// A stream whose records cannot be used (corrupt, of an unknown format
+// version, its program missing) is left out; its error names the stream and
+// the key, and is logged and returned, joined with the others, while the
+// other streams recover. Recover fails at once without a store. Cost: one
+// scan of the stream records, a compile per distinct program.
+func (p *Provider) Recover(ctx context.Context) error {
+	if p.ps == nil {
+		return errors.New("provider: Recover: no store is configured (Options.Store is nil)")
+	}
+	all, err := p.scanStreams(ctx, []byte(streamPrefix))
+	if err != nil {
+		return fmt.Errorf("provider: Recover: %w", err)
+	}
+	var errs []error
+	for _, l := range all {
+		if p.has(l.id) {
+			continue
+		}
+		if err := p.restore(ctx, l); err != nil {
+			p.log.Error("stream not recovered", "stream", l.id, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RecoverStream reloads the one persisted stream id, as Recover does. It
+// fails with an error wrapping ErrNotPersisted when the store does not hold
+// it, and when the stream is already loaded.
+func (p *Provider) RecoverStream(ctx context.Context, id string) error {
+	if p.ps == nil {
+		return fmt.Errorf("provider: recover stream %q: no store is configured (Options.Store is nil)", id)
+	}
+	if p.has(id) {
+		return fmt.Errorf("provider: recover stream %q: it is already loaded", id)
+	}
+	all, err := p.scanStreams(ctx, append([]byte(streamPrefix+id), 0))
+	if err != nil {
+		return fmt.Errorf("provider: recover stream %q: %w", id, err)
+	}
+	if len(all) == 0 {
+		return fmt.Errorf("provider: recover stream %q: %w", id, ErrNotPersisted)
+	}
+	return p.restore(ctx, all[0])
+}
+
+func (p *Provider) has(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.streams[id]
+	return ok
+}
+
+// scanStreams reads the stream records under prefix, grouped by stream and
+// sorted by start order. A record that cannot be decoded marks its stream.
+func (p *Provider) scanStreams(ctx context.Context, prefix []byte) ([]*loaded, error) {
+	byID := map[string]*loaded{}
+	var list []*loaded
+	err := p.ps.store.Scan(ctx, prefix, func(key, value []byte) error {
+		id, suffix, seq, ok := parseStreamKey(key)
+		if !ok {
+			p.log.Warn("unexpected key in the store", "key", fmt.Sprintf("%q", key))
+			return nil
+		}
+		l := byID[id]
+		if l == nil {
+			l = &loaded{id: id}
+			byID[id] = l
+			list = append(list, l)
+		}
+		if l.err == nil {
+			l.err = l.add(key, append([]byte(nil), value...), suffix, seq)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(list, func(i, j int) bool { return orderOf(list[i]) < orderOf(list[j]) })
+	return list, nil
+}
+
+func orderOf(l *loaded) int64 {
+	if l.def == nil {
+		return 0
+	}
+	return l.def.order
+}
+
+// add decodes one record of the stream.
+func (l *loaded) add(key, value []byte, suffix byte, seq int64) error {
+	switch suffix {
+	case suffixDef:
+		l.def = &defRecord{}
+		return l.def.decode(key, value)
+	case suffixProg:
+		l.progress = &progressRecord{}
+		return l.progress.decode(key, value)
+	case suffixJournal:
+		e := journalEntry{seq: seq}
+		if err := e.rec.decode(key, value); err != nil {
+			return err
+		}
+		l.journal = append(l.journal, e)
+		return nil
+	}
+	return &persistence.CorruptRecordError{Key: key, Reason: fmt.Sprintf("unknown record suffix %q", suffix)}
+}
+
+// restore rebuilds one loaded stream and registers it.
+func (p *Provider) restore(ctx context.Context, l *loaded) error {
+	wrap := func(err error) error { return fmt.Errorf("provider: recover stream %q: %w", l.id, err) }
+	switch {
+	case l.err != nil:
+		return wrap(l.err)
+	case l.def == nil:
+		return wrap(&persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: "the stream's definition record is missing"})
+	case l.progress == nil:
+		return wrap(&persistence.CorruptRecordError{Key: streamKey(l.id, suffixProg), Reason: "the stream's progress record is missing"})
+	}
+	s, err := p.rebuild(ctx, l)
+	if err != nil {
+		return wrap(err)
+	}
+	if err := p.registerRecovered(s); err != nil {
+		return wrap(err)
+	}
+	return nil
+}
+
+// rebuild makes the stream of l with its processor, state and progress.
+func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
+	d := l.def
+	prog, err := p.loadProgram(ctx, d.progHash)
+	if err != nil {
+		return nil, err
+	}
+	c := codec{prog}
+	proc, err := p.rebindProcessor(d, prog, c)
+	if err != nil {
+		return nil, err
+	}
+	def := definition{endpoint: d.endpoint, transport: d.transport, serverURL: d.serverURL, procName: d.procName, capacity: int(d.capacity)}
+	// A stream goes on reading the server it started on (its cursor means
+	// something there only). The recovering provider's own URL is used when
+	// it is that server, since it may carry the credentials the stored URL
+	// lost; and for records of streams that stored none.
+	if def.serverURL == "" || stripUserInfo(p.cfg.serverURL) == def.serverURL {
+		def.serverURL = p.cfg.serverURL
+	}
+	if def.capacity <= 0 {
+		return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("queue capacity %d", d.capacity)}
+	}
+	if def.initial, err = c.unmarshal(d.initial); err != nil {
+		return nil, fmt.Errorf("decode initial state: %w", err)
+	}
+	if cfg, err := c.unmarshalOpt(d.config); err != nil {
+		return nil, fmt.Errorf("decode config: %w", err)
+	} else if m, ok := cfg.(*rtfs.Map); ok {
+		def.config = m
+	}
+	s := newStream(p, l.id, def, proc)
+	s.ps = newStreamStore(p.ps, s, c, d.journal)
+	if err := s.restoreProgress(l); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	return s, nil
+}
+
+// loadProgram returns the program with the given hash: one this provider
+// knows, else compiled from the stored source. "" means no program.
+func (p *Provider) loadProgram(ctx context.Context, hash string) (*rtfs.Program, error) {
+	if hash == "" {
+		return nil, nil
+	}
+	if prog, ok := p.ps.program(hash); ok {
+		return prog, nil
+	}
+	key := programKey(hash)
+	data, err := p.ps.store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("load program %s: %w", hash, err)
+	}
+	var rec programRecord
+	if err := rec.decode(key, data); err != nil {
+		return nil, err
+	}
+	prog, err := rtfs.Compile(rec.name, rec.source)
+	if err != nil {
+		return nil, fmt.Errorf("recompile program %s (%s): %w", rec.name, hash, err)
+	}
+	if prog.Hash() != hash {
+		return nil, fmt.Errorf("program %s recompiles to hash %s, not %s: it was stored by an rtfshost with another compiler", rec.name, prog.Hash(), hash)
+	}
+	p.ps.addProgram(prog)
+	return prog, nil
+}
+
+// rebindProcessor finds the stream's processor again: by name among the
+// restored globals, or decoded from its stored value.
+func (p *Provider) rebindProcessor(d *defRecord, prog *rtfs.Program, c codec) (processor, error) {
+	var g *rtfs.Globals
+	var err error
+	if len(d.globals) > 0 {
+		if prog == nil {
+			return nil, errors.New("the stream has globals but no program")
+		}
+		if g, err = rtfs.UnmarshalGlobals(prog, d.globals); err != nil {
+			return nil, fmt.Errorf("decode globals: %w", err)
+		}
+	}
+	var fn rtfs.Value
+	switch d.procRef {
+	case procByName:
+		if fn, _, err = resolveProcessor(rtfs.String(d.procData), g); err != nil {
+			return nil, fmt.Errorf("rebind processor: %w", err)
+		}
+	case procByValue:
+		if fn, err = c.unmarshal(d.procData); err != nil {
+			return nil, fmt.Errorf("decode processor: %w", err)
+		}
+	case procGo:
+		return nil, fmt.Errorf("its processor %s is a Go function, which cannot be stored", d.procName)
+	default:
+		return nil, fmt.Errorf("unknown processor reference %d", d.procRef)
+	}
+	return newRTFSProcessor(d.procName, fn, g, p.opts.Limits, p.opts.Capabilities), nil
+}
+
+// restoreProgress sets the stream's status, state, stats and cursor from its
+// progress record, and queues its unprocessed journaled chunks.
+func (s *stream) restoreProgress(l *loaded) error {
+	r, c := l.progress, s.ps.codec
+	var err error
+	if s.state, err = c.unmarshal(r.state); err != nil {
+		return fmt.Errorf("decode state: %w", err)
+	}
+	if s.lastOut, err = c.unmarshalOpt(r.lastOut); err != nil {
+		return fmt.Errorf("decode last output: %w", err)
+	}
+	if s.result, err = c.unmarshalOpt(r.result); err != nil {
+		return fmt.Errorf("decode result: %w", err)
+	}
+	s.st, s.reason, s.msg, s.cursor = State(r.status), r.reason, r.message, r.cursor
+	switch s.st {
+	case StateActive, StatePaused, StateCompleted, StateCancelled, StateError:
+	default:
+		return &persistence.CorruptRecordError{Key: s.ps.progKey, Reason: fmt.Sprintf("unknown status %q", r.status)}
+	}
+	s.stats = stats{processed: r.processed, dropped: r.dropped, reconnects: r.reconnects, bytes: r.bytes, outputs: r.outputs}
+	if r.latencyNs >= 0 {
+		s.stats.latency, s.stats.hasLatency = time.Duration(r.latencyNs), true
+	}
+	if r.lastEvent != 0 {
+		s.stats.lastEvent = time.UnixMilli(r.lastEvent)
+	}
+	if r.resumeAt != 0 {
+		s.resumeAt = time.UnixMilli(r.resumeAt)
+	}
+	s.procNext, s.seq, s.startCursor = r.procNext, r.procNext, r.cursor
+	if s.ps.journal {
+		s.restoreJournal(l)
+	}
+	return nil
+}
+
+// restoreJournal queues the journaled chunks the progress record does not
+// count as processed, in seq order, and sets the cursor the source resumes
+// after: that of the last chunk the stream took.
+func (s *stream) restoreJournal(l *loaded) {
+	r, st := l.progress, s.ps
+	st.accSeq, st.accID = r.accSeq, r.accID
+	next := r.procNext
+	if r.accSeq >= next {
+		next = r.accSeq + 1
+	}
+	low := int64(-1)
+	for _, e := range l.journal {
+		if r.processedSeq(e.seq) {
+			st.deletes = append(st.deletes, e.seq)
+			continue
+		}
+		if low < 0 {
+			low = e.seq
+		}
+		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received)}
+		s.decMu.Lock()
+		chunk := decodeChunk(&s.dec, c)
+		s.decMu.Unlock()
+		s.enqueueLocked(chunk, controlAction(chunk), c, e.seq, true)
+		if e.seq >= next {
+			next = e.seq + 1
+		}
+		if e.seq > st.accSeq {
+			st.accSeq, st.accID = e.seq, e.rec.id
+		}
+	}
+	s.seq = next
+	if low < 0 {
+		low = next
+	}
+	// Seqs below low were processed, or reserved and never journaled.
+	st.lowWater = low
+	st.extra = nil
+	if st.accSeq >= 0 {
+		s.startCursor = st.accID
+	}
+}
+
+// registerRecovered adds a recovered stream: a finished or dormant one
+// without goroutines, an unfinished one running.
+func (p *Provider) registerRecovered(s *stream) error {
+	run := !s.st.Terminal() && p.cfg.autoConnect
+	if run {
+		if _, ok := p.opts.Transports[s.def.transport]; !ok {
+			s.cancel()
+			return fmt.Errorf("no transport for :%s (configured: %s)", s.def.transport, p.transportNames())
+		}
+		if err := p.register(s, nil); err != nil {
+			s.cancel()
+			return err
+		}
+		queued := s.queue.len()
+		p.launch(s)
+		p.log.Info("stream recovered", "stream", s.id, "cursor", s.startCursor, "journaled", queued)
+		return nil
+	}
+	s.dormant = !s.st.Terminal()
+	s.exited = true
+	s.cancel()
+	close(s.done)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if _, dup := p.streams[s.id]; dup {
+		return fmt.Errorf("a stream with id %q already exists", s.id)
+	}
+	p.streams[s.id] = s
+	p.order = append(p.order, s)
+	return nil
+}

@@ -1,0 +1,200 @@
+package provider
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// The event kinds.
+const (
+	// EventOutput carries a processor's non-nil :output.
+	EventOutput EventKind = iota + 1
+	// EventEnd is the last event of a stream: it reached a terminal state.
+	EventEnd
+)
+
+// An Event is what a Subscription receives.
+type Event struct {
+	Kind     EventKind
+	StreamID string
+	// Seq is the metadata :seq of the chunk whose result carried the output
+	// (EventOutput), -1 for EventEnd.
+	Seq int64
+	// Output is the processor's :output (EventOutput).
+	Output rtfs.Value
+	// Status is the stream's final status (EventEnd).
+	Status Status
+}
+
+// SubscribeOptions configure a Subscription.
+type SubscribeOptions struct {
+	// Buffer is the channel's capacity (default 64).
+	Buffer int
+	// Lossless makes publishing wait while the buffer is full: the stream
+	// then stalls until the subscriber reads (or the stream is cancelled or
+	// the provider closes), and no event is lost. By default a full buffer
+	// drops the event and counts it (Dropped), so a slow subscriber never
+	// holds a stream up.
+	Lossless bool
+}
+
+// A Subscription receives the events of one stream, or of every stream. Its
+// channel is closed after the stream's EventEnd (for a one-stream
+// subscription), on Close, or when the provider closes. Its methods are safe
+// for concurrent use.
+type Subscription struct {
+	c        chan Event
+	done     chan struct{}
+	once     sync.Once
+	mu       sync.RWMutex // held for reading while publishing, for writing to close c
+	closed   bool
+	lossless bool
+	dropped  atomic.Int64
+	detach   func(*Subscription)
+}
+
+// C returns the channel of events.
+func (sub *Subscription) C() <-chan Event { return sub.c }
+
+// Dropped returns how many events a non-lossless subscription dropped
+// because its buffer was full.
+func (sub *Subscription) Dropped() int64 { return sub.dropped.Load() }
+
+// Close ends the subscription and closes its channel; events still buffered
+// can be read. It is idempotent and never blocks for long: a publisher
+// waiting on a full lossless buffer gives up.
+func (sub *Subscription) Close() {
+	sub.once.Do(func() {
+		close(sub.done)
+		sub.mu.Lock()
+		sub.closed = true
+		close(sub.c)
+		sub.mu.Unlock()
+		if sub.detach != nil {
+			sub.detach(sub)
+		}
+	})
+}
+
+// send delivers ev, or drops and counts it, as the options say. ctx bounds a
+// lossless wait.
+func (sub *Subscription) send(ctx context.Context, ev Event) {
+	sub.mu.RLock()
+	defer sub.mu.RUnlock()
+	if sub.closed {
+		return
+	}
+	if !sub.lossless {
+		select {
+		case sub.c <- ev:
+		default:
+			sub.dropped.Add(1)
+		}
+		return
+	}
+	select {
+	case sub.c <- ev:
+	case <-sub.done:
+	case <-ctx.Done():
+		sub.dropped.Add(1)
+	}
+}
+
+func newSubscription(opts SubscribeOptions) *Subscription {
+	if opts.Buffer <= 0 {
+		opts.Buffer = defaultSubscriberSize
+	}
+	return &Subscription{c: make(chan Event, opts.Buffer), done: make(chan struct{}), lossless: opts.Lossless}
+}
+
+// Subscribe returns a Subscription to the events of stream id, or with id ""
+// to the events of every stream, including those started later. Subscribing
+// to a stream that has already ended yields its EventEnd at once.
+func (p *Provider) Subscribe(id string, opts SubscribeOptions) (*Subscription, error) {
+	sub := newSubscription(opts)
+	if id == "" {
+		return sub, p.subscribeAll(sub)
+	}
+	s, err := p.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.exited {
+		st := s.statusLocked()
+		s.mu.Unlock()
+		sub.c <- Event{Kind: EventEnd, StreamID: id, Seq: -1, Status: st}
+		sub.Close()
+		return sub, nil
+	}
+	s.subs = append(s.subs[:len(s.subs):len(s.subs)], sub)
+	s.mu.Unlock()
+	sub.detach = func(sub *Subscription) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.subs = without(s.subs, sub)
+	}
+	return sub, nil
+}
+
+func (p *Provider) subscribeAll(sub *Subscription) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	var list []*Subscription
+	if old := p.allSubs.Load(); old != nil {
+		list = append(list, *old...)
+	}
+	list = append(list, sub)
+	p.allSubs.Store(&list)
+	sub.detach = func(sub *Subscription) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if old := p.allSubs.Load(); old != nil {
+			list := without(*old, sub)
+			p.allSubs.Store(&list)
+		}
+	}
+	return nil
+}
+
+// without returns a new slice of list without sub.
+func without(list []*Subscription, sub *Subscription) []*Subscription {
+	out := make([]*Subscription, 0, len(list))
+	for _, x := range list {
+		if x != sub {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// hasSubscribers reports whether an event of the stream whose subscribers
+// are subs would reach anyone: a stream nobody watches publishes nothing.
+func (s *stream) hasSubscribers(subs []*Subscription) bool {
+	if len(subs) > 0 {
+		return true
+	}
+	all := s.p.allSubs.Load()
+	return all != nil && len(*all) > 0
+}
+
+// publish sends ev to the stream's subscribers and to the provider-wide ones.
+func (s *stream) publish(ctx context.Context, subs []*Subscription, ev Event) {
+	for _, sub := range subs {
+		sub.send(ctx, ev)
+	}
+	if all := s.p.allSubs.Load(); all != nil {
+		for _, sub := range *all {
+			sub.send(ctx, ev)
+		}
+	}
+}
