@@ -1,0 +1,138 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkStartProgress measures one mcp.stream.start call, POSTed over
+// loopback HTTP, whose stream gets b.N chunks, each with an output: per op, a
+// chunk goes through the mock transport, the processor, the router and the
+// reporter, and is written to the call's SSE response as a
+// notifications/progress event (kept in the event store for resumption), or,
+// throttled, is coalesced. The client reads the raw SSE and counts events,
+// so the cost of a client's JSON decoding is left out. The final result,
+// which holds every output, is checked.
+func BenchmarkStartProgress(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		interval time.Duration
+	}{
+		{"every", 0},
+		{"throttled", time.Hour},
+	} {
+		b.Run(bc.name, func(b *testing.B) { benchStart(b, bc.interval) })
+	}
+}
+
+func benchStart(b *testing.B, interval time.Duration) {
+	f := newFixture(&testing.T{}, Options{ProgressInterval: interval})
+	defer func() {
+		f.srv.Close()
+		f.ts.Close()
+		f.host.Close()
+	}()
+	url := f.ts.URL + PathStreamable
+	sid := benchInitialize(b, url)
+	args, _ := json.Marshal(startArgs("bench"))
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp.stream.start","arguments":%s,"_meta":{"progressToken":"b"}}}`, args)
+	ctx := context.Background()
+	chunk := map[string]any{"value": 1}
+	b.ReportAllocs()
+	b.ResetTimer()
+	type counted struct {
+		notes  int
+		result string
+		err    error
+	}
+	done := make(chan counted, 1)
+	go func() {
+		n, res, err := benchPost(url, sid, call)
+		done <- counted{n, res, err}
+	}()
+	src := f.mock.Source("bench")
+	for i := 0; i < b.N; i++ {
+		if err := src.SendJSON(ctx, "", chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := src.SendJSON(ctx, "", end); err != nil {
+		b.Fatal(err)
+	}
+	r := <-done
+	b.StopTimer()
+	want := fmt.Sprintf(`\"output-count\":%d`, b.N+1)
+	if r.err != nil || !strings.Contains(r.result, want) {
+		b.Fatalf("call: %v, result %.300s", r.err, r.result)
+	}
+	b.ReportMetric(float64(r.notes)/float64(b.N), "notes/op")
+}
+
+// benchPost posts a tools/call and counts the progress events of its SSE
+// response; it returns the count and the last event's data.
+func benchPost(url, sid, body string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	setBenchHeaders(req, sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	notes, last := 0, ""
+	for sc.Scan() {
+		line := sc.Bytes()
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			if bytes.Contains(data, []byte(`"notifications/progress"`)) {
+				notes++
+			} else {
+				last = string(data)
+			}
+		}
+	}
+	return notes, last, sc.Err()
+}
+
+// benchInitialize runs the initialize handshake and returns the session id.
+func benchInitialize(b *testing.B, url string) string {
+	sid := ""
+	for _, body := range []string{initializeBody, `{"jsonrpc":"2.0","method":"notifications/initialized"}`} {
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		setBenchHeaders(req, sid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		if sid == "" {
+			sid = resp.Header.Get("Mcp-Session-Id")
+		}
+	}
+	if sid == "" {
+		b.Fatal("initialize returned no session id")
+	}
+	return sid
+}
+
+func setBenchHeaders(req *http.Request, sid string) {
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	}
+}

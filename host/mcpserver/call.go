@@ -1,0 +1,167 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// A call is one tool call in flight: the streams it watches and the reporter
+// of their outputs. It is used by the goroutine of the tool handler.
+type call struct {
+	s    *Server
+	ctx  context.Context
+	w    *watch
+	rep  *reporter
+	last map[string]provider.Event // the last output event of each stream
+}
+
+func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
+	rep := &reporter{
+		ctx:      ctx,
+		session:  req.Session,
+		interval: s.opts.ProgressInterval,
+		max:      s.opts.MaxBufferedOutputs,
+		log:      s.log,
+	}
+	if req.Params != nil {
+		rep.token = req.Params.GetProgressToken()
+	}
+	return &call{s: s, ctx: ctx, w: newWatch(), rep: rep, last: make(map[string]provider.Event)}
+}
+
+// watchStream routes the events of stream id to the call. Call it before the
+// stream starts. It fails when another call watches a stream with that id.
+func (c *call) watchStream(id string) error {
+	if !c.s.router.add(id, c.w) {
+		return fmt.Errorf("a stream with id %q is already running for another call", id)
+	}
+	return nil
+}
+
+// unwatchStream stops routing the events of stream id to the call.
+func (c *call) unwatchStream(id string) { c.s.router.remove(id, c.w) }
+
+// release stops routing the events of every stream of the call.
+func (c *call) release() {
+	for _, id := range c.w.streams() {
+		c.s.router.remove(id, c.w)
+	}
+}
+
+// cancelStreams cancels every stream of the call that has not ended.
+func (c *call) cancelStreams() {
+	for _, id := range c.w.streams() {
+		if st, err := c.s.prov.Status(id); err == nil && !st.State.Terminal() {
+			_, _ = c.s.prov.Cancel(id)
+		}
+	}
+}
+
+// pump handles the call's events until stop returns true (it is asked after
+// each batch of events and after wake is closed) or ctx ends. It reports
+// outputs as they come, honouring the progress interval, and returns the
+// EventEnd statuses it saw, by stream id; the error is ctx.Err() when ctx
+// ended first.
+func (c *call) pump(ctx context.Context, wake <-chan struct{}, stop func(ends map[string]provider.Status) bool) (map[string]provider.Status, error) {
+	ends := make(map[string]provider.Status)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		for _, ev := range c.w.take() {
+			switch ev.Kind {
+			case provider.EventOutput:
+				c.output(ev)
+			case provider.EventEnd:
+				c.recoverFinalOutput(ev.Status)
+				ends[ev.StreamID] = ev.Status
+			}
+		}
+		if stop(ends) {
+			c.rep.flush()
+			return ends, nil
+		}
+		timer.Stop()
+		var tick <-chan time.Time
+		if at, ok := c.rep.due(); ok {
+			timer.Reset(time.Until(at))
+			tick = timer.C
+		}
+		select {
+		case <-c.w.wake:
+		case <-tick:
+			c.rep.flush()
+		case <-wake:
+			wake = nil
+		case <-ctx.Done():
+			return ends, ctx.Err()
+		}
+	}
+}
+
+// settled reports whether every stream of the call that has ended has had
+// its EventEnd handled (they are in ends), so that none of its outputs is
+// still on its way through the router.
+func (c *call) settled(ends map[string]provider.Status) bool {
+	if c.s.router.stopped() {
+		return true
+	}
+	for _, id := range c.w.streams() {
+		if _, ok := ends[id]; ok {
+			continue
+		}
+		if st, err := c.s.prov.Status(id); err == nil && st.State.Terminal() {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *call) output(ev provider.Event) {
+	c.last[ev.StreamID] = ev
+	c.rep.add(ev)
+}
+
+// recoverFinalOutput reports the output of the result that completed a
+// stream if its event was not seen. The provider publishes that event after
+// the stream's context has ended, and a lossless subscription may then drop
+// it (see the report of issue 7); the output is the stream's :result, the
+// very value, so an identical last output means it was seen.
+func (c *call) recoverFinalOutput(st provider.Status) {
+	if st.State != provider.StateCompleted || st.EndReason != "processor" || st.Result == nil || st.Result == rtfs.Nil {
+		return
+	}
+	last, seen := c.last[st.StreamID]
+	if seen && sameValue(last.Output, st.Result) {
+		return
+	}
+	// The chunk's seq is not known here: -1 says so.
+	c.output(provider.Event{Kind: provider.EventOutput, StreamID: st.StreamID, Seq: -1, Output: st.Result})
+}
+
+// sameValue reports whether a and b are the same value: the same pointer
+// for collections, equal scalars.
+func sameValue(a, b rtfs.Value) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta != nil && ta.Comparable() && a == b
+}
+
+// textResult returns a CallToolResult with one text block.
+func textResult(text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
+}
+
+// jsonResult returns a CallToolResult whose one text block is v as JSON.
+func jsonResult(v any, isError bool) *mcp.CallToolResult {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return textResult("encode the result: "+err.Error(), true)
+	}
+	return textResult(string(b), isError)
+}

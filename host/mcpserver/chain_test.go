@@ -1,0 +1,73 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/internal/localserver"
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/transport"
+	tmcp "github.com/rtfshost/rtfshost/transport/mcp"
+)
+
+// TestChainFromReferenceServer: the server's stream reads the reference
+// server's counter.v1 tool over MCP Streamable HTTP, so MCP progress goes
+// in, through an RTFS processor, and out as MCP progress (here over go-sdk's
+// in-memory transport, which the Server serves as well as HTTP).
+func TestChainFromReferenceServer(t *testing.T) {
+	src := localserver.New(localserver.Options{})
+	if err := src.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	h, err := host.New(host.Options{
+		Streams: provider.Options{Transports: map[string]transport.StreamTransport{"mcp": new(tmcp.Streamable)}},
+		Stdout:  io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv, err := New(Options{Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	program := `
+(defn step [state chunk meta]
+  (if-let [m (:message chunk)]
+    {:state (inc state) :output {:n (:n (:chunk m)) :progress (:progress chunk)}}
+    {:state state}))`
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.mcp.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	log := newProgressLog()
+	cs := connectTo(ctx, t, ct, log)
+	params := &mcp.CallToolParams{Name: ToolStart, Arguments: map[string]any{
+		"program": program, "processor": "step", "endpoint": "counter.v1", "transport": "mcp",
+		"server-url": src.URL() + "/mcp", "config": map[string]any{"limit": 3, "interval_ms": 0}, "initial-state": 0,
+	}}
+	params.SetProgressToken("chain")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	got := decode(t, res)
+	if got["state"] != "completed" || got["end-reason"] != "source-ended" || got["output-count"] != 3.0 {
+		t.Errorf("result = %v", got)
+	}
+	notes := log.waitFor(t, 3)
+	for i, n := range notes {
+		if want := fmt.Sprintf(`{"n":%d,"progress":%d}`, i+1, i+1); n.Message != want || n.Progress != float64(i+1) {
+			t.Errorf("notification %d: %q progress %v, want %q", i, n.Message, n.Progress, want)
+		}
+	}
+}

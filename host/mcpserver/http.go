@@ -1,0 +1,150 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The paths the handler serves.
+const (
+	PathStreamable = "/mcp" // MCP Streamable HTTP: POST, GET (resume) and DELETE
+	PathSSE        = "/sse" // legacy HTTP+SSE: GET opens the stream, POST ?sessionid= sends
+)
+
+// newHandler builds the HTTP handler: the go-sdk transports behind the
+// refusal of calls before initialize, the JSON-only adapter, the token check
+// and the Origin check.
+func (s *Server) newHandler() http.Handler {
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	streamable := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		EventStore: mcp.NewMemoryEventStore(nil),
+		Logger:     s.log,
+	})
+	mux := http.NewServeMux()
+	mux.Handle(PathStreamable, requireSession(jsonOnly(streamable)))
+	mux.Handle(PathSSE, mcp.NewSSEHandler(getServer, nil))
+	return s.checkOrigin(s.checkToken(mux))
+}
+
+// checkToken requires "Authorization: Bearer <token>" when a token is set.
+func (s *Server) checkToken(next http.Handler) http.Handler {
+	if s.opts.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.opts.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="rtfshost"`)
+			http.Error(w, "Unauthorized: this server requires Authorization: Bearer <token>", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkOrigin answers 403 to a request whose Origin header is present and
+// names neither the server itself (the request's Host) nor an allowed origin.
+// Requests without Origin (not from a browser) pass. An allowed origin also
+// gets the CORS headers a browser client needs, and its preflight OPTIONS
+// requests are answered here (before the token check: browsers send no
+// credentials in a preflight).
+func (s *Server) checkOrigin(next http.Handler) http.Handler {
+	allowed := make(map[string]bool, len(s.opts.AllowedOrigins))
+	for _, o := range s.opts.AllowedOrigins {
+		allowed[strings.TrimRight(strings.ToLower(o), "/")] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !allowed[strings.ToLower(origin)] {
+			if !sameHost(origin, r.Host) {
+				http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed", origin), http.StatusForbidden)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+			h.Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameHost reports whether origin's host:port is host.
+func sameHost(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return strings.EqualFold(u.Host, host)
+}
+
+// Serve serves the Server's handler on ln until ctx ends, then closes the
+// Server and shuts the HTTP server down. It refuses a listener that is not on
+// a loopback address unless a token is set, and returns ln's first failure
+// otherwise. It closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := checkExposure(ln.Addr(), s.opts.Token); err != nil {
+		ln.Close()
+		return err
+	}
+	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.Close()
+		return fmt.Errorf("mcpserver: serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.Close() // ends the sessions, so long-lived SSE responses finish
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = hs.Close()
+	}
+	<-errc
+	if err != nil {
+		return fmt.Errorf("mcpserver: shut down %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// checkExposure refuses to serve without a token on an address that is not
+// loopback.
+func checkExposure(addr net.Addr, token string) error {
+	if token != "" {
+		return nil
+	}
+	host := addr.String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("mcpserver: refusing to serve on %s without a token: bind to a loopback address (127.0.0.1) or set a bearer token", addr)
+}

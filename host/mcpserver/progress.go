@@ -1,0 +1,124 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// The _meta keys of the progress notifications and results of this server.
+const (
+	metaStream    = "rtfshost/stream-id" // the stream that produced the output
+	metaSeq       = "rtfshost/seq"       // the :seq of the chunk whose result carried it
+	metaCoalesced = "rtfshost/coalesced" // outputs folded into this notification, not sent alone
+	metaOutputs   = "rtfshost/outputs"   // rtfs.eval results: every output of the call
+)
+
+// An output is one processor :output seen by a call.
+type output struct {
+	StreamID string          `json:"stream-id"`
+	Seq      int64           `json:"seq"`
+	Output   json.RawMessage `json:"output"`
+}
+
+// A reporter turns the outputs of one call into notifications/progress
+// messages on the call's stream, at most one per interval; outputs in
+// between are coalesced into the next one and counted. It also keeps every
+// output (up to a bound) for the final result. It is used by one goroutine.
+type reporter struct {
+	ctx      context.Context // the call's context: it routes notifications to the call's stream
+	session  *mcp.ServerSession
+	token    any // the progress token; nil: no notifications
+	interval time.Duration
+	max      int
+	log      *slog.Logger
+
+	outputs   []output
+	count     int64 // outputs seen
+	truncated int64 // outputs not kept because of max
+	sent      int64 // notifications sent
+	coalesced int64 // outputs folded into notifications without being sent alone
+	pending   *output
+	folded    int64 // outputs behind pending that were not sent
+	last      time.Time
+}
+
+// add records the output of ev and sends or schedules its notification. An
+// output is encoded to JSON only when it is kept or notified.
+func (r *reporter) add(ev provider.Event) {
+	r.count++
+	keep := len(r.outputs) < r.max
+	if !keep {
+		r.truncated++
+	}
+	if !keep && r.token == nil {
+		return
+	}
+	out := output{StreamID: ev.StreamID, Seq: ev.Seq, Output: valueJSON(ev.Output)}
+	if keep {
+		r.outputs = append(r.outputs, out)
+	}
+	if r.token == nil {
+		return
+	}
+	if r.pending != nil {
+		r.folded++
+	}
+	r.pending = &out
+	if r.interval <= 0 || time.Since(r.last) >= r.interval {
+		r.flush()
+	}
+}
+
+// due returns when the pending notification must be sent, if one is pending.
+func (r *reporter) due() (time.Time, bool) {
+	if r.pending == nil {
+		return time.Time{}, false
+	}
+	return r.last.Add(r.interval), true
+}
+
+// flush sends the pending notification, if any. progress is the number of
+// outputs so far, so it rises with every notification.
+func (r *reporter) flush() {
+	if r.pending == nil {
+		return
+	}
+	out := r.pending
+	params := &mcp.ProgressNotificationParams{
+		ProgressToken: r.token,
+		Progress:      float64(r.count),
+		Message:       string(out.Output),
+		Meta: mcp.Meta{
+			metaStream:    out.StreamID,
+			metaSeq:       out.Seq,
+			metaCoalesced: r.folded,
+		},
+	}
+	r.coalesced += r.folded
+	r.pending, r.folded, r.last = nil, 0, time.Now()
+	r.sent++
+	if err := r.session.NotifyProgress(r.ctx, params); err != nil {
+		// The event store keeps what a dropped client missed; an error here
+		// means the session is gone, and the final result still has it all.
+		r.log.Debug("progress notification not sent", "stream", out.StreamID, "seq", out.Seq, "err", err)
+	}
+}
+
+// valueJSON encodes v as DESIGN §7 maps values to JSON. A value JSON cannot
+// hold (a function, NaN) becomes its printed form as a JSON string.
+func valueJSON(v rtfs.Value) json.RawMessage {
+	if v == nil {
+		return json.RawMessage("null")
+	}
+	b, err := rtfs.ToJSON(v)
+	if err != nil {
+		b, _ = json.Marshal(v.String())
+	}
+	return b
+}

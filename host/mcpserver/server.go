@@ -1,0 +1,154 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// Options configure a Server. Only Host is required.
+type Options struct {
+	// Host runs the programs of rtfs.eval and mcp.stream.start (their host
+	// calls are served from its registry) and its provider runs the streams
+	// they start. The Server does not close it.
+	Host *host.Host
+	// Limits bound every program run by a tool (steps, depth, collection
+	// size); the zero value means rtfs's defaults. Processors run with the
+	// host's provider limits.
+	Limits rtfs.Limits
+	// ProgressInterval is the least time between two progress notifications
+	// of one call; outputs in between are coalesced into the next one. Zero
+	// sends one notification per output.
+	ProgressInterval time.Duration
+	// MaxBufferedOutputs bounds the outputs one call keeps for its final
+	// result (default 10000); the result counts those left out.
+	MaxBufferedOutputs int
+	// Token, when set, is the bearer token every request must carry in
+	// "Authorization: Bearer <token>".
+	Token string
+	// AllowedOrigins lists the browser origins (e.g. "http://localhost:6274")
+	// accepted besides the server's own; any other Origin gets 403.
+	AllowedOrigins []string
+	// Name and Version are the serverInfo of the initialize result
+	// (default "rtfshost" and "dev").
+	Name, Version string
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// A Server is an MCP server that exposes a host's streams and programs as
+// tools. It is safe for concurrent use. Close it when done; the Host
+// stays open.
+type Server struct {
+	opts    Options
+	host    *host.Host
+	prov    *provider.Provider
+	caps    *capabilities.Registry
+	log     *slog.Logger
+	mcp     *mcp.Server
+	router  *router
+	handler http.Handler
+
+	ctx    context.Context // cancelled by Close: ends every call
+	cancel context.CancelFunc
+	calls  sync.WaitGroup // tool calls in flight
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// New returns a Server for opts. It subscribes to the events of the Host's
+// streams at once; Close ends that subscription.
+func New(opts Options) (*Server, error) {
+	if opts.Host == nil {
+		return nil, errors.New("mcpserver: Options.Host is nil")
+	}
+	if opts.MaxBufferedOutputs <= 0 {
+		opts.MaxBufferedOutputs = 10000
+	}
+	if opts.ProgressInterval < 0 {
+		return nil, fmt.Errorf("mcpserver: negative progress interval %v", opts.ProgressInterval)
+	}
+	if opts.Name == "" {
+		opts.Name = "rtfshost"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{opts: opts, host: opts.Host, prov: opts.Host.Provider(), caps: opts.Host.Capabilities(), log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	r, err := newRouter(s.prov)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: subscribe to the provider: %w", err)
+	}
+	s.router = r
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+		Logger:       s.log,
+		Instructions: instructions,
+	})
+	s.addTools()
+	s.handler = s.newHandler()
+	return s, nil
+}
+
+const instructions = `rtfshost runs RTFS stream processors. mcp.stream.start takes an RTFS program, ` +
+	`the name of its processor function and a stream endpoint, and reports every :output ` +
+	`of the processor as a progress notification; rtfs.eval evaluates a program. ` +
+	`mcp.stream.inspect, status, pause, resume and cancel manage running streams.`
+
+// Handler returns the server's HTTP handler: MCP Streamable HTTP at /mcp
+// (POST, GET and DELETE) and the legacy HTTP+SSE transport at /sse, behind
+// the Origin and token checks.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close ends every MCP session and every tool call in flight (the streams
+// they are watching are cancelled), stops the Server's goroutines and waits
+// for them. It is idempotent. The Host stays open.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	for ss := range s.mcp.Sessions() {
+		_ = ss.Close()
+	}
+	s.calls.Wait()
+	s.router.close()
+	return nil
+}
+
+// enter registers a tool call; it fails once the Server is closed. The
+// returned context ends with ctx or with Close; call the returned function
+// when the call is done.
+func (s *Server) enter(ctx context.Context) (context.Context, func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, errors.New("the MCP server is shutting down")
+	}
+	s.calls.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		s.calls.Done()
+	}, nil
+}

@@ -1,0 +1,135 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// streamResult is the text of an mcp.stream.start result, as JSON.
+type streamResult struct {
+	StreamID      string            `json:"stream-id"`
+	State         provider.State    `json:"state"`
+	EndReason     string            `json:"end-reason,omitempty"`
+	Message       string            `json:"message,omitempty"`
+	Error         string            `json:"error,omitempty"`
+	Result        json.RawMessage   `json:"result"`
+	Outputs       []json.RawMessage `json:"outputs"`
+	OutputCount   int64             `json:"output-count"`
+	Truncated     int64             `json:"outputs-truncated,omitempty"`
+	Notifications int64             `json:"progress-notifications"`
+	Coalesced     int64             `json:"coalesced"`
+}
+
+// start serves mcp.stream.start: it runs the program's top level, starts the
+// stream with the named processor and the program's globals, reports its
+// outputs and returns its buffered result when it ends.
+func (c *call) start(a args) (*mcp.CallToolResult, error) {
+	ctx, cancel := withTimeout(c.ctx, a)
+	defer cancel()
+	req, err := c.startRequest(ctx, a)
+	if err != nil {
+		return textResult(err.Error(), true), nil
+	}
+	if err := c.watchStream(req.StreamID); err != nil {
+		return textResult(fmt.Sprintf("%s: argument \"stream-id\": %v", ToolStart, err), true), nil
+	}
+	if _, err := c.s.prov.Start(req); err != nil {
+		c.unwatchStream(req.StreamID)
+		return textResult(fmt.Sprintf("%s: %v", ToolStart, err), true), nil
+	}
+	if a.bool("detach", false) {
+		return jsonResult(map[string]string{"stream-id": req.StreamID, "endpoint": req.Endpoint, "status": string(provider.StateActive)}, false), nil
+	}
+	id := req.StreamID
+	ends, err := c.pump(ctx, nil, func(ends map[string]provider.Status) bool {
+		_, ok := ends[id]
+		return ok
+	})
+	if err != nil {
+		c.cancelStreams()
+		if c.ctx.Err() != nil {
+			return nil, c.ctx.Err() // the client cancelled: no result is sent
+		}
+		st, _ := c.s.prov.Status(id)
+		res := c.streamResult(st)
+		res.Error = timeoutMessage(a)
+		return jsonResult(res, true), nil
+	}
+	st := ends[id]
+	return jsonResult(c.streamResult(st), st.State != provider.StateCompleted), nil
+}
+
+// startRequest compiles and runs the program and builds the start request.
+func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest, error) {
+	name := a.str("filename")
+	if name == "" {
+		name = "mcp-stream.rtfs"
+	}
+	prog, err := compile(name, a.str("program"))
+	if err != nil {
+		return provider.StartRequest{}, err
+	}
+	_, globals, err := c.run(ctx, prog)
+	if err != nil {
+		return provider.StartRequest{}, fmt.Errorf("%s: running the program: %w", ToolStart, err)
+	}
+	req := provider.StartRequest{
+		Endpoint:      a.str("endpoint"),
+		Processor:     rtfs.Symbol(a.str("processor")),
+		Globals:       globals,
+		Transport:     a.str("transport"),
+		ServerURL:     a.str("server-url"),
+		StreamID:      a.str("stream-id"),
+		QueueCapacity: int(a.int("queue-capacity")),
+	}
+	if raw, ok := a["initial-state"]; ok {
+		if req.InitialState, err = rtfs.FromJSON(raw); err != nil {
+			return req, fmt.Errorf("%s: argument \"initial-state\": %w", ToolStart, err)
+		}
+	}
+	if raw, ok := a["config"]; ok {
+		v, err := rtfs.FromJSON(raw)
+		if err != nil {
+			return req, fmt.Errorf("%s: argument \"config\": %w", ToolStart, err)
+		}
+		req.Config, _ = v.(*rtfs.Map)
+	}
+	if req.StreamID == "" {
+		req.StreamID = c.s.prov.NewStreamID(req.Endpoint)
+	}
+	return req, nil
+}
+
+// streamResult builds the result of stream st from the call's outputs.
+func (c *call) streamResult(st provider.Status) streamResult {
+	r := c.rep
+	res := streamResult{
+		StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message,
+		Result: valueJSON(st.Result), Outputs: []json.RawMessage{},
+		OutputCount: r.count, Truncated: r.truncated, Notifications: r.sent, Coalesced: r.coalesced,
+	}
+	for _, o := range r.outputs {
+		if o.StreamID == st.StreamID {
+			res.Outputs = append(res.Outputs, o.Output)
+		}
+	}
+	return res
+}
+
+// withTimeout applies the timeout-ms argument to ctx.
+func withTimeout(ctx context.Context, a args) (context.Context, context.CancelFunc) {
+	if ms := a.int("timeout-ms"); ms > 0 {
+		return context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+	}
+	return context.WithCancel(ctx)
+}
+
+func timeoutMessage(a args) string {
+	return fmt.Sprintf("timed out after %d ms (timeout-ms); the call's streams were cancelled", a.int("timeout-ms"))
+}

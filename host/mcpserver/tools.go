@@ -1,0 +1,187 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/provider"
+)
+
+// The names of the tools.
+const (
+	ToolStart   = "mcp.stream.start"
+	ToolInspect = "mcp.stream.inspect"
+	ToolStatus  = "mcp.stream.status"
+	ToolPause   = "mcp.stream.pause"
+	ToolResume  = "mcp.stream.resume"
+	ToolCancel  = "mcp.stream.cancel"
+	ToolEval    = "rtfs.eval"
+)
+
+// A toolSpec is one tool: its MCP description, its parameters and the
+// function that runs a call with checked arguments.
+type toolSpec struct {
+	name, title, desc string
+	params            []param
+	readOnly          bool
+	run               func(c *call, a args) (*mcp.CallToolResult, error)
+}
+
+func streamIDParam() param {
+	return param{name: "stream-id", typ: "string", required: true, doc: "The stream's id, as mcp.stream.start or mcp.stream.inspect report it."}
+}
+
+func timeoutParam() param {
+	return param{name: "timeout-ms", typ: "integer", min: 0,
+		doc: "Give up after this many milliseconds: the streams of the call are cancelled and the result has isError set. 0 or absent: no limit."}
+}
+
+func (s *Server) toolSpecs() []toolSpec {
+	return []toolSpec{
+		{name: ToolStart, title: "Start an RTFS stream processor", desc: startDesc, params: startParams(), run: (*call).start},
+		{name: ToolInspect, title: "Inspect streams", readOnly: true, params: inspectParams(), run: (*call).inspect,
+			desc: "Returns the inspect map of one stream (with stream-id) or the summary of every stream: status, stats, queue, current and initial state, last output, result, cursor. Keywords appear as strings without the colon."},
+		{name: ToolStatus, title: "Stream status", readOnly: true, params: []param{streamIDParam()}, run: control(ToolStatus),
+			desc: "Returns a stream's status: {stream-id, state (active, paused, completed, cancelled or error), message, end-reason, result}."},
+		{name: ToolPause, title: "Pause a stream", params: []param{streamIDParam()}, run: control(ToolPause),
+			desc: "Pauses a stream: its processor stops taking chunks; once its queue is full the source is held back. Returns the status."},
+		{name: ToolResume, title: "Resume a stream", params: []param{streamIDParam()}, run: control(ToolResume),
+			desc: "Resumes a paused stream; its queued chunks are processed in order at once. Returns the status."},
+		{name: ToolCancel, title: "Cancel a stream", params: []param{streamIDParam()}, run: control(ToolCancel),
+			desc: "Cancels a stream: its source is closed and its queued chunks are dropped (and counted). Returns the status."},
+		{name: ToolEval, title: "Evaluate an RTFS program", desc: evalDesc, params: evalParams(), run: (*call).eval},
+	}
+}
+
+const startDesc = `Starts a stream whose chunks are processed by an RTFS function and waits for it to end. ` +
+	`program is RTFS source that defines the processor, e.g. (defn step [state chunk meta] {:state (inc state) :output chunk}); ` +
+	`processor names that function; it is called as (processor state chunk metadata) for every chunk and returns ` +
+	`{:state new-state :action :continue|:pause|:resume|:cancel|:complete :output value}. ` +
+	`With a progress token, every :output is sent as a progress notification whose message is the output as JSON. ` +
+	`The result is JSON: {stream-id, state, end-reason, message, result, outputs, output-count}; isError is set unless the stream completed. ` +
+	`With detach, the call returns the stream's handle at once instead.`
+
+const evalDesc = `Evaluates an RTFS program and returns its value as JSON (keywords become strings without the colon, nil null). ` +
+	`Host calls are served: (call :mcp.stream.start {...}) starts a stream, (call :mcp.stream.await {:stream-id id}) waits for its result, ` +
+	`and with a progress token the outputs of the streams the program starts arrive as progress notifications. ` +
+	`A program error is a result with isError set, giving file:line:col.`
+
+func startParams() []param {
+	return []param{
+		{name: "program", typ: "string", required: true, doc: "RTFS source defining the processor function (and anything it uses)."},
+		{name: "processor", typ: "string", required: true, doc: "The name of the processor function defined by program."},
+		{name: "endpoint", typ: "string", required: true, doc: "The stream's endpoint: a path under the server URL, an absolute URL, or an MCP tool name."},
+		{name: "config", typ: "object", doc: "Query parameters of a raw SSE request, or the arguments of an MCP tool call."},
+		{name: "initial-state", doc: "The processor's first state, any JSON value (default {}). Object keys become keywords."},
+		{name: "transport", typ: "string", enum: []string{"sse", "mcp", "mcp-sse", "mock"}, doc: "The transport; default: chosen from the URL."},
+		{name: "server-url", typ: "string", doc: "The stream server's base URL; default: the host's."},
+		{name: "stream-id", typ: "string", doc: "The stream's id; default: generated."},
+		{name: "queue-capacity", typ: "integer", min: 1, doc: "The bound of the stream's queue (default 32)."},
+		{name: "detach", typ: "boolean", doc: "Return the stream's handle at once instead of waiting for the stream to end."},
+		timeoutParam(),
+		{name: "filename", typ: "string", doc: "The program's file name in error messages (default mcp-stream.rtfs)."},
+	}
+}
+
+func evalParams() []param {
+	return []param{
+		{name: "program", typ: "string", required: true, doc: "The RTFS program to evaluate; its value is the last top-level form's."},
+		timeoutParam(),
+		{name: "filename", typ: "string", doc: "The program's file name in error messages (default eval.rtfs)."},
+	}
+}
+
+func inspectParams() []param {
+	return []param{
+		{name: "stream-id", typ: "string", doc: "Inspect this stream; without it, the summary of every stream."},
+		{name: "include-state", typ: "boolean", doc: "Include current-state (default true)."},
+		{name: "include-initial-state", typ: "boolean", doc: "Include initial-state (default true)."},
+		{name: "include-queue", typ: "boolean", doc: "Include the queue (default true)."},
+	}
+}
+
+// addTools registers every tool with the MCP server.
+func (s *Server) addTools() {
+	for _, t := range s.toolSpecs() {
+		tool := &mcp.Tool{
+			Name:        t.name,
+			Title:       t.title,
+			Description: t.desc,
+			InputSchema: schemaOf(t.params),
+		}
+		if t.readOnly {
+			tool.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true}
+		}
+		s.mcp.AddTool(tool, s.toolHandler(t))
+	}
+}
+
+// toolHandler adapts a toolSpec to go-sdk: bad arguments are -32602 errors; a
+// panic in the tool becomes an isError result.
+func (s *Server) toolHandler(t toolSpec) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		var raw []byte
+		if req.Params != nil {
+			raw = req.Params.Arguments
+		}
+		a, err := parseArgs(t.name, t.params, raw)
+		if err != nil {
+			return nil, err
+		}
+		ctx, done, err := s.enter(ctx)
+		if err != nil {
+			return textResult(err.Error(), true), nil
+		}
+		defer done()
+		c := s.newCall(ctx, req)
+		defer c.release()
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("tool panicked", "tool", t.name, "panic", p)
+				res, err = textResult(fmt.Sprintf("%s: internal error: %v", t.name, p), true), nil
+			}
+		}()
+		return t.run(c, a)
+	}
+}
+
+// inspect serves mcp.stream.inspect.
+func (c *call) inspect(a args) (*mcp.CallToolResult, error) {
+	opts := provider.InspectOptions{
+		OmitState:        !a.bool("include-state", true),
+		OmitInitialState: !a.bool("include-initial-state", true),
+		OmitQueue:        !a.bool("include-queue", true),
+	}
+	id := a.str("stream-id")
+	if id == "" {
+		return textResult(string(valueJSON(c.s.prov.Summary(opts))), false), nil
+	}
+	v, err := c.s.prov.Inspect(id, opts)
+	if err != nil {
+		return textResult(fmt.Sprintf("%s: %v", ToolInspect, err), true), nil
+	}
+	return textResult(string(valueJSON(v)), false), nil
+}
+
+// control returns the run function of status, pause, resume or cancel.
+func control(tool string) func(c *call, a args) (*mcp.CallToolResult, error) {
+	return func(c *call, a args) (*mcp.CallToolResult, error) {
+		var op func(string) (provider.Status, error)
+		switch tool {
+		case ToolStatus:
+			op = c.s.prov.Status
+		case ToolPause:
+			op = c.s.prov.Pause
+		case ToolResume:
+			op = c.s.prov.Resume
+		default:
+			op = c.s.prov.Cancel
+		}
+		st, err := op(a.str("stream-id"))
+		if err != nil {
+			return textResult(fmt.Sprintf("%s: %v", tool, err), true), nil
+		}
+		return textResult(string(valueJSON(provider.StatusValue(st))), false), nil
+	}
+}

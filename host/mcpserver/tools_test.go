@@ -1,0 +1,352 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/provider"
+)
+
+func TestToolsList(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if tool.Description == "" {
+			t.Errorf("tool %s has no description", tool.Name)
+		}
+		schema, ok := tool.InputSchema.(map[string]any)
+		if !ok || schema["type"] != "object" {
+			t.Errorf("tool %s: input schema %v is not an object schema", tool.Name, tool.InputSchema)
+			continue
+		}
+		if schema["additionalProperties"] != false {
+			t.Errorf("tool %s: schema admits unknown arguments", tool.Name)
+		}
+	}
+	sort.Strings(names)
+	want := []string{ToolCancel, ToolInspect, ToolPause, ToolResume, ToolStart, ToolStatus, ToolEval}
+	sort.Strings(want)
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("tools = %v, want %v", names, want)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name != ToolStart {
+			continue
+		}
+		req := tool.InputSchema.(map[string]any)["required"]
+		if fmt.Sprint(req) != "[program processor endpoint]" {
+			t.Errorf("mcp.stream.start requires %v", req)
+		}
+	}
+}
+
+// TestStartProgressAndResult starts a stream with a progress token: every
+// output arrives as a notification, in order, with a rising progress, and
+// the call ends with the buffered result.
+func TestStartProgressAndResult(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	log := newProgressLog()
+	cs := f.connect(ctx, log, nil)
+	params := &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("s1")}
+	params.SetProgressToken("tok-1")
+	ch := callAsync(ctx, cs, params)
+	f.feed(ctx, "s1", append(values(5), end)...)
+	r := await(t, ch)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.res.IsError {
+		t.Fatalf("isError: %s", text(t, r.res))
+	}
+	got := decode(t, r.res)
+	if got["state"] != "completed" || got["stream-id"] != "s1" || got["end-reason"] != "processor" {
+		t.Errorf("result = %v", got)
+	}
+	if fmt.Sprint(got["result"]) != "map[total:6]" {
+		t.Errorf("result.result = %v, want {total 6}", got["result"])
+	}
+	outs, _ := got["outputs"].([]any)
+	if len(outs) != 6 || got["output-count"] != 6.0 {
+		t.Fatalf("outputs = %v (count %v), want 6", outs, got["output-count"])
+	}
+	notes := log.waitFor(t, 6)
+	if len(notes) != 6 {
+		t.Fatalf("got %d notifications, want 6", len(notes))
+	}
+	for i, n := range notes {
+		if n.ProgressToken != "tok-1" {
+			t.Errorf("notification %d: token %v", i, n.ProgressToken)
+		}
+		if n.Progress != float64(i+1) {
+			t.Errorf("notification %d: progress %v, want %d", i, n.Progress, i+1)
+		}
+		want := fmt.Sprintf(`{"n":%d,"value":%d}`, i+1, i+1)
+		if i == 5 {
+			want = `{"total":6}`
+		}
+		if n.Message != want {
+			t.Errorf("notification %d: message %s, want %s", i, n.Message, want)
+		}
+		if n.Meta[metaStream] != "s1" {
+			t.Errorf("notification %d: _meta %v", i, n.Meta)
+		}
+		outJSON, _ := json.Marshal(outs[i])
+		if string(outJSON) != n.Message {
+			t.Errorf("output %d in the result %s differs from its notification %s", i, outJSON, n.Message)
+		}
+	}
+}
+
+// TestStartWithoutToken gets the single buffered result and no notification.
+func TestStartWithoutToken(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	log := newProgressLog()
+	cs := f.connect(ctx, log, nil)
+	ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("quiet")})
+	f.feed(ctx, "quiet", append(values(3), end)...)
+	r := await(t, ch)
+	if r.err != nil || r.res.IsError {
+		t.Fatalf("err %v, result %+v", r.err, r.res)
+	}
+	if got := decode(t, r.res); got["output-count"] != 4.0 || got["progress-notifications"] != 0.0 {
+		t.Errorf("result = %v", got)
+	}
+	if n := len(log.snapshot()); n != 0 {
+		t.Errorf("%d notifications without a progress token", n)
+	}
+}
+
+func TestStartProcessorErrorIsError(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("bad")})
+	f.feed(ctx, "bad", map[string]any{"value": 1}, map[string]any{"kind": "boom"})
+	r := await(t, ch)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !r.res.IsError {
+		t.Fatalf("isError not set: %s", text(t, r.res))
+	}
+	got := decode(t, r.res)
+	msg, _ := got["message"].(string)
+	if got["state"] != "error" || !strings.Contains(msg, "boom at chunk") || !strings.Contains(msg, "mcp-stream.rtfs:") {
+		t.Errorf("result = %v; want state error and the processor's message with its position", got)
+	}
+	if outs := got["outputs"].([]any); len(outs) != 1 {
+		t.Errorf("outputs = %v, want the one before the error", outs)
+	}
+}
+
+func TestStartProgramErrors(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	for _, tc := range []struct {
+		name    string
+		program string
+		proc    string
+		want    []string
+	}{
+		{"compile", "(defn step [s c m]\n  (let [x 1] x)", "step", []string{"mcp-stream.rtfs:"}},
+		{"runtime", "(defn step [s c m] s)\n(+ 1 \"a\")", "step", []string{"mcp-stream.rtfs:2:", "+"}},
+		{"undefined processor", "(defn step [s c m] s)", "nope", []string{"processor", "nope"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := startArgs("never")
+			args["program"], args["processor"] = tc.program, tc.proc
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolStart, Arguments: args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.IsError {
+				t.Fatalf("isError not set: %s", text(t, res))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(text(t, res), w) {
+					t.Errorf("message %q does not mention %q", text(t, res), w)
+				}
+			}
+		})
+	}
+	if ids := f.host.Provider().StreamIDs(); len(ids) != 0 {
+		t.Errorf("failed starts left streams %v", ids)
+	}
+}
+
+func TestStartTimeout(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	args := startArgs("slow")
+	args["timeout-ms"] = 30
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolStart, Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := decode(t, res)
+	if !res.IsError || got["state"] != "cancelled" || !strings.Contains(fmt.Sprint(got["error"]), "timed out after 30 ms") {
+		t.Errorf("isError %v, result %v", res.IsError, got)
+	}
+	st, err := f.host.Provider().Status("slow")
+	if err != nil || st.State != provider.StateCancelled {
+		t.Errorf("stream status %+v, %v; want cancelled", st, err)
+	}
+}
+
+// TestInvalidParams: an unknown tool and bad arguments are JSON-RPC errors
+// -32602 that name the tool or the argument.
+func TestInvalidParams(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	missing := startArgs("x")
+	delete(missing, "endpoint")
+	wrongType := startArgs("x")
+	wrongType["queue-capacity"] = "big"
+	unknown := startArgs("x")
+	unknown["colour"] = "red"
+	badEnum := startArgs("x")
+	badEnum["transport"] = "carrier-pigeon"
+	for _, tc := range []struct {
+		name string
+		tool string
+		args any
+		want string
+	}{
+		{"unknown tool", "mcp.stream.explode", map[string]any{}, `unknown tool "mcp.stream.explode"`},
+		{"missing", ToolStart, missing, `argument "endpoint": missing required argument`},
+		{"type", ToolStart, wrongType, `argument "queue-capacity": expected an integer, got string`},
+		{"unknown argument", ToolStart, unknown, `argument "colour": unknown argument`},
+		{"enum", ToolStart, badEnum, `"carrier-pigeon" is not one of sse, mcp, mcp-sse, mock`},
+		{"status without id", ToolStatus, map[string]any{}, `tool "mcp.stream.status": argument "stream-id": missing`},
+		{"not an object", ToolEval, []int{1}, `arguments must be a JSON object, got array`},
+		{"negative timeout", ToolEval, map[string]any{"program": "1", "timeout-ms": -5}, `must be at least 0, got -5`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) {
+				t.Fatalf("error %v (%T), want a JSON-RPC error", err, err)
+			}
+			if je.Code != jsonrpc.CodeInvalidParams || !strings.Contains(je.Message, tc.want) {
+				t.Errorf("error %d %q, want -32602 mentioning %q", je.Code, je.Message, tc.want)
+			}
+		})
+	}
+}
+
+func TestInspectStatusCancel(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	args := startArgs("ins")
+	args["detach"] = true
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolStart, Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("start: %v %+v", err, res)
+	}
+	if h := decode(t, res); h["stream-id"] != "ins" || h["status"] != "active" {
+		t.Fatalf("handle = %v", h)
+	}
+	f.feed(ctx, "ins", values(2)...)
+	// The mock hands a chunk over before the processor ran; a third send
+	// returns only once the second is in the queue, and the status call
+	// below observes the processed chunks through inspect.
+	call := func(tool string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", tool, err, res)
+		}
+		return decode(t, res)
+	}
+	one := call(ToolInspect, map[string]any{"stream-id": "ins", "include-queue": false})
+	if one["stream-id"] != "ins" || one["processor"] != "step" || one["endpoint"] != "counter" {
+		t.Errorf("inspect = %v", one)
+	}
+	if _, ok := one["queue"]; ok {
+		t.Error("include-queue false left the queue in")
+	}
+	if _, ok := one["current-state"]; !ok {
+		t.Error("inspect has no current-state")
+	}
+	sum := call(ToolInspect, map[string]any{})
+	if sum["total"] != 1.0 || len(sum["streams"].([]any)) != 1 {
+		t.Errorf("summary = %v", sum)
+	}
+	if st := call(ToolStatus, map[string]any{"stream-id": "ins"}); st["state"] != "active" {
+		t.Errorf("status = %v", st)
+	}
+	if st := call(ToolPause, map[string]any{"stream-id": "ins"}); st["state"] != "paused" {
+		t.Errorf("pause = %v", st)
+	}
+	if st := call(ToolResume, map[string]any{"stream-id": "ins"}); st["state"] != "active" {
+		t.Errorf("resume = %v", st)
+	}
+	if st := call(ToolCancel, map[string]any{"stream-id": "ins"}); st["state"] != "cancelled" || st["end-reason"] != "request" {
+		t.Errorf("cancel = %v", st)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolStatus, Arguments: map[string]any{"stream-id": "ghost"}})
+	if err != nil || !res.IsError || !strings.Contains(text(t, res), `"ghost"`) {
+		t.Errorf("status of an unknown stream: %v %+v", err, res)
+	}
+}
+
+// TestDuplicateStreamID: a second call that starts a stream with the id of
+// a running one fails, and the first call still gets its stream's end.
+func TestDuplicateStreamID(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	first := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("dup")})
+	f.feed(ctx, "dup", values(1)...) // returns once the stream runs
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("dup")})
+	if err != nil || !res.IsError || !strings.Contains(text(t, res), `"dup"`) {
+		t.Fatalf("second start: %v %+v", err, res)
+	}
+	f.feed(ctx, "dup", end)
+	r := await(t, first)
+	if r.err != nil || r.res.IsError {
+		t.Fatalf("first call: %v %+v", r.err, r.res)
+	}
+	if got := decode(t, r.res); got["output-count"] != 2.0 {
+		t.Errorf("first call's result = %v", got)
+	}
+}
+
+// TestOutputBound: beyond MaxBufferedOutputs the result counts the outputs
+// it leaves out; the count of outputs stays whole.
+func TestOutputBound(t *testing.T) {
+	f := newFixture(t, Options{MaxBufferedOutputs: 2})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("bound")})
+	f.feed(ctx, "bound", append(values(3), end)...)
+	r := await(t, ch)
+	if r.err != nil || r.res.IsError {
+		t.Fatalf("call: %v %+v", r.err, r.res)
+	}
+	got := decode(t, r.res)
+	if len(got["outputs"].([]any)) != 2 || got["output-count"] != 4.0 || got["outputs-truncated"] != 2.0 {
+		t.Errorf("result = %v", got)
+	}
+}
