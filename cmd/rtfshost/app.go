@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// globalFlags are the flags every command accepts.
+type globalFlags struct {
+	dataDir   string
+	serverURL string
+	logLevel  string
+	sync      bool
+}
+
+// app holds one invocation of the command line: its streams and flags. Nothing
+// lives in package globals, so tests can run many apps in one process.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	flags          globalFlags
+	root           *cobra.Command
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "rtfshost",
+		Short: "Run RTFS stream processors over SSE and MCP streams, durably",
+		Long: `rtfshost runs RTFS programs whose processors consume streams.
+
+A program calls (call :mcp.stream.start {...}); rtfshost connects to the
+stream (raw SSE, MCP Streamable HTTP, legacy MCP HTTP+SSE), calls the
+processor for every chunk, applies its directives, and persists every stream in
+the data directory so that "rtfshost resume" carries on after a crash.`,
+		Example: `  rtfshost run examples/weather.rtfs
+  rtfshost run --json examples/multiplex.rtfs
+  rtfshost check examples/weather.rtfs
+  rtfshost inspect --data .rtfshost`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.flags.dataDir, "data", ".rtfshost", "data directory of the stream database")
+	pf.StringVar(&a.flags.serverURL, "server-url", "", "stream server base URL (overrides CCOS_MCP_STREAM_ENDPOINT and the other env vars)")
+	pf.StringVar(&a.flags.logLevel, "log-level", "warn", "log level: debug, info, warn or error (logs go to stderr)")
+	pf.BoolVar(&a.flags.sync, "sync", false, "sync every commit to disk (survives power loss, slower)")
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(a.versionCmd(), a.checkCmd())
+	a.addCommands(root)
+	a.root = root
+	return a
+}
+
+// execute runs the command line and returns the exit code.
+func (a *app) execute(ctx context.Context, args []string) int {
+	a.root.SetArgs(args)
+	err := a.root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) || !ee.printed {
+		fmt.Fprintln(a.stderr, "rtfshost:", err)
+	}
+	return exitCodeOf(err)
+}
+
+// logger returns the slog logger selected by --log-level, writing to stderr.
+func (a *app) logger() (*slog.Logger, error) {
+	var level slog.Level
+	switch strings.ToLower(a.flags.logLevel) {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	case "warn", "warning", "":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	default:
+		return nil, withCode(exitProgramError, fmt.Errorf("--log-level: unknown level %q (want debug, info, warn or error)", a.flags.logLevel))
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})), nil
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+type inspectOptions struct {
+	server  string
+	stream  string
+	json    bool
+	noState bool
+	noQueue bool
+}
+
+func (a *app) inspectCmd() *cobra.Command {
+	var o inspectOptions
+	cmd := &cobra.Command{
+		Use:   "inspect",
+		Short: "Show the streams persisted in the data directory",
+		Long: `inspect shows what the data directory holds: every stream with its status,
+processed and queued chunks, cursor, end reason and result (a table), or one
+stream's whole inspect map with --stream. --json prints the inspect map of
+:mcp.stream.inspect as JSON instead.
+
+The data directory can be read only while no other rtfshost uses it. To see
+the live streams of a running "rtfshost serve", pass its URL with --server
+(its token, if it needs one, in $RTFSHOST_TOKEN).`,
+		Example: `  rtfshost inspect
+  rtfshost inspect --stream weather.monitor.v1-3fa1c2d0
+  rtfshost inspect --data /var/lib/rtfshost --json
+  rtfshost inspect --server http://127.0.0.1:7070`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.inspect(cmd, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.stream, "stream", "", "show this stream only")
+	cmd.Flags().StringVar(&o.server, "server", "", "inspect the live streams of the rtfshost serve at this URL instead of the data directory")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the inspect map as JSON")
+	cmd.Flags().BoolVar(&o.noState, "no-state", false, "leave the current and initial states out")
+	cmd.Flags().BoolVar(&o.noQueue, "no-queue", false, "leave the queued chunks out")
+	return cmd
+}
+
+// inspect loads the persisted streams without connecting them and prints
+// their inspect maps.
+func (a *app) inspect(cmd *cobra.Command, o inspectOptions) error {
+	if o.server != "" {
+		m, err := inspectLive(cmd.Context(), o.server, o)
+		if err != nil {
+			return withCode(exitStreamFailed, err)
+		}
+		a.printInspect(m, o)
+		return nil
+	}
+	logger, err := a.logger()
+	if err != nil {
+		return err
+	}
+	st, err := a.openExistingStore(logger)
+	if errors.As(err, new(*persistence.LockedError)) {
+		fmt.Fprintln(a.stderr, "rtfshost:", err)
+		fmt.Fprintln(a.stderr, "rtfshost: a running \"rtfshost serve\" shows its live streams with: rtfshost inspect --server URL")
+		return printedWithCode(exitStreamFailed)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// Loaded streams must not run: hide the variable that would turn
+	// auto-connect back on.
+	lookupEnv := func(name string) (string, bool) {
+		if name == provider.EnvStreamAutoConnect {
+			return "", false
+		}
+		return os.LookupEnv(name)
+	}
+	p := provider.New(provider.Options{Store: st, ManualConnect: true, LookupEnv: lookupEnv, Logger: logger})
+	defer p.Close()
+	recErr := p.Recover(cmd.Context())
+	if recErr != nil && len(p.StreamIDs()) == 0 {
+		return withCode(exitStreamFailed, fmt.Errorf("reading %s: %w", a.flags.dataDir, recErr))
+	}
+	if recErr != nil {
+		// Some records could not be read (each error names its key); the
+		// others are still shown.
+		fmt.Fprintln(a.stderr, "rtfshost: some streams could not be loaded:", recErr)
+	}
+	opts := provider.InspectOptions{OmitState: o.noState, OmitInitialState: o.noState, OmitQueue: o.noQueue}
+	var m rtfs.Value
+	if o.stream != "" {
+		m, err = p.Inspect(o.stream, opts)
+		if err != nil {
+			return withCode(exitStreamFailed, err)
+		}
+	} else {
+		m = p.Summary(opts)
+	}
+	a.printInspect(m, o)
+	if recErr != nil {
+		return printedWithCode(exitStreamFailed)
+	}
+	return nil
+}
+
+// printInspect prints an inspect map as --json, --stream or the table ask.
+func (a *app) printInspect(m rtfs.Value, o inspectOptions) {
+	switch {
+	case o.json:
+		fmt.Fprintf(a.stdout, "%s\n", valueJSON(m))
+	case o.stream != "":
+		printInspectMap(a.stdout, m)
+	default:
+		printStreamTable(a.stdout, m)
+	}
+}
+
+// printStreamTable prints a summary map as a table, a stream per row.
+func printStreamTable(w io.Writer, summary rtfs.Value) {
+	sm, _ := summary.(*rtfs.Map)
+	var streams []rtfs.Value
+	if sm != nil {
+		if v, ok := sm.GetKeyword("streams"); ok {
+			streams = seqValues(v)
+		}
+	}
+	if len(streams) == 0 {
+		fmt.Fprintln(w, "no streams")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STREAM\tSTATE\tPROCESSED\tQUEUED\tCURSOR\tENDED\tRESULT / MESSAGE")
+	for _, s := range streams {
+		m, ok := s.(*rtfs.Map)
+		if !ok {
+			continue
+		}
+		st := inspectStats(m)
+		id, _ := m.GetKeyword("stream-id")
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", text(id), st.state, st.processed, st.queued,
+			text(get(m, "cursor")), text(statusField(m, "end-reason")), clip(outcome(m), 60))
+	}
+	tw.Flush()
+}
+
+// printInspectMap prints one stream's inspect map, a key per line.
+func printInspectMap(w io.Writer, v rtfs.Value) {
+	m, ok := v.(*rtfs.Map)
+	if !ok {
+		fmt.Fprintln(w, v)
+		return
+	}
+	var keys []string
+	vals := map[string]rtfs.Value{}
+	m.Range(func(k, v rtfs.Value) bool {
+		ks := text(k)
+		keys = append(keys, ks)
+		vals[ks] = v
+		return true
+	})
+	sort.Strings(keys)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\n", k, vals[k])
+	}
+	tw.Flush()
+}
+
+// outcome is the result of a completed stream, or the status message.
+func outcome(m *rtfs.Map) string {
+	if r, ok := m.GetKeyword("result"); ok && r != rtfs.Nil {
+		return r.String()
+	}
+	return text(statusField(m, "message"))
+}
+
+// statusField reads a key of an inspect map's :status map.
+func statusField(m *rtfs.Map, key string) rtfs.Value {
+	if sm, ok := get(m, "status").(*rtfs.Map); ok {
+		return get(sm, key)
+	}
+	return rtfs.Nil
+}
+
+func get(m *rtfs.Map, key string) rtfs.Value {
+	v, ok := m.GetKeyword(key)
+	if !ok {
+		return rtfs.Nil
+	}
+	return v
+}
+
+// text prints strings, keywords and symbols without quotes or colon, nil as "".
+func text(v rtfs.Value) string {
+	switch v := v.(type) {
+	case nil, rtfs.NilType:
+		return ""
+	case rtfs.String:
+		return string(v)
+	case rtfs.Keyword:
+		return string(v)
+	case rtfs.Symbol:
+		return string(v)
+	}
+	return v.String()
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+// seqValues returns the elements of a vector or list.
+func seqValues(v rtfs.Value) []rtfs.Value {
+	type indexed interface {
+		Len() int
+		Index(int) rtfs.Value
+	}
+	s, ok := v.(indexed)
+	if !ok {
+		return nil
+	}
+	out := make([]rtfs.Value, s.Len())
+	for i := range out {
+		out[i] = s.Index(i)
+	}
+	return out
+}

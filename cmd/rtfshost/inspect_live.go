@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rtfshost/rtfshost/host/mcpserver"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// inspectLive asks a running "rtfshost serve" for the inspect map of its live
+// streams, through its mcp.stream.inspect tool. The map comes back as JSON,
+// so keywords arrive as strings.
+func inspectLive(ctx context.Context, server string, o inspectOptions) (rtfs.Value, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "rtfshost-inspect", Version: version}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: mcpEndpoint(server), HTTPClient: tokenClient(os.Getenv(tokenEnv))}
+	cs, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", server, err)
+	}
+	defer cs.Close()
+	args := map[string]any{"include-state": !o.noState, "include-initial-state": !o.noState, "include-queue": !o.noQueue}
+	if o.stream != "" {
+		args["stream-id"] = o.stream
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolInspect, Arguments: args})
+	if err != nil {
+		return nil, fmt.Errorf("%s on %s: %w", mcpserver.ToolInspect, server, err)
+	}
+	text := resultText(res)
+	if res.IsError {
+		return nil, errors.New(text)
+	}
+	v, err := rtfs.FromJSON([]byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("%s on %s answered something else than JSON: %w", mcpserver.ToolInspect, server, err)
+	}
+	return v, nil
+}
+
+// mcpEndpoint accepts a server's base URL or its /mcp URL.
+func mcpEndpoint(server string) string {
+	s := strings.TrimRight(server, "/")
+	if strings.HasSuffix(s, mcpserver.PathStreamable) {
+		return s
+	}
+	return s + mcpserver.PathStreamable
+}
+
+// resultText joins a tool result's text blocks.
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// tokenClient sends the bearer token serve may require ($RTFSHOST_TOKEN).
+func tokenClient(token string) *http.Client {
+	if token == "" {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}

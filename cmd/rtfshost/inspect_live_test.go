@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/host/mcpserver"
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/mock"
+)
+
+// inspect --server shows the live streams of a running MCP server (what
+// rtfshost serve runs): a stream that is still active, with its progress.
+func TestInspectLiveServer(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	source := &mock.Transport{}
+	h, err := host.New(host.Options{Streams: provider.Options{Transports: map[string]transport.StreamTransport{"mock": source}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv, err := mcpserver.New(mcpserver.Options{Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+
+	prog, err := rtfs.Compile("live.rtfs", []byte(`
+(defn count-chunks [n chunk meta] {:state (inc n) :output (inc n)})
+(call :mcp.stream.start {:endpoint "live" :stream-id "live-1" :transport :mock
+                         :processor count-chunks :initial-state 0})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Run(ctx, prog); err != nil {
+		t.Fatal(err)
+	}
+	src := source.Source("live-1")
+	defer src.Close()
+	for i := 0; i < 3; i++ {
+		if err := src.SendJSON(ctx, "chunk", map[string]int{"i": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, err := h.Provider().Inspect("live-1", provider.InspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inspectStats(m).processed == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream did not process 3 chunks: %v", m)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	base := "http://" + ln.Addr().String()
+	var stdout, stderr bytes.Buffer
+	code := newApp(nil, &stdout, &stderr).execute(ctx, []string{"inspect", "--server", base, "--stream", "live-1", "--json"})
+	if code != exitOK {
+		t.Fatalf("inspect --server: exit %d, stderr %s", code, stderr.String())
+	}
+	var got struct {
+		StreamID string `json:"stream-id"`
+		Status   struct {
+			State string `json:"state"`
+		} `json:"status"`
+		Stats struct {
+			Processed int `json:"processed-chunks"`
+		} `json:"stats"`
+		State int `json:"current-state"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("inspect --server --json printed %q: %v", stdout.String(), err)
+	}
+	if got.StreamID != "live-1" || got.Status.State != "active" || got.Stats.Processed != 3 || got.State != 3 {
+		t.Errorf("inspect --server = %+v, want live-1 active with 3 chunks processed and state 3", got)
+	}
+
+	stdout.Reset()
+	code = newApp(nil, &stdout, &stderr).execute(ctx, []string{"inspect", "--server", base + "/mcp"})
+	if code != exitOK || !bytes.Contains(stdout.Bytes(), []byte("live-1")) || !bytes.Contains(stdout.Bytes(), []byte("active")) {
+		t.Errorf("inspect --server table: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// liveReporter shows one live line per stream on a terminal (chunks, rate,
+// queue depth, status), with outputs, logs and the result printed above the
+// lines. It polls the provider's inspect maps every refresh.
+type liveReporter struct {
+	text   textReporter // prints through the progress container
+	p      *mpb.Progress
+	prov   *provider.Provider
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu    sync.Mutex
+	lines map[string]*streamLine
+}
+
+// streamLine is one stream's live line.
+type streamLine struct {
+	bar       *mpb.Bar
+	text      atomic.Pointer[string] // read by mpb's render goroutine without r.mu
+	done      bool
+	processed int64
+	lastN     int64
+	lastT     time.Time
+	rate      float64
+}
+
+const liveRefresh = 150 * time.Millisecond
+
+func newLiveReporter(w io.Writer, prov *provider.Provider) *liveReporter {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithWidth(1), mpb.WithRefreshRate(liveRefresh))
+	r := &liveReporter{p: p, prov: prov, cancel: cancel, done: make(chan struct{}), lines: map[string]*streamLine{}}
+	r.text.w = p
+	go r.poll(ctx)
+	return r
+}
+
+func (r *liveReporter) output(stream string, seq int64, v rtfs.Value) { r.text.output(stream, seq, v) }
+func (r *liveReporter) log(line string)                               { r.text.log(line) }
+func (r *liveReporter) result(v rtfs.Value)                           { r.text.result(v) }
+
+func (r *liveReporter) end(st provider.Status) {
+	r.refresh()
+	r.mu.Lock()
+	l := r.line(st.StreamID)
+	text := liveText(st.StreamID, l, string(st.State))
+	if st.Message != "" {
+		text += ": " + st.Message
+	}
+	l.text.Store(&text)
+	l.done = true
+	r.mu.Unlock()
+	l.bar.SetTotal(-1, true)
+}
+
+// poll refreshes every line until close.
+func (r *liveReporter) poll(ctx context.Context) {
+	defer close(r.done)
+	t := time.NewTicker(liveRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.refresh()
+		}
+	}
+}
+
+// refresh reads every stream's stats and updates its line.
+func (r *liveReporter) refresh() {
+	for _, id := range r.prov.StreamIDs() {
+		m, err := r.prov.Inspect(id, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
+		if err != nil {
+			continue
+		}
+		st := inspectStats(m)
+		r.mu.Lock()
+		l := r.line(id)
+		if !l.done {
+			now := time.Now()
+			if dt := now.Sub(l.lastT).Seconds(); dt >= 0.5 {
+				l.rate = float64(st.processed-l.lastN) / dt
+				l.lastN, l.lastT = st.processed, now
+			}
+			l.processed = st.processed
+			text := liveText(id, l, st.state) + fmt.Sprintf("  queue %d/%d", st.queued, st.capacity)
+			l.text.Store(&text)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// line returns the stream's line, adding it on first sight. r.mu is held.
+func (r *liveReporter) line(id string) *streamLine {
+	l, ok := r.lines[id]
+	if ok {
+		return l
+	}
+	l = &streamLine{lastT: time.Now()}
+	text := id + "  starting"
+	l.text.Store(&text)
+	l.bar = r.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
+		return *l.text.Load()
+	})))
+	r.lines[id] = l
+	return l
+}
+
+func liveText(id string, l *streamLine, state string) string {
+	return fmt.Sprintf("%-28s %-9s %8d chunks %9.1f/s", id, state, l.processed, l.rate)
+}
+
+func (r *liveReporter) close() {
+	r.refresh()
+	r.mu.Lock()
+	var open []*mpb.Bar
+	for _, l := range r.lines {
+		if !l.done {
+			l.done = true
+			open = append(open, l.bar)
+		}
+	}
+	r.mu.Unlock()
+	for _, b := range open { // outside r.mu: SetTotal waits for the bar's goroutine
+		b.SetTotal(-1, true)
+	}
+	r.p.Wait()
+	r.cancel()
+	<-r.done
+}
+
+// liveStats are the numbers a live line shows.
+type liveStats struct {
+	processed, queued, capacity int64
+	state                       string
+}
+
+// inspectStats reads them from an inspect map.
+func inspectStats(m rtfs.Value) liveStats {
+	var s liveStats
+	mm, ok := m.(*rtfs.Map)
+	if !ok {
+		return s
+	}
+	s.capacity = intAt(mm, "queue-capacity")
+	if st, ok := mm.GetKeyword("stats"); ok {
+		if sm, ok := st.(*rtfs.Map); ok {
+			s.processed = intAt(sm, "processed-chunks")
+			s.queued = intAt(sm, "queued-chunks")
+		}
+	}
+	if st, ok := mm.GetKeyword("status"); ok {
+		if sm, ok := st.(*rtfs.Map); ok {
+			if k, ok := sm.GetKeyword("state"); ok {
+				s.state = text(k)
+			}
+		}
+	}
+	return s
+}
+
+func intAt(m *rtfs.Map, key string) int64 {
+	v, _ := m.GetKeyword(key)
+	if i, ok := v.(rtfs.Int); ok {
+		return int64(i)
+	}
+	return 0
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rtfshost/rtfshost/internal/localserver"
+)
+
+func (a *app) localserverCmd() *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "localserver",
+		Short: "Run the reference streaming server alone",
+		Long: `localserver serves the reference datasets (weather.monitor.v1, docs.search.v1,
+news.digest.v1 and the counter.v1 generator) as raw SSE under /sse/<endpoint>,
+as MCP tools on /mcp (Streamable HTTP) and /mcp-sse (legacy HTTP+SSE), until
+interrupted. It listens on loopback only.`,
+		Example: `  rtfshost localserver
+  rtfshost localserver --listen 127.0.0.1:9000
+  curl -N 'http://127.0.0.1:2025/sse/counter.v1?limit=3'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := a.logger()
+			if err != nil {
+				return err
+			}
+			srv := localserver.New(localserver.Options{Logger: logger})
+			if err := srv.Start(listen); err != nil {
+				return withCode(exitStreamFailed, err)
+			}
+			fmt.Fprintf(a.stdout, "reference server listening on %s (raw SSE under %s/sse/, MCP on %s/mcp)\n", srv.URL(), srv.URL(), srv.URL())
+			<-cmd.Context().Done()
+			return closeServer(cmd.Context(), srv)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", defaultLocalAddr, "loopback address to listen on")
+	return cmd
+}
+
+func closeServer(_ context.Context, srv *localserver.Server) error {
+	if err := srv.Close(); err != nil {
+		return withCode(exitStreamFailed, fmt.Errorf("closing the reference server: %w", err))
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// A reporter prints what a run produces: processor outputs, stream ends, log
+// lines from the program and the program's result. Its methods are safe for
+// concurrent use. The three implementations are the JSON-lines format of
+// DESIGN §7 (--json), plain lines (a pipe) and live lines (a terminal).
+type reporter interface {
+	output(stream string, seq int64, v rtfs.Value)
+	end(st provider.Status)
+	log(line string)
+	result(v rtfs.Value)
+	// close stops any live display; nothing is printed after it.
+	close()
+}
+
+// jsonLine is one line of the --json format.
+type jsonLine struct {
+	Type      string          `json:"type"`
+	Stream    string          `json:"stream,omitempty"`
+	Seq       *int64          `json:"seq,omitempty"`
+	Output    json.RawMessage `json:"output,omitempty"`
+	State     string          `json:"state,omitempty"`
+	EndReason string          `json:"end_reason,omitempty"`
+	Message   string          `json:"message,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Value     json.RawMessage `json:"value,omitempty"`
+}
+
+// jsonReporter writes one JSON object per line:
+//
+//	{"type":"output","stream":ID,"seq":N,"output":V}
+//	{"type":"status","stream":ID,"state":"completed","end_reason":R,"message":M,"result":V}
+//	{"type":"log","message":TEXT}
+//	{"type":"result","value":V}
+//
+// Values map to JSON as rtfs.ToJSON does (DESIGN §7).
+type jsonReporter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func newJSONReporter(w io.Writer) *jsonReporter {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &jsonReporter{enc: enc}
+}
+
+func (r *jsonReporter) write(l jsonLine) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_ = r.enc.Encode(l) // a closed stdout has nowhere to report to
+}
+
+func (r *jsonReporter) output(stream string, seq int64, v rtfs.Value) {
+	r.write(jsonLine{Type: "output", Stream: stream, Seq: &seq, Output: valueJSON(v)})
+}
+
+func (r *jsonReporter) end(st provider.Status) {
+	l := jsonLine{Type: "status", Stream: st.StreamID, State: string(st.State), EndReason: st.EndReason, Message: st.Message}
+	if st.State == provider.StateCompleted {
+		l.Result = valueJSON(orNil(st.Result))
+	}
+	r.write(l)
+}
+
+func (r *jsonReporter) log(line string) { r.write(jsonLine{Type: "log", Message: line}) }
+
+func (r *jsonReporter) result(v rtfs.Value) {
+	r.write(jsonLine{Type: "result", Value: valueJSON(orNil(v))})
+}
+
+func (r *jsonReporter) close() {}
+
+// valueJSON converts v for a JSON line; a value JSON cannot hold (a function,
+// NaN) becomes its printed form as a string.
+func valueJSON(v rtfs.Value) json.RawMessage {
+	b, err := rtfs.ToJSON(v)
+	if err != nil {
+		b, _ = json.Marshal(v.String())
+	}
+	return b
+}
+
+func orNil(v rtfs.Value) rtfs.Value {
+	if v == nil {
+		return rtfs.Nil
+	}
+	return v
+}
+
+// textReporter writes plain lines, for a pipe or a file.
+type textReporter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (r *textReporter) printf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.w, format, args...)
+}
+
+func (r *textReporter) output(stream string, seq int64, v rtfs.Value) {
+	r.printf("%s #%d: %s\n", stream, seq, v)
+}
+
+func (r *textReporter) end(st provider.Status) { r.printf("%s\n", statusLine(st)) }
+
+func (r *textReporter) log(line string) { r.printf("%s\n", line) }
+
+func (r *textReporter) result(v rtfs.Value) { r.printf("result: %s\n", orNil(v)) }
+
+func (r *textReporter) close() {}
+
+// statusLine describes how a stream ended, in one line.
+func statusLine(st provider.Status) string {
+	s := fmt.Sprintf("%s %s", st.StreamID, st.State)
+	if st.EndReason != "" {
+		s += " (" + st.EndReason + ")"
+	}
+	if st.Message != "" {
+		s += ": " + st.Message
+	}
+	if st.State == provider.StateCompleted && st.Result != nil {
+		s += " result " + st.Result.String()
+	}
+	return s
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) resumeCmd() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "resume",
+		Short: "Resume every unfinished stream persisted in the data directory",
+		Long: `resume reloads every stream of the data directory that had not ended when its
+host stopped (Ctrl-C, a crash, kill -9), reconnects each to its source from
+the last committed cursor, and carries on until they all end. Each chunk's
+effect on the state happens once: the state and the cursor are committed
+together. Programs that were parked on :mcp.stream.await continue when their
+stream ends; their values are printed as log lines ("program F (awaiting S)
+finished: VALUE").
+
+Output and exit codes are those of run.`,
+		Example: `  rtfshost run examples/backpressure.rtfs   # press Ctrl-C midway
+  rtfshost resume
+  rtfshost resume --data /var/lib/rtfshost --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.resumeStreams(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (see the README for the format)")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop after this long (0: no limit)")
+	return cmd
+}
+
+// resumeStreams is the resume command.
+func (a *app) resumeStreams(ctx context.Context, o runOptions) error {
+	ctx, cancel := withTimeout(ctx, o.timeout)
+	defer cancel()
+	s, err := a.openSession(o, true)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	before, err := s.h.ResumedPrograms(ctx)
+	if err != nil {
+		return withCode(exitStreamFailed, err)
+	}
+	recErr := s.h.Recover(ctx)
+	var waitErr error
+	if recErr == nil {
+		waitErr = s.h.Wait(ctx)
+	}
+	after, err := s.h.ResumedPrograms(ctx)
+	if finishErr := s.finish(); finishErr != nil && waitErr == nil {
+		waitErr = finishErr
+	}
+	if err == nil {
+		for _, rp := range after[min(len(before), len(after)):] {
+			if rp.Err != "" {
+				s.rep.log(fmt.Sprintf("program %s (awaiting %s) failed: %s", rp.Program, rp.StreamID, rp.Err))
+				continue
+			}
+			s.rep.log(fmt.Sprintf("program %s (awaiting %s) finished: %s", rp.Program, rp.StreamID, rp.Value))
+		}
+	}
+	s.rep.close()
+	if recErr != nil {
+		fmt.Fprintln(a.stderr, "rtfshost: recovering:", recErr)
+		return printedWithCode(exitStreamFailed)
+	}
+	if len(s.h.Provider().StreamIDs()) == 0 {
+		fmt.Fprintf(a.stderr, "rtfshost: no streams in %s\n", a.flags.dataDir)
+	}
+	return a.streamsOutcome(ctx, waitErr)
+}

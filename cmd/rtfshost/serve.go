@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/host/mcpserver"
+	"github.com/rtfshost/rtfshost/provider"
+)
+
+// tokenEnv is the environment variable that supplies serve's bearer token
+// when --token is not given.
+const tokenEnv = "RTFSHOST_TOKEN"
+
+type serveOptions struct {
+	listen           string
+	token            string
+	progressInterval time.Duration
+	allowOrigins     []string
+}
+
+func (a *app) serveCmd() *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the host to MCP clients (Streamable HTTP and legacy SSE)",
+		Long: `serve runs a long-lived host and exposes it as an MCP server: Streamable HTTP
+at /mcp and the legacy HTTP+SSE transport at /sse. Its tools are
+mcp.stream.start, mcp.stream.inspect, mcp.stream.status, mcp.stream.pause,
+mcp.stream.resume, mcp.stream.cancel and rtfs.eval; a call with a progress
+token receives every processor :output as a progress notification and ends
+with one buffered result. See docs/mcp-server.md.
+
+serve listens on loopback by default. A request with a foreign Origin gets 403.
+Bound to any other address it requires a bearer token (--token or the
+` + tokenEnv + ` environment variable), which every request must then carry
+as "Authorization: Bearer <token>".`,
+		Example: `  rtfshost serve
+  rtfshost serve --listen 127.0.0.1:7070 --progress-interval 250ms
+  RTFSHOST_TOKEN=$(openssl rand -hex 16) rtfshost serve --listen 0.0.0.0:7070`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("token") {
+				o.token = os.Getenv(tokenEnv)
+			}
+			return a.serve(cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:7070", "address to listen on (a non-loopback address needs a token)")
+	f.StringVar(&o.token, "token", "", "bearer token required on every request (default $"+tokenEnv+")")
+	f.DurationVar(&o.progressInterval, "progress-interval", 0, "least time between two progress notifications of a call; outputs in between are coalesced (0: one per output)")
+	f.StringSliceVar(&o.allowOrigins, "allow-origin", nil, "browser origin to accept besides the server's own, e.g. http://localhost:6274 (repeatable)")
+	return cmd
+}
+
+// serve is the serve command: it runs until interrupted.
+func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
+	logger, err := a.logger()
+	if err != nil {
+		return err
+	}
+	if o.progressInterval < 0 {
+		return withCode(exitProgramError, fmt.Errorf("--progress-interval: must not be negative, got %v", o.progressInterval))
+	}
+	if err := checkListen(o.listen, o.token); err != nil {
+		return withCode(exitProgramError, err)
+	}
+	store, err := a.openStore(logger)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	h, err := host.New(host.Options{
+		Streams: provider.Options{Transports: networkTransports(), ServerURL: a.flags.serverURL, Logger: logger},
+		Store:   store,
+		Stdout:  a.stderr, // stdout is for the server's own lines
+		Logger:  logger,
+	})
+	if err != nil {
+		return withCode(exitStreamFailed, err)
+	}
+	defer h.Close()
+	embedded, err := startEmbeddedServer(h.Provider().ServerURL())
+	if err != nil {
+		return withCode(exitStreamFailed, err)
+	}
+	if embedded != nil {
+		defer embedded.Close()
+	}
+	srv, err := mcpserver.New(mcpserver.Options{
+		Host: h, Token: o.token, ProgressInterval: o.progressInterval,
+		AllowedOrigins: o.allowOrigins, Version: version, Logger: logger,
+	})
+	if err != nil {
+		return withCode(exitStreamFailed, err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return withCode(exitStreamFailed, fmt.Errorf("--listen %s: %w", o.listen, err))
+	}
+	// Streams an earlier run, resume or serve left unfinished carry on here.
+	if err := h.Recover(cmd.Context()); err != nil {
+		fmt.Fprintln(a.stderr, "rtfshost: recovering the streams of", a.flags.dataDir+":", err)
+	}
+	fmt.Fprintf(a.stdout, "rtfshost MCP server listening on http://%s%s (legacy SSE: http://%s%s)\n",
+		ln.Addr(), mcpserver.PathStreamable, ln.Addr(), mcpserver.PathSSE)
+	if err := srv.Serve(cmd.Context(), ln); err != nil {
+		return withCode(exitStreamFailed, err)
+	}
+	return nil
+}
+
+// checkListen refuses, before anything listens, a non-loopback --listen
+// address without a token. (mcpserver.Server.Serve checks the bound address
+// again.)
+func checkListen(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	if token != "" || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--listen %s is not a loopback address: set a bearer token with --token or $%s, or listen on 127.0.0.1", addr, tokenEnv)
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/rtfshost/rtfshost/internal/localserver"
+)
+
+// serveChildEnv, when set in the environment of this test binary, makes
+// TestServeSubprocess run "rtfshost <args>" (args JSON-encoded in the
+// variable) instead of testing, as the rtfshost binary would.
+const serveChildEnv = "RTFSHOST_SERVE_CHILD_ARGS"
+
+// serveChild runs the command line in the child process and exits.
+func serveChild(argsJSON string) {
+	var args []string
+	if err := json.Unmarshal([]byte(argsJSON), &args); err != nil {
+		fmt.Fprintln(os.Stderr, "bad child args:", err)
+		os.Exit(3)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a := newApp(os.Stdin, os.Stdout, os.Stderr)
+	if c, _, err := a.root.Find([]string{"serve"}); err != nil || c == a.root {
+		a.root.AddCommand(a.serveCmd()) // until the root registers serve itself
+	}
+	os.Exit(a.execute(ctx, args))
+}
+
+// TestServeSubprocess runs "rtfshost serve" in a child process, with the
+// reference server as the stream source, and speaks raw HTTP to it: a
+// tools/call POSTed with Accept: application/json, text/event-stream is
+// answered over SSE with one event per progress notification (event:
+// message, an id, data: the JSON-RPC notification with the token, a rising
+// progress and the output as JSON) and a last event with the JSON-RPC result,
+// as seed 001 shows.
+func TestServeSubprocess(t *testing.T) {
+	if args := os.Getenv(serveChildEnv); args != "" {
+		serveChild(args)
+		return
+	}
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	src := localserver.New(localserver.Options{})
+	if err := src.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	base, stop := startServeChild(t, "", "serve", "--listen", "127.0.0.1:0", "--server-url", src.URL()+"/sse")
+	defer stop()
+
+	sid := rawInitialize(t, base)
+	program := `(defn step [state chunk meta] {:state (inc state) :output {:n (:n (:chunk chunk)) :count (inc state)}})`
+	call := map[string]any{
+		"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{
+			"name": "mcp.stream.start",
+			"arguments": map[string]any{
+				"program": program, "processor": "step", "endpoint": "counter.v1", "transport": "sse",
+				"config": map[string]any{"limit": 3, "interval_ms": 0}, "initial-state": 0,
+			},
+			"_meta": map[string]any{"progressToken": "xyz"},
+		},
+	}
+	resp, body := post(t, base, sid, call)
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("tools/call: status %d, Content-Type %q\n%s", resp.StatusCode, ct, body)
+	}
+	events := parseSSE(t, body)
+	if len(events) != 4 {
+		t.Fatalf("got %d events, want 3 progress notifications and the result:\n%s", len(events), body)
+	}
+	seen := map[string]bool{}
+	for i, ev := range events {
+		if ev.name != "message" || ev.id == "" || seen[ev.id] {
+			t.Errorf("event %d: event %q id %q (ids must be present and unique)", i, ev.name, ev.id)
+		}
+		seen[ev.id] = true
+	}
+	for i, ev := range events[:3] {
+		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"_meta":{"rtfshost/coalesced":0,"rtfshost/seq":%d,"rtfshost/stream-id":"STREAM"},"progressToken":"xyz","message":"{\"n\":%d,\"count\":%d}","progress":%d}}`, i, i+1, i+1, i+1)
+		got := regexp.MustCompile(`"rtfshost/stream-id":"counter\.v1-[0-9a-f]{8}"`).ReplaceAllString(ev.data, `"rtfshost/stream-id":"STREAM"`)
+		if got != want {
+			t.Errorf("progress event %d:\n got %s\nwant %s", i, ev.data, want)
+		}
+	}
+	var final struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      int    `json:"id"`
+		Result  struct {
+			Content []struct{ Type, Text string } `json:"content"`
+			IsError *bool                         `json:"isError"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(events[3].data), &final); err != nil {
+		t.Fatalf("last event is not the JSON-RPC result: %v\n%s", err, events[3].data)
+	}
+	if final.JSONRPC != "2.0" || final.ID != 1 || len(final.Result.Content) != 1 || final.Result.Content[0].Type != "text" {
+		t.Fatalf("result event %s", events[3].data)
+	}
+	if final.Result.IsError != nil && *final.Result.IsError {
+		t.Fatalf("isError set: %s", final.Result.Content[0].Text)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(final.Result.Content[0].Text), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["state"] != "completed" || res["end-reason"] != "source-ended" || fmt.Sprint(res["result"]) != "map[count:3 n:3]" {
+		t.Errorf("buffered result %v", res)
+	}
+
+	// A failing program is a result with "isError": true on the wire.
+	call["id"] = 2
+	call["params"] = map[string]any{"name": "rtfs.eval", "arguments": map[string]any{"program": "(count 5)"}}
+	_, body = post(t, base, sid, call)
+	events = parseSSE(t, body)
+	if len(events) != 1 || !strings.Contains(events[0].data, `"isError":true`) || !strings.Contains(events[0].data, `eval.rtfs:1:`) {
+		t.Errorf("eval error over the wire:\n%s", body)
+	}
+	t.Run("token from the environment", func(t *testing.T) { serveWithToken(t) })
+}
+
+// serveWithToken runs serve with $RTFSHOST_TOKEN set: requests without the
+// bearer token get 401, requests with it are served.
+func serveWithToken(t *testing.T) {
+	base, stop := startServeChild(t, "tok-123", "serve", "--listen", "127.0.0.1:0")
+	defer stop()
+	req, _ := http.NewRequest(http.MethodPost, base, strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without the token: %d, want 401", resp.StatusCode)
+	}
+	req, _ = http.NewRequest(http.MethodPost, base, strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer tok-123")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Errorf("with the token: %d", resp.StatusCode)
+	}
+}
+
+// startServeChild starts this test binary as "rtfshost <args>", with
+// $RTFSHOST_TOKEN set to token, and returns
+// the server's base URL (from its first line) and a function that stops it
+// and checks its exit.
+func startServeChild(t *testing.T, token string, args ...string) (string, func()) {
+	t.Helper()
+	args = append(args, "--data", filepath.Join(t.TempDir(), "data"))
+	argsJSON, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSubprocess$")
+	cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argsJSON), tokenEnv+"="+token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("rtfshost serve exited with %v\n%s", err, stderr.String())
+		}
+	}
+	select {
+	case line, ok := <-lines:
+		m := regexp.MustCompile(`listening on (http://[^ ]+)/mcp `).FindStringSubmatch(line)
+		if !ok || m == nil {
+			stop()
+			t.Fatalf("unexpected first line %q\n%s", line, stderr.String())
+		}
+		return m[1] + "/mcp", stop
+	case <-time.After(30 * time.Second):
+		stop()
+		t.Fatalf("rtfshost serve printed nothing\n%s", stderr.String())
+	}
+	return "", nil
+}
+
+// rawInitialize runs the initialize handshake by hand and returns the
+// session id.
+func rawInitialize(t *testing.T, url string) string {
+	t.Helper()
+	resp, body := post(t, url, "", map[string]any{
+		"jsonrpc": "2.0", "id": 0, "method": "initialize",
+		"params": map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw", "version": "1"}},
+	})
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" || !strings.Contains(body, `"serverInfo":{"name":"rtfshost"`) {
+		t.Fatalf("initialize: %d, session %q\n%s", resp.StatusCode, sid, body)
+	}
+	resp, _ = post(t, url, sid, map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d", resp.StatusCode)
+	}
+	return sid
+}
+
+func post(t *testing.T, url, sid string, msg any) (*http.Response, string) {
+	t.Helper()
+	b, _ := json.Marshal(msg)
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+type sseEvent struct{ name, id, data string }
+
+// parseSSE splits an SSE body into events, checking that every line is a
+// field the format knows.
+func parseSSE(t *testing.T, body string) []sseEvent {
+	t.Helper()
+	var events []sseEvent
+	for _, block := range strings.Split(strings.TrimRight(body, "\n"), "\n\n") {
+		var ev sseEvent
+		for _, line := range strings.Split(block, "\n") {
+			field, value, _ := strings.Cut(line, ": ")
+			switch field {
+			case "event":
+				ev.name = value
+			case "id":
+				ev.id = value
+			case "data":
+				ev.data += value
+			default:
+				t.Errorf("unexpected SSE line %q", line)
+			}
+		}
+		events = append(events, ev)
+	}
+	return events
+}
+
+func TestServeFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "0.0.0.0:7070"}, "not a loopback address: set a bearer token"},
+		{[]string{"--listen", "nonsense"}, `--listen "nonsense"`},
+		{[]string{"--progress-interval", "-1s"}, "must not be negative"},
+	} {
+		var stdout, stderr bytes.Buffer
+		a := newApp(strings.NewReader(""), &stdout, &stderr)
+		cmd := a.serveCmd()
+		a.root.AddCommand(cmd)
+		code := a.execute(context.Background(), append([]string{cmd.Name()}, tc.args...))
+		if code != exitProgramError || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("serve %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), exitProgramError, tc.want)
+		}
+	}
+	if err := checkListen("localhost:7070", ""); err != nil {
+		t.Errorf("localhost refused: %v", err)
+	}
+	if err := checkListen("[::]:7070", "tok"); err != nil {
+		t.Errorf("any address with a token refused: %v", err)
+	}
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+
+	"github.com/rtfshost/rtfshost/persistence"
+)
+
+// openStore opens (creating it if needed) the stream database in --data, with
+// --sync deciding whether every commit is synced to disk. A data directory
+// that another rtfshost holds is a clear error.
+func (a *app) openStore(logger *slog.Logger) (*persistence.BadgerStore, error) {
+	st, err := persistence.OpenBadger(a.flags.dataDir, persistence.Options{SyncWrites: a.flags.sync, Logger: logger})
+	if err != nil {
+		var le *persistence.LockedError
+		if errors.As(err, &le) {
+			return nil, withCode(exitStreamFailed, err) // it names the directory and what to do
+		}
+		return nil, withCode(exitStreamFailed, fmt.Errorf("opening the data directory: %w", err))
+	}
+	return st, nil
+}
+
+// openExistingStore opens --data only if it exists: inspect and resume have
+// nothing to read in a directory no run has written.
+func (a *app) openExistingStore(logger *slog.Logger) (*persistence.BadgerStore, error) {
+	if _, err := os.Stat(a.flags.dataDir); errors.Is(err, fs.ErrNotExist) {
+		return nil, withCode(exitStreamFailed, fmt.Errorf("no data directory at %s: nothing was run with --data %s", a.flags.dataDir, a.flags.dataDir))
+	}
+	return a.openStore(logger)
+}
