@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rtfshost/rtfshost/provider"
@@ -146,20 +145,5 @@ func TestEvalCancelled(t *testing.T) {
 	ch := callAsync(ctx, cs, params)
 	f.feed(context.Background(), "ev3", values(1)...)
 	log.waitFor(t, 1)
-	cancel()
-	if r := await(t, ch); r.err == nil {
-		t.Fatalf("cancelled call returned %+v", r.res)
-	}
-	done, err := f.host.Provider().Done("ev3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(hangGuard):
-		t.Fatal("the stream did not end after notifications/cancelled")
-	}
-	if st, _ := f.host.Provider().Status("ev3"); st.State != "cancelled" {
-		t.Errorf("stream status %+v", st)
-	}
+	f.cancelledEnds(t, cancel, ch, "ev3")
 }

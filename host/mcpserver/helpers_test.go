@@ -255,3 +255,27 @@ func withToken(token string) *http.Client {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// cancelledEnds cancels a call in flight (cancel sends
+// notifications/cancelled), checks that the call failed and that stream id
+// ended cancelled by the request, and returns that status.
+func (f *fixture) cancelledEnds(t *testing.T, cancel context.CancelFunc, ch <-chan callResult, id string) {
+	t.Helper()
+	cancel()
+	if r := await(t, ch); r.err == nil {
+		t.Fatalf("cancelled call returned %+v", r.res)
+	}
+	done, err := f.host.Provider().Done(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(hangGuard):
+		t.Fatal("the stream did not end after notifications/cancelled")
+	}
+	st, _ := f.host.Provider().Status(id)
+	if st.State != provider.StateCancelled || st.EndReason != "request" {
+		t.Errorf("stream status %+v, want cancelled by request", st)
+	}
+}

@@ -31,23 +31,7 @@ func TestCancelReachesStream(t *testing.T) {
 	ch := callAsync(ctx, cs, params)
 	f.feed(context.Background(), "c1", values(1)...)
 	log.waitFor(t, 1)
-	cancel()
-	if r := await(t, ch); r.err == nil {
-		t.Fatalf("cancelled call returned %+v", r.res)
-	}
-	done, err := f.host.Provider().Done("c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(hangGuard):
-		t.Fatal("the stream did not end after notifications/cancelled")
-	}
-	st, _ := f.host.Provider().Status("c1")
-	if st.State != provider.StateCancelled || st.EndReason != "request" {
-		t.Errorf("stream status %+v, want cancelled by request", st)
-	}
+	f.cancelledEnds(t, cancel, ch, "c1")
 }
 
 // TestRefusedBeforeInitialize: a request without Mcp-Session-Id other than
