@@ -153,6 +153,7 @@ func (th *Thread) start(ctx context.Context, p *Program) {
 	}
 	th.ctx, th.done, th.prog = ctx, ctx.Done(), p
 	th.steps, th.nextCheck, th.call = 0, 0, nil
+	th.work, th.mem = 0, 0
 	th.sp = 0
 	th.frames = th.frames[:0]
 	th.handlers = th.handlers[:0]

@@ -11,11 +11,12 @@ import (
 // reaches the host wrapped in an *EvalError (use errors.As); RTFS code cannot
 // catch it. The Thread stays usable for the next run.
 type LimitError struct {
-	// Limit names the limit that was exceeded: LimitSteps, LimitDepth or
-	// LimitCollectionSize.
+	// Limit names the limit that was exceeded: LimitSteps, LimitDepth,
+	// LimitCollectionSize or LimitMemory.
 	Limit string
 	// Max is the limit's value on the Thread that ran: Limits.MaxSteps,
-	// Limits.MaxDepth or Limits.MaxCollectionSize (after defaults).
+	// Limits.MaxDepth, Limits.MaxCollectionSize or Limits.MaxMemory (after
+	// defaults).
 	Max int64
 }
 
@@ -28,6 +29,9 @@ const (
 	// LimitCollectionSize: a builtin would have built a collection (or
 	// string, in bytes) longer than Limits.MaxCollectionSize.
 	LimitCollectionSize = "collection size"
+	// LimitMemory: builtins and literals of a call allocated more than
+	// Limits.MaxMemory bytes.
+	LimitMemory = "memory"
 )
 
 // Error returns "steps limit of 1000 exceeded" and the like.

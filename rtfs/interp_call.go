@@ -37,6 +37,9 @@ func (th *Thread) callSpread() error {
 		return fmt.Errorf("apply: %w", err)
 	}
 	n := xs.Len()
+	if err := th.chargeElems(n); err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
 	th.sp = sp - 1
 	th.ensureStack(th.sp + n + 1)
 	th.hw = max(th.hw, th.sp+n+1)

@@ -52,7 +52,7 @@ func appendJSON(b []byte, v Value, depth int) ([]byte, error) {
 }
 
 func mustSlice(v Value) []Value {
-	elems, _ := seqSlice(v)
+	elems, _ := seqSlice(nil, v)
 	return elems
 }
 

@@ -3,6 +3,7 @@ package rtfs
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 )
 
@@ -12,13 +13,13 @@ import (
 
 func addCollBuiltins(t builtinTable) {
 	t.add("vector", 0, -1, func(th *Thread, args []Value) (Value, error) {
-		if err := th.checkSize(len(args)); err != nil {
+		if err := th.build(len(args)); err != nil {
 			return nil, err
 		}
 		return NewVector(args...), nil
 	})
 	t.add("list", 0, -1, func(th *Thread, args []Value) (Value, error) {
-		if err := th.checkSize(len(args)); err != nil {
+		if err := th.build(len(args)); err != nil {
 			return nil, err
 		}
 		return NewList(args...), nil
@@ -31,13 +32,13 @@ func addCollBuiltins(t builtinTable) {
 		return MapOf(args...), nil
 	})
 	t.add("vec", 1, 1, builtinVec)
-	t.add("set", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+	t.add("set", 1, 1, func(th *Thread, args []Value) (Value, error) {
 		if s, ok := args[0].(*Set); ok {
 			return s, nil
 		}
-		elems, err := seqSlice(args[0])
+		elems, err := seqSlice(th, args[0])
 		if err != nil {
-			return nil, typeError("a collection", args[0])
+			return nil, seqErr(err, typeError("a collection", args[0]))
 		}
 		return NewSet(elems...), nil
 	})
@@ -54,7 +55,7 @@ func addCollBuiltins(t builtinTable) {
 	t.add("into", 2, 2, builtinInto)
 }
 
-func builtinVec(_ *Thread, args []Value) (Value, error) {
+func builtinVec(th *Thread, args []Value) (Value, error) {
 	switch x := args[0].(type) {
 	case *Vector:
 		return x, nil
@@ -63,9 +64,9 @@ func builtinVec(_ *Thread, args []Value) (Value, error) {
 			return x.vec, nil
 		}
 	}
-	elems, err := seqSlice(args[0])
+	elems, err := seqSlice(th, args[0])
 	if err != nil {
-		return nil, typeError("a collection", args[0])
+		return nil, seqErr(err, typeError("a collection", args[0]))
 	}
 	return vectorOwned(elems), nil
 }
@@ -133,9 +134,9 @@ func builtinCons(th *Thread, args []Value) (Value, error) {
 	case *Vector:
 		return listView(c, 0).Cons(args[0]), th.checkSize(c.cnt + 1)
 	}
-	elems, err := seqSlice(args[1])
+	elems, err := seqSlice(th, args[1])
 	if err != nil {
-		return nil, argTypeError(2, "a collection", args[1])
+		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
 	}
 	return listOwned(elems).Cons(args[0]), th.checkSize(len(elems) + 1)
 }
@@ -150,21 +151,24 @@ func builtinConcat(th *Thread, args []Value) (Value, error) {
 		}
 		total += n
 	}
-	if err := th.checkSize(total); err != nil {
+	if err := th.build(total); err != nil {
 		return nil, err
 	}
 	out := make([]Value, 0, total)
 	for _, a := range args {
-		elems, _ := seqSlice(a)
+		elems, err := seqSlice(th, a)
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, elems...)
 	}
 	return listOwned(out), nil
 }
 
-func builtinReverse(_ *Thread, args []Value) (Value, error) {
-	elems, err := seqSlice(args[0])
+func builtinReverse(th *Thread, args []Value) (Value, error) {
+	elems, err := seqSlice(th, args[0])
 	if err != nil {
-		return nil, typeError("a collection", args[0])
+		return nil, seqErr(err, typeError("a collection", args[0]))
 	}
 	slices.Reverse(elems)
 	return listOwned(elems), nil
@@ -172,12 +176,12 @@ func builtinReverse(_ *Thread, args []Value) (Value, error) {
 
 // builtinSort sorts by Compare (stable); elements that cannot be compared
 // are an error naming them.
-func builtinSort(_ *Thread, args []Value) (Value, error) {
-	elems, err := seqSlice(args[0])
+func builtinSort(th *Thread, args []Value) (Value, error) {
+	elems, err := seqSlice(th, args[0])
 	if err != nil {
-		return nil, typeError("a collection", args[0])
+		return nil, seqErr(err, typeError("a collection", args[0]))
 	}
-	if err := sortValues(elems); err != nil {
+	if err := sortValues(th, elems); err != nil {
 		return nil, err
 	}
 	return listOwned(elems), nil
@@ -197,14 +201,18 @@ func (s valueSet) add(v Value) bool {
 	return true
 }
 
-func builtinDistinct(_ *Thread, args []Value) (Value, error) {
-	elems, err := seqSlice(args[0])
+func builtinDistinct(th *Thread, args []Value) (Value, error) {
+	elems, err := seqSlice(th, args[0])
 	if err != nil {
-		return nil, typeError("a collection", args[0])
+		return nil, seqErr(err, typeError("a collection", args[0]))
 	}
 	seen := make(valueSet, len(elems))
 	out := elems[:0]
+	m := meter{th: th}
 	for _, e := range elems {
+		if err := m.tick(); err != nil {
+			return nil, err
+		}
 		if seen.add(e) {
 			out = append(out, e)
 		}
@@ -214,13 +222,16 @@ func builtinDistinct(_ *Thread, args []Value) (Value, error) {
 
 // builtinFrequencies maps each distinct element to its number of
 // occurrences, in order of first appearance.
-func builtinFrequencies(_ *Thread, args []Value) (Value, error) {
-	elems, err := seqSlice(args[0])
+func builtinFrequencies(th *Thread, args []Value) (Value, error) {
+	elems, err := seqSlice(th, args[0])
 	if err != nil {
-		return nil, typeError("a collection", args[0])
+		return nil, seqErr(err, typeError("a collection", args[0]))
 	}
-	m := emptyMap
+	m, mt := emptyMap, meter{th: th}
 	for _, e := range elems {
+		if err := mt.tick(); err != nil {
+			return nil, err
+		}
 		n, _ := m.Get(e)
 		c, _ := n.(Int)
 		m = m.Assoc(e, c+1)
@@ -245,13 +256,17 @@ func builtinPartition(th *Thread, args []Value) (Value, error) {
 	if n <= 0 || step <= 0 {
 		return nil, fmt.Errorf("size and step must be positive, got %d and %d", n, step)
 	}
-	elems, err := seqSlice(collArg)
+	elems, err := seqSlice(th, collArg)
 	if err != nil {
-		return nil, argTypeError(len(args), "a collection", collArg)
+		return nil, seqErr(err, argTypeError(len(args), "a collection", collArg))
 	}
 	var groups []Value
+	m := meter{th: th}
 	for i := 0; int64(i)+n <= int64(len(elems)); i += int(min(step, int64(len(elems)))) {
 		groups = append(groups, listOwned(elems[i:i+int(n):i+int(n)]))
+		if err := m.tick(); err != nil {
+			return nil, err
+		}
 	}
 	return listOwned(groups), th.checkSize(len(groups))
 }
@@ -287,12 +302,17 @@ func rangeValues(th *Thread, start, end, step Value) ([]Value, error) {
 	s, sok := step.(Int)
 	if aok && bok && sok {
 		n := intRangeLen(int64(a), int64(b), int64(s))
-		if err := th.checkSize(n); err != nil {
+		if err := th.build(n); err != nil {
 			return nil, err
 		}
 		out := make([]Value, n)
 		for i, x := 0, a; i < n; i, x = i+1, x+s {
 			out[i] = x
+			if i%pollEvery == pollEvery-1 {
+				if err := th.charge(0, 0); err != nil {
+					return nil, err
+				}
+			}
 		}
 		return out, nil
 	}
@@ -300,12 +320,17 @@ func rangeValues(th *Thread, start, end, step Value) ([]Value, error) {
 	fb, _ := toFloat(2, end)
 	fs, _ := toFloat(3, step)
 	n := rangeLen(fa, fb, fs)
-	if err := th.checkSize(n); err != nil {
+	if err := th.build(n); err != nil {
 		return nil, err
 	}
 	out := make([]Value, 0, n)
 	for i := 0; i < n; i++ {
 		out = append(out, Float(fa+float64(i)*fs))
+		if i%pollEvery == pollEvery-1 {
+			if err := th.charge(0, 0); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }
@@ -350,7 +375,7 @@ func rangeLen(a, b, s float64) int {
 }
 
 // builtinSubvec is (subvec v start [end]): a vector of elements start..end-1.
-func builtinSubvec(_ *Thread, args []Value) (Value, error) {
+func builtinSubvec(th *Thread, args []Value) (Value, error) {
 	v, ok := args[0].(*Vector)
 	if !ok {
 		return nil, argTypeError(1, "a vector", args[0])
@@ -368,6 +393,9 @@ func builtinSubvec(_ *Thread, args []Value) (Value, error) {
 	if start < 0 || end > int64(v.cnt) || start > end {
 		return nil, fmt.Errorf("range %d..%d out of bounds for vector of length %d", start, end, v.cnt)
 	}
+	if err := th.build(int(end - start)); err != nil {
+		return nil, err
+	}
 	out := make([]Value, 0, end-start)
 	for i := int(start); i < int(end); i++ {
 		out = append(out, v.Index(i))
@@ -383,12 +411,16 @@ func builtinInto(th *Thread, args []Value) (Value, error) {
 	default:
 		return nil, argTypeError(1, "a collection", to)
 	}
-	elems, err := seqSlice(args[1])
+	elems, err := seqSlice(th, args[1])
 	if err != nil {
-		return nil, argTypeError(2, "a collection", args[1])
+		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
 	}
+	m := meter{th: th}
 	for _, e := range elems {
 		if to, err = conjOne(th, to, e); err != nil {
+			return nil, err
+		}
+		if err := m.tick(); err != nil {
 			return nil, err
 		}
 	}
@@ -396,11 +428,45 @@ func builtinInto(th *Thread, args []Value) (Value, error) {
 }
 
 // sortValues sorts vs in place, stably, in Compare's natural order; the first
-// pair that Compare cannot order (mixed kinds) is the error.
-func sortValues(vs []Value) error {
+// pair that Compare cannot order (mixed kinds) is the error. It charges th
+// n log n steps before it starts, and looks at the run's context every
+// pollEvery comparisons, so a cancelled run stops mid-sort.
+func sortValues(th *Thread, vs []Value) error {
+	return sortStable(th, vs, func(a, b Value) (int, error) { return Compare(a, b) })
+}
+
+// sortAbort carries a charge's error out of a sort's comparison function.
+type sortAbort struct{ err error }
+
+// sortStable sorts xs stably with cmp, charging th as sortValues does. The
+// first error cmp returns is the error (the order is then unspecified).
+func sortStable[T any](th *Thread, xs []T, cmp func(a, b T) (int, error)) (err error) {
+	n := len(xs)
+	if n < 2 {
+		return nil
+	}
+	if err := th.charge(int64(n)*int64(bits.Len(uint(n))), 0); err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			a, ok := r.(sortAbort)
+			if !ok {
+				panic(r)
+			}
+			err = a.err
+		}
+	}()
 	var cmpErr error
-	slices.SortStableFunc(vs, func(a, b Value) int {
-		c, err := Compare(a, b)
+	calls := 0
+	slices.SortStableFunc(xs, func(a, b T) int {
+		if calls++; calls == pollEvery {
+			calls = 0
+			if err := th.charge(0, 0); err != nil {
+				panic(sortAbort{err})
+			}
+		}
+		c, err := cmp(a, b)
 		if err != nil && cmpErr == nil {
 			cmpErr = err
 		}

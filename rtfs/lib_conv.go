@@ -57,19 +57,23 @@ func addConvBuiltins(t builtinTable) {
 	t.alias("double", "float")
 	t.add("parse-int", 1, 1, builtinParseInt)
 	t.add("parse-float", 1, 1, builtinParseFloat)
-	t.add("parse-json", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+	t.add("parse-json", 1, 1, func(th *Thread, args []Value) (Value, error) {
 		s, err := toText(1, args[0])
 		if err != nil {
 			return nil, err
 		}
+		// A JSON document of n bytes builds at most about n values.
+		if err := th.charge(int64(len(s)), int64(len(s))*elemBytes); err != nil {
+			return nil, err
+		}
 		return FromJSON([]byte(s))
 	})
-	t.add("to-json", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+	t.add("to-json", 1, 1, func(th *Thread, args []Value) (Value, error) {
 		b, err := ToJSON(args[0])
 		if err != nil {
 			return nil, err
 		}
-		return String(b), nil
+		return String(b), th.buildText(len(b))
 	})
 	t.alias("serialize-json", "to-json")
 }

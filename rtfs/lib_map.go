@@ -14,8 +14,8 @@ func addMapBuiltins(t builtinTable) {
 	t.add("assoc-in", 3, 3, builtinAssocIn)
 	t.add("dissoc", 1, -1, builtinDissoc)
 	t.add("merge", 0, -1, builtinMerge)
-	t.add("keys", 1, 1, func(_ *Thread, args []Value) (Value, error) { return mapColumn(args[0], 0) })
-	t.add("vals", 1, 1, func(_ *Thread, args []Value) (Value, error) { return mapColumn(args[0], 1) })
+	t.add("keys", 1, 1, func(th *Thread, args []Value) (Value, error) { return mapColumn(th, args[0], 0) })
+	t.add("vals", 1, 1, func(th *Thread, args []Value) (Value, error) { return mapColumn(th, args[0], 1) })
 	t.add("contains?", 2, 2, builtinContains)
 	t.add("zipmap", 2, 2, builtinZipmap)
 	t.add("select-keys", 2, 2, builtinSelectKeys)
@@ -84,16 +84,16 @@ func runeAt(s string, i int64) (Value, bool) {
 }
 
 // keyPath returns the elements of a get-in/assoc-in key path.
-func keyPath(i int, v Value) ([]Value, error) {
+func keyPath(th *Thread, i int, v Value) ([]Value, error) {
 	switch v.(type) {
 	case NilType, *Vector, *List:
-		return seqSlice(v)
+		return seqSlice(th, v)
 	}
 	return nil, argTypeError(i, "a vector of keys", v)
 }
 
-func builtinGetIn(_ *Thread, args []Value) (Value, error) {
-	path, err := keyPath(2, args[1])
+func builtinGetIn(th *Thread, args []Value) (Value, error) {
+	path, err := keyPath(th, 2, args[1])
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func builtinAssoc(th *Thread, args []Value) (Value, error) {
 
 // builtinAssocIn is (assoc-in m [k & ks] v): missing levels become maps.
 func builtinAssocIn(th *Thread, args []Value) (Value, error) {
-	path, err := keyPath(2, args[1])
+	path, err := keyPath(th, 2, args[1])
 	if err != nil {
 		return nil, err
 	}
@@ -208,9 +208,12 @@ func builtinMerge(th *Thread, args []Value) (Value, error) {
 				continue
 			}
 			var err error
+			mt := meter{th: th}
 			m.Range(func(k, v Value) bool {
 				out = out.Assoc(k, v)
-				err = th.checkSize(out.n)
+				if err = th.checkSize(out.n); err == nil {
+					err = mt.tick()
+				}
 				return err == nil
 			})
 			if err != nil {
@@ -228,7 +231,7 @@ func builtinMerge(th *Thread, args []Value) (Value, error) {
 
 // mapColumn returns a list of a map's keys (col 0) or values (col 1), nil
 // for nil or an empty map.
-func mapColumn(v Value, col int) (Value, error) {
+func mapColumn(th *Thread, v Value, col int) (Value, error) {
 	m, ok := v.(*Map)
 	if !ok {
 		if v == Nil {
@@ -238,6 +241,9 @@ func mapColumn(v Value, col int) (Value, error) {
 	}
 	if m.n == 0 {
 		return Nil, nil
+	}
+	if err := th.build(m.n); err != nil {
+		return nil, err
 	}
 	out := make([]Value, 0, m.n)
 	m.Range(func(k, v Value) bool {
@@ -263,16 +269,16 @@ func builtinContains(_ *Thread, args []Value) (Value, error) {
 }
 
 func builtinZipmap(th *Thread, args []Value) (Value, error) {
-	ks, err := seqSlice(args[0])
+	ks, err := seqSlice(th, args[0])
 	if err != nil {
-		return nil, argTypeError(1, "a collection", args[0])
+		return nil, seqErr(err, argTypeError(1, "a collection", args[0]))
 	}
-	vs, err := seqSlice(args[1])
+	vs, err := seqSlice(th, args[1])
 	if err != nil {
-		return nil, argTypeError(2, "a collection", args[1])
+		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
 	}
 	n := min(len(ks), len(vs))
-	if err := th.checkSize(n); err != nil {
+	if err := th.build(2 * n); err != nil {
 		return nil, err
 	}
 	kvs := make([]Value, 0, 2*n)
@@ -282,12 +288,12 @@ func builtinZipmap(th *Thread, args []Value) (Value, error) {
 	return MapOf(kvs...), nil
 }
 
-func builtinSelectKeys(_ *Thread, args []Value) (Value, error) {
+func builtinSelectKeys(th *Thread, args []Value) (Value, error) {
 	m, ok := args[0].(*Map)
 	if !ok && args[0] != Nil {
 		return nil, argTypeError(1, "a map", args[0])
 	}
-	ks, err := keyPath(2, args[1])
+	ks, err := keyPath(th, 2, args[1])
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +301,11 @@ func builtinSelectKeys(_ *Thread, args []Value) (Value, error) {
 	if m == nil {
 		return out, nil
 	}
+	mt := meter{th: th}
 	for _, k := range ks {
+		if err := mt.tick(); err != nil {
+			return nil, err
+		}
 		if v, ok := m.Get(k); ok {
 			out = out.Assoc(k, v)
 		}

@@ -30,8 +30,8 @@ func addNumBuiltins(t builtinTable) {
 	t.add("inc", 1, 1, func(_ *Thread, args []Value) (Value, error) { return arith(opAdd, 1, args[0], Int(1)) })
 	t.add("dec", 1, 1, func(_ *Thread, args []Value) (Value, error) { return arith(opSub, 1, args[0], Int(1)) })
 	t.add("abs", 1, 1, builtinAbs)
-	t.add("max", 1, -1, func(_ *Thread, args []Value) (Value, error) { return extremum(args, 1) })
-	t.add("min", 1, -1, func(_ *Thread, args []Value) (Value, error) { return extremum(args, -1) })
+	t.add("max", 1, -1, func(th *Thread, args []Value) (Value, error) { return extremum(th, args, 1) })
+	t.add("min", 1, -1, func(th *Thread, args []Value) (Value, error) { return extremum(th, args, -1) })
 	t.add("avg", 1, -1, builtinAvg)
 }
 
@@ -207,11 +207,11 @@ func builtinAbs(_ *Thread, args []Value) (Value, error) {
 
 // numbersOf returns the numbers to aggregate: the arguments, or the
 // elements of a single collection argument (nil counts as empty).
-func numbersOf(args []Value) ([]Value, error) {
+func numbersOf(th *Thread, args []Value) ([]Value, error) {
 	if len(args) == 1 && !isNumber(args[0]) {
-		elems, err := seqSlice(args[0])
+		elems, err := seqSlice(th, args[0])
 		if err != nil {
-			return nil, typeError("numbers or a collection of numbers", args[0])
+			return nil, seqErr(err, typeError("numbers or a collection of numbers", args[0]))
 		}
 		args = elems
 	}
@@ -226,8 +226,8 @@ func numbersOf(args []Value) ([]Value, error) {
 // extremum returns the largest (sign 1) or smallest (sign -1) number, the
 // value itself (an int stays an int). NaN wins, as in math.Max. Of an
 // empty collection it is nil.
-func extremum(args []Value, sign int) (Value, error) {
-	nums, err := numbersOf(args)
+func extremum(th *Thread, args []Value, sign int) (Value, error) {
+	nums, err := numbersOf(th, args)
 	if err != nil || len(nums) == 0 {
 		return Nil, err
 	}
@@ -250,8 +250,8 @@ func extremum(args []Value, sign int) (Value, error) {
 
 // builtinAvg is the arithmetic mean, always a float, of the arguments or
 // of one collection; nil for an empty collection.
-func builtinAvg(_ *Thread, args []Value) (Value, error) {
-	nums, err := numbersOf(args)
+func builtinAvg(th *Thread, args []Value) (Value, error) {
+	nums, err := numbersOf(th, args)
 	if err != nil || len(nums) == 0 {
 		return Nil, err
 	}

@@ -14,19 +14,19 @@ var errNotSeqable = errors.New("not a collection")
 
 func addSeqBuiltins(t builtinTable) {
 	t.add("count", 1, 1, builtinCount)
-	t.add("first", 1, 1, func(_ *Thread, args []Value) (Value, error) { return nthOr(args[0], 0, Nil) })
-	t.add("second", 1, 1, func(_ *Thread, args []Value) (Value, error) { return nthOr(args[0], 1, Nil) })
-	t.add("rest", 1, 1, func(_ *Thread, args []Value) (Value, error) { return dropSeq(args[0], 1) })
+	t.add("first", 1, 1, func(th *Thread, args []Value) (Value, error) { return nthOr(th, args[0], 0, Nil) })
+	t.add("second", 1, 1, func(th *Thread, args []Value) (Value, error) { return nthOr(th, args[0], 1, Nil) })
+	t.add("rest", 1, 1, func(th *Thread, args []Value) (Value, error) { return dropSeq(th, args[0], 1) })
 	t.add("next", 1, 1, builtinNext)
 	t.add("last", 1, 1, builtinLast)
 	t.add("nth", 2, 3, builtinNth)
 	t.add("take", 2, 2, builtinTake)
-	t.add("drop", 2, 2, func(_ *Thread, args []Value) (Value, error) {
+	t.add("drop", 2, 2, func(th *Thread, args []Value) (Value, error) {
 		n, err := toCount(1, args[0], true)
 		if err != nil {
 			return nil, err
 		}
-		return dropSeq(args[1], n)
+		return dropSeq(th, args[1], n)
 	})
 	t.add("peek", 1, 1, builtinPeek)
 	t.add("pop", 1, 1, builtinPop)
@@ -72,10 +72,29 @@ func builtinCount(_ *Thread, args []Value) (Value, error) {
 	return Int(n), nil
 }
 
+// seqErr is the error of a builtin whose seqSlice failed: the builtin's own
+// description of a bad argument (bad) when the value was not seqable, else
+// seqSlice's error itself (a limit or a cancellation).
+func seqErr(err, bad error) error {
+	if errors.Is(err, errNotSeqable) {
+		return bad
+	}
+	return err
+}
+
 // seqSlice returns the elements of a seqable value as a fresh slice the
 // caller owns: nil has none, maps give [key value] vectors, strings give
-// one-code-point strings.
-func seqSlice(v Value) ([]Value, error) {
+// one-code-point strings. It charges th for the n elements before it copies
+// them (a nil th is not charged), so every O(n) builtin built on it pays for
+// its work.
+func seqSlice(th *Thread, v Value) ([]Value, error) {
+	n, err := countOf(v)
+	if err != nil {
+		return nil, errNotSeqable
+	}
+	if err := th.chargeElems(n); err != nil {
+		return nil, err
+	}
 	switch x := v.(type) {
 	case NilType:
 		return nil, nil
@@ -107,7 +126,7 @@ func seqSlice(v Value) ([]Value, error) {
 }
 
 // nthOr returns element i of a seqable value, or def when i is out of range.
-func nthOr(v Value, i int, def Value) (Value, error) {
+func nthOr(th *Thread, v Value, i int, def Value) (Value, error) {
 	switch x := v.(type) {
 	case NilType:
 		return def, nil
@@ -127,9 +146,9 @@ func nthOr(v Value, i int, def Value) (Value, error) {
 		}
 		return def, nil
 	}
-	elems, err := seqSlice(v)
+	elems, err := seqSlice(th, v)
 	if err != nil {
-		return nil, typeError("a collection", v)
+		return nil, seqErr(err, typeError("a collection", v))
 	}
 	if i < len(elems) {
 		return elems[i], nil
@@ -139,7 +158,7 @@ func nthOr(v Value, i int, def Value) (Value, error) {
 
 // dropSeq returns the list of v's elements after the first n (O(n) for
 // cons lists without allocating, O(1) for vectors).
-func dropSeq(v Value, n int) (Value, error) {
+func dropSeq(th *Thread, v Value, n int) (Value, error) {
 	switch x := v.(type) {
 	case NilType:
 		return emptyList, nil
@@ -160,15 +179,15 @@ func dropSeq(v Value, n int) (Value, error) {
 	case *Vector:
 		return listView(x, n), nil
 	}
-	elems, err := seqSlice(v)
+	elems, err := seqSlice(th, v)
 	if err != nil {
-		return nil, typeError("a collection", v)
+		return nil, seqErr(err, typeError("a collection", v))
 	}
 	return listOwned(elems[min(n, len(elems)):]), nil
 }
 
-func builtinNext(_ *Thread, args []Value) (Value, error) {
-	r, err := dropSeq(args[0], 1)
+func builtinNext(th *Thread, args []Value) (Value, error) {
+	r, err := dropSeq(th, args[0], 1)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +197,7 @@ func builtinNext(_ *Thread, args []Value) (Value, error) {
 	return r, nil
 }
 
-func builtinLast(_ *Thread, args []Value) (Value, error) {
+func builtinLast(th *Thread, args []Value) (Value, error) {
 	n, err := countOf(args[0])
 	if err != nil || n == 0 {
 		return Nil, err
@@ -191,12 +210,12 @@ func builtinLast(_ *Thread, args []Value) (Value, error) {
 		}
 		return last, nil
 	}
-	return nthOr(args[0], n-1, Nil)
+	return nthOr(th, args[0], n-1, Nil)
 }
 
 // builtinNth is (nth coll i [default]): an index out of range is an error
 // unless a default is given; nil gives nil (or the default).
-func builtinNth(_ *Thread, args []Value) (Value, error) {
+func builtinNth(th *Thread, args []Value) (Value, error) {
 	i, err := toInt(2, args[1])
 	if err != nil {
 		return nil, err
@@ -210,7 +229,7 @@ func builtinNth(_ *Thread, args []Value) (Value, error) {
 		if i < 0 {
 			return args[2], nil
 		}
-		return nthOr(args[0], int(min(i, int64(maxInt))), args[2])
+		return nthOr(th, args[0], int(min(i, int64(maxInt))), args[2])
 	}
 	if args[0] == Nil {
 		return Nil, nil
@@ -219,7 +238,7 @@ func builtinNth(_ *Thread, args []Value) (Value, error) {
 	if i < 0 || i >= int64(n) {
 		return nil, fmt.Errorf("index %d out of bounds for %s of length %d", i, args[0].Kind(), n)
 	}
-	return nthOr(args[0], int(i), Nil)
+	return nthOr(th, args[0], int(i), Nil)
 }
 
 // builtinTake is (take n coll): a list of the first n elements.
@@ -233,6 +252,9 @@ func builtinTake(th *Thread, args []Value) (Value, error) {
 		if n >= x.n {
 			return x, nil
 		}
+		if err := th.build(n); err != nil {
+			return nil, err
+		}
 		out := make([]Value, 0, n)
 		it := newSeqIter(x)
 		for e, ok := it.next(); ok && len(out) < n; e, ok = it.next() {
@@ -241,15 +263,18 @@ func builtinTake(th *Thread, args []Value) (Value, error) {
 		return listOwned(out), nil
 	case *Vector:
 		n = min(n, x.cnt)
+		if err := th.build(n); err != nil {
+			return nil, err
+		}
 		out := make([]Value, 0, n)
 		for i := 0; i < n; i++ {
 			out = append(out, x.Index(i))
 		}
 		return listOwned(out), nil
 	}
-	elems, err := seqSlice(args[1])
+	elems, err := seqSlice(th, args[1])
 	if err != nil {
-		return nil, argTypeError(2, "a collection", args[1])
+		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
 	}
 	return listOwned(elems[:min(n, len(elems))]), nil
 }

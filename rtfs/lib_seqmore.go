@@ -10,38 +10,38 @@ import (
 // eager; every result that is a sequence is a list.
 
 func addSeqMoreBuiltins(t builtinTable) {
-	t.add("seq", 1, 1, func(_ *Thread, args []Value) (Value, error) { return seqOf(args[0]) })
-	t.add("ffirst", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		x, err := nthOr(args[0], 0, Nil)
+	t.add("seq", 1, 1, func(th *Thread, args []Value) (Value, error) { return seqOf(th, args[0]) })
+	t.add("ffirst", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		x, err := nthOr(th, args[0], 0, Nil)
 		if err != nil {
 			return nil, err
 		}
-		return nthOr(x, 0, Nil)
+		return nthOr(th, x, 0, Nil)
 	})
-	t.add("fnext", 1, 1, func(_ *Thread, args []Value) (Value, error) { return nthOr(args[0], 1, Nil) })
-	t.add("nnext", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		r, err := dropSeq(args[0], 2)
+	t.add("fnext", 1, 1, func(th *Thread, args []Value) (Value, error) { return nthOr(th, args[0], 1, Nil) })
+	t.add("nnext", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		r, err := dropSeq(th, args[0], 2)
 		if err != nil || r.(*List).n == 0 {
 			return Nil, err
 		}
 		return r, nil
 	})
-	t.add("butlast", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		r, err := dropLast(args[0], 1)
+	t.add("butlast", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		r, err := dropLast(th, args[0], 1)
 		if err != nil || r.(*List).n == 0 {
 			return Nil, err
 		}
 		return r, nil
 	})
-	t.add("drop-last", 1, 2, func(_ *Thread, args []Value) (Value, error) {
+	t.add("drop-last", 1, 2, func(th *Thread, args []Value) (Value, error) {
 		if len(args) == 1 {
-			return dropLast(args[0], 1)
+			return dropLast(th, args[0], 1)
 		}
 		n, err := toCount(1, args[0], true)
 		if err != nil {
 			return nil, err
 		}
-		return dropLast(args[1], n)
+		return dropLast(th, args[1], n)
 	})
 	t.add("take-last", 2, 2, builtinTakeLast)
 	t.add("repeat", 1, 2, builtinRepeat)
@@ -52,7 +52,7 @@ func addSeqMoreBuiltins(t builtinTable) {
 // list of the elements (a map's as [key value] vectors, a string's as
 // one-code-point strings). A list is returned as it is, a vector as an O(1)
 // list view of it.
-func seqOf(v Value) (Value, error) {
+func seqOf(th *Thread, v Value) (Value, error) {
 	switch x := v.(type) {
 	case NilType:
 		return Nil, nil
@@ -67,9 +67,9 @@ func seqOf(v Value) (Value, error) {
 		}
 		return listView(x, 0), nil
 	}
-	elems, err := seqSlice(v)
+	elems, err := seqSlice(th, v)
 	if err != nil {
-		return nil, typeError("a collection", v)
+		return nil, seqErr(err, typeError("a collection", v))
 	}
 	if len(elems) == 0 {
 		return Nil, nil
@@ -78,24 +78,24 @@ func seqOf(v Value) (Value, error) {
 }
 
 // dropLast is (drop-last n coll): a list of all but the last n elements.
-func dropLast(v Value, n int) (Value, error) {
-	elems, err := seqSlice(v)
+func dropLast(th *Thread, v Value, n int) (Value, error) {
+	elems, err := seqSlice(th, v)
 	if err != nil {
-		return nil, typeError("a collection", v)
+		return nil, seqErr(err, typeError("a collection", v))
 	}
 	return listOwned(elems[:max(len(elems)-n, 0)]), nil
 }
 
 // builtinTakeLast is (take-last n coll): a list of the last n elements, nil
 // when that is empty (as in Clojure).
-func builtinTakeLast(_ *Thread, args []Value) (Value, error) {
+func builtinTakeLast(th *Thread, args []Value) (Value, error) {
 	n, err := toCount(1, args[0], true)
 	if err != nil {
 		return nil, err
 	}
-	elems, err := seqSlice(args[1])
+	elems, err := seqSlice(th, args[1])
 	if err != nil {
-		return nil, argTypeError(2, "a collection", args[1])
+		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
 	}
 	if n == 0 || len(elems) == 0 {
 		return Nil, nil
@@ -116,7 +116,7 @@ func builtinRepeat(th *Thread, args []Value) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := th.checkSize(n); err != nil {
+	if err := th.build(n); err != nil {
 		return nil, err
 	}
 	return listOwned(slices.Repeat([]Value{args[1]}, n)), nil
@@ -125,14 +125,14 @@ func builtinRepeat(th *Thread, args []Value) (Value, error) {
 // builtinInterpose is (interpose sep coll): a list of coll's elements with
 // sep between each two.
 func builtinInterpose(th *Thread, args []Value) (Value, error) {
-	elems, err := seqSlice(args[1])
+	elems, err := seqSlice(th, args[1])
 	if err != nil {
-		return nil, argTypeError(2, "a collection", args[1])
+		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
 	}
 	if len(elems) < 2 {
 		return listOwned(elems), nil
 	}
-	if err := th.checkSize(2*len(elems) - 1); err != nil {
+	if err := th.build(2*len(elems) - 1); err != nil {
 		return nil, err
 	}
 	out := make([]Value, 0, 2*len(elems)-1)

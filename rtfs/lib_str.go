@@ -48,12 +48,26 @@ func addStrBuiltins(t builtinTable) {
 			return nil, fmt.Errorf("argument 2: the string to replace is empty")
 		}
 		if n := strings.Count(s, old); n > 0 && len(repl) > len(old) {
-			if err := th.checkSize(len(s) + n*(len(repl)-len(old))); err != nil {
+			if err := th.buildText(len(s) + n*(len(repl)-len(old))); err != nil {
 				return nil, err
 			}
+		} else if err := th.buildText(len(s)); err != nil {
+			return nil, err
 		}
 		return String(strings.ReplaceAll(s, old, repl)), nil
 	})
+}
+
+// strInto appends the str of v to b, printing no more than the thread's
+// room for text (see textRoom): a value too large to print is a limit
+// error, found before all of it is printed.
+func strInto(th *Thread, b *strings.Builder, v Value) error {
+	room := th.textRoom()
+	toStrLimited(b, v, room)
+	if room >= 0 && b.Len() > room {
+		return th.buildText(b.Len()) // over the size limit or the budget
+	}
+	return nil
 }
 
 // builtinStr concatenates the str of each argument: nil adds nothing, a
@@ -66,21 +80,21 @@ func builtinStr(th *Thread, args []Value) (Value, error) {
 	}
 	var b strings.Builder
 	for _, a := range args {
-		toStr(&b, a)
-		if err := th.checkSize(b.Len()); err != nil {
+		if err := strInto(th, &b, a); err != nil {
 			return nil, err
 		}
 	}
-	return String(b.String()), nil
+	return String(b.String()), th.buildText(b.Len())
 }
 
 func strMap(f func(string) string) builtinFn {
-	return func(_ *Thread, args []Value) (Value, error) {
+	return func(th *Thread, args []Value) (Value, error) {
 		s, err := toText(1, args[0])
 		if err != nil {
 			return nil, err
 		}
-		return String(f(s)), nil
+		out := f(s)
+		return String(out), th.buildText(len(out))
 	}
 }
 
@@ -148,7 +162,7 @@ func builtinSplit(th *Thread, args []Value) (Value, error) {
 		return nil, err
 	}
 	parts := strings.Split(s, sep)
-	if err := th.checkSize(len(parts)); err != nil {
+	if err := th.build(len(parts)); err != nil {
 		return nil, err
 	}
 	out := make([]Value, len(parts))
@@ -169,19 +183,18 @@ func builtinJoin(th *Thread, args []Value) (Value, error) {
 		}
 		sep, coll = s, args[1]
 	}
-	elems, err := seqSlice(coll)
+	elems, err := seqSlice(th, coll)
 	if err != nil {
-		return nil, argTypeError(len(args), "a collection", coll)
+		return nil, seqErr(err, argTypeError(len(args), "a collection", coll))
 	}
 	var b strings.Builder
 	for i, e := range elems {
 		if i > 0 {
 			b.WriteString(sep)
 		}
-		toStr(&b, e)
-		if err := th.checkSize(b.Len()); err != nil {
+		if err := strInto(th, &b, e); err != nil {
 			return nil, err
 		}
 	}
-	return String(b.String()), nil
+	return String(b.String()), th.buildText(b.Len())
 }

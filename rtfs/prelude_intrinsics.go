@@ -2,7 +2,6 @@ package rtfs
 
 import (
 	"fmt"
-	"slices"
 )
 
 // intrinsics are the pure Go helpers the prelude uses. They are not visible
@@ -55,6 +54,9 @@ func items(th *Thread, v Value) (*Vector, error) {
 	case *Set:
 		return collect(th, c.Len(), c.Index)
 	case *Map:
+		if err := th.build(c.Len()); err != nil {
+			return nil, err
+		}
 		kvs := make([]Value, 0, c.Len())
 		c.Range(func(k, v Value) bool {
 			kvs = append(kvs, vectorOwned([]Value{k, v}))
@@ -63,7 +65,7 @@ func items(th *Thread, v Value) (*Vector, error) {
 		return vectorOwned(kvs), nil
 	case String:
 		rs := []rune(string(c))
-		if err := th.checkSize(len(rs)); err != nil {
+		if err := th.build(len(rs)); err != nil {
 			return nil, err
 		}
 		out := make([]Value, len(rs))
@@ -76,7 +78,7 @@ func items(th *Thread, v Value) (*Vector, error) {
 }
 
 func collect(th *Thread, n int, at func(int) Value) (*Vector, error) {
-	if err := th.checkSize(n); err != nil {
+	if err := th.build(n); err != nil {
 		return nil, err
 	}
 	out := make([]Value, n)
@@ -122,7 +124,7 @@ func intrSpreadArgs(th *Thread, args []Value) (Value, error) {
 	if err != nil {
 		return nil, fmt.Errorf("last argument: %w", err)
 	}
-	if err := th.checkSize(n - 1 + last.Len()); err != nil {
+	if err := th.build(n - 1 + last.Len()); err != nil {
 		return nil, err
 	}
 	out := make([]Value, 0, n-1+last.Len())
@@ -152,18 +154,24 @@ func intrInto(th *Thread, args []Value) (Value, error) {
 	if err := th.checkSize(acc.Len() + more.Len()); err != nil {
 		return nil, err
 	}
+	if err := th.chargeElems(more.Len()); err != nil {
+		return nil, err
+	}
 	for i := 0; i < more.Len(); i++ {
 		acc = acc.Conj(more.Index(i))
 	}
 	return acc, nil
 }
 
-func intrSlice(_ *Thread, args []Value) (Value, error) {
+func intrSlice(th *Thread, args []Value) (Value, error) {
 	v, ok := args[0].(*Vector)
 	from, ok2 := args[1].(Int)
 	to, ok3 := args[2].(Int)
 	if !ok || !ok2 || !ok3 || from < 0 || to < from || int(to) > v.Len() {
 		return nil, fmt.Errorf("internal slice [%s:%s] out of range", args[1], args[2])
+	}
+	if err := th.build(int(to - from)); err != nil {
+		return nil, err
 	}
 	out := make([]Value, 0, to-from)
 	for i := int(from); i < int(to); i++ {
@@ -219,32 +227,34 @@ func intrSort(th *Thread, args []Value) (Value, error) {
 		return nil, err
 	}
 	out := xs.appendTo(make([]Value, 0, xs.Len()), 0)
-	if err := sortValues(out); err != nil {
+	if err := sortValues(th, out); err != nil {
 		return nil, err
 	}
 	return vectorOwned(out), nil
 }
 
-func intrSortByKeys(_ *Thread, args []Value) (Value, error) {
+func intrSortByKeys(th *Thread, args []Value) (Value, error) {
 	xs, ok := args[0].(*Vector)
 	ks, ok2 := args[1].(*Vector)
 	if !ok || !ok2 || xs.Len() != ks.Len() {
 		return nil, fmt.Errorf("internal: mismatched keys")
 	}
+	if err := th.build(xs.Len()); err != nil {
+		return nil, err
+	}
 	idx := make([]int, xs.Len())
 	for i := range idx {
 		idx[i] = i
 	}
-	var cmpErr error
-	slices.SortStableFunc(idx, func(a, b int) int {
+	err := sortStable(th, idx, func(a, b int) (int, error) {
 		c, err := Compare(ks.Index(a), ks.Index(b))
-		if err != nil && cmpErr == nil {
-			cmpErr = fmt.Errorf("cannot compare keys: %w", err)
+		if err != nil {
+			return c, fmt.Errorf("cannot compare keys: %w", err)
 		}
-		return c
+		return c, nil
 	})
-	if cmpErr != nil {
-		return nil, cmpErr
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Value, len(idx))
 	for i, j := range idx {

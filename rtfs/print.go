@@ -87,12 +87,16 @@ func describe(v Value) string {
 
 // toStr is the str of one value: "" for nil, a string's contents, a
 // character's text, and the printed form of anything else.
-func toStr(b *strings.Builder, v Value) {
+func toStr(b *strings.Builder, v Value) { toStrLimited(b, v, -1) }
+
+// toStrLimited is toStr that stops printing a collection's elements once b
+// holds more than limit bytes (limit < 0: no limit), as writeLimited does.
+func toStrLimited(b *strings.Builder, v Value, limit int) {
 	switch x := v.(type) {
 	case NilType:
 	case String:
 		b.WriteString(string(x))
 	default:
-		writeValue(b, v)
+		writeLimited(b, v, limit)
 	}
 }

@@ -1,6 +1,9 @@
 package rtfs
 
-import "context"
+import (
+	"context"
+	"math"
+)
 
 // Limits bound one run of RTFS code on a Thread. A zero field takes its default.
 type Limits struct {
@@ -10,6 +13,12 @@ type Limits struct {
 	MaxDepth int
 	// MaxCollectionSize bounds the length of any collection built (default 16,777,216).
 	MaxCollectionSize int
+	// MaxMemory bounds the bytes that builtins and collection literals
+	// allocate during one Run, Call or Resume (default 1 GiB). It is an
+	// allocation budget, not a heap size: every element a builtin builds
+	// counts 16 bytes (one Value), every string byte one byte, and memory
+	// freed during the run is not given back. A negative value disables it.
+	MaxMemory int64
 }
 
 // Defaults for the zero fields of Limits.
@@ -17,6 +26,7 @@ const (
 	DefaultMaxSteps          = 10_000_000 // Limits.MaxSteps when zero
 	DefaultMaxDepth          = 100_000    // Limits.MaxDepth when zero
 	DefaultMaxCollectionSize = 1 << 24    // Limits.MaxCollectionSize when zero (16,777,216)
+	DefaultMaxMemory         = 1 << 30    // Limits.MaxMemory when zero (1 GiB)
 )
 
 // A Thread runs RTFS code: one per stream or per program run. It carries the
@@ -41,6 +51,8 @@ type Thread struct {
 	done      <-chan struct{}
 	steps     int64 // instructions executed in this run
 	nextCheck int64 // step count of the next limit and cancellation check
+	work      int64 // step equivalents charged by builtins in this run (see charge)
+	mem       int64 // bytes charged by builtins and literals in this run
 
 	call *HostCall // set when the run suspended
 }
@@ -56,11 +68,119 @@ func NewThread(l Limits) *Thread {
 	if l.MaxCollectionSize <= 0 {
 		l.MaxCollectionSize = DefaultMaxCollectionSize
 	}
+	switch {
+	case l.MaxMemory == 0:
+		l.MaxMemory = DefaultMaxMemory
+	case l.MaxMemory < 0:
+		l.MaxMemory = math.MaxInt64
+	}
 	return &Thread{limits: l}
 }
 
 // Limits returns the thread's limits (with defaults filled in).
 func (th *Thread) Limits() Limits { return th.limits }
+
+// elemBytes is what one element of a collection costs against
+// Limits.MaxMemory: the size of a Value (an interface header).
+const elemBytes = 16
+
+// pollEvery is how many elements a long builtin handles between two
+// charges (and so between two looks at the context): about 10k elements
+// stay well under a millisecond, so a limit or a cancel stops a builtin
+// promptly.
+const pollEvery = 1 << 13
+
+// charge accounts for the work of a builtin beyond the one VM step of its
+// call: steps step-equivalents (n for an O(n) builtin, n log n for a sort)
+// and bytes of memory it allocates. It returns a *LimitError when the run's
+// step or memory budget is spent, and a fatal cancellation error when the
+// run's context is done, so a builtin that charges as it goes (every
+// pollEvery elements at least) stops within a fraction of a millisecond of
+// either. Builtins charge before they allocate where they know the size,
+// so a budget refuses a huge collection before it exists. A nil thread
+// (a builtin called outside a run) has no budget. Cost: a few additions
+// and a non-blocking channel poll.
+func (th *Thread) charge(steps, bytes int64) error {
+	if th == nil {
+		return nil
+	}
+	th.work += steps
+	th.mem += bytes
+	if th.steps+th.work > th.limits.MaxSteps {
+		return &LimitError{Limit: LimitSteps, Max: th.limits.MaxSteps}
+	}
+	if th.mem > th.limits.MaxMemory {
+		return &LimitError{Limit: LimitMemory, Max: th.limits.MaxMemory}
+	}
+	if th.done != nil {
+		select {
+		case <-th.done:
+			return &fatalError{th.ctx.Err()}
+		default:
+		}
+	}
+	return nil
+}
+
+// chargeElems charges a builtin that handles or builds n elements: n steps
+// and n elements of memory.
+func (th *Thread) chargeElems(n int) error {
+	return th.charge(int64(n), int64(n)*elemBytes)
+}
+
+// A meter charges a builtin's loop as it goes: tick once per element, and
+// every pollEvery elements it charges them (steps and memory) and looks at
+// the context. The zero meter of a nil thread never fails.
+type meter struct {
+	th *Thread
+	n  int
+}
+
+// tick counts one element; it returns the charge's error every pollEvery
+// elements.
+func (m *meter) tick() error {
+	m.n++
+	if m.n < pollEvery {
+		return nil
+	}
+	m.n = 0
+	return m.th.chargeElems(pollEvery)
+}
+
+// build checks and charges a builtin about to build a collection of n
+// elements from scratch: the size limit, then n steps and n elements of
+// memory. Operations that add to a persistent collection (conj, assoc)
+// call checkSize alone: their work does not grow with the collection.
+func (th *Thread) build(n int) error {
+	if err := th.checkSize(n); err != nil {
+		return err
+	}
+	return th.chargeElems(n)
+}
+
+// buildText checks and charges a builtin that has built a string of n
+// bytes: the size limit, n bytes of memory and one step per 16 bytes.
+func (th *Thread) buildText(n int) error {
+	if err := th.checkSize(n); err != nil {
+		return err
+	}
+	return th.charge(int64(n)/elemBytes, int64(n))
+}
+
+// textRoom is how many bytes a builtin may still print into one string
+// before the size limit or the memory budget stops it: the limit given to
+// writeLimited, so printing a huge collection stops early instead of
+// building all of it first.
+func (th *Thread) textRoom() int {
+	if th == nil {
+		return -1
+	}
+	room := int64(th.limits.MaxCollectionSize)
+	if left := th.limits.MaxMemory - th.mem; left < room {
+		room = max(left, 0)
+	}
+	return int(room)
+}
 
 // checkSize returns a *LimitError if a collection of n elements exceeds the
 // thread's MaxCollectionSize. Builtins call it before building a collection.

@@ -58,7 +58,7 @@ func randomValue(rng *rand.Rand, depth int) Value {
 func rebuild(v Value) Value {
 	switch x := v.(type) {
 	case *List, *Vector:
-		elems, _ := seqSlice(x)
+		elems, _ := seqSlice(nil, x)
 		for i := range elems {
 			elems[i] = rebuild(elems[i])
 		}
@@ -74,7 +74,7 @@ func rebuild(v Value) Value {
 		}
 		return m
 	case *Set:
-		elems, _ := seqSlice(x)
+		elems, _ := seqSlice(nil, x)
 		slices.Reverse(elems)
 		for i := range elems {
 			elems[i] = rebuild(elems[i])

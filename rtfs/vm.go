@@ -235,7 +235,7 @@ func (th *Thread) callBuiltinOp(b *Builtin, n int, stack []Value, sp int) (int, 
 
 // checkpoint enforces the step limit and notices cancellation.
 func (th *Thread) checkpoint() error {
-	if th.steps >= th.limits.MaxSteps {
+	if th.steps+th.work >= th.limits.MaxSteps {
 		th.nextCheck = th.limits.MaxSteps + 1 // report once; the run ends
 		return &LimitError{Limit: LimitSteps, Max: th.limits.MaxSteps}
 	}
@@ -246,7 +246,7 @@ func (th *Thread) checkpoint() error {
 		default:
 		}
 	}
-	th.nextCheck = min(th.steps+checkInterval, th.limits.MaxSteps)
+	th.nextCheck = min(th.steps+checkInterval, th.limits.MaxSteps-th.work)
 	return nil
 }
 
@@ -280,19 +280,19 @@ func (th *Thread) makeCollection(op compile.Opcode, n int, sp int) (int, error) 
 	var v Value
 	switch op {
 	case compile.MKVEC:
-		if err := th.checkSize(n); err != nil {
+		if err := th.build(n); err != nil {
 			return sp, err
 		}
 		v = vectorOwned(append([]Value(nil), th.stack[sp-n:sp]...))
 		sp -= n
 	case compile.MKMAP:
-		if err := th.checkSize(n); err != nil {
+		if err := th.build(2 * n); err != nil {
 			return sp, err
 		}
 		v = MapOf(th.stack[sp-2*n : sp]...)
 		sp -= 2 * n
 	case compile.MKSET:
-		if err := th.checkSize(n); err != nil {
+		if err := th.build(n); err != nil {
 			return sp, err
 		}
 		v = NewSet(th.stack[sp-n : sp]...)
