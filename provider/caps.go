@@ -56,6 +56,7 @@ func startSchema() *capabilities.Schema {
 		{Name: "transport", Type: "keyword|string", Doc: ":sse :mcp :mcp-sse or :mock"},
 		{Name: "server-url", Type: "string", Doc: "overrides the resolved server URL"},
 		{Name: "stream-id", Type: "string", Doc: "the stream's id (default generated)"},
+		{Name: "idle-timeout-ms", Type: "int", Doc: "reconnect a source silent this long (default 60000; 0 disables)"},
 	}}
 }
 
@@ -117,6 +118,16 @@ func (p *Provider) capStart(_ context.Context, c *capabilities.Call) (capabiliti
 		req.QueueCapacity = int(n)
 		if req.QueueCapacity <= 0 || int64(req.QueueCapacity) != int64(n) {
 			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: "queue-capacity", Msg: fmt.Sprintf("must be a positive int, got %d", n)}
+		}
+	}
+	if n, ok := field(m, "idle-timeout-ms").(rtfs.Int); ok {
+		switch {
+		case n < 0:
+			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: "idle-timeout-ms", Msg: fmt.Sprintf("must be 0 (no idle timeout) or a positive number of milliseconds, got %d", n)}
+		case n == 0:
+			req.IdleTimeout = -1
+		default:
+			req.IdleTimeout = time.Duration(n) * time.Millisecond
 		}
 	}
 	id, err := p.Start(req)

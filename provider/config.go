@@ -1,6 +1,10 @@
 package provider
 
 import (
+	"strconv"
+	"time"
+
+	"github.com/rtfshost/rtfshost/transport/egress"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,12 +17,16 @@ const DefaultServerURL = "http://127.0.0.1:2025/sse"
 
 // The environment variables the provider reads (DESIGN §5).
 const (
-	EnvStreamEndpoint     = "CCOS_MCP_STREAM_ENDPOINT"
-	EnvLocalSSEURL        = "CCOS_MCP_LOCAL_SSE_URL"
-	EnvCloudflareDocsURL  = "CCOS_MCP_CLOUDFLARE_DOCS_SSE_URL"
-	EnvStreamAuthHeader   = "CCOS_MCP_STREAM_AUTH_HEADER"
-	EnvStreamBearerToken  = "CCOS_MCP_STREAM_BEARER_TOKEN"
-	EnvStreamAutoConnect  = "CCOS_MCP_STREAM_AUTO_CONNECT"
+	EnvStreamEndpoint    = "CCOS_MCP_STREAM_ENDPOINT"
+	EnvLocalSSEURL       = "CCOS_MCP_LOCAL_SSE_URL"
+	EnvCloudflareDocsURL = "CCOS_MCP_CLOUDFLARE_DOCS_SSE_URL"
+	EnvStreamAuthHeader  = "CCOS_MCP_STREAM_AUTH_HEADER"
+	EnvStreamBearerToken = "CCOS_MCP_STREAM_BEARER_TOKEN"
+	EnvStreamAutoConnect = "CCOS_MCP_STREAM_AUTO_CONNECT"
+	// EnvIdleTimeoutMillis sets the default idle timeout of network sources
+	// in milliseconds (0 disables it); Options.IdleTimeout wins over it.
+	EnvIdleTimeoutMillis  = "RTFSHOST_IDLE_TIMEOUT_MS"
+	defaultIdleTimeout    = 60 * time.Second
 	defaultRetryAttempts  = 3
 	defaultTimeoutMillis  = 30000
 	defaultQueueCapacity  = 32
@@ -26,12 +34,13 @@ const (
 )
 
 // envConfig is the provider-wide configuration resolved from the options and
-// the environment once, at New. header carries a secret and never leaves the
-// package except inside transport.Spec.Header.
+// the environment once, at New. cred carries a secret and never leaves the
+// package except inside transport.Spec.Header, and only for its origin.
 type envConfig struct {
-	serverURL   string // the provider default: Options.ServerURL, then the env chain
-	header      http.Header
+	serverURL   string            // the provider default: Options.ServerURL, then the env chain
+	cred        egress.Credential // the auth header, bound to serverURL's origin
 	autoConnect bool
+	idleTimeout time.Duration // from the environment: 0 unset, < 0 disabled
 }
 
 // lookupFunc reads an environment variable.
@@ -65,10 +74,21 @@ func resolveConfig(lookup lookupFunc, explicit string, autoDefault bool) envConf
 	if cfg.serverURL == "" {
 		cfg.serverURL = DefaultServerURL
 	}
+	var header http.Header
 	if h := lookup.env(EnvStreamAuthHeader); h != "" {
-		cfg.header = parseAuthHeader(h)
+		header = parseAuthHeader(h)
 	} else if tok := lookup.env(EnvStreamBearerToken); tok != "" {
-		cfg.header = http.Header{"Authorization": []string{"Bearer " + tok}}
+		header = http.Header{"Authorization": []string{"Bearer " + tok}}
+	}
+	cfg.cred = egress.NewCredential(cfg.serverURL, header)
+	cfg.idleTimeout = defaultIdleTimeout
+	if v := lookup.env(EnvIdleTimeoutMillis); v != "" {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms >= 0 {
+			cfg.idleTimeout = time.Duration(ms) * time.Millisecond
+			if ms == 0 {
+				cfg.idleTimeout = -1
+			}
+		}
 	}
 	if v, ok := lookup(EnvStreamAutoConnect); ok {
 		switch strings.ToLower(strings.TrimSpace(v)) {

@@ -39,7 +39,7 @@ func TestResolveConfig(t *testing.T) {
 	}
 	for _, tc := range cases {
 		cfg := resolveConfig(envOf(tc.env), tc.explicit, true)
-		if cfg.serverURL != tc.url || cfg.autoConnect != tc.auto || !equalHeader(cfg.header, tc.header) {
+		if cfg.serverURL != tc.url || cfg.autoConnect != tc.auto || !equalHeader(cfg.cred.HeaderFor(cfg.serverURL), tc.header) {
 			t.Errorf("%s: got %+v", tc.name, cfg)
 		}
 	}

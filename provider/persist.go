@@ -326,7 +326,7 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 	def := defRecord{
 		order: time.Now().UnixNano(), endpoint: s.def.endpoint, transport: s.def.transport,
 		serverURL: stripUserInfo(s.def.serverURL), procName: s.def.procName, capacity: int64(s.def.capacity),
-		journal: s.ps.journal,
+		journal: s.ps.journal, idleMs: idleMillis(s.def.idle),
 	}
 	var err error
 	switch {
@@ -411,6 +411,18 @@ func programOf(g *rtfs.Globals, fn rtfs.Value) *rtfs.Program {
 		return cl.Program()
 	}
 	return nil
+}
+
+// idleMillis is the stored form of a start call's idle timeout: 0 for the
+// provider's default, -1 for none, else milliseconds.
+func idleMillis(d time.Duration) int64 {
+	switch {
+	case d < 0:
+		return -1
+	case d == 0:
+		return 0
+	}
+	return max(d.Milliseconds(), 1)
 }
 
 // stripUserInfo removes credentials from a URL before it is stored.

@@ -42,6 +42,7 @@ import (
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/egress"
 )
 
 // Options configure a Provider. The zero value is valid: no transports
@@ -71,8 +72,22 @@ type Options struct {
 	QueueCapacity int
 	// RetryAttempts is passed to transports (default 3).
 	RetryAttempts int
-	// HTTPClient is passed to network transports; nil lets them choose.
+	// HTTPClient carries network transports' requests (its Transport is
+	// used; its CheckRedirect and Timeout are not, since each stream gets a
+	// client of its own built by egress.Client); nil means a transport the
+	// provider owns and closes.
 	HTTPClient *http.Client
+	// Egress says which server URLs a stream may reach, checked when it
+	// starts, when it is recovered and on every redirect; nil allows every
+	// URL (a trusted local program). `rtfshost serve` passes a restrictive
+	// policy (docs/security.md).
+	Egress *egress.Policy
+	// IdleTimeout ends a network source's connection after this long without
+	// a byte (an event or a comment) and reconnects it with the retry
+	// policy; after the retries the stream ends in :error naming the idle
+	// timeout. Zero means $RTFSHOST_IDLE_TIMEOUT_MS, else 60 s; negative
+	// disables it. A start call's :idle-timeout-ms overrides it.
+	IdleTimeout time.Duration
 	// Logger receives the provider's logs; nil discards them. Secrets are
 	// never logged.
 	Logger *slog.Logger
@@ -101,6 +116,9 @@ type Provider struct {
 	allSubs atomic.Pointer[[]*Subscription] // subscribers to every stream
 
 	ps *persister // nil without a store
+
+	base    http.RoundTripper // carries every stream's requests
+	ownBase *http.Transport   // base, when the provider made it (closed by Close)
 }
 
 // ErrClosed is returned by operations on a closed Provider.
@@ -128,6 +146,18 @@ func New(opts Options) *Provider {
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case opts.HTTPClient != nil && opts.HTTPClient.Transport != nil:
+		p.base = opts.HTTPClient.Transport
+	case opts.HTTPClient != nil:
+		p.base = http.DefaultTransport
+	default:
+		p.ownBase = egress.NewTransport()
+		p.base = p.ownBase
+	}
+	if p.opts.IdleTimeout == 0 {
+		p.opts.IdleTimeout = p.cfg.idleTimeout
 	}
 	if opts.Store != nil {
 		p.ps = newPersister(opts.Store)
@@ -157,6 +187,9 @@ func (p *Provider) Close() error {
 	p.mu.Unlock()
 	p.cancel()
 	p.wg.Wait()
+	if p.ownBase != nil {
+		p.ownBase.CloseIdleConnections()
+	}
 	var err error
 	if p.ps != nil {
 		if err = p.ps.com.Close(); err != nil {

@@ -159,6 +159,9 @@ func (d *dec) bool(field string) bool {
 }
 
 // end reports trailing bytes as an error.
+// more reports whether bytes remain to be read (and no read failed).
+func (d *dec) more() bool { return d.err == nil && d.off < len(d.b) }
+
 func (d *dec) end() error {
 	if d.err == nil && d.off != len(d.b) {
 		d.err = fmt.Errorf("%d trailing bytes", len(d.b)-d.off)
@@ -227,6 +230,7 @@ type defRecord struct {
 	capacity  int64
 	config    []byte // encoded :config map, empty if none
 	journal   bool
+	idleMs    int64 // the start call's idle timeout in ms: 0 default, -1 none (absent in older records)
 }
 
 func (r *defRecord) encode() []byte {
@@ -244,6 +248,7 @@ func (r *defRecord) encode() []byte {
 	e.int(r.capacity)
 	e.bytes(r.config)
 	e.bool(r.journal)
+	e.int(r.idleMs)
 	return persistence.EncodeRecord(kindDefinition, recordVersion, e.b)
 }
 
@@ -262,6 +267,9 @@ func (r *defRecord) decode(key, data []byte) error {
 		r.capacity = d.int("queue capacity")
 		r.config = d.bytes("config")
 		r.journal = d.bool("journal")
+		if d.more() { // added after the first release: older records end here
+			r.idleMs = d.int("idle timeout")
+		}
 	})
 }
 

@@ -195,6 +195,10 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	if def.capacity <= 0 {
 		return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("queue capacity %d", d.capacity)}
 	}
+	def.idle = time.Duration(d.idleMs) * time.Millisecond
+	if err := p.checkEgress(def); err != nil {
+		return nil, fmt.Errorf("stream %s: %w", l.id, err)
+	}
 	if def.initial, err = c.unmarshal(d.initial); err != nil {
 		return nil, fmt.Errorf("decode initial state: %w", err)
 	}

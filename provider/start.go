@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/egress"
 )
 
 // A StartRequest describes a stream to start; it is the Go form of the
@@ -41,6 +41,10 @@ type StartRequest struct {
 	// StreamID sets the stream's id; empty means a generated
 	// "<endpoint>-<8 hex digits>".
 	StreamID string
+	// IdleTimeout overrides Options.IdleTimeout for this stream (the start
+	// call's :idle-timeout-ms): zero keeps the provider's, negative disables
+	// the idle timeout.
+	IdleTimeout time.Duration
 
 	goProc processor // tests: a Go processor instead of Processor
 }
@@ -54,6 +58,7 @@ type definition struct {
 	initial   rtfs.Value
 	capacity  int
 	config    *rtfs.Map
+	idle      time.Duration // the start call's idle timeout: 0 provider default, < 0 none
 }
 
 // Start starts a stream and returns its id. The stream begins at once: its
@@ -104,7 +109,11 @@ func (p *Provider) newStream(req StartRequest) (*stream, error) {
 	if def.initial == nil || def.initial == rtfs.Nil {
 		def.initial = rtfs.MapOf()
 	}
+	def.idle = req.IdleTimeout
 	def.transport = chooseTransport(strings.TrimPrefix(req.Transport, ":"), def.endpoint, def.serverURL)
+	if err := p.checkEgress(def); err != nil {
+		return nil, err
+	}
 	if _, ok := p.opts.Transports[def.transport]; !ok && p.cfg.autoConnect {
 		return nil, &keyError{"transport", fmt.Errorf("no transport for :%s (configured: %s)", def.transport, p.transportNames())}
 	}
@@ -181,7 +190,45 @@ func (p *Provider) launch(s *stream) {
 	p.log.Debug("stream started", "stream", s.id, "endpoint", s.def.endpoint, "transport", s.def.transport)
 }
 
-// spec builds the transport.Spec of s. It carries the auth header.
+// target is the URL a stream's transport connects to first: its endpoint
+// when that is an absolute URL, else its server URL.
+func (d *definition) target() string {
+	if isAbsolute(d.endpoint) {
+		return d.endpoint
+	}
+	return d.serverURL
+}
+
+// checkEgress refuses a stream whose target the egress policy does not
+// allow, naming the key that chose it.
+func (p *Provider) checkEgress(def definition) error {
+	if def.transport == "mock" {
+		return nil
+	}
+	if err := p.opts.Egress.CheckURL(def.target()); err != nil {
+		key := "server-url"
+		if isAbsolute(def.endpoint) {
+			key = "endpoint"
+		}
+		return &keyError{key, err}
+	}
+	return nil
+}
+
+// idleTimeout is the stream's idle timeout, 0 for none.
+func (p *Provider) idleTimeout(def *definition) time.Duration {
+	d := def.idle
+	if d == 0 {
+		d = p.opts.IdleTimeout
+	}
+	return max(d, 0)
+}
+
+// spec builds the transport.Spec of s. It carries the auth header only when
+// the stream's target has the header's origin (the configured server URL's),
+// and an HTTP client that checks redirects against the egress policy, strips
+// the header on a redirect that leaves that origin, and applies the idle
+// timeout.
 func (p *Provider) spec(s *stream) transport.Spec {
 	sp := transport.Spec{
 		StreamID:      s.id,
@@ -189,13 +236,14 @@ func (p *Provider) spec(s *stream) transport.Spec {
 		Endpoint:      s.def.endpoint,
 		RetryAttempts: p.opts.RetryAttempts,
 		MaxEventBytes: transport.DefaultMaxEventBytes,
-		Client:        p.opts.HTTPClient,
+		Header:        p.cfg.cred.HeaderFor(s.def.target()),
 		Logger:        p.opts.Logger,
-	}
-	if p.cfg.header != nil {
-		sp.Header = p.cfg.header.Clone()
-	} else {
-		sp.Header = http.Header{}
+		Client: egress.Client(egress.ClientOptions{
+			Base:        p.base,
+			Policy:      p.opts.Egress,
+			Credential:  p.cfg.cred,
+			IdleTimeout: p.idleTimeout(&s.def),
+		}),
 	}
 	if s.def.config != nil {
 		sp.Query = queryOf(s.def.config)

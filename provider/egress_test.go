@@ -1,0 +1,228 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/egress"
+	"github.com/rtfshost/rtfshost/transport/mcp"
+	"github.com/rtfshost/rtfshost/transport/sse"
+)
+
+// Issue 10 items 1, 2 and 6: the operator's credentials reach only the
+// configured server's origin, the egress policy refuses every other URL
+// (redirects included), and a source that stalls is an error, not a hang.
+
+const (
+	secretKey   = "sk-canary-0123456789"
+	secretToken = "tok-canary-0123456789"
+)
+
+// canary is a server that records the credentials it was sent and answers
+// every request with a short SSE stream that completes.
+type canary struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests int
+	leaked   []string
+}
+
+func newCanary(t *testing.T) *canary {
+	c := &canary{}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		c.requests++
+		for name, vs := range r.Header {
+			for _, v := range vs {
+				if strings.Contains(v, secretKey) || strings.Contains(v, secretToken) {
+					c.leaked = append(c.leaked, r.Method+" "+r.URL.Path+" "+name)
+				}
+			}
+		}
+		c.mu.Unlock()
+		completeSSE(w)
+	}))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *canary) seen() (requests int, leaked []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.requests, append([]string(nil), c.leaked...)
+}
+
+func completeSSE(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprint(w, "id: 1\ndata: {\"n\": 1}\n\nevent: status\ndata: {\"status\":\"complete\"}\n\n")
+}
+
+// redirector answers every request with a 302 to target+path.
+func redirector(t *testing.T, target string) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+r.URL.Path, http.StatusFound)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func netFixture(t *testing.T, serverURL string, env map[string]string, policy *egress.Policy, idle time.Duration) *fixture {
+	return newFixture(t, Options{
+		Transports: map[string]transport.StreamTransport{
+			"sse": &sse.Transport{}, "mcp": mcp.Streamable{}, "mcp-sse": mcp.LegacySSE{},
+		},
+		LookupEnv:     envOf(env),
+		ServerURL:     serverURL,
+		RetryAttempts: 1,
+		Egress:        policy,
+		IdleTimeout:   idle,
+	})
+}
+
+// startNet starts a stream on the transport the request or its URL chooses.
+func startNet(t *testing.T, f *fixture, req StartRequest) string {
+	t.Helper()
+	id, err := f.p.Start(req)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return id
+}
+
+func TestCredentialsOnlyToTheirOrigin(t *testing.T) {
+	for _, cred := range []struct {
+		name string
+		env  map[string]string
+	}{
+		{"auth header", map[string]string{EnvStreamAuthHeader: "X-Api-Key: " + secretKey}},
+		{"bearer token", map[string]string{EnvStreamBearerToken: secretToken}},
+	} {
+		t.Run(cred.name, func(t *testing.T) {
+			home := newCanary(t) // the configured server: it must get the credential
+			foreign := newCanary(t)
+			foreignByName := strings.Replace(foreign.URL, "127.0.0.1", "localhost", 1)
+			toOtherHost := redirector(t, foreignByName)
+			toOtherPort := redirector(t, foreign.URL)
+			// In the redirect cases the configured server itself redirects:
+			// it may have the credential, the server it sends to may not.
+			cases := []struct {
+				name       string
+				configured string
+				req        StartRequest
+			}{
+				{"server-url", home.URL, StartRequest{Endpoint: "x", ServerURL: foreign.URL + "/sse"}},
+				{"absolute endpoint", home.URL, StartRequest{Endpoint: foreign.URL + "/sse/x"}},
+				{"redirect to another host", toOtherHost.URL, StartRequest{Endpoint: "x"}},
+				{"redirect to another port", toOtherPort.URL, StartRequest{Endpoint: "x"}},
+				{"mcp transport", home.URL, StartRequest{Endpoint: "tool", ServerURL: foreign.URL + "/mcp", Transport: "mcp"}},
+				{"legacy mcp", home.URL, StartRequest{Endpoint: "tool", ServerURL: foreign.URL + "/mcp-sse", Transport: "mcp-sse"}},
+			}
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					f := netFixture(t, tc.configured+"/sse", cred.env, nil, 0)
+					before, leakedBefore := foreign.seen()
+					tc.req.goProc = counter()
+					id := startNet(t, f, tc.req)
+					f.await(id)
+					n, leaked := foreign.seen()
+					if n == before {
+						t.Fatalf("the foreign server got no request: the case proves nothing")
+					}
+					if len(leaked) > len(leakedBefore) {
+						t.Errorf("the credential reached a foreign origin: %v", leaked[len(leakedBefore):])
+					}
+				})
+			}
+			// The control: the configured server does get it.
+			f := netFixture(t, home.URL+"/sse", cred.env, nil, 0)
+			id := startNet(t, f, StartRequest{Endpoint: "x", goProc: counter()})
+			if st := f.await(id); st.State != StateCompleted {
+				t.Fatalf("home stream: %+v", st)
+			}
+			if _, got := home.seen(); len(got) == 0 {
+				t.Error("the configured server did not get the credential")
+			}
+		})
+	}
+}
+
+func TestEgressPolicyRefusesOtherServers(t *testing.T) {
+	home := newCanary(t)
+	foreign := newCanary(t)
+	policy, err := egress.New(egress.Options{Servers: []string{home.URL}, ServerFlag: "--allow-server"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := netFixture(t, home.URL+"/sse", nil, policy, 0)
+	for _, req := range []StartRequest{
+		{Endpoint: "x", ServerURL: foreign.URL + "/sse"},
+		{Endpoint: foreign.URL + "/sse/x"},
+		{Endpoint: "tool", ServerURL: foreign.URL + "/mcp", Transport: "mcp"},
+		{Endpoint: "x", ServerURL: home.URL + "0/sse"}, // a longer port is another origin
+	} {
+		req.goProc = counter()
+		_, err := f.p.Start(req)
+		if !errors.Is(err, egress.ErrDenied) {
+			t.Fatalf("start %+v: error %v, want a refusal", req, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "--allow-server") || !strings.Contains(msg, "127.0.0.1") {
+			t.Errorf("refusal %q names neither the URL nor the flag", msg)
+		}
+	}
+	// A redirect from an allowed server to a foreign one is refused too.
+	allowedRedirector := redirector(t, foreign.URL)
+	policy2, _ := egress.New(egress.Options{Servers: []string{home.URL, allowedRedirector.URL}, ServerFlag: "--allow-server"})
+	f2 := netFixture(t, home.URL+"/sse", nil, policy2, 0)
+	id := startNet(t, f2, StartRequest{Endpoint: allowedRedirector.URL + "/sse/x", goProc: counter()})
+	st := f2.await(id)
+	if st.State != StateError || !strings.Contains(st.Message, "egress policy") {
+		t.Errorf("redirect to a foreign server: %+v", st)
+	}
+	if n, _ := foreign.seen(); n != 0 {
+		t.Errorf("the foreign server got %d requests", n)
+	}
+	// The configured server itself works.
+	id = startNet(t, f, StartRequest{Endpoint: "x", goProc: counter()})
+	if st := f.await(id); st.State != StateCompleted {
+		t.Errorf("allowed stream: %+v", st)
+	}
+}
+
+func TestIdleTimeoutEndsAStalledSource(t *testing.T) {
+	stall := make(chan struct{})
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select { // headers, then nothing: not an event, not a comment
+		case <-r.Context().Done():
+		case <-stall:
+		}
+	}))
+	t.Cleanup(func() { close(stall); stalled.Close() })
+	for _, tc := range []struct{ transport, path string }{
+		{"sse", "/sse"}, {"mcp", "/mcp"}, {"mcp-sse", "/mcp-sse"},
+	} {
+		t.Run(tc.transport, func(t *testing.T) {
+			f := netFixture(t, stalled.URL+tc.path, nil, nil, 100*time.Millisecond)
+			id := startNet(t, f, StartRequest{Endpoint: "x", Transport: tc.transport, goProc: counter()})
+			st := f.await(id)
+			if st.State != StateError || !strings.Contains(st.Message, "idle timeout") {
+				t.Errorf("stalled %s source: %+v", tc.transport, st)
+			}
+		})
+	}
+	// A start call's :idle-timeout-ms wins over the provider's default.
+	f := netFixture(t, stalled.URL+"/sse", nil, nil, time.Hour)
+	id := startNet(t, f, StartRequest{Endpoint: "x", IdleTimeout: 50 * time.Millisecond, goProc: counter()})
+	if st := f.await(id); !strings.Contains(st.Message, "idle timeout") {
+		t.Errorf("per-stream idle timeout: %+v", st)
+	}
+}

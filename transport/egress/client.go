@@ -1,0 +1,165 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// maxRedirects bounds a chain of redirects, as net/http's default does.
+const maxRedirects = 10
+
+// ClientOptions configure the HTTP client of one stream.
+type ClientOptions struct {
+	// Base carries the requests; nil means http.DefaultTransport. The
+	// caller owns it (and closes its idle connections).
+	Base http.RoundTripper
+	// Policy checks every redirect target; nil allows every target.
+	Policy *Policy
+	// Credential is stripped from any redirected request that leaves its
+	// origin.
+	Credential Credential
+	// IdleTimeout ends a request whose response sends no byte for this long
+	// (waiting for the headers included) with an error wrapping ErrIdle;
+	// zero or negative means no idle timeout.
+	IdleTimeout time.Duration
+}
+
+// Client returns the *http.Client a stream's network transport uses. It has
+// no total timeout (streams are long-lived). Every redirect is checked
+// against the Policy, loses the Credential's headers when it leaves the
+// Credential's origin (whatever net/http would have forwarded), and a chain
+// longer than ten is refused. The client is cheap (it shares Base's
+// connections) and safe for concurrent use.
+func Client(o ClientOptions) *http.Client {
+	base := o.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	rt := base
+	if o.IdleTimeout > 0 {
+		rt = &idleTransport{base: base, d: o.IdleTimeout}
+	}
+	names := o.Credential.names()
+	policy, credOrigin := o.Policy, o.Credential.origin
+	return &http.Client{
+		Transport: rt,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxRedirects)
+			}
+			if err := policy.CheckURL(req.URL.String()); err != nil {
+				return fmt.Errorf("redirect refused: %w", err)
+			}
+			if len(names) > 0 {
+				if o, err := originOf(req.URL); err != nil || o != credOrigin {
+					for _, n := range names {
+						req.Header.Del(n)
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// NewTransport returns the base transport for streams: no total timeout,
+// bounded dial, TLS handshake and response-header waits, a small idle pool.
+// The caller owns it and calls CloseIdleConnections when done.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 30 * time.Second,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       30 * time.Second,
+	}
+}
+
+// ErrIdle is wrapped by the error of a response that stayed silent longer
+// than the idle timeout.
+var ErrIdle = errors.New("idle timeout")
+
+// An IdleError reports a source that sent nothing for the idle timeout.
+type IdleError struct{ Timeout time.Duration }
+
+func (e *IdleError) Error() string {
+	return fmt.Sprintf("idle timeout: the source sent nothing for %s (:idle-timeout-ms)", e.Timeout)
+}
+
+// Is reports ErrIdle.
+func (e *IdleError) Is(target error) bool { return target == ErrIdle }
+
+// idleTransport ends a request, and its response body, after d without a
+// byte: it cancels the request's context and reports an *IdleError instead
+// of the cancellation.
+type idleTransport struct {
+	base http.RoundTripper
+	d    time.Duration
+}
+
+func (t *idleTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(req.Context())
+	w := &watchdog{cancel: cancel, d: t.d}
+	w.timer = time.AfterFunc(t.d, w.fire)
+	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		w.stop()
+		if w.fired.Load() && req.Context().Err() == nil {
+			return nil, &IdleError{Timeout: t.d}
+		}
+		return nil, err
+	}
+	w.timer.Reset(t.d)
+	resp.Body = &idleBody{rc: resp.Body, w: w, parent: req.Context()}
+	return resp, nil
+}
+
+// watchdog cancels a request that made no progress for d.
+type watchdog struct {
+	timer  *time.Timer
+	cancel context.CancelFunc
+	d      time.Duration
+	fired  atomic.Bool
+}
+
+func (w *watchdog) fire() {
+	w.fired.Store(true)
+	w.cancel()
+}
+
+func (w *watchdog) stop() {
+	w.timer.Stop()
+	w.cancel()
+}
+
+// idleBody is a response body that rearms its watchdog on every read that
+// returns data.
+type idleBody struct {
+	rc     io.ReadCloser
+	w      *watchdog
+	parent context.Context
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 && !b.w.fired.Load() {
+		b.w.timer.Reset(b.w.d)
+	}
+	if err != nil && err != io.EOF && b.w.fired.Load() && b.parent.Err() == nil {
+		err = &IdleError{Timeout: b.w.d}
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.w.stop()
+	return b.rc.Close()
+}
