@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/egress"
 	"github.com/rtfshost/rtfshost/transport/mcp"
@@ -225,4 +226,33 @@ func TestIdleTimeoutEndsAStalledSource(t *testing.T) {
 	if st := f.await(id); !strings.Contains(st.Message, "idle timeout") {
 		t.Errorf("per-stream idle timeout: %+v", st)
 	}
+}
+
+func TestProcessorCallTimeLimit(t *testing.T) {
+	// A processor that loops forever ends its stream in :error at the call's
+	// time limit (--call-timeout), naming the limit.
+	g := compileGlobals(t, `(defn spin [state chunk meta] (loop [i 0] (recur (inc i))))`)
+	f := newFixture(t, Options{Limits: rtfs.Limits{MaxSteps: 1 << 60, MaxDuration: 50 * time.Millisecond}})
+	id := f.start(StartRequest{Processor: rtfs.Symbol("spin"), Globals: g})
+	f.send(id, `{"n": 1}`)
+	st := f.await(id)
+	if st.State != StateError || !strings.Contains(st.Message, "time limit of 50ms exceeded") {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestMaxStreams(t *testing.T) {
+	f := newFixture(t, Options{MaxStreams: 2})
+	a := f.start(StartRequest{goProc: counter()})
+	f.start(StartRequest{goProc: counter()})
+	_, err := f.p.Start(StartRequest{Endpoint: "e", Transport: "mock", goProc: counter()})
+	if !errors.Is(err, ErrTooManyStreams) || !strings.Contains(err.Error(), "2 streams") {
+		t.Fatalf("third stream: %v", err)
+	}
+	// Once one ends there is room again.
+	if _, err := f.p.Cancel(a); err != nil {
+		t.Fatal(err)
+	}
+	f.await(a)
+	f.start(StartRequest{goProc: counter()})
 }

@@ -78,9 +78,10 @@ type Options struct {
 	// provider owns and closes.
 	HTTPClient *http.Client
 	// Egress says which server URLs a stream may reach, checked when it
-	// starts, when it is recovered and on every redirect; nil allows every
-	// URL (a trusted local program). `rtfshost serve` passes a restrictive
-	// policy (docs/security.md).
+	// starts, when it is recovered and on every redirect; the origin of the
+	// provider's own server URL is always allowed. Nil allows every URL (a
+	// trusted local program). `rtfshost serve` passes a restrictive policy
+	// (docs/security.md).
 	Egress *egress.Policy
 	// IdleTimeout ends a network source's connection after this long without
 	// a byte (an event or a comment) and reconnects it with the retry
@@ -88,6 +89,10 @@ type Options struct {
 	// timeout. Zero means $RTFSHOST_IDLE_TIMEOUT_MS, else 60 s; negative
 	// disables it. A start call's :idle-timeout-ms overrides it.
 	IdleTimeout time.Duration
+	// MaxStreams bounds the streams running at once (0: no bound); Start
+	// refuses one more with an error wrapping ErrTooManyStreams. Recovered
+	// streams are not refused.
+	MaxStreams int
 	// Logger receives the provider's logs; nil discards them. Secrets are
 	// never logged.
 	Logger *slog.Logger
@@ -156,6 +161,8 @@ func New(opts Options) *Provider {
 		p.ownBase = egress.NewTransport()
 		p.base = p.ownBase
 	}
+	// The configured server's origin is always allowed.
+	p.opts.Egress = p.opts.Egress.WithOrigin(p.cfg.serverURL)
 	if p.opts.IdleTimeout == 0 {
 		p.opts.IdleTimeout = p.cfg.idleTimeout
 	}
@@ -233,7 +240,7 @@ func (p *Provider) StreamIDs() []string {
 // provider. It counts the stream's goroutines in p.wg before Close can wait
 // for them: the worker, and the transport's when the stream connects. A
 // non-nil start batch is committed first (a new persisted stream).
-func (p *Provider) register(s *stream, start *persistence.Batch) error {
+func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) error {
 	_, connect := p.opts.Transports[s.def.transport]
 	connect = connect && p.cfg.autoConnect
 	p.mu.Lock()
@@ -243,6 +250,9 @@ func (p *Provider) register(s *stream, start *persistence.Batch) error {
 	}
 	if _, dup := p.streams[s.id]; dup {
 		return &keyError{"stream-id", fmt.Errorf("a stream with id %q already exists", s.id)}
+	}
+	if fresh && p.opts.MaxStreams > 0 && p.liveLocked() >= p.opts.MaxStreams {
+		return fmt.Errorf("%w: %d streams are running, the most this host allows", ErrTooManyStreams, p.opts.MaxStreams)
 	}
 	if start != nil {
 		if err := p.commitStart(s, start); err != nil {
@@ -257,6 +267,23 @@ func (p *Provider) register(s *stream, start *persistence.Batch) error {
 		p.wg.Add(1)
 	}
 	return nil
+}
+
+// ErrTooManyStreams is wrapped by Start's error when Options.MaxStreams
+// streams are running.
+var ErrTooManyStreams = errors.New("too many streams")
+
+// liveLocked counts the streams that have not ended. p.mu is held.
+func (p *Provider) liveLocked() int {
+	n := 0
+	for _, s := range p.order {
+		select {
+		case <-s.done:
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // NewStreamID returns a fresh stream id for endpoint, of the shape the

@@ -365,7 +365,7 @@ func (p *Provider) registerRecovered(s *stream) error {
 			s.cancel()
 			return fmt.Errorf("no transport for :%s (configured: %s)", s.def.transport, p.transportNames())
 		}
-		if err := p.register(s, nil); err != nil {
+		if err := p.register(s, nil, false); err != nil {
 			s.cancel()
 			return err
 		}

@@ -76,7 +76,7 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 			return "", err
 		}
 	}
-	if err := p.register(s, batch); err != nil {
+	if err := p.register(s, batch, true); err != nil {
 		s.cancel()
 		return "", err
 	}

@@ -152,3 +152,12 @@ func TestBudgetResetsBetweenRuns(t *testing.T) {
 		}
 	}
 }
+
+func TestBudgetTime(t *testing.T) {
+	// A CPU-bound loop with a huge step budget stops at its time limit.
+	src := `(loop [i 0] (if (< i 1000000000000) (recur (inc i)) i))`
+	le := wantLimit(t, runLimited(t, context.Background(), Limits{MaxSteps: 1 << 62, MaxDuration: 50 * time.Millisecond}, src), LimitTime)
+	if time.Duration(le.Max) != 50*time.Millisecond || le.Error() != "time limit of 50ms exceeded" {
+		t.Errorf("limit error %+v: %v", le, le)
+	}
+}

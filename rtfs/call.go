@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
 )
@@ -154,6 +155,9 @@ func (th *Thread) start(ctx context.Context, p *Program) {
 	th.ctx, th.done, th.prog = ctx, ctx.Done(), p
 	th.steps, th.nextCheck, th.call = 0, 0, nil
 	th.work, th.mem = 0, 0
+	if th.limits.MaxDuration > 0 {
+		th.started = time.Now()
+	}
 	th.sp = 0
 	th.frames = th.frames[:0]
 	th.handlers = th.handlers[:0]

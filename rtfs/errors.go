@@ -3,6 +3,7 @@ package rtfs
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
 )
@@ -32,10 +33,19 @@ const (
 	// LimitMemory: builtins and literals of a call allocated more than
 	// Limits.MaxMemory bytes.
 	LimitMemory = "memory"
+	// LimitTime: a call ran longer than Limits.MaxDuration (Max is in
+	// nanoseconds).
+	LimitTime = "time"
 )
 
 // Error returns "steps limit of 1000 exceeded" and the like.
 func (e *LimitError) Error() string {
+	switch e.Limit {
+	case LimitTime:
+		return fmt.Sprintf("time limit of %s exceeded", time.Duration(e.Max))
+	case LimitMemory:
+		return fmt.Sprintf("memory limit of %d bytes exceeded", e.Max)
+	}
 	return fmt.Sprintf("%s limit of %d exceeded", e.Limit, e.Max)
 }
 

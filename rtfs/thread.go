@@ -3,6 +3,7 @@ package rtfs
 import (
 	"context"
 	"math"
+	"time"
 )
 
 // Limits bound one run of RTFS code on a Thread. A zero field takes its default.
@@ -19,6 +20,12 @@ type Limits struct {
 	// counts 16 bytes (one Value), every string byte one byte, and memory
 	// freed during the run is not given back. A negative value disables it.
 	MaxMemory int64
+	// MaxDuration bounds the wall time of one Run, Call or Resume (zero: no
+	// bound). It is checked with the step budget, every 1,024 instructions
+	// and whenever a builtin charges its work, so it stops CPU-bound code
+	// promptly; time spent by the host between a suspension and the Resume
+	// does not count.
+	MaxDuration time.Duration
 }
 
 // Defaults for the zero fields of Limits.
@@ -49,10 +56,11 @@ type Thread struct {
 
 	ctx       context.Context
 	done      <-chan struct{}
-	steps     int64 // instructions executed in this run
-	nextCheck int64 // step count of the next limit and cancellation check
-	work      int64 // step equivalents charged by builtins in this run (see charge)
-	mem       int64 // bytes charged by builtins and literals in this run
+	steps     int64     // instructions executed in this run
+	nextCheck int64     // step count of the next limit and cancellation check
+	started   time.Time // when this run started, if Limits.MaxDuration is set
+	work      int64     // step equivalents charged by builtins in this run (see charge)
+	mem       int64     // bytes charged by builtins and literals in this run
 
 	call *HostCall // set when the run suspended
 }
@@ -112,12 +120,24 @@ func (th *Thread) charge(steps, bytes int64) error {
 	if th.mem > th.limits.MaxMemory {
 		return &LimitError{Limit: LimitMemory, Max: th.limits.MaxMemory}
 	}
+	if err := th.checkTime(); err != nil {
+		return err
+	}
 	if th.done != nil {
 		select {
 		case <-th.done:
 			return &fatalError{th.ctx.Err()}
 		default:
 		}
+	}
+	return nil
+}
+
+// checkTime returns a *LimitError once the run has taken longer than
+// Limits.MaxDuration.
+func (th *Thread) checkTime() error {
+	if th.limits.MaxDuration > 0 && time.Since(th.started) > th.limits.MaxDuration {
+		return &LimitError{Limit: LimitTime, Max: int64(th.limits.MaxDuration)}
 	}
 	return nil
 }

@@ -246,6 +246,10 @@ func (th *Thread) checkpoint() error {
 		default:
 		}
 	}
+	if err := th.checkTime(); err != nil {
+		th.nextCheck = th.limits.MaxSteps + 1 // report once; the run ends
+		return err
+	}
 	th.nextCheck = min(th.steps+checkInterval, th.limits.MaxSteps-th.work)
 	return nil
 }

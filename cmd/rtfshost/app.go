@@ -25,6 +25,7 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	flags          globalFlags
+	rt             runtimeFlags // budgets and idle timeout of run, resume and serve
 	root           *cobra.Command
 }
 

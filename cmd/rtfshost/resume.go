@@ -26,11 +26,15 @@ Output and exit codes are those of run.`,
   rtfshost resume --data /var/lib/rtfshost --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.rt.resolve(cmd); err != nil {
+				return withCode(exitProgramError, err)
+			}
 			return a.resumeStreams(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (see the README for the format)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop after this long (0: no limit)")
+	a.addRuntimeFlags(cmd, false)
 	return cmd
 }
 

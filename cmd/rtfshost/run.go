@@ -48,11 +48,15 @@ program error (printed as file:line:col: message with the source line).`,
   rtfshost run --timeout 30s --server-url http://127.0.0.1:2025/sse examples/await.rtfs`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.rt.resolve(cmd); err != nil {
+				return withCode(exitProgramError, err)
+			}
 			return a.runProgram(cmd.Context(), args[0], o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (see the README for the format)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (0: no limit)")
+	a.addRuntimeFlags(cmd, false)
 	return cmd
 }
 
@@ -132,10 +136,13 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 	}
 	s.h, err = host.New(host.Options{
 		Streams: provider.Options{
-			Transports: networkTransports(),
-			ServerURL:  a.flags.serverURL,
-			Logger:     logger,
+			Transports:  networkTransports(),
+			ServerURL:   a.flags.serverURL,
+			Logger:      logger,
+			Limits:      a.rt.limits(),
+			IdleTimeout: a.rt.idle(),
 		},
+		Limits: a.rt.limits(),
 		Store:  s.store,
 		Stdout: s.logs,
 		Logger: logger,

@@ -11,6 +11,7 @@ import (
 	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/host/mcpserver"
 	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/transport/egress"
 )
 
 // tokenEnv is the environment variable that supplies serve's bearer token
@@ -22,7 +23,18 @@ type serveOptions struct {
 	token            string
 	progressInterval time.Duration
 	allowOrigins     []string
+	allowServers     []string
+	allowCommands    []string
+	maxStreams       int
+	maxSessionCalls  int
 }
+
+// The environment variables of serve's egress policy (comma-separated
+// lists, added to the flags).
+const (
+	allowServersEnv  = "RTFSHOST_ALLOW_SERVERS"
+	allowCommandsEnv = "RTFSHOST_ALLOW_COMMANDS"
+)
 
 func (a *app) serveCmd() *cobra.Command {
 	var o serveOptions
@@ -48,6 +60,9 @@ as "Authorization: Bearer <token>".`,
 			if !cmd.Flags().Changed("token") {
 				o.token = os.Getenv(tokenEnv)
 			}
+			if err := a.rt.resolve(cmd); err != nil {
+				return withCode(exitProgramError, err)
+			}
 			return a.serve(cmd, o)
 		},
 	}
@@ -56,6 +71,11 @@ as "Authorization: Bearer <token>".`,
 	f.StringVar(&o.token, "token", "", "bearer token required on every request (default $"+tokenEnv+")")
 	f.DurationVar(&o.progressInterval, "progress-interval", 0, "least time between two progress notifications of a call; outputs in between are coalesced (0: one per output)")
 	f.StringSliceVar(&o.allowOrigins, "allow-origin", nil, "browser origin to accept besides the server's own, e.g. http://localhost:6274 (repeatable)")
+	f.StringArrayVar(&o.allowServers, "allow-server", nil, "URL prefix streams may connect to besides the default server's origin, e.g. https://api.example.com/sse (repeatable; also $"+allowServersEnv+", comma-separated)")
+	f.StringArrayVar(&o.allowCommands, "allow-command", nil, "executable a child-process stream may start, by name or absolute path (repeatable; also $"+allowCommandsEnv+")")
+	f.IntVar(&o.maxStreams, "max-streams", 1000, "most streams running at once; a start beyond it is refused (0: no limit)")
+	f.IntVar(&o.maxSessionCalls, "max-session-calls", mcpserver.DefaultMaxCallsPerSession, "most tool calls one MCP session has in flight at once")
+	a.addRuntimeFlags(cmd, true)
 	return cmd
 }
 
@@ -71,16 +91,32 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	if err := checkListen(o.listen, o.token); err != nil {
 		return withCode(exitProgramError, err)
 	}
+	if o.maxStreams < 0 || o.maxSessionCalls <= 0 {
+		return withCode(exitProgramError, fmt.Errorf("--max-streams must not be negative and --max-session-calls must be positive (got %d and %d)", o.maxStreams, o.maxSessionCalls))
+	}
+	policy, err := egress.New(egress.Options{
+		Servers:     append(append([]string(nil), o.allowServers...), envList(allowServersEnv)...),
+		Commands:    append(append([]string(nil), o.allowCommands...), envList(allowCommandsEnv)...),
+		ServerFlag:  "rtfshost serve --allow-server PREFIX",
+		CommandFlag: "rtfshost serve --allow-command NAME",
+	})
+	if err != nil {
+		return withCode(exitProgramError, fmt.Errorf("--allow-server: %w", err))
+	}
 	store, err := a.openStore(logger)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	h, err := host.New(host.Options{
-		Streams: provider.Options{Transports: networkTransports(), ServerURL: a.flags.serverURL, Logger: logger},
-		Store:   store,
-		Stdout:  a.stderr, // stdout is for the server's own lines
-		Logger:  logger,
+		Streams: provider.Options{
+			Transports: networkTransports(), ServerURL: a.flags.serverURL, Logger: logger,
+			Egress: policy, Limits: a.rt.limits(), IdleTimeout: a.rt.idle(), MaxStreams: o.maxStreams,
+		},
+		Limits: a.rt.limits(),
+		Store:  store,
+		Stdout: a.stderr, // stdout is for the server's own lines
+		Logger: logger,
 	})
 	if err != nil {
 		return withCode(exitStreamFailed, err)
@@ -96,6 +132,7 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	srv, err := mcpserver.New(mcpserver.Options{
 		Host: h, Token: o.token, ProgressInterval: o.progressInterval,
 		AllowedOrigins: o.allowOrigins, Version: version, Logger: logger,
+		Limits: a.rt.limits(), MaxCallsPerSession: o.maxSessionCalls,
 	})
 	if err != nil {
 		return withCode(exitStreamFailed, err)
@@ -118,18 +155,14 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 }
 
 // checkListen refuses, before anything listens, a non-loopback --listen
-// address without a token. (mcpserver.Server.Serve checks the bound address
-// again.)
+// address without a strong token (mcpserver.Server.Serve checks the bound
+// address again).
 func checkListen(addr, token string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("--listen %q: %w", addr, err)
 	}
-	if token != "" || host == "localhost" {
-		return nil
+	if err := mcpserver.CheckExposure(addr, token); err != nil {
+		return fmt.Errorf("--listen: %w (--token or $%s)", err, tokenEnv)
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return fmt.Errorf("--listen %s is not a loopback address: set a bearer token with --token or $%s, or listen on 127.0.0.1", addr, tokenEnv)
+	return nil
 }

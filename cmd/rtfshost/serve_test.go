@@ -292,7 +292,12 @@ func TestServeFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--listen", "0.0.0.0:7070"}, "not a loopback address: set a bearer token"},
+		{[]string{"--listen", "0.0.0.0:7070"}, "without a token"},
+		{[]string{"--listen", "0.0.0.0:7070", "--token", " "}, "white space"},
+		{[]string{"--listen", "0.0.0.0:7070", "--token", "a"}, "1-byte token"},
+		{[]string{"--max-memory", "lots"}, `--max-memory: "lots" is not a size`},
+		{[]string{"--max-steps", "-5"}, "--max-steps: must not be negative"},
+		{[]string{"--allow-server", "ftp://x"}, "--allow-server"},
 		{[]string{"--listen", "nonsense"}, `--listen "nonsense"`},
 		{[]string{"--progress-interval", "-1s"}, "must not be negative"},
 	} {
@@ -308,7 +313,7 @@ func TestServeFlags(t *testing.T) {
 	if err := checkListen("localhost:7070", ""); err != nil {
 		t.Errorf("localhost refused: %v", err)
 	}
-	if err := checkListen("[::]:7070", "tok"); err != nil {
+	if err := checkListen("[::]:7070", "0123456789abcdef"); err != nil {
 		t.Errorf("any address with a token refused: %v", err)
 	}
 }

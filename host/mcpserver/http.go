@@ -36,14 +36,17 @@ func (s *Server) newHandler() http.Handler {
 }
 
 // checkToken requires "Authorization: Bearer <token>" when a token is set.
+// The scheme is case-insensitive (RFC 7235 §2.1); the token is compared in
+// constant time.
 func (s *Server) checkToken(next http.Handler) http.Handler {
 	if s.opts.Token == "" {
 		return next
 	}
-	want := []byte("Bearer " + s.opts.Token)
+	want := []byte(s.opts.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		got := []byte(strings.TrimLeft(tok, " "))
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="rtfshost"`)
 			http.Error(w, "Unauthorized: this server requires Authorization: Bearer <token>", http.StatusUnauthorized)
 			return
@@ -106,7 +109,7 @@ func sameHost(origin, host string) bool {
 // a loopback address unless a token is set, and returns ln's first failure
 // otherwise. It closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if err := checkExposure(ln.Addr(), s.opts.Token); err != nil {
+	if err := CheckExposure(ln.Addr().String(), s.opts.Token); err != nil {
 		ln.Close()
 		return err
 	}
@@ -133,18 +136,33 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// checkExposure refuses to serve without a token on an address that is not
-// loopback.
-func checkExposure(addr net.Addr, token string) error {
-	if token != "" {
-		return nil
-	}
-	host := addr.String()
-	if h, _, err := net.SplitHostPort(host); err == nil {
+// MinTokenBytes is the length of the shortest bearer token a server on a
+// non-loopback address accepts.
+const MinTokenBytes = 16
+
+// CheckExposure refuses to serve on addr ("host:port") when addr is not a
+// loopback address (or "localhost") and token is missing, shorter than
+// MinTokenBytes or only white space. It is what Serve checks on the bound
+// address, exported so that a command line can refuse before it starts
+// anything.
+func CheckExposure(addr, token string) error {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
 		host = h
+	}
+	if host == "localhost" {
+		return nil
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("mcpserver: refusing to serve on %s without a token: bind to a loopback address (127.0.0.1) or set a bearer token", addr)
+	switch {
+	case token == "":
+		return fmt.Errorf("refusing to serve on %s without a token: bind to a loopback address (127.0.0.1) or set a bearer token", addr)
+	case strings.TrimSpace(token) == "":
+		return fmt.Errorf("refusing to serve on %s with a token made of white space: set a random token of at least %d bytes (e.g. openssl rand -hex 16)", addr, MinTokenBytes)
+	case len(token) < MinTokenBytes:
+		return fmt.Errorf("refusing to serve on %s with a %d-byte token: a token on a non-loopback address needs at least %d bytes (e.g. openssl rand -hex 16)", addr, len(token), MinTokenBytes)
+	}
+	return nil
 }

@@ -391,6 +391,13 @@ func TestTokenRequired(t *testing.T) {
 			t.Errorf("Authorization %q: status %d, WWW-Authenticate %q", auth, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 		}
 	}
+	// The scheme is case-insensitive (RFC 7235 §2.1).
+	for _, auth := range []string{"bearer s3cret", "BEARER s3cret", "Bearer  s3cret"} {
+		resp, _ := rawPost(t, f.ts.URL+PathStreamable, initializeBody, map[string]string{"Authorization": auth})
+		if resp.StatusCode == http.StatusUnauthorized {
+			t.Errorf("Authorization %q was refused", auth)
+		}
+	}
 	ctx := context.Background()
 	cs := f.connect(ctx, nil, withToken("s3cret"))
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": "(* 6 7)"}})
@@ -400,20 +407,28 @@ func TestTokenRequired(t *testing.T) {
 }
 
 func TestCheckExposure(t *testing.T) {
+	strong := "0123456789abcdef"
 	for _, tc := range []struct {
-		addr  net.Addr
+		addr  string
 		token string
 		ok    bool
 	}{
-		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7070}, "", true},
-		{&net.TCPAddr{IP: net.IPv6loopback, Port: 7070}, "", true},
-		{&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 7070}, "", false},
-		{&net.TCPAddr{IP: net.IPv4zero, Port: 7070}, "", false},
-		{&net.TCPAddr{IP: net.IPv4zero, Port: 7070}, "t", true},
+		{"127.0.0.1:7070", "", true},
+		{"[::1]:7070", "", true},
+		{"localhost:7070", "", true},
+		{"10.1.2.3:7070", "", false},
+		{"0.0.0.0:7070", "", false},
+		{"0.0.0.0:7070", "t", false},
+		{"0.0.0.0:7070", "a", false},
+		{"0.0.0.0:7070", " ", false},
+		{"0.0.0.0:7070", "                    ", false},
+		{"0.0.0.0:7070", strong[:15], false},
+		{"0.0.0.0:7070", strong, true},
+		{"127.0.0.1:7070", "a", true}, // loopback: any token, or none
 	} {
-		err := checkExposure(tc.addr, tc.token)
+		err := CheckExposure(tc.addr, tc.token)
 		if (err == nil) != tc.ok {
-			t.Errorf("checkExposure(%v, %q) = %v", tc.addr, tc.token, err)
+			t.Errorf("CheckExposure(%v, %q) = %v", tc.addr, tc.token, err)
 		}
 		if err != nil && !strings.Contains(err.Error(), "token") {
 			t.Errorf("the refusal does not mention the token: %v", err)

@@ -44,6 +44,11 @@ type Options struct {
 	Name, Version string
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// MaxCallsPerSession bounds the tool calls one MCP session has in flight
+	// at once (default 16); a call beyond it gets an isError result saying
+	// so. Calls of clients without a session (the stateless and JSON-only
+	// paths) share one count.
+	MaxCallsPerSession int
 }
 
 // A Server is an MCP server that exposes a host's streams and programs as
@@ -63,8 +68,9 @@ type Server struct {
 	cancel context.CancelFunc
 	calls  sync.WaitGroup // tool calls in flight
 
-	mu     sync.Mutex
-	closed bool
+	mu       sync.Mutex
+	closed   bool
+	inFlight map[any]int // tool calls in flight per session (nil key: no session)
 }
 
 // New returns a Server for opts. It subscribes to the events of the Host's
@@ -75,6 +81,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxBufferedOutputs <= 0 {
 		opts.MaxBufferedOutputs = 10000
+	}
+	if opts.MaxCallsPerSession <= 0 {
+		opts.MaxCallsPerSession = DefaultMaxCallsPerSession
 	}
 	if opts.ProgressInterval < 0 {
 		return nil, fmt.Errorf("mcpserver: negative progress interval %v", opts.ProgressInterval)
@@ -134,21 +143,37 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// enter registers a tool call; it fails once the Server is closed. The
-// returned context ends with ctx or with Close; call the returned function
-// when the call is done.
-func (s *Server) enter(ctx context.Context) (context.Context, func(), error) {
+// DefaultMaxCallsPerSession is Options.MaxCallsPerSession when zero.
+const DefaultMaxCallsPerSession = 16
+
+// enter registers a tool call of session (nil: no session); it fails once
+// the Server is closed or the session has MaxCallsPerSession calls in
+// flight. The returned context ends with ctx or with Close; call the
+// returned function when the call is done.
+func (s *Server) enter(ctx context.Context, session any) (context.Context, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, nil, errors.New("the MCP server is shutting down")
 	}
+	if s.inFlight[session] >= s.opts.MaxCallsPerSession {
+		return nil, nil, fmt.Errorf("this session already has %d tool calls in flight, the most this server allows (rtfshost serve --max-session-calls); wait for one to end or cancel it", s.opts.MaxCallsPerSession)
+	}
+	if s.inFlight == nil {
+		s.inFlight = make(map[any]int)
+	}
+	s.inFlight[session]++
 	s.calls.Add(1)
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.ctx, cancel)
 	return ctx, func() {
 		stop()
 		cancel()
+		s.mu.Lock()
+		if s.inFlight[session]--; s.inFlight[session] <= 0 {
+			delete(s.inFlight, session)
+		}
+		s.mu.Unlock()
 		s.calls.Done()
 	}, nil
 }

@@ -129,7 +129,11 @@ func (s *Server) toolHandler(t toolSpec) mcp.ToolHandler {
 		if err != nil {
 			return nil, err
 		}
-		ctx, done, err := s.enter(ctx)
+		var session any
+		if req.Session != nil {
+			session = req.Session
+		}
+		ctx, done, err := s.enter(ctx, session)
 		if err != nil {
 			return textResult(err.Error(), true), nil
 		}

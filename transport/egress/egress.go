@@ -91,6 +91,26 @@ func New(o Options) (*Policy, error) {
 	return p, nil
 }
 
+// WithOrigin returns a copy of p that also allows every URL on the origin
+// of raw (an invalid raw changes nothing). A nil p stays nil: it allows
+// everything already.
+func (p *Policy) WithOrigin(raw string) *Policy {
+	if p == nil {
+		return nil
+	}
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return p
+	}
+	origin, err := originOf(u)
+	if err != nil {
+		return p
+	}
+	q := *p
+	q.servers = append(append([]prefix(nil), p.servers...), prefix{origin: origin, raw: origin})
+	return &q
+}
+
 // AllowAll returns the Policy of a trusted local program: every URL and
 // every command.
 func AllowAll() *Policy { return &Policy{anyURL: true, anyCommand: true} }

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// runtimeFlags are the budgets of programs and processors and the idle
+// timeout of sources: one flag set shared by run, resume and serve
+// (docs/security.md). serve's defaults are tighter, since its programs come
+// from MCP clients.
+type runtimeFlags struct {
+	maxSteps    int64
+	maxMemory   string
+	callTimeout time.Duration
+	idleTimeout time.Duration
+	idleSet     bool // --idle-timeout was given (0 then disables it)
+}
+
+// The defaults of serve, which runs programs that MCP clients send.
+const (
+	serveMaxMemory   = "256MiB"
+	serveCallTimeout = 30 * time.Second
+)
+
+// addRuntimeFlags registers the shared flags on cmd; serve selects serve's
+// defaults.
+func (a *app) addRuntimeFlags(cmd *cobra.Command, serve bool) {
+	f := cmd.Flags()
+	mem, timeout := "", time.Duration(0)
+	memDoc := "memory budget of one program run or processor call, e.g. 64MiB (default 1GiB; -1: none)"
+	timeoutDoc := "wall-time limit of one program run or processor call between host calls (0: none)"
+	if serve {
+		mem, timeout = serveMaxMemory, serveCallTimeout
+		memDoc = "memory budget of one program run or processor call, e.g. 64MiB (-1: none)"
+	}
+	f.Int64Var(&a.rt.maxSteps, "max-steps", 0, fmt.Sprintf("step budget of one program run or processor call, builtins' work included (default %d)", rtfs.DefaultMaxSteps))
+	f.StringVar(&a.rt.maxMemory, "max-memory", mem, memDoc)
+	f.DurationVar(&a.rt.callTimeout, "call-timeout", timeout, timeoutDoc)
+	f.DurationVar(&a.rt.idleTimeout, "idle-timeout", 0, "reconnect a source that sends nothing for this long; 0 disables (default $RTFSHOST_IDLE_TIMEOUT_MS, else 60s)")
+}
+
+// resolve checks the flags and records whether --idle-timeout was given.
+func (rt *runtimeFlags) resolve(cmd *cobra.Command) error {
+	rt.idleSet = cmd.Flags().Changed("idle-timeout")
+	switch {
+	case rt.maxSteps < 0:
+		return fmt.Errorf("--max-steps: must not be negative, got %d", rt.maxSteps)
+	case rt.callTimeout < 0:
+		return fmt.Errorf("--call-timeout: must not be negative, got %v", rt.callTimeout)
+	case rt.idleTimeout < 0:
+		return fmt.Errorf("--idle-timeout: must not be negative, got %v", rt.idleTimeout)
+	}
+	if _, err := parseBytes(rt.maxMemory); err != nil {
+		return fmt.Errorf("--max-memory: %w", err)
+	}
+	return nil
+}
+
+// limits returns the rtfs.Limits the flags describe (zero fields: rtfs's
+// defaults).
+func (rt *runtimeFlags) limits() rtfs.Limits {
+	mem, _ := parseBytes(rt.maxMemory) // checked by resolve
+	return rtfs.Limits{MaxSteps: rt.maxSteps, MaxMemory: mem, MaxDuration: rt.callTimeout}
+}
+
+// idle returns provider.Options.IdleTimeout for the flags: zero (the
+// environment, else 60 s) unless --idle-timeout was given, negative for an
+// explicit 0.
+func (rt *runtimeFlags) idle() time.Duration {
+	switch {
+	case !rt.idleSet:
+		return 0
+	case rt.idleTimeout == 0:
+		return -1
+	}
+	return rt.idleTimeout
+}
+
+// parseBytes reads a size: a number of bytes, or a number with a unit (KB,
+// MB, GB, KiB, MiB, GiB; case-insensitive). "" is 0 (the default) and "-1"
+// means no budget.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	if s == "-1" {
+		return -1, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"b", 1}}
+	num, mult := strings.ToLower(s), int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size: write bytes (1048576) or a number with KiB, MiB, GiB, KB, MB or GB, or -1 for no budget", s)
+	}
+	return n * mult, nil
+}
+
+// envList reads a comma-separated list from the environment variable name.
+func envList(name string) []string {
+	var out []string
+	for _, v := range strings.Split(os.Getenv(name), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

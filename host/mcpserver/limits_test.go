@@ -1,0 +1,95 @@
+package mcpserver
+
+import (
+	"context"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// Issue 10 items 3, 4 and 5 as an MCP client meets them: rtfs.eval of a
+// program that burns CPU or memory ends in a limit error within the
+// server's budgets, and the server's heap is back down afterwards.
+func TestEvalBudgets(t *testing.T) {
+	f := newFixture(t, Options{Limits: rtfs.Limits{MaxMemory: 256 << 20, MaxDuration: 10 * time.Second}})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	for _, tc := range []struct{ name, program, want string }{
+		{"sort in a loop", `(loop [i 0 acc 0] (if (< i 200) (recur (inc i) (+ acc (count (sort (vec (range 1000000)))))) acc))`, "steps limit"},
+		{"into doubling", `(count (reduce (fn [v _] (into v v)) [1] (range 24)))`, "limit of"},
+		{"four large vectors", `(let [a (vec (range 16000000)) b (vec (range 16000000)) c (vec (range 16000000)) d (vec (range 16000000))] (count d))`, "limit of"},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": tc.program}})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := text(t, res); !res.IsError || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: isError %v, text %q; want an error with %q", tc.name, res.IsError, got, tc.want)
+		}
+	}
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if h := s[0].Value.Uint64(); h > 300<<20 {
+		t.Errorf("heap after the refused programs: %d MiB, want under 300 MiB", h>>20)
+	}
+}
+
+func TestEvalTimeLimit(t *testing.T) {
+	f := newFixture(t, Options{Limits: rtfs.Limits{MaxSteps: 1 << 60, MaxDuration: 100 * time.Millisecond}})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": `(loop [i 0] (recur (inc i)))`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); !res.IsError || !strings.Contains(got, "time limit of 100ms exceeded") {
+		t.Errorf("endless loop: isError %v, %q", res.IsError, got)
+	}
+}
+
+func TestCallsPerSessionCap(t *testing.T) {
+	f := newFixture(t, Options{MaxCallsPerSession: 1})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	program := counterProgram + `
+(call :mcp.stream.start {:endpoint "counter" :processor step :transport :mock :stream-id "cap1" :initial-state 0})
+(call :mcp.stream.await {:stream-id "cap1"})`
+	first := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": program}})
+	deadline := time.Now().Add(hangGuard)
+	for {
+		if _, err := f.host.Provider().Status("cap1"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first call never started its stream")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": "(+ 1 2)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); !res.IsError || !strings.Contains(got, "1 tool calls in flight") {
+		t.Errorf("second call while the first runs: isError %v, %q", res.IsError, got)
+	}
+	// Another session has a count of its own.
+	other := f.connect(ctx, nil, nil)
+	if res, err := other.CallTool(ctx, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": "(+ 1 2)"}}); err != nil || res.IsError {
+		t.Errorf("another session's call: %v %+v", err, res)
+	}
+	f.feed(ctx, "cap1", end)
+	if r := await(t, first); r.err != nil || r.res.IsError {
+		t.Fatalf("first call: %v %+v", r.err, r.res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": "(+ 1 2)"}})
+	if err != nil || res.IsError || text(t, res) != "3" {
+		t.Errorf("a call after the first ended: %v %+v", err, res)
+	}
+}
