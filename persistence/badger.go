@@ -63,13 +63,17 @@ func OpenBadger(dir string, opts Options) (*BadgerStore, error) {
 		lock.release()
 		return nil, err
 	}
+	if err := checkIntact(abs); err != nil {
+		lock.release()
+		return nil, err
+	}
 	db, err := openDB(opts.badgerOptions(abs))
 	if err != nil {
 		lock.release()
 		if isBadgerLockError(err) {
 			return nil, &LockedError{Dir: abs, Err: err}
 		}
-		return nil, fmt.Errorf("persistence: open Badger database in %q: %w", abs, err)
+		return nil, &DamagedError{Dir: abs, Problem: "Badger cannot open it", Err: err}
 	}
 	return newBadgerStore(abs, db, lock, opts), nil
 }
@@ -175,7 +179,7 @@ func (s *BadgerStore) Commit(ctx context.Context, b *Batch) error {
 	return nil
 }
 
-func (s *BadgerStore) commit(ctx context.Context, b *Batch) error {
+func (s *BadgerStore) commit(ctx context.Context, b *Batch) (err error) {
 	if err := b.validate(); err != nil {
 		return err
 	}
@@ -189,6 +193,7 @@ func (s *BadgerStore) commit(ctx context.Context, b *Batch) error {
 		return err
 	}
 	defer s.exit()
+	defer s.recoverDamage("a commit", &err)
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	for i := range b.ops {
@@ -218,7 +223,7 @@ func (s *BadgerStore) Get(ctx context.Context, key []byte) ([]byte, error) {
 	return v, nil
 }
 
-func (s *BadgerStore) get(ctx context.Context, key []byte) ([]byte, error) {
+func (s *BadgerStore) get(ctx context.Context, key []byte) (v []byte, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -226,8 +231,8 @@ func (s *BadgerStore) get(ctx context.Context, key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer s.exit()
-	var v []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	defer s.recoverDamage("a read", &err)
+	err = s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(key)
 		if err != nil {
 			return err
@@ -238,18 +243,19 @@ func (s *BadgerStore) get(ctx context.Context, key []byte) ([]byte, error) {
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, ErrNotFound
 	}
-	return v, err
+	return v, s.damaged("a read", err)
 }
 
 // Scan implements Store with one read-only Badger transaction; values are
 // read lazily, so fn sees the value slice only while it runs.
-func (s *BadgerStore) Scan(ctx context.Context, prefix []byte, fn func(key, value []byte) error) error {
+func (s *BadgerStore) Scan(ctx context.Context, prefix []byte, fn func(key, value []byte) error) (err error) {
 	if err := s.enter(false); err != nil {
 		return fmt.Errorf("persistence: scan %q in %q: %w", prefix, s.dir, err)
 	}
 	defer s.exit()
+	defer s.recoverDamage(fmt.Sprintf("a scan of %q", prefix), &err)
 	var stoppedAt []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err = s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 		defer it.Close()
 		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
@@ -268,6 +274,8 @@ func (s *BadgerStore) Scan(ctx context.Context, prefix []byte, fn func(key, valu
 	switch {
 	case err == nil || errors.Is(err, ErrStopScan):
 		return nil
+	case errors.Is(s.damaged("", err), ErrDamaged):
+		return s.damaged(fmt.Sprintf("a scan of %q", prefix), err)
 	case stoppedAt != nil:
 		return fmt.Errorf("persistence: scan %q in %q stopped at key %q: %w", prefix, s.dir, stoppedAt, err)
 	default:

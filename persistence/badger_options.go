@@ -87,6 +87,10 @@ func (o Options) badgerOptions(dir string) badger.Options {
 		WithMetricsEnabled(false).
 		WithDetectConflicts(false).
 		WithNumVersionsToKeep(1).
+		// A damaged file must be an error, never wrong data: verify every
+		// table and block checksum when it is read, and every value's.
+		WithChecksumVerificationMode(options.OnTableAndBlockRead).
+		WithVerifyValueChecksum(true).
 		WithLogger(nil)
 	if o.Logger != nil {
 		bo = bo.WithLogger(slogAdapter{o.Logger.With("component", "badger", "dir", dir)})

@@ -752,6 +752,21 @@ func (c *cli) testInspect(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(id) + `\s+completed\s+12\s+0\s+12\s+source-ended\s`).MatchString(tr.stdout) {
 		t.Errorf("the table has no row for %s completed, 12 processed, 0 queued, cursor 12, ended source-ended\n%s", id, tr)
 	}
+
+	// A damaged data directory is refused loudly, never read as empty.
+	if err := os.Remove(filepath.Join(data, "MANIFEST")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"inspect", "--data", data}, {"resume", "--data", data}} {
+		r := c.run(t, args...)
+		wantCode(t, r, exitStreamFailed)
+		if !strings.Contains(r.stderr, "is damaged: MANIFEST is missing") || !strings.Contains(r.stderr, "nothing was changed") {
+			t.Errorf("%s on a directory without MANIFEST:\n%s", args[0], r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "MANIFEST")); err == nil {
+		t.Error("a refused command created a MANIFEST")
+	}
 }
 
 // testResume: a run killed with SIGKILL midway leaves its stream persisted
