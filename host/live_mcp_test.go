@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,6 +62,10 @@ func TestLiveLocalServerOverMCP(t *testing.T) {
 		}
 		if _, ok := get(results.Index(0), "content").(*rtfs.Vector); !ok {
 			t.Errorf("%s: result chunk = %v", path, results.Index(0))
+		}
+		// The cursor carries the MCP session id: inspect shows it shortened.
+		if c, _ := get(v, "cursor").(rtfs.String); len(c) > 30 || !strings.Contains(string(c), "…") {
+			t.Errorf("%s: inspect shows the cursor %q, want it shortened", path, c)
 		}
 		if get(v, "transport", "kind") != rtfs.Keyword(path[1:]) {
 			t.Errorf("%s: transport = %v", path, get(v, "transport"))

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -255,4 +256,24 @@ func TestMaxStreams(t *testing.T) {
 	}
 	f.await(a)
 	f.start(StartRequest{goProc: counter()})
+}
+
+func TestDisplayCursorHidesTheSession(t *testing.T) {
+	const session = "3f9c2a7e-SECRET-SESSION-ID-b81d"
+	raw := "mcp1." + base64.RawURLEncoding.EncodeToString([]byte(`{"k":"http","s":"`+session+`","p":"2025-11-25","r":2,"t":"tok","e":"17"}`))
+	shown := DisplayCursor(raw)
+	for _, secret := range []string{session, "SECRET", raw[12:]} {
+		if strings.Contains(shown, secret) {
+			t.Errorf("DisplayCursor shows %q: %q", secret, shown)
+		}
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(strings.SplitN(shown, "…", 2)[0], "mcp1.")); err == nil && strings.Contains(string(b), "SECRET") {
+		t.Errorf("the shown prefix decodes to %q", b)
+	}
+	if DisplayCursor(raw) != shown || DisplayCursor(raw+"x") == shown {
+		t.Error("DisplayCursor is not a stable digest of the cursor")
+	}
+	if DisplayCursor("12") != "12" {
+		t.Error("a short cursor is not shown whole")
+	}
 }

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -56,12 +58,31 @@ func orNil(v rtfs.Value) rtfs.Value {
 	return v
 }
 
+// maxCursorDisplay is the longest cursor inspect shows whole.
+const maxCursorDisplay = 40
+
+// DisplayCursor is the form of a stream's cursor that inspect shows (from
+// RTFS, the CLI and MCP). Cursors are opaque and some carry secrets: an MCP
+// cursor holds the server's session id, which lets its holder read the
+// session's stream. A cursor of up to 40 bytes (an SSE event id, a journal
+// position) is shown whole; a longer one as its first 12 bytes, "…" and 12
+// hex digits of its SHA-256, enough to tell two cursors apart and to see it
+// move, and nothing of what it carries past its first bytes. The store
+// keeps the whole cursor for recovery.
+func DisplayCursor(c string) string {
+	if len(c) <= maxCursorDisplay {
+		return c
+	}
+	sum := sha256.Sum256([]byte(c))
+	return c[:12] + "…" + hex.EncodeToString(sum[:6])
+}
+
 func (s *stream) inspect(opts InspectOptions, now time.Time) rtfs.Value {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var cursor rtfs.Value = rtfs.Nil
 	if s.cursor != "" {
-		cursor = rtfs.String(s.cursor)
+		cursor = rtfs.String(DisplayCursor(s.cursor))
 	}
 	m := rtfs.MapOf(
 		rtfs.Keyword("stream-id"), s.idVal,
