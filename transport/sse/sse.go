@@ -28,13 +28,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/egress"
 )
 
 // Transport is the raw SSE StreamTransport. The zero value is ready to use and
@@ -130,15 +129,7 @@ func isAbsoluteURL(s string) bool {
 // that accepts the connection but never answers is caught by the response
 // header timeout and retried.
 func ownClient() (*http.Client, func()) {
-	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second,
-		MaxIdleConnsPerHost:   1,
-		IdleConnTimeout:       30 * time.Second,
-	}
+	tr := egress.NewTransport()
 	return &http.Client{Transport: tr}, tr.CloseIdleConnections
 }
 
