@@ -83,7 +83,7 @@ func (th *Thread) pushFrame(cl *Closure, n int) error {
 		if n < nparams {
 			return fmt.Errorf("%s: expected at least %d argument%s, got %d", fnName(fi), nparams, plural(nparams), n)
 		}
-		var rest Value = emptyList
+		var rest Value = Nil // Clojure: no rest arguments is nil, not ()
 		if n > nparams {
 			rest = listOwned(append([]Value(nil), stack[base+nparams:base+n]...))
 		}
@@ -122,6 +122,12 @@ func callData(f Value, args []Value) (Value, error) {
 	case Keyword:
 		if len(args) != 1 && len(args) != 2 {
 			return nil, fmt.Errorf("keyword %s: expected 1 or 2 arguments, got %d", f, len(args))
+		}
+		return getOr(args[0], f, args[1:]), nil
+	case Symbol:
+		// A symbol looks itself up like a keyword: ('a {'a 1}) is 1.
+		if len(args) != 1 && len(args) != 2 {
+			return nil, fmt.Errorf("symbol %s: expected 1 or 2 arguments, got %d", f, len(args))
 		}
 		return getOr(args[0], f, args[1:]), nil
 	case *Map:

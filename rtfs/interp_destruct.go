@@ -59,18 +59,27 @@ func indexValue(v Value, i int) (Value, error) {
 	return Nil, nil
 }
 
+// restFrom is the rest of a sequential destructuring, [a b & r]: the
+// elements from index i on, or nil when there are none (as Clojure's nthnext,
+// so that (if r ...) tests for more).
 func restFrom(v Value, i int) (Value, error) {
 	switch c := v.(type) {
 	case *Vector:
+		if i >= c.Len() {
+			return Nil, nil
+		}
 		return listView(c, i), nil
 	case *List:
 		l := c
 		for ; i > 0 && l.Len() > 0; i-- {
 			l = l.Rest()
 		}
+		if l.Len() == 0 {
+			return Nil, nil
+		}
 		return l, nil
 	case NilType:
-		return emptyList, nil
+		return Nil, nil
 	}
 	return nil, fmt.Errorf("cannot destructure %s as a sequence", describe(v))
 }
@@ -79,6 +88,15 @@ func lookupOp(op compile.Opcode, key Value, stack []Value, sp *int) error {
 	top := *sp - 1
 	var v Value = Nil
 	found := false
+	if l, ok := stack[top].(*List); ok {
+		// A sequence destructured as a map is read as key/value pairs,
+		// as Clojure does for keyword arguments: (let [[& {:keys [k]}] [:k 1]] k).
+		if l.Len()%2 != 0 {
+			return fmt.Errorf("cannot destructure %s as a map: it has an odd number of elements", describe(l))
+		}
+		elems, _ := seqSlice(nil, l)
+		stack[top] = MapOf(elems...)
+	}
 	switch m := stack[top].(type) {
 	case *Map:
 		if x, ok := m.Get(key); ok {

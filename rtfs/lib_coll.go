@@ -50,7 +50,7 @@ func addCollBuiltins(t builtinTable) {
 	t.add("distinct", 1, 1, builtinDistinct)
 	t.add("frequencies", 1, 1, builtinFrequencies)
 	t.add("partition", 2, 3, builtinPartition)
-	t.add("range", 1, 3, builtinRange)
+	t.add("range", 0, 3, builtinRange)
 	t.add("subvec", 2, 3, builtinSubvec)
 	t.add("into", 2, 2, builtinInto)
 }
@@ -271,9 +271,18 @@ func builtinPartition(th *Thread, args []Value) (Value, error) {
 	return listOwned(groups), th.checkSize(len(groups))
 }
 
-// builtinRange is (range end), (range start end) or (range start end step)
-// over ints, or floats if any argument is a float: a list.
+var errInfiniteRange = errors.New("(range) would be infinite: RTFS sequences are eager; give an end: (range n) or (range start end step)")
+
+// builtinRange is (range end), (range start end) or (range start end step):
+// a list from start (default 0) by step (default 1) while below end (above
+// it for a negative step). Each element is the one before plus step, so the
+// elements keep the arguments' types as in Clojure: ints stay ints, and a
+// float step makes every element after start a float. (range) with no
+// arguments would be infinite: an error naming the bounded form.
 func builtinRange(th *Thread, args []Value) (Value, error) {
+	if len(args) == 0 {
+		return nil, errInfiniteRange
+	}
 	start, end, step := Value(Int(0)), args[0], Value(Int(1))
 	if len(args) >= 2 {
 		start, end = args[0], args[1]
@@ -316,6 +325,9 @@ func rangeValues(th *Thread, start, end, step Value) ([]Value, error) {
 		}
 		return out, nil
 	}
+	// Mixed or float arguments: each element is the one before plus step,
+	// with Clojure's contagion, so (range 0 1 0.25) starts with the int 0
+	// and (range 1.5) is (0 1).
 	fa, _ := toFloat(1, start)
 	fb, _ := toFloat(2, end)
 	fs, _ := toFloat(3, step)
@@ -324,8 +336,18 @@ func rangeValues(th *Thread, start, end, step Value) ([]Value, error) {
 		return nil, err
 	}
 	out := make([]Value, 0, n)
-	for i := 0; i < n; i++ {
-		out = append(out, Float(fa+float64(i)*fs))
+	x := start
+	for i := 0; i < n+1; i++ {
+		xf, _ := toFloat(1, x)
+		if (fs > 0 && !(xf < fb)) || (fs < 0 && !(xf > fb)) {
+			break
+		}
+		out = append(out, x)
+		next, err := arith(opAdd, 1, x, step)
+		if err != nil {
+			return nil, err
+		}
+		x = next
 		if i%pollEvery == pollEvery-1 {
 			if err := th.charge(0, 0); err != nil {
 				return nil, err

@@ -10,6 +10,16 @@ import (
 // Conversions: keyword symbol name namespace type-name type int float parse-int
 // parse-float parse-json to-json (alias serialize-json).
 
+// splitName splits a keyword's or symbol's text into its namespace and
+// name as Clojure does: the namespace ends at the first "/" (:a/b/c is
+// namespace "a", name "b/c"), and "/" alone is a name.
+func splitName(s string) (ns, name string) {
+	if i := strings.IndexByte(s, '/'); i > 0 && i < len(s)-1 {
+		return s[:i], s[i+1:]
+	}
+	return "", s
+}
+
 func addConvBuiltins(t builtinTable) {
 	t.add("keyword", 1, 2, builtinKeyword)
 	t.add("symbol", 1, 2, func(_ *Thread, args []Value) (Value, error) {
@@ -24,17 +34,16 @@ func addConvBuiltins(t builtinTable) {
 		case String:
 			return x, nil
 		case Keyword, Symbol:
-			s := x.(interface{ Text() string }).Text()
-			return String(s[strings.LastIndexByte(s, '/')+1:]), nil
+			_, name := splitName(x.(interface{ Text() string }).Text())
+			return String(name), nil
 		}
 		return nil, typeError("a string, keyword or symbol", args[0])
 	})
 	t.add("namespace", 1, 1, func(_ *Thread, args []Value) (Value, error) {
 		switch x := args[0].(type) {
 		case Keyword, Symbol:
-			s := x.(interface{ Text() string }).Text()
-			if i := strings.LastIndexByte(s, '/'); i > 0 {
-				return String(s[:i]), nil
+			if ns, _ := splitName(x.(interface{ Text() string }).Text()); ns != "" {
+				return String(ns), nil
 			}
 			return Nil, nil
 		}

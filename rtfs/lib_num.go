@@ -14,6 +14,9 @@ func addNumBuiltins(t builtinTable) {
 	t.add("*", 0, -1, func(_ *Thread, args []Value) (Value, error) { return foldArith(opMul, Int(1), args) })
 	t.add("-", 1, -1, func(_ *Thread, args []Value) (Value, error) {
 		if len(args) == 1 {
+			if f, ok := args[0].(Float); ok {
+				return -f, nil // (- 0.0) is -0.0, as in Clojure
+			}
 			return arith(opSub, 1, Int(0), args[0])
 		}
 		return foldArith(opSub, args[0], args[1:])

@@ -4,7 +4,7 @@ import "github.com/rtfshost/rtfshost/rtfs/syntax"
 
 // Sequence comprehensions and counted loops, expanded into other forms:
 //
-//	(for [x xs y ys :when test :let [z e]] body)  a vector of body's values
+//	(for [x xs y ys :when test :while t :let [z e]] body)  a vector of body's values
 //	(doseq [x xs ...] body...)                    the same loop, for effect; nil
 //	(dotimes [i n] body...)                       body with i = 0..n-1; nil
 //
@@ -37,8 +37,12 @@ func (fc *fcomp) forForm(l *syntax.List, tail bool) {
 	fc.expr(expanded, tail)
 }
 
-// forExpand nests one %for-cat per binding; :when and :let apply to the
-// bindings before them.
+// forStop is the keyword a :while test that fails returns in place of the
+// body's values; the prelude's %for-cat stops its loop there.
+const forStop = "rtfs.internal/for-stop"
+
+// forExpand nests one %for-cat per binding; :when, :while and :let apply to
+// the bindings before them.
 func forExpand(at syntax.Pos, bs []syntax.Node, body syntax.Node) syntax.Node {
 	if len(bs) == 0 {
 		return body
@@ -50,8 +54,12 @@ func forExpand(at syntax.Pos, bs []syntax.Node, body syntax.Node) syntax.Node {
 			return list(k.At, sym(k.At, "if"), bs[1], rest, &syntax.Vector{At: k.At})
 		case "let":
 			return list(k.At, sym(k.At, "let"), bs[1], rest)
+		case "while":
+			// The binding's loop stops at the first false test:
+			// %for-cat ends at this marker.
+			return list(k.At, sym(k.At, "if"), bs[1], rest, &syntax.Keyword{At: k.At, Name: forStop})
 		}
-		errorf(k.At, "for: unknown modifier %s (expected :when or :let)", k)
+		errorf(k.At, "for: unknown modifier %s (expected :when, :while or :let)", k)
 	}
 	if !isPattern(bs[0]) {
 		errorf(bs[0].Pos(), "for: expected a binding name or pattern, got %s", bs[0])

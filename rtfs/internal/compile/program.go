@@ -16,7 +16,7 @@ import "github.com/rtfshost/rtfshost/rtfs/syntax"
 
 // Version identifies the bytecode format; it is part of every program hash and
 // continuation, so a change of the compiler invalidates stored continuations.
-const Version = "rtfs-compile-1"
+const Version = "rtfs-compile-2"
 
 // A Program is the result of compiling one or more units on top of an optional
 // base program (the prelude). Its Funcs start with the base's functions, then
