@@ -45,6 +45,9 @@ func (b *Builtin) call(th *Thread, args []Value) (Value, error) {
 	}
 	v, err := b.impl(th, args)
 	if err != nil {
+		if b.name == "" { // an intrinsic whose message names its form
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s: %w", b.name, err)
 	}
 	return v, nil
@@ -103,6 +106,7 @@ func newCoreBuiltins() builtinTable {
 	addCollBuiltins(t)
 	addMapBuiltins(t)
 	addConvBuiltins(t)
+	addCljBuiltins(t)
 	return t
 }
 

@@ -129,18 +129,10 @@ func runChunk(t *testing.T, file string, c chunk) (asserts int) {
 			}
 			return Nil, nil
 		}),
-		"assert": NewBuiltin("assert", func(_ *Thread, args []Value) (Value, error) {
-			if len(args) < 1 || len(args) > 2 {
-				return nil, fmt.Errorf("expected 1 or 2 arguments, got %d", len(args))
-			}
+		// (assert x msg?) expands to (%assert x msg form); the tests count it.
+		"%assert": NewBuiltin("", func(th *Thread, args []Value) (Value, error) {
 			asserts++
-			if !Truth(args[0]) {
-				if len(args) == 2 {
-					return nil, fmt.Errorf("assertion failed: %s (got %s)", throwMessage(args[1]), args[0])
-				}
-				return nil, fmt.Errorf("assertion failed: got %s", args[0])
-			}
-			return Nil, nil
+			return builtinAssert(th, args)
 		}),
 		"%check-fails": NewBuiltin("assert-fails", func(_ *Thread, args []Value) (Value, error) {
 			asserts++

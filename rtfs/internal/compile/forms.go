@@ -56,6 +56,9 @@ func specialForm(name string) formFunc {
 	case "%hostcall-spread":
 		return (*fcomp).hostSpread
 	}
+	if macroForm(name) != nil {
+		return (*fcomp).macro
+	}
 	return nil
 }
 

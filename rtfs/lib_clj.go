@@ -1,0 +1,598 @@
+package rtfs
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The part of Clojure's core library that processor writers reach for first
+// (issue 13): errors as data (ex-info ...), math, parsing and coercion,
+// format and pr-str, the clojure.string functions under their namespaced
+// names, and the sequence functions that need no callback. The ones that
+// take a function are in the prelude.
+
+func addCljBuiltins(t builtinTable) {
+	// Errors as data. A caught error is a map {:type :error :message m};
+	// ex-info builds one with :data (and :cause), so (throw (ex-info ...))
+	// and a runtime error are read the same way.
+	t.add("ex-info", 2, 3, builtinExInfo)
+	t.add("ex-message", 1, 1, exField("message"))
+	t.add("ex-data", 1, 1, exField("data"))
+	t.add("ex-cause", 1, 1, exField("cause"))
+
+	// Math. round is half-up to an int, as Clojure's round; floor and ceil
+	// return floats, as clojure.math's.
+	t.add("round", 1, 1, builtinRound)
+	t.add("round-to", 2, 2, builtinRoundTo)
+	t.add("floor", 1, 1, floatFn(math.Floor))
+	t.add("ceil", 1, 1, floatFn(math.Ceil))
+	t.add("sqrt", 1, 1, floatFn(math.Sqrt))
+	t.add("exp", 1, 1, floatFn(math.Exp))
+	// Plain log is RTFS's logging function (println's sibling): the natural
+	// logarithm is clojure.math/log (and math/log) only.
+	t.add("clojure.math/log", 1, 1, floatFn(math.Log))
+	t.alias("math/log", "clojure.math/log")
+	t.add("log10", 1, 1, floatFn(math.Log10))
+	t.add("pow", 2, 2, func(_ *Thread, args []Value) (Value, error) {
+		x, err := toFloat(1, args[0])
+		if err != nil {
+			return nil, err
+		}
+		y, err := toFloat(2, args[1])
+		if err != nil {
+			return nil, err
+		}
+		return Float(math.Pow(x, y)), nil
+	})
+	for _, name := range []string{"round", "floor", "ceil", "sqrt", "pow", "exp", "log10"} {
+		t.alias("clojure.math/"+name, name)
+		t.alias("math/"+name, name)
+	}
+
+	// Parsing and coercion.
+	t.alias("parse-long", "parse-int")
+	t.alias("parse-double", "parse-float")
+	t.add("parse-boolean", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		s, err := toText(1, args[0])
+		if err != nil {
+			return nil, err
+		}
+		switch s {
+		case "true":
+			return True, nil
+		case "false":
+			return False, nil
+		}
+		return Nil, nil
+	})
+	t.add("boolean", 1, 1, func(_ *Thread, args []Value) (Value, error) { return Bool(Truth(args[0])), nil })
+	t.alias("long", "int")
+	t.add("num", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		if !isNumber(args[0]) {
+			return nil, typeError("a number", args[0])
+		}
+		return args[0], nil
+	})
+	t.add("pos-int?", 1, 1, intPred(func(n Int) bool { return n > 0 }))
+	t.add("neg-int?", 1, 1, intPred(func(n Int) bool { return n < 0 }))
+	t.add("nat-int?", 1, 1, intPred(func(n Int) bool { return n >= 0 }))
+	t.add("identical?", 2, 2, func(_ *Thread, args []Value) (Value, error) { return Bool(args[0] == args[1]), nil })
+
+	// Printing.
+	t.add("format", 1, -1, builtinFormat)
+	t.add("pr-str", 0, -1, func(th *Thread, args []Value) (Value, error) {
+		var b strings.Builder
+		for i, a := range args {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			writeLimited(&b, a, th.textRoom())
+		}
+		return String(b.String()), th.buildText(b.Len())
+	})
+
+	addCljStringBuiltins(t)
+
+	// Sequences without a callback.
+	t.add("partition-all", 2, 3, builtinPartitionAll)
+	t.add("interleave", 0, -1, builtinInterleave)
+	t.add("flatten", 1, 1, builtinFlatten)
+	t.add("dedupe", 1, 1, builtinDedupe)
+	t.add("split-at", 2, 2, builtinSplitAt)
+	t.add("distinct?", 1, -1, func(th *Thread, args []Value) (Value, error) {
+		seen := make(valueSet, len(args))
+		for _, a := range args {
+			if !seen.add(a) {
+				return False, nil
+			}
+		}
+		return True, nil
+	})
+	t.add("nthrest", 2, 2, func(th *Thread, args []Value) (Value, error) {
+		n, err := toCount(2, args[1], true)
+		if err != nil {
+			return nil, err
+		}
+		if args[0] == Nil {
+			return emptyList, nil
+		}
+		return dropSeq(th, args[0], n)
+	})
+	t.add("nthnext", 2, 2, func(th *Thread, args []Value) (Value, error) {
+		n, err := toCount(2, args[1], true)
+		if err != nil {
+			return nil, err
+		}
+		v, err := dropSeq(th, args[0], n)
+		if err != nil {
+			return nil, err
+		}
+		if c, _ := countOf(v); c == 0 {
+			return Nil, nil
+		}
+		return v, nil
+	})
+	// Sequences are eager in RTFS: doall and dorun have nothing to realise.
+	t.add("doall", 1, 2, func(_ *Thread, args []Value) (Value, error) { return args[len(args)-1], nil })
+	t.add("dorun", 1, 2, func(_ *Thread, _ []Value) (Value, error) { return Nil, nil })
+	t.add("array-map", 0, -1, func(th *Thread, args []Value) (Value, error) {
+		if len(args)%2 != 0 {
+			return nil, fmt.Errorf("expected an even number of arguments (key value ...), got %d", len(args))
+		}
+		if err := th.build(len(args)); err != nil {
+			return nil, err
+		}
+		return MapOf(args...), nil
+	})
+
+	// The lazy infinite forms have no eager meaning: each error names the
+	// bounded form to use instead.
+	t.add("iterate", 2, 2, lazyOnly("iterate", "(iterate-n n f x), the first n values of x, (f x), (f (f x)) ..."))
+	t.add("cycle", 1, 1, lazyOnly("cycle", "(take n (apply concat (repeat k coll)))"))
+
+}
+
+// intrNoMatch is the default of a case or condp without one.
+func intrNoMatch(_ *Thread, args []Value) (Value, error) {
+	form, _ := args[0].(String)
+	return nil, fmt.Errorf("%s: no matching clause: %s", string(form), args[1])
+}
+
+// intrLazyOnly is the error of a prelude function's infinite form.
+func intrLazyOnly(_ *Thread, args []Value) (Value, error) {
+	name, _ := args[0].(String)
+	instead, _ := args[1].(String)
+	return lazyOnly(string(name), string(instead))(nil, nil)
+}
+
+func lazyOnly(name, instead string) builtinFn {
+	return func(_ *Thread, _ []Value) (Value, error) {
+		return nil, fmt.Errorf("(%s ...) would be an infinite lazy sequence, and RTFS sequences are eager: write %s", name, instead)
+	}
+}
+
+func builtinExInfo(_ *Thread, args []Value) (Value, error) {
+	msg, err := toText(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	switch args[1].(type) {
+	case *Map, NilType:
+	default:
+		return nil, argTypeError(2, "a map of data", args[1])
+	}
+	kvs := []Value{Keyword("type"), Keyword("error"), Keyword("message"), String(msg), Keyword("data"), args[1]}
+	if len(args) == 3 {
+		kvs = append(kvs, Keyword("cause"), args[2])
+	}
+	return MapOf(kvs...), nil
+}
+
+// exField reads a key of an error value (a caught error or an ex-info);
+// anything else has none, as Clojure's ex-data of a non-exception is nil.
+func exField(key string) builtinFn {
+	return func(_ *Thread, args []Value) (Value, error) {
+		if m, ok := args[0].(*Map); ok {
+			if v, ok := m.GetKeyword(key); ok {
+				return v, nil
+			}
+		}
+		return Nil, nil
+	}
+}
+
+func builtinAssert(_ *Thread, args []Value) (Value, error) {
+	if Truth(args[0]) {
+		return Nil, nil
+	}
+	form, _ := args[2].(String)
+	if args[1] != Nil {
+		var b strings.Builder
+		toStr(&b, args[1])
+		return nil, fmt.Errorf("Assert failed: %s\n%s", b.String(), string(form))
+	}
+	return nil, fmt.Errorf("Assert failed: %s", string(form))
+}
+
+func floatFn(f func(float64) float64) builtinFn {
+	return func(_ *Thread, args []Value) (Value, error) {
+		x, err := toFloat(1, args[0])
+		if err != nil {
+			return nil, err
+		}
+		return Float(f(x)), nil
+	}
+}
+
+// builtinRound is Clojure's round: half up (toward +Inf on a tie), an int.
+func builtinRound(_ *Thread, args []Value) (Value, error) {
+	switch x := args[0].(type) {
+	case Int:
+		return x, nil
+	case Float:
+		r := math.Floor(float64(x) + 0.5)
+		if math.IsNaN(r) || r >= math.MaxInt64 || r < math.MinInt64 {
+			return nil, fmt.Errorf("%s does not round to an int", x)
+		}
+		return Int(r), nil
+	}
+	return nil, typeError("a number", args[0])
+}
+
+// builtinRoundTo is (round-to x n): x rounded half up to n decimal places,
+// a float, so that averages print as 18.55 rather than 18.549999999999997.
+func builtinRoundTo(_ *Thread, args []Value) (Value, error) {
+	x, err := toFloat(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	n, err := toInt(2, args[1])
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 || n > 15 {
+		return nil, fmt.Errorf("argument 2: expected 0 to 15 decimal places, got %d", n)
+	}
+	s := strconv.FormatFloat(x, 'f', int(n), 64)
+	if p := math.Pow(10, float64(n)); !math.IsInf(x*p, 0) {
+		s = strconv.FormatFloat(math.Floor(x*p+0.5)/p, 'f', int(n), 64)
+	}
+	f, _ := strconv.ParseFloat(s, 64)
+	return Float(f), nil
+}
+
+func intPred(f func(Int) bool) builtinFn {
+	return func(_ *Thread, args []Value) (Value, error) {
+		n, ok := args[0].(Int)
+		return Bool(ok && f(n)), nil
+	}
+}
+
+// builtinFormat is the part of java.util.Formatter that people use: %s %d
+// %f %e %x %o %b %% %n, a width, a precision, and the flags - and 0.
+func builtinFormat(th *Thread, args []Value) (Value, error) {
+	f, err := toText(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	next := 1
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		j := i + 1
+		for j < len(f) && strings.IndexByte("-0+ ,#", f[j]) >= 0 {
+			j++
+		}
+		for j < len(f) && (f[j] >= '0' && f[j] <= '9' || f[j] == '.') {
+			j++
+		}
+		if j >= len(f) {
+			return nil, fmt.Errorf("format string %q ends inside a conversion", f)
+		}
+		spec, conv := f[i+1:j], f[j]
+		i = j
+		switch conv {
+		case '%':
+			b.WriteByte('%')
+			continue
+		case 'n':
+			b.WriteByte('\n')
+			continue
+		}
+		if strings.ContainsAny(spec, "+ ,#") {
+			return nil, fmt.Errorf("format: the flags + space , # are not supported (in %%%s%c)", spec, conv)
+		}
+		if next >= len(args) {
+			return nil, fmt.Errorf("format: %%%s%c has no argument (%d given)", spec, conv, len(args)-1)
+		}
+		a := args[next]
+		next++
+		if err := formatOne(&b, spec, conv, a, next-1); err != nil {
+			return nil, err
+		}
+		if err := th.buildText(b.Len()); err != nil {
+			return nil, err
+		}
+	}
+	return String(b.String()), nil
+}
+
+func formatOne(b *strings.Builder, spec string, conv byte, a Value, argNo int) error {
+	bad := func(want string) error {
+		return fmt.Errorf("format: %%%s%c needs %s, argument %d is %s", spec, conv, want, argNo, describe(a))
+	}
+	switch conv {
+	case 's', 'S':
+		var sb strings.Builder
+		if a == Nil {
+			sb.WriteString("null") // as Java prints it
+		} else {
+			toStr(&sb, a)
+		}
+		s := sb.String()
+		if conv == 'S' {
+			s = strings.ToUpper(s)
+		}
+		fmt.Fprintf(b, "%"+spec+"s", s)
+	case 'd':
+		n, ok := a.(Int)
+		if !ok {
+			return bad("an int")
+		}
+		fmt.Fprintf(b, "%"+spec+"d", int64(n))
+	case 'x', 'X', 'o':
+		n, ok := a.(Int)
+		if !ok {
+			return bad("an int")
+		}
+		fmt.Fprintf(b, "%"+spec+string(conv), int64(n))
+	case 'f', 'e', 'E', 'g':
+		x, ok := a.(Float)
+		if !ok {
+			return bad("a float (use (double x))")
+		}
+		if !strings.Contains(spec, ".") {
+			spec += ".6"
+		}
+		fmt.Fprintf(b, "%"+spec+string(conv), float64(x))
+	case 'b', 'B':
+		s := strconv.FormatBool(Truth(a))
+		if conv == 'B' {
+			s = strings.ToUpper(s)
+		}
+		fmt.Fprintf(b, "%"+spec+"s", s)
+	default:
+		return fmt.Errorf("format: the conversion %%%c is not supported (use %%s %%d %%f %%e %%x %%o %%b %%%% %%n)", conv)
+	}
+	return nil
+}
+
+func addCljStringBuiltins(t builtinTable) {
+	t.add("capitalize", 1, 1, strMap(func(s string) string {
+		r, n := utf8.DecodeRuneInString(s)
+		if n == 0 {
+			return s
+		}
+		return string(unicode.ToUpper(r)) + strings.ToLower(s[n:])
+	}))
+	t.add("triml", 1, 1, strMap(func(s string) string { return strings.TrimLeftFunc(s, unicode.IsSpace) }))
+	t.add("trimr", 1, 1, strMap(func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) }))
+	t.add("trim-newline", 1, 1, strMap(func(s string) string { return strings.TrimRight(s, "\r\n") }))
+	t.add("split-lines", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		s, err := toText(1, args[0])
+		if err != nil {
+			return nil, err
+		}
+		lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+		for len(lines) > 0 && lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1] // Java's split drops trailing empty strings
+		}
+		if err := th.build(len(lines)); err != nil {
+			return nil, err
+		}
+		out := make([]Value, len(lines))
+		for i, l := range lines {
+			out[i] = String(l)
+		}
+		return vectorOwned(out), nil
+	})
+	t.add("index-of", 2, 3, stringIndex(false))
+	t.add("last-index-of", 2, 3, stringIndex(true))
+	t.add("replace-first", 3, 3, func(th *Thread, args []Value) (Value, error) {
+		s, old, repl, err := threeTexts(args)
+		if err != nil {
+			return nil, err
+		}
+		out := strings.Replace(s, old, repl, 1)
+		return String(out), th.buildText(len(out))
+	})
+	t.add("string-reverse", 1, 1, strMap(func(s string) string {
+		r := []rune(s)
+		for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+			r[i], r[j] = r[j], r[i]
+		}
+		return string(r)
+	}))
+	// clojure.string's names, also under the usual alias str/. Patterns are
+	// literal strings: RTFS has no regular expressions.
+	for name, core := range map[string]string{
+		"upper-case": "upper-case", "lower-case": "lower-case", "capitalize": "capitalize",
+		"trim": "trim", "triml": "triml", "trimr": "trimr", "trim-newline": "trim-newline",
+		"blank?": "blank?", "starts-with?": "starts-with?", "ends-with?": "ends-with?",
+		"includes?": "includes?", "index-of": "index-of", "last-index-of": "last-index-of",
+		"replace": "replace", "replace-first": "replace-first", "split": "split",
+		"split-lines": "split-lines", "join": "join", "reverse": "string-reverse",
+	} {
+		t.alias("clojure.string/"+name, core)
+		t.alias("str/"+name, core)
+	}
+}
+
+func stringIndex(last bool) builtinFn {
+	return func(_ *Thread, args []Value) (Value, error) {
+		s, err := toText(1, args[0])
+		if err != nil {
+			return nil, err
+		}
+		sub, err := toText(2, args[1])
+		if err != nil {
+			return nil, err
+		}
+		from := -1
+		if len(args) == 3 {
+			n, err := toInt(3, args[2])
+			if err != nil {
+				return nil, err
+			}
+			from = int(min(max(n, 0), int64(utf8.RuneCountInString(s))))
+		}
+		rs := []rune(s)
+		at := -1
+		if last {
+			end := len(rs)
+			if from >= 0 {
+				end = min(from+utf8.RuneCountInString(sub), len(rs))
+			}
+			at = strings.LastIndex(string(rs[:end]), sub)
+		} else {
+			start := max(from, 0)
+			if start > len(rs) {
+				return Nil, nil
+			}
+			if i := strings.Index(string(rs[start:]), sub); i >= 0 {
+				at = len(string(rs[:start])) + i
+			}
+		}
+		if at < 0 {
+			return Nil, nil
+		}
+		return Int(utf8.RuneCountInString(s[:at])), nil
+	}
+}
+
+// builtinPartitionAll is partition that keeps the incomplete last group.
+func builtinPartitionAll(th *Thread, args []Value) (Value, error) {
+	n, err := toInt(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	step, collArg := n, args[len(args)-1]
+	if len(args) == 3 {
+		if step, err = toInt(2, args[1]); err != nil {
+			return nil, err
+		}
+	}
+	if n <= 0 || step <= 0 {
+		return nil, fmt.Errorf("size and step must be positive, got %d and %d", n, step)
+	}
+	elems, err := seqSlice(th, collArg)
+	if err != nil {
+		return nil, seqErr(err, argTypeError(len(args), "a collection", collArg))
+	}
+	var groups []Value
+	for i := 0; i < len(elems); i += int(min(step, int64(len(elems)))) {
+		end := min(i+int(n), len(elems))
+		groups = append(groups, listOwned(elems[i:end:end]))
+	}
+	return listOwned(groups), th.checkSize(len(groups))
+}
+
+func builtinInterleave(th *Thread, args []Value) (Value, error) {
+	cols := make([][]Value, len(args))
+	n := -1
+	for i, a := range args {
+		xs, err := seqSlice(th, a)
+		if err != nil {
+			return nil, seqErr(err, argTypeError(i+1, "a collection", a))
+		}
+		cols[i] = xs
+		if n < 0 || len(xs) < n {
+			n = len(xs)
+		}
+	}
+	if n <= 0 {
+		return emptyList, nil
+	}
+	if err := th.build(n * len(args)); err != nil {
+		return nil, err
+	}
+	out := make([]Value, 0, n*len(args))
+	for i := 0; i < n; i++ {
+		for _, c := range cols {
+			out = append(out, c[i])
+		}
+	}
+	return listOwned(out), nil
+}
+
+// builtinFlatten flattens nested lists and vectors (not maps or sets, as in
+// Clojure) into one list; nil and a non-sequential value give ().
+func builtinFlatten(th *Thread, args []Value) (Value, error) {
+	var out []Value
+	m := meter{th: th}
+	var walk func(v Value, depth int) error
+	walk = func(v Value, depth int) error {
+		if depth > 10000 {
+			return errors.New("nested deeper than 10000 levels")
+		}
+		var xs []Value
+		switch c := v.(type) {
+		case *List, *Vector:
+			xs, _ = seqSlice(nil, c)
+		default:
+			out = append(out, v)
+			return m.tick()
+		}
+		for _, x := range xs {
+			if err := walk(x, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	switch args[0].(type) {
+	case *List, *Vector:
+		if err := walk(args[0], 0); err != nil {
+			return nil, err
+		}
+	}
+	return listOwned(out), th.checkSize(len(out))
+}
+
+// builtinDedupe drops consecutive duplicates.
+func builtinDedupe(th *Thread, args []Value) (Value, error) {
+	elems, err := seqSlice(th, args[0])
+	if err != nil {
+		return nil, seqErr(err, typeError("a collection", args[0]))
+	}
+	out := elems[:0]
+	for i, e := range elems {
+		if i == 0 || !Equal(e, out[len(out)-1]) {
+			out = append(out, e)
+		}
+	}
+	return listOwned(out), nil
+}
+
+// builtinSplitAt is (split-at n coll): [(take n coll) (drop n coll)].
+func builtinSplitAt(th *Thread, args []Value) (Value, error) {
+	n, err := toCount(1, args[0], true)
+	if err != nil {
+		return nil, err
+	}
+	elems, err := seqSlice(th, args[1])
+	if err != nil {
+		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
+	}
+	n = min(n, len(elems))
+	return NewVector(listOwned(elems[:n:n]), listOwned(elems[n:])), nil
+}
