@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
@@ -33,13 +35,72 @@ func (a *app) loadProgram(path string) (*rtfs.Program, error) {
 // the position is known and in file, the offending source line.
 func reportProgramError(w io.Writer, file string, src []byte, err error) {
 	fmt.Fprintln(w, err.Error())
-	line, _, ok := errorLineCol(err, file)
+	line, col, ok := errorLineCol(err, file)
 	if !ok {
 		return
 	}
 	if text, ok := sourceLine(src, line); ok {
-		fmt.Fprintf(w, "%5d | %s\n", line, text)
+		fmt.Fprintf(w, "%5d | %s\n", line, excerpt(text, col, excerptWidth))
 	}
+}
+
+// excerptWidth is the most characters of a source line an error shows.
+const excerptWidth = 100
+
+// excerpt returns a source line fit for a terminal: control characters,
+// invisible code points and bytes that are not UTF-8 written as escapes
+// (\x00, \u00a0), and a long line cut to width characters around col (the
+// 1-based column of the error, in bytes), with "…" where it was cut.
+func excerpt(line string, col, width int) string {
+	type piece struct {
+		text string
+		at   int // byte offset in line
+	}
+	var ps []piece
+	for i := 0; i < len(line); {
+		r, n := utf8.DecodeRuneInString(line[i:])
+		var t string
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			t = fmt.Sprintf("\\x%02x", line[i])
+		case r == '\t':
+			t = " "
+		case r < 0x20 || r == 0x7f:
+			t = fmt.Sprintf("\\x%02x", r)
+		case r >= 0x80 && (unicode.IsSpace(r) || unicode.Is(unicode.Cf, r)):
+			t = fmt.Sprintf("\\u%04x", r)
+		default:
+			t = line[i : i+n]
+		}
+		ps = append(ps, piece{t, i})
+		i += n
+	}
+	if len(ps) <= width {
+		var b strings.Builder
+		for _, p := range ps {
+			b.WriteString(p.text)
+		}
+		return b.String()
+	}
+	at := 0 // the piece at the error's column
+	for k, p := range ps {
+		if p.at < col-1 {
+			at = k
+		}
+	}
+	start := max(0, min(at-width/2, len(ps)-width))
+	end := min(len(ps), start+width)
+	var b strings.Builder
+	if start > 0 {
+		b.WriteString("…")
+	}
+	for _, p := range ps[start:end] {
+		b.WriteString(p.text)
+	}
+	if end < len(ps) {
+		b.WriteString("…")
+	}
+	return b.String()
 }
 
 // errorLineCol finds the source position of a program error in file.

@@ -2,6 +2,7 @@ package syntax
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -74,9 +75,30 @@ func (r *reader) readAtom(start Pos) (Node, error) {
 		return &Bool{At: start, Value: false}, nil
 	}
 	if msg := checkName(tok); msg != "" {
-		return nil, r.errorf(start, "invalid symbol %s: %s", tok, msg)
+		return nil, r.errorf(start, "invalid symbol %s: %s", visible(tok), msg)
 	}
 	return &Symbol{At: start, Name: tok}, nil
+}
+
+// invisible reports a code point that looks like nothing, or like a space,
+// in a name: white space other than the delimiters, and format characters
+// (zero-width spaces and joiners, the byte order mark, soft hyphens).
+func invisible(c rune) bool {
+	return c >= utf8.RuneSelf && (unicode.IsSpace(c) || unicode.Is(unicode.Cf, c) || c == 0x2800 || c == 0x3164 || c == 0xFFA0)
+}
+
+// visible writes the invisible code points of s as \uXXXX escapes, for
+// error messages.
+func visible(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if invisible(c) || c < 0x20 {
+			fmt.Fprintf(&b, "\\u%04x", c)
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // checkName validates a symbol or keyword name, returning "" or a problem.
@@ -88,6 +110,11 @@ func checkName(name string) string {
 	}
 	if !utf8.ValidString(name) {
 		return "invalid UTF-8"
+	}
+	for _, c := range name {
+		if invisible(c) {
+			return fmt.Sprintf("it holds the invisible character U+%04X; delete it (a no-break or zero-width space pasted from a document, most likely)", c)
+		}
 	}
 	if name == "/" {
 		return ""
@@ -154,7 +181,7 @@ func (r *reader) readKeyword(start Pos) (Node, error) {
 	}
 	name := r.token()
 	if msg := checkName(name); msg != "" {
-		return nil, r.errorf(start, "invalid keyword :%s: %s", name, msg)
+		return nil, r.errorf(start, "invalid keyword :%s: %s", visible(name), msg)
 	}
 	return &Keyword{At: start, Name: name}, nil
 }

@@ -3,6 +3,7 @@ package syntax
 import (
 	"fmt"
 	"math"
+	"unicode/utf8"
 )
 
 // MaxNesting bounds how deeply forms may nest (collections, quote and other
@@ -21,6 +22,9 @@ func Parse(filename string, src []byte) ([]Node, error) {
 	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
 		r.off = 3 // a UTF-8 byte order mark is not part of the text
 	}
+	if err := r.checkText(); err != nil {
+		return nil, err
+	}
 	var nodes []Node
 	for {
 		if err := r.skipSpace(); err != nil {
@@ -35,6 +39,28 @@ func Parse(filename string, src []byte) ([]Node, error) {
 		}
 		nodes = append(nodes, n)
 	}
+}
+
+// checkText refuses a source that is not UTF-8 text before reading it: an
+// invalid byte or a NUL is an error at its position that shows the byte
+// escaped (a binary file's bytes are never echoed).
+func (r *reader) checkText() error {
+	line, col := int32(1), int32(1)
+	for i := r.off; i < len(r.src); {
+		c, n := utf8.DecodeRune(r.src[i:])
+		switch {
+		case c == utf8.RuneError && n <= 1:
+			return &Error{Pos: Pos{r.file, line, col}, Msg: fmt.Sprintf("invalid UTF-8 byte 0x%02x: not a UTF-8 text file", r.src[i])}
+		case c == 0:
+			return &Error{Pos: Pos{r.file, line, col}, Msg: `NUL byte (\x00): not a UTF-8 text file`}
+		case c == '\n':
+			line, col = line+1, 1
+		default:
+			col++
+		}
+		i += n
+	}
+	return nil
 }
 
 // A reader holds the state of one Parse.

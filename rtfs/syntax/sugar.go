@@ -36,6 +36,8 @@ func (r *reader) readDispatch(start Pos) (Node, error) {
 			return nil, err
 		}
 		return &Set{At: start, Elems: elems}, nil
+	case '?':
+		return nil, r.errorf(start, "reader conditionals (#?) are not supported in RTFS: there is one platform; write the form for it directly")
 	case 0:
 		if r.off+1 >= len(r.src) {
 			return nil, r.errorf(start, "'#' at end of input")

@@ -59,7 +59,23 @@ func specialForm(name string) formFunc {
 	if macroForm(name) != nil {
 		return (*fcomp).macro
 	}
+	if _, ok := unsupported[name]; ok {
+		return (*fcomp).unsupportedForm
+	}
 	return nil
+}
+
+// unsupported are the Clojure reader forms RTFS reads but does not have,
+// with what to write instead.
+var unsupported = map[string]string{
+	"quasiquote":       "syntax-quote (`) is not supported in RTFS: there are no macros; build the form with list, vector and quote",
+	"unquote":          "unquote (~) is not supported in RTFS: there is no syntax-quote",
+	"unquote-splicing": "unquote-splicing (~@) is not supported in RTFS: there is no syntax-quote",
+	"deref":            "deref (@) is not supported in RTFS: values are immutable and there are no references; use the value itself",
+}
+
+func (fc *fcomp) unsupportedForm(l *syntax.List, _ bool) {
+	errorf(l.At, "%s", unsupported[head(l)])
 }
 
 func isSpecial(name string) bool { return specialForm(name) != nil }
