@@ -12,6 +12,7 @@ import (
 // goroutines.
 type Builtin struct {
 	name             string
+	aliasOf          string // the builtin this one is another name for, if any
 	impl             func(th *Thread, args []Value) (Value, error)
 	minArgs, maxArgs int // maxArgs < 0: variadic
 }
@@ -90,6 +91,7 @@ func (t builtinTable) add(name string, lo, hi int, fn builtinFn) {
 func (t builtinTable) alias(alias, name string) {
 	b := t[name]
 	t.add(alias, b.minArgs, b.maxArgs, b.impl)
+	t[alias].aliasOf = name
 }
 
 // coreBuiltins is the immutable table of the pure core library.

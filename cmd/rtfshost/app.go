@@ -55,7 +55,7 @@ the data directory so that "rtfshost resume" carries on after a crash.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(a.versionCmd(), a.checkCmd())
+	root.AddCommand(a.versionCmd(), a.checkCmd(), a.docCmd())
 	a.addCommands(root)
 	a.root = root
 	return a
