@@ -13,6 +13,7 @@ import (
 type Builtin struct {
 	name             string
 	aliasOf          string // the builtin this one is another name for, if any
+	bare             bool   // its errors name their form themselves: no name prefix
 	impl             func(th *Thread, args []Value) (Value, error)
 	minArgs, maxArgs int // maxArgs < 0: variadic
 }
@@ -46,7 +47,7 @@ func (b *Builtin) call(th *Thread, args []Value) (Value, error) {
 	}
 	v, err := b.impl(th, args)
 	if err != nil {
-		if b.name == "" { // an intrinsic whose message names its form
+		if b.bare {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%s: %w", b.name, err)

@@ -21,9 +21,9 @@ var intrinsics = map[string]*Builtin{
 	"%sort-by-keys": {name: "sort-by", impl: intrSortByKeys, minArgs: 2, maxArgs: 2},
 	"%<":            {name: "dotimes", impl: intrLess, minArgs: 2, maxArgs: 2},
 	"%inc":          {name: "dotimes", impl: intrInc, minArgs: 1, maxArgs: 1},
-	"%assert":       {impl: builtinAssert, minArgs: 3, maxArgs: 3}, // its message is Clojure's
-	"%no-match":     {impl: intrNoMatch, minArgs: 2, maxArgs: 2},   // names case or condp itself
-	"%lazy-only":    {impl: intrLazyOnly, minArgs: 2, maxArgs: 2},  // names the function itself
+	"%assert":       {name: "%assert", impl: builtinAssert, minArgs: 3, maxArgs: 3, bare: true},   // its message is Clojure's
+	"%no-match":     {name: "%no-match", impl: intrNoMatch, minArgs: 2, maxArgs: 2, bare: true},   // names case or condp itself
+	"%lazy-only":    {name: "%lazy-only", impl: intrLazyOnly, minArgs: 2, maxArgs: 2, bare: true}, // names the function itself
 }
 
 // intrinsicNames maps each intrinsic back to its % name; built once, never

@@ -130,10 +130,10 @@ func runChunk(t *testing.T, file string, c chunk) (asserts int) {
 			return Nil, nil
 		}),
 		// (assert x msg?) expands to (%assert x msg form); the tests count it.
-		"%assert": NewBuiltin("", func(th *Thread, args []Value) (Value, error) {
+		"%assert": {name: "%assert", minArgs: 3, maxArgs: 3, bare: true, impl: func(th *Thread, args []Value) (Value, error) {
 			asserts++
 			return builtinAssert(th, args)
-		}),
+		}},
 		"%check-fails": NewBuiltin("assert-fails", func(_ *Thread, args []Value) (Value, error) {
 			asserts++
 			return checkFails(args)
