@@ -281,24 +281,28 @@ func (th *Thread) makeClosure(id int, sp int) int {
 }
 
 func (th *Thread) makeCollection(op compile.Opcode, n int, sp int) (int, error) {
+	elems := n
+	if op == compile.MKMAP {
+		elems = 2 * n
+	}
+	// A literal's elements were pushed by its own instructions, which the
+	// step budget counted: it charges only its memory, inline, since every
+	// processor result is a map literal.
+	if th.mem += int64(elems) * elemBytes; th.mem > th.limits.MaxMemory {
+		return sp, &LimitError{Limit: LimitMemory, Max: th.limits.MaxMemory}
+	}
+	if err := th.checkSize(elems); err != nil {
+		return sp, err
+	}
 	var v Value
 	switch op {
 	case compile.MKVEC:
-		if err := th.build(n); err != nil {
-			return sp, err
-		}
 		v = vectorOwned(append([]Value(nil), th.stack[sp-n:sp]...))
 		sp -= n
 	case compile.MKMAP:
-		if err := th.build(2 * n); err != nil {
-			return sp, err
-		}
 		v = MapOf(th.stack[sp-2*n : sp]...)
 		sp -= 2 * n
 	case compile.MKSET:
-		if err := th.build(n); err != nil {
-			return sp, err
-		}
 		v = NewSet(th.stack[sp-n : sp]...)
 		sp -= n
 	}
