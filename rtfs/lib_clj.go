@@ -479,33 +479,6 @@ func stringIndex(last bool) builtinFn {
 	}
 }
 
-// builtinPartitionAll is partition that keeps the incomplete last group.
-func builtinPartitionAll(th *Thread, args []Value) (Value, error) {
-	n, err := toInt(1, args[0])
-	if err != nil {
-		return nil, err
-	}
-	step, collArg := n, args[len(args)-1]
-	if len(args) == 3 {
-		if step, err = toInt(2, args[1]); err != nil {
-			return nil, err
-		}
-	}
-	if n <= 0 || step <= 0 {
-		return nil, fmt.Errorf("size and step must be positive, got %d and %d", n, step)
-	}
-	elems, err := seqSlice(th, collArg)
-	if err != nil {
-		return nil, seqErr(err, argTypeError(len(args), "a collection", collArg))
-	}
-	var groups []Value
-	for i := 0; i < len(elems); i += int(min(step, int64(len(elems)))) {
-		end := min(i+int(n), len(elems))
-		groups = append(groups, listOwned(elems[i:end:end]))
-	}
-	return listOwned(groups), th.checkSize(len(groups))
-}
-
 func builtinInterleave(th *Thread, args []Value) (Value, error) {
 	cols := make([][]Value, len(args))
 	n := -1

@@ -242,7 +242,12 @@ func builtinFrequencies(th *Thread, args []Value) (Value, error) {
 // builtinPartition is (partition n coll) or (partition n step coll): a list
 // of lists of n elements starting every step elements; an incomplete last
 // group is dropped.
-func builtinPartition(th *Thread, args []Value) (Value, error) {
+func builtinPartition(th *Thread, args []Value) (Value, error) { return partitionBy(th, args, false) }
+
+// builtinPartitionAll is partition that keeps the incomplete last groups.
+func builtinPartitionAll(th *Thread, args []Value) (Value, error) { return partitionBy(th, args, true) }
+
+func partitionBy(th *Thread, args []Value, all bool) (Value, error) {
 	n, err := toInt(1, args[0])
 	if err != nil {
 		return nil, err
@@ -262,8 +267,15 @@ func builtinPartition(th *Thread, args []Value) (Value, error) {
 	}
 	var groups []Value
 	m := meter{th: th}
-	for i := 0; int64(i)+n <= int64(len(elems)); i += int(min(step, int64(len(elems)))) {
-		groups = append(groups, listOwned(elems[i:i+int(n):i+int(n)]))
+	for i := 0; i < len(elems); i += int(min(step, int64(len(elems)))) {
+		end := int64(i) + n
+		if end > int64(len(elems)) {
+			if !all {
+				break
+			}
+			end = int64(len(elems))
+		}
+		groups = append(groups, listOwned(elems[i:end:end]))
 		if err := m.tick(); err != nil {
 			return nil, err
 		}
