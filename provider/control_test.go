@@ -315,3 +315,29 @@ func TestCloseRacesStart(t *testing.T) {
 	wg.Wait()
 	f.p.Close()
 }
+
+// Issue 14 item 7: a stream that ends in :error drops and counts its
+// queued chunks, as a cancel does, instead of keeping them waiting.
+func TestErrorDropsTheQueue(t *testing.T) {
+	f := newFixture(t, Options{})
+	release := make(chan struct{})
+	id := f.start(StartRequest{goProc: goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) {
+		<-release
+		return nil, errors.New("boom")
+	})})
+	f.send(id, `{"n": 1}`)
+	f.waitFor("the worker to take the first chunk", func() bool {
+		v, _ := f.p.Inspect(id, InspectOptions{})
+		return path(v, "stats", "queued-chunks") == rtfs.Int(0)
+	})
+	f.send(id, `{"n": 2}`)
+	f.send(id, `{"n": 3}`)
+	close(release)
+	if st := f.await(id); st.State != StateError {
+		t.Fatalf("status %+v", st)
+	}
+	v := f.inspect(id)
+	if q, d := path(v, "stats", "queued-chunks"), path(v, "dropped-chunks"); q != rtfs.Int(0) || d != rtfs.Int(2) {
+		t.Errorf("after the error: queued %v, dropped %v; want 0 and 2", q, d)
+	}
+}

@@ -283,6 +283,10 @@ func (s *stream) directLocked(act action, out rtfs.Value, after time.Duration, t
 
 // fail puts the stream in :error with a formatted message.
 func (s *stream) fail(format string, args ...any) {
+	// Like a cancel, an error drops and counts the chunks still queued: no
+	// one will process them (the final save deletes their journal entries).
+	s.stats.dropped += int64(s.queue.clear() + len(s.ctrl))
+	s.ctrl = nil
 	s.finishLocked(StateError, "error", fmt.Sprintf(format, args...))
 }
 

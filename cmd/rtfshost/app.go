@@ -26,6 +26,7 @@ type app struct {
 	stdout, stderr io.Writer
 	flags          globalFlags
 	rt             runtimeFlags // budgets and idle timeout of run, resume and serve
+	progErr        error        // the program error reported as text, for --json
 	root           *cobra.Command
 }
 
@@ -46,7 +47,9 @@ the data directory so that "rtfshost resume" carries on after a crash.`,
   rtfshost inspect --data .rtfshost`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version,
 	}
+	root.SetVersionTemplate("rtfshost {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.flags.dataDir, "data", ".rtfshost", "data directory of the stream database")
 	pf.StringVar(&a.flags.serverURL, "server-url", "", "stream server base URL (overrides CCOS_MCP_STREAM_ENDPOINT and the other env vars)")

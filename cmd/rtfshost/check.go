@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,10 @@ is 2 if any program has an error.`,
 			for _, f := range files {
 				if _, err := a.loadProgram(f); err != nil {
 					failed = true
+					var ee *exitError
+					if !errors.As(err, &ee) || !ee.printed {
+						fmt.Fprintln(a.stderr, "rtfshost:", err)
+					}
 					continue
 				}
 				fmt.Fprintf(a.stdout, "%s: ok\n", f)

@@ -266,8 +266,12 @@ func (c *cli) testProgramError(t *testing.T) {
 	wantCode(t, r, exitProgramError)
 	wantLines(t, r, r.stderr, path+":6:8: count: expected a collection, got int 5", 6, "(def n (count 5))")
 	lines := parseJSONLines(t, r)
-	if len(lines) != 1 || lines[0].Type != "log" || lines[0].Message != "about to fail" {
-		t.Fatalf("want only the log line before the error\n%s", r)
+	if len(lines) != 2 || lines[0].Type != "log" || lines[0].Message != "about to fail" {
+		t.Fatalf("want the log line, then the error line\n%s", r)
+	}
+	// Issue 14 item 3: under --json the program error is a JSON line too.
+	if e := lines[1]; e.Type != "error" || e.File != path || e.Line != 6 || e.Col != 8 || e.Message != "count: expected a collection, got int 5" {
+		t.Errorf("error line %+v\n%s", e, r)
 	}
 }
 
@@ -407,10 +411,13 @@ type outLine struct {
 	Seq       *int64          `json:"seq"`
 	Output    json.RawMessage `json:"output"`
 	State     string          `json:"state"`
-	EndReason string          `json:"end_reason"`
+	EndReason string          `json:"end-reason"`
 	Message   string          `json:"message"`
 	Result    json.RawMessage `json:"result"`
 	Value     json.RawMessage `json:"value"`
+	File      string          `json:"file"`
+	Line      int             `json:"line"`
+	Col       int             `json:"col"`
 }
 
 // parseJSONLines decodes every line of stdout strictly: unknown fields, an
@@ -429,7 +436,7 @@ func parseJSONLines(t testing.TB, r result) []outLine {
 			t.Fatalf("line %d is not one JSON object (%v): %q\n%s", i+1, err, text, r)
 		}
 		switch l.Type {
-		case "output", "status", "log", "result":
+		case "output", "status", "log", "result", "error":
 		default:
 			t.Fatalf("line %d has unknown type %q\n%s", i+1, l.Type, r)
 		}

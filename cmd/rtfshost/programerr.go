@@ -19,12 +19,16 @@ import (
 // "file:line:col: message" followed by the offending source line, and comes
 // back as exit code 2.
 func (a *app) loadProgram(path string) (*rtfs.Program, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, withCode(exitProgramError, fmt.Errorf("%s is a directory: name the .rtfs files in it (e.g. %s/*.rtfs)", path, strings.TrimRight(path, "/")))
+	}
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, withCode(exitProgramError, fmt.Errorf("reading program: %w", err))
 	}
 	prog, err := rtfs.Compile(path, src)
 	if err != nil {
+		a.progErr = err
 		reportProgramError(a.stderr, path, src, err)
 		return nil, printedWithCode(exitProgramError)
 	}
@@ -101,6 +105,44 @@ func excerpt(line string, col, width int) string {
 		b.WriteString("…")
 	}
 	return b.String()
+}
+
+// jsonError writes the error that ends a --json run as its last line,
+// {"type":"error","file":F,"line":L,"col":C,"message":M} (file, line and col
+// when the error has a position in file), so that a reader of stdout sees
+// every outcome. A stream failure (exit 1) is already a status line.
+func (a *app) jsonError(file string, err error) {
+	if err == nil {
+		return
+	}
+	if a.progErr != nil {
+		err = a.progErr // the program's own error, printed as text on stderr
+	} else if ee := (*exitError)(nil); errors.As(err, &ee) && ee.printed {
+		return // a stream's end, already a status line
+	}
+	l := jsonLine{Type: "error", Message: err.Error()}
+	if line, col, ok := errorLineCol(err, file); ok && file != "" {
+		l.File, l.Line, l.Col = file, line, col
+		l.Message = errorMessage(err)
+	}
+	newJSONReporter(a.stdout).write(l)
+}
+
+// errorMessage is err's message without its "file:line:col: " position.
+func errorMessage(err error) string {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return se.Msg
+	}
+	var ee *rtfs.EvalError
+	if errors.As(err, &ee) {
+		return ee.Msg
+	}
+	msg := err.Error()
+	if parts := strings.SplitN(msg, ": ", 2); len(parts) == 2 && strings.Count(parts[0], ":") >= 2 {
+		return parts[1]
+	}
+	return msg
 }
 
 // errorLineCol finds the source position of a program error in file.

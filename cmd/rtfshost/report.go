@@ -30,18 +30,22 @@ type jsonLine struct {
 	Seq       *int64          `json:"seq,omitempty"`
 	Output    json.RawMessage `json:"output,omitempty"`
 	State     string          `json:"state,omitempty"`
-	EndReason string          `json:"end_reason,omitempty"`
+	EndReason string          `json:"end-reason,omitempty"`
 	Message   string          `json:"message,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	Value     json.RawMessage `json:"value,omitempty"`
+	File      string          `json:"file,omitempty"`
+	Line      int             `json:"line,omitempty"`
+	Col       int             `json:"col,omitempty"`
 }
 
 // jsonReporter writes one JSON object per line:
 //
 //	{"type":"output","stream":ID,"seq":N,"output":V}
-//	{"type":"status","stream":ID,"state":"completed","end_reason":R,"message":M,"result":V}
+//	{"type":"status","stream":ID,"state":"completed","end-reason":R,"message":M,"result":V}
 //	{"type":"log","message":TEXT}
 //	{"type":"result","value":V}
+//	{"type":"error","file":F,"line":L,"col":C,"message":M}  (the error that ended the run)
 //
 // Values map to JSON as rtfs.ToJSON does (DESIGN §7).
 type jsonReporter struct {

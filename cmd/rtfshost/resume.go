@@ -39,7 +39,10 @@ Output and exit codes are those of run.`,
 }
 
 // resumeStreams is the resume command.
-func (a *app) resumeStreams(ctx context.Context, o runOptions) error {
+func (a *app) resumeStreams(ctx context.Context, o runOptions) (err error) {
+	if o.json {
+		defer func() { a.jsonError("", err) }()
+	}
 	ctx, cancel := withTimeout(ctx, o.timeout)
 	defer cancel()
 	s, err := a.openSession(o, true)

@@ -60,8 +60,12 @@ program error (printed as file:line:col: message with the source line).`,
 	return cmd
 }
 
-// runProgram is the run command.
-func (a *app) runProgram(ctx context.Context, path string, o runOptions) error {
+// runProgram is the run command. Under --json an error that ends it is
+// also a JSON line on stdout (see jsonError).
+func (a *app) runProgram(ctx context.Context, path string, o runOptions) (err error) {
+	if o.json {
+		defer func() { a.jsonError(path, err) }()
+	}
 	prog, err := a.loadProgram(path)
 	if err != nil {
 		return err
@@ -86,6 +90,7 @@ func (a *app) runProgram(ctx context.Context, path string, o runOptions) error {
 	}
 	s.rep.close()
 	if ctx.Err() == nil && runErr != nil {
+		a.progErr = runErr
 		reportProgramError(a.stderr, path, prog.Source(), runErr)
 		// A stream that failed under an await the program did not catch is
 		// a stream failure (exit 1), not a fault of the program (exit 2).
