@@ -207,11 +207,16 @@ func (c *cli) testMCPToolExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(src), `(def mcp-url "http://127.0.0.1:2025/mcp")`) {
-		t.Fatalf("%s no longer defines mcp-url as the default server's /mcp", path)
+	if !strings.Contains(string(src), `(def mcp-url`) {
+		t.Fatalf("%s no longer defines mcp-url", path)
 	}
+	c.checkMCPToolRun(t, c.run(t, "run", "--json", "--server-url", c.serverURL, path)) // issue 14 item 9: --server-url moves it
 	waitDefaultAddrFree(t)
-	r := c.run(t, "run", "--json", path)
+	c.checkMCPToolRun(t, c.run(t, "run", "--json", path))
+}
+
+// checkMCPToolRun checks the lines of a run of examples/mcp-tool.rtfs.
+func (c *cli) checkMCPToolRun(t *testing.T, r result) {
 	wantCode(t, r, exitOK)
 	lines := parseJSONLines(t, r)
 	runs := checkLines(t, r, lines, map[string]streamWant{
