@@ -341,3 +341,35 @@ func TestErrorDropsTheQueue(t *testing.T) {
 		t.Errorf("after the error: queued %v, dropped %v; want 0 and 2", q, d)
 	}
 }
+
+// Issue 14 item 10: the spec's own §4.2 processor (seed 004) runs as
+// written: its declared :config type lists :timeout_ms, which its body
+// leaves out, and the keys of a braced map type are optional.
+func TestSpecProcessorSignatureRunsAsWritten(t *testing.T) {
+	g := compileGlobals(t, `
+(defn update-state [state chunk] (assoc state :last chunk))
+(defn transform-data [chunk] (:value chunk))
+(defn my-stream-processor
+  [state chunk metadata]
+  :[ :map { :state :any
+            :action :[ :enum :continue :pause :resume :cancel :complete ]
+            :output :any
+            :config :[ :map { :buffer_size :int :timeout_ms :int } ] } ]
+  {:state (update-state state chunk)
+   :action :continue
+   :output (transform-data chunk)
+   :config {:buffer_size 100}})`)
+	f := newFixture(t, Options{})
+	id := f.start(StartRequest{Processor: rtfs.Symbol("my-stream-processor"), Globals: g})
+	f.send(id, `{"value": 3}`)
+	f.waitFor("the chunk to be processed", func() bool {
+		v, _ := f.p.Inspect(id, InspectOptions{})
+		return path(v, "stats", "processed-chunks") == rtfs.Int(1)
+	})
+	if st, _ := f.p.Status(id); st.State != StateActive {
+		t.Fatalf("the spec's processor failed: %+v", st)
+	}
+	if out := path(f.inspect(id), "last-output"); out != rtfs.Int(3) {
+		t.Errorf("last output %v", out)
+	}
+}

@@ -63,7 +63,8 @@ func TestCheck(t *testing.T) {
 		{"[:map {:k :nil}]", "{}", ""},
 		{"[:map {:k [:union :int :nil]}]", "{}", ""},
 		{"[:map {:k :int}]", "[]", "expected map [:map {:k :int}], got vector []"},
-		{"[:map {:k :int}]", `{"k" 1}`, "missing required key :k"},
+		{"[:map {:k :int}]", `{"k" 1}`, ""}, // braced keys are optional: a string key is not :k
+		{"[:map [:k :int]]", `{"k" 1}`, "missing required key :k"},
 		{"[:map-of :keyword :int]", "{:a 1 :b 2}", ""},
 		{"[:map-of :keyword :int]", `{:a 1 :b "2"}`, `at :b: expected int, got string "2"`},
 		{"[:map-of :keyword :int]", `{:a 1 "b" 2}`, `invalid key: expected keyword, got string "b"`},
@@ -124,9 +125,14 @@ func TestCheck(t *testing.T) {
 			"at :action: expected one of :continue :pause :resume :cancel :complete, got :explode"},
 		{specType, `{:state {} :action :pause :output 1 :config {:buffer_size "x" :timeout_ms 2}}`,
 			`at :config :buffer_size: expected int, got string "x"`},
-		{specType, "{:state {} :output 1 :config {}}", "missing required key :action"},
-		{specType, "{:state {} :action :pause :output 1 :config {:buffer_size 100}}",
-			"at :config: missing required key :timeout_ms"},
+		// The keys of a braced map type are optional (issue 14 item 10): the
+		// spec's own §4.2 processor returns :config {:buffer_size 100}.
+		{specType, "{:state {} :output 1 :config {}}", ""},
+		{specType, "{:state {} :action :pause :output 1 :config {:buffer_size 100}}", ""},
+		{specType, "{:state {} :action :pause :output 1 :config {:buffer_size 100 :timeout_ms 1.5}}",
+			"at :config :timeout_ms: expected int, got float 1.5"},
+		{"[:map [:a :int] [:b :int ?]]", "{:b 1}", "missing required key :a"},
+		{"[:map [:a :int] [:b :int ?]]", "{:a 1}", ""},
 		{"[:map {:r [:vector [:map {:t :float}]]}]", "{:r [{:t 1.5} {:t 2}]}", "at :r [1] :t: expected float, got int 2"},
 	}
 	for _, tt := range tests {

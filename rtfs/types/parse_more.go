@@ -3,7 +3,11 @@ package types
 import "github.com/rtfshost/rtfshost/rtfs/syntax"
 
 // parseMap parses the arguments of [:map ...]: braced maps {:k T ...} and
-// entries [:k T] or [:k T ?], in any mix.
+// entries [:k T] or [:k T ?], in any mix. The keys of a braced map are
+// optional (the spec's shorthand, e.g. :config :[:map {:buffer_size :int
+// :timeout_ms :int}] of seed 004 §4.2, whose processor returns only
+// :buffer_size): a key may be missing, and if present its value must match.
+// A [:k T] entry is required unless marked ?, as in Malli.
 func parseMap(at syntax.Pos, args []syntax.Node) (Type, error) {
 	t := mapType{braced: true}
 	seen := map[string]bool{}
@@ -28,7 +32,7 @@ func parseMap(at syntax.Pos, args []syntax.Node) (Type, error) {
 		switch a := a.(type) {
 		case *syntax.Map:
 			for i := 0; i+1 < len(a.Elems); i += 2 {
-				if err := add(a.Elems[i], a.Elems[i+1], false); err != nil {
+				if err := add(a.Elems[i], a.Elems[i+1], true); err != nil {
 					return nil, err
 				}
 			}

@@ -40,7 +40,7 @@ func TestParseAndString(t *testing.T) {
 		{"[:map [:k :int] [:j :string?]]", "[:map [:k :int] [:j :string?]]"},
 		{"[:map [:k :int ?]]", "[:map [:k :int ?]]"},
 		{"[:map {:k :int :j :string}]", "[:map {:k :int :j :string}]"},
-		{"[:map {:k :int} [:j :bool]]", "[:map [:k :int] [:j :bool]]"},
+		{"[:map {:k :int} [:j :bool]]", "[:map [:k :int ?] [:j :bool]]"},
 		{"{:k :int}", "[:map {:k :int}]"},
 		{":[ :map { :state :any :action :keyword } ]", "[:map {:state :any :action :keyword}]"},
 		{"[:map-of :keyword :int]", "[:map-of :keyword :int]"},
