@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -48,6 +49,10 @@ func TestLockAcrossProcesses(t *testing.T) {
 	}
 	_, err := persistence.OpenBadger(dir, persistence.Options{})
 	wantLocked(t, err, dir)
+	// The message names the process that holds the directory.
+	if want := fmt.Sprintf("process %d (", cmd.Process.Pid); !strings.Contains(err.Error(), want) {
+		t.Errorf("lock error %q does not name the holder, %s...", err, want)
+	}
 	// Once the child closes its store, the directory is free again.
 	stdin.Close()
 	for range lines {

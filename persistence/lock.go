@@ -2,6 +2,8 @@ package persistence
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -12,13 +14,46 @@ const lockFileName = "rtfshost.lock"
 // A LockedError reports that another store, in this process or another one,
 // holds the data directory. Dir is the directory's absolute path.
 type LockedError struct {
-	Dir string
-	Err error
+	Dir    string
+	Holder string // "process 1234 (rtfshost run x.rtfs)", when the lock file says
+	Err    error
 }
 
-// Error names the directory and says that another rtfshost holds it.
+// Error names the directory, the process that holds it when known, and what
+// to do.
 func (e *LockedError) Error() string {
-	return fmt.Sprintf("persistence: data directory %q is in use by another rtfshost (process or store in this process); stop it or use another data directory: %v", e.Dir, e.Err)
+	holder := "another rtfshost (process or store in this process)"
+	if e.Holder != "" {
+		holder = "another rtfshost, " + e.Holder
+	}
+	return fmt.Sprintf("persistence: data directory %q is in use by %s; stop it or use another data directory (--data): %v", e.Dir, holder, e.Err)
+}
+
+// writeHolder records in the held lock file which process holds it, for the
+// message of the next one that finds it locked. It is best effort: the lock
+// itself is the flock, not this text.
+func writeHolder(f *os.File) {
+	if err := f.Truncate(0); err != nil {
+		return
+	}
+	cmd := strings.Join(os.Args, " ")
+	if len(cmd) > 200 {
+		cmd = cmd[:200] + "…"
+	}
+	_, _ = f.WriteAt([]byte(fmt.Sprintf("process %d (%s)\n", os.Getpid(), cmd)), 0)
+}
+
+// readHolder returns what the lock file of dir says of its holder, or "".
+func readHolder(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, lockFileName))
+	if err != nil || len(b) > 512 {
+		return ""
+	}
+	s := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(s, "process ") || strings.ContainsAny(s, "\n\r\x00") {
+		return ""
+	}
+	return s
 }
 
 // Unwrap returns the underlying lock error.

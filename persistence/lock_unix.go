@@ -25,10 +25,11 @@ func lockDir(dir string) (*dirLock, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &LockedError{Dir: dir, Err: err}
+			return nil, &LockedError{Dir: dir, Holder: readHolder(dir), Err: err}
 		}
 		return nil, fmt.Errorf("persistence: lock %q: %w", dir, err)
 	}
+	writeHolder(f)
 	return &dirLock{f: f}, nil
 }
 

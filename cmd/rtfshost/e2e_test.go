@@ -760,6 +760,13 @@ func (c *cli) testInspect(t *testing.T) {
 		t.Errorf("the table has no row for %s completed, 12 processed, 0 queued, cursor 12, ended source-ended\n%s", id, tr)
 	}
 
+	// Issue 14 item 12: resume with nothing to do says so.
+	rr := c.run(t, "resume", "--data", data)
+	wantCode(t, rr, exitOK)
+	if !strings.Contains(rr.stdout+rr.stderr, "nothing to resume in "+data+": all 1 streams have ended") {
+		t.Errorf("resume of finished streams:\n%s", rr)
+	}
+
 	// A damaged data directory is refused loudly, never read as empty.
 	if err := os.Remove(filepath.Join(data, "MANIFEST")); err != nil {
 		t.Fatal(err)

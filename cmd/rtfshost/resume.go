@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/rtfshost/rtfshost/provider"
 
 	"github.com/spf13/cobra"
 )
@@ -39,6 +40,17 @@ Output and exit codes are those of run.`,
 }
 
 // resumeStreams is the resume command.
+// liveStreams counts the streams of ids that have not ended.
+func liveStreams(p *provider.Provider, ids []string) int {
+	n := 0
+	for _, id := range ids {
+		if st, err := p.Status(id); err == nil && !st.State.Terminal() {
+			n++
+		}
+	}
+	return n
+}
+
 func (a *app) resumeStreams(ctx context.Context, o runOptions) (err error) {
 	if o.json {
 		defer func() { a.jsonError("", err) }()
@@ -57,6 +69,9 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) (err error) {
 	recErr := s.h.Recover(ctx)
 	var waitErr error
 	if recErr == nil {
+		if ids := s.h.Provider().StreamIDs(); len(ids) > 0 && liveStreams(s.h.Provider(), ids) == 0 && len(before) == 0 {
+			s.rep.log(fmt.Sprintf("nothing to resume in %s: all %d streams have ended (rtfshost inspect --data %s shows them)", a.flags.dataDir, len(ids), a.flags.dataDir))
+		}
 		waitErr = s.h.Wait(ctx)
 	}
 	after, err := s.h.ResumedPrograms(ctx)
