@@ -28,6 +28,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/persistence"
@@ -68,8 +69,15 @@ type Host struct {
 	store    persistence.Store // nil without persistence
 	ctx      context.Context   // ends at Close: bounds resumed programs
 	cancel   context.CancelFunc
-	programs programSet // programs resumed by Recover
+	programs programSet   // programs resumed by Recover
+	parked   atomic.Int64 // programs of Run waiting on a parked host call (await)
 }
+
+// Parked returns how many programs run by Run are waiting on a parked host
+// call (:mcp.stream.await) right now. A host that finds every live stream
+// stuck (Provider.Stuck) and every running program parked knows that
+// nothing will move again.
+func (h *Host) Parked() int { return int(h.parked.Load()) }
 
 // LogCapability is the id of the capability that println and log call.
 const LogCapability = "ccos.io.log"
@@ -192,6 +200,8 @@ func (h *Host) serve(ctx context.Context, th *rtfs.Thread, r *run, out rtfs.Outc
 func (h *Host) wait(ctx context.Context, call *capabilities.Call, ans capabilities.Answer) (rtfs.Value, error) {
 	if ans.Parked() {
 		h.log.Debug("program parked", "capability", call.ID, "pos", call.Pos.String())
+		h.parked.Add(1)
+		defer h.parked.Add(-1)
 	}
 	v, err := ans.Wait(ctx)
 	if err != nil {

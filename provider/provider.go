@@ -251,7 +251,7 @@ func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) err
 	if _, dup := p.streams[s.id]; dup {
 		return &keyError{"stream-id", fmt.Errorf("a stream with id %q already exists", s.id)}
 	}
-	if fresh && p.opts.MaxStreams > 0 && p.liveLocked() >= p.opts.MaxStreams {
+	if fresh && p.opts.MaxStreams > 0 && len(p.liveLocked()) >= p.opts.MaxStreams {
 		return fmt.Errorf("%w: %d streams are running, the most this host allows", ErrTooManyStreams, p.opts.MaxStreams)
 	}
 	if start != nil {
@@ -273,17 +273,18 @@ func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) err
 // streams are running.
 var ErrTooManyStreams = errors.New("too many streams")
 
-// liveLocked counts the streams that have not ended. p.mu is held.
-func (p *Provider) liveLocked() int {
-	n := 0
+// liveLocked returns the ids of the streams that have not ended, in start
+// order. p.mu is held.
+func (p *Provider) liveLocked() []string {
+	var ids []string
 	for _, s := range p.order {
 		select {
 		case <-s.done:
 		default:
-			n++
+			ids = append(ids, s.id)
 		}
 	}
-	return n
+	return ids
 }
 
 // NewStreamID returns a fresh stream id for endpoint, of the shape the

@@ -71,6 +71,7 @@ func TestCLI(t *testing.T) {
 		t.Run("check", c.testCheck)
 		t.Run("program-error", c.testProgramError)
 		t.Run("stream-error", c.testStreamError)
+		t.Run("stuck", c.testStuck)
 		t.Run("unreachable", c.testUnreachable)
 		t.Run("interrupt", c.testInterrupt)
 		t.Run("inspect", c.testInspect)
@@ -272,6 +273,26 @@ func (c *cli) testProgramError(t *testing.T) {
 	// Issue 14 item 3: under --json the program error is a JSON line too.
 	if e := lines[1]; e.Type != "error" || e.File != path || e.Line != 6 || e.Col != 8 || e.Message != "count: expected a collection, got int 5" {
 		t.Errorf("error line %+v\n%s", e, r)
+	}
+}
+
+// testStuck: a run whose only stream is paused for good reports it and
+// exits 1 instead of waiting forever (issue 14 item 1); resume does the same.
+func (c *cli) testStuck(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	path := filepath.Join(c.testdata, "stuck.rtfs")
+	r := c.run(t, "run", "--data", data, "--server-url", c.serverURL, path)
+	wantCode(t, r, exitStreamFailed)
+	for _, want := range []string{"every live stream is paused, and nothing can resume it", "stuck-1: paused with no :resume-after-ms, and its source has ended", "--wait-paused"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("run's report lacks %q:\n%s", want, r)
+		}
+	}
+	rj := c.run(t, "resume", "--json", "--data", data, "--server-url", c.serverURL)
+	wantCode(t, rj, exitStreamFailed)
+	if !strings.Contains(rj.stdout, `{"type":"error","stream":"stuck-1","message":"stuck: paused with no :resume-after-ms`) {
+		t.Errorf("resume --json does not report the stuck stream as a JSON line:\n%s", rj)
 	}
 }
 

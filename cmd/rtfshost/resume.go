@@ -35,6 +35,7 @@ Output and exit codes are those of run.`,
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (see the README for the format)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop after this long (0: no limit)")
+	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default resume reports them and exits 1)")
 	a.addRuntimeFlags(cmd, false)
 	return cmd
 }
@@ -66,13 +67,21 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) (err error) {
 	if err != nil {
 		return withCode(exitStreamFailed, err)
 	}
+	ctx, cancelStuck := context.WithCancelCause(ctx)
+	defer cancelStuck(nil)
 	recErr := s.h.Recover(ctx)
+	watch := a.watchStuck(ctx, cancelStuck, s.h, o)
 	var waitErr error
 	if recErr == nil {
 		if ids := s.h.Provider().StreamIDs(); len(ids) > 0 && liveStreams(s.h.Provider(), ids) == 0 && len(before) == 0 {
 			s.rep.log(fmt.Sprintf("nothing to resume in %s: all %d streams have ended (rtfshost inspect --data %s shows them)", a.flags.dataDir, len(ids), a.flags.dataDir))
 		}
 		waitErr = s.h.Wait(ctx)
+	}
+	watch.stop()
+	if err := watch.report(a, o.json); err != nil {
+		s.rep.close()
+		return err
 	}
 	after, err := s.h.ResumedPrograms(ctx)
 	if finishErr := s.finish(); finishErr != nil && waitErr == nil {

@@ -23,8 +23,9 @@ import (
 )
 
 type runOptions struct {
-	json    bool
-	timeout time.Duration
+	json       bool
+	timeout    time.Duration
+	waitPaused bool
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -56,6 +57,7 @@ program error (printed as file:line:col: message with the source line).`,
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (see the README for the format)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (0: no limit)")
+	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default run reports them and exits 1)")
 	a.addRuntimeFlags(cmd, false)
 	return cmd
 }
@@ -77,13 +79,23 @@ func (a *app) runProgram(ctx context.Context, path string, o runOptions) (err er
 		return err
 	}
 	defer s.close()
+	ctx, cancelStuck := context.WithCancelCause(ctx)
+	defer cancelStuck(nil)
+	watch := a.watchStuck(ctx, cancelStuck, s.h, o)
+	watch.running.Store(true)
 	val, runErr := s.h.Run(ctx, prog)
+	watch.running.Store(false)
 	var waitErr error
 	if runErr == nil {
 		waitErr = s.h.Wait(ctx)
 	}
+	watch.stop()
 	if err := s.finish(); err != nil && runErr == nil && waitErr == nil {
 		waitErr = err
+	}
+	if err := watch.report(a, o.json); err != nil {
+		s.rep.close()
+		return err
 	}
 	if runErr == nil && ctx.Err() == nil {
 		s.rep.result(val)

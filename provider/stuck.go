@@ -1,0 +1,46 @@
+package provider
+
+import "fmt"
+
+// A StuckStream is a stream that is paused for good: nothing the provider
+// or its source will do can resume it.
+type StuckStream struct {
+	StreamID string
+	Reason   string // e.g. "paused with no :resume-after-ms, and its source has ended"
+}
+
+// Stuck returns the streams that are paused with no :resume-after-ms timer
+// and whose source cannot resume them either: it has ended, or the queue is
+// full, so the transport is held back and reads no control chunk (a
+// control chunk jumps the queue only until it is full). Only a call of
+// pause/resume/cancel from RTFS, Go, the CLI or MCP can move such a stream.
+// Hosts use it to report a run that would otherwise wait forever. Safe for
+// concurrent use; it takes each stream's lock briefly.
+func (p *Provider) Stuck() []StuckStream {
+	p.mu.Lock()
+	order := append([]*stream(nil), p.order...)
+	p.mu.Unlock()
+	var out []StuckStream
+	for _, s := range order {
+		s.mu.Lock()
+		if s.st == StatePaused && s.resumeAt.IsZero() {
+			switch {
+			case s.srcDone:
+				out = append(out, StuckStream{s.id, "paused with no :resume-after-ms, and its source has ended"})
+			case s.queue.len() >= s.def.capacity:
+				out = append(out, StuckStream{s.id, fmt.Sprintf("paused with no :resume-after-ms, and its queue is full (%d chunks), so its source is held back", s.def.capacity)})
+			case !s.taskPresent:
+				out = append(out, StuckStream{s.id, "paused with no :resume-after-ms, and it has no source connected"})
+			}
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// Live returns the ids of the streams that have not ended, in start order.
+func (p *Provider) Live() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.liveLocked()
+}
