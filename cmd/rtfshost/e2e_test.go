@@ -294,6 +294,34 @@ func (c *cli) testStuck(t *testing.T) {
 	if !strings.Contains(rj.stdout, `{"type":"error","stream":"stuck-1","message":"stuck: paused with no :resume-after-ms`) {
 		t.Errorf("resume --json does not report the stuck stream as a JSON line:\n%s", rj)
 	}
+
+	// Managing the stored stream: streams, pause, rm refuses it unfinished,
+	// cancel, rm, and its id can be used again.
+	steps := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"streams"}, exitOK, "stuck-1  paused"},
+		{[]string{"pause", "stuck-1"}, exitOK, "stuck-1: paused (was paused)"},
+		{[]string{"pause", "no-such"}, exitStreamFailed, `stream "no-such": no such stream in the store`},
+		{[]string{"rm", "stuck-1"}, exitStreamFailed, "is paused, not ended: cancel it first, or remove it with --force"},
+		{[]string{"cancel", "stuck-1"}, exitOK, "stuck-1: cancelled (was paused)"},
+		{[]string{"resume"}, exitOK, "nothing to resume"},
+		{[]string{"rm", "stuck-1"}, exitOK, "stuck-1: removed (was cancelled)"},
+		{[]string{"streams"}, exitOK, "no streams"},
+	}
+	for _, st := range steps {
+		r := c.run(t, append(st.args, "--data", data)...)
+		wantCode(t, r, st.code)
+		if !strings.Contains(r.stdout+r.stderr, st.out) {
+			t.Errorf("%v: want %q\n%s", st.args, st.out, r)
+		}
+	}
+	again := c.run(t, "run", "--data", data, "--server-url", c.serverURL, path)
+	if !strings.Contains(again.stderr, "stuck-1: paused with no :resume-after-ms") {
+		t.Errorf("after rm, the id could not be used again:\n%s", again)
+	}
 }
 
 // testStreamError: a processor that throws puts its stream in :error; the

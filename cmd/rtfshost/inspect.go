@@ -27,8 +27,9 @@ type inspectOptions struct {
 func (a *app) inspectCmd() *cobra.Command {
 	var o inspectOptions
 	cmd := &cobra.Command{
-		Use:   "inspect",
-		Short: "Show the streams persisted in the data directory",
+		Use:     "inspect",
+		Aliases: []string{"streams"},
+		Short:   "Show the streams persisted in the data directory",
 		Long: `inspect shows what the data directory holds: every stream with its status,
 processed and queued chunks, cursor, end reason and result (a table), or one
 stream's whole inspect map with --stream. --json prints the inspect map of

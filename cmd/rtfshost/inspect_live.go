@@ -19,32 +19,44 @@ import (
 // streams, through its mcp.stream.inspect tool. The map comes back as JSON,
 // so keywords arrive as strings.
 func inspectLive(ctx context.Context, server string, o inspectOptions) (rtfs.Value, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "rtfshost-inspect", Version: version}, nil)
-	tr := &mcp.StreamableClientTransport{Endpoint: mcpEndpoint(server), HTTPClient: tokenClient(os.Getenv(tokenEnv))}
-	cs, err := client.Connect(ctx, tr, nil)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", server, err)
-	}
-	defer cs.Close()
 	args := map[string]any{"include-state": !o.noState, "include-initial-state": !o.noState, "include-queue": !o.noQueue}
 	if o.stream != "" {
 		args["stream-id"] = o.stream
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolInspect, Arguments: args})
+	text, err := callServer(ctx, server, mcpserver.ToolInspect, args)
 	if err != nil {
-		return nil, fmt.Errorf("%s on %s: %w", mcpserver.ToolInspect, server, err)
-	}
-	text := resultText(res)
-	if res.IsError {
-		return nil, errors.New(text)
+		return nil, err
 	}
 	v, err := rtfs.FromJSON([]byte(text))
 	if err != nil {
 		return nil, fmt.Errorf("%s on %s answered something else than JSON: %w", mcpserver.ToolInspect, server, err)
 	}
 	return v, nil
+}
+
+// callServer calls one tool of the running "rtfshost serve" at server (its
+// token from $RTFSHOST_TOKEN) and returns the result's text; an isError
+// result is an error with that text. It connects, calls and closes within
+// 10 seconds.
+func callServer(ctx context.Context, server, tool string, args map[string]any) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "rtfshost-cli", Version: version}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: mcpEndpoint(server), HTTPClient: tokenClient(os.Getenv(tokenEnv))}
+	cs, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		return "", fmt.Errorf("connecting to %s: %w", server, err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return "", fmt.Errorf("%s on %s: %w", tool, server, err)
+	}
+	text := resultText(res)
+	if res.IsError {
+		return "", errors.New(text)
+	}
+	return text, nil
 }
 
 // mcpEndpoint accepts a server's base URL or its /mcp URL.

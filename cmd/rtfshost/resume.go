@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/rtfshost/rtfshost/host/mcpserver"
 	"github.com/rtfshost/rtfshost/provider"
 
 	"github.com/spf13/cobra"
@@ -11,7 +12,7 @@ import (
 func (a *app) resumeCmd() *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
-		Use:   "resume",
+		Use:   "resume [ID...]",
 		Short: "Resume every unfinished stream persisted in the data directory",
 		Long: `resume reloads every stream of the data directory that had not ended when its
 host stopped (Ctrl-C, a crash, kill -9), reconnects each to its source from
@@ -21,18 +22,35 @@ together. Programs that were parked on :mcp.stream.await continue when their
 stream ends; their values are printed as log lines ("program F (awaiting S)
 finished: VALUE").
 
+Given stream ids, resume first un-pauses those streams (a stream paused with
+"rtfshost pause", or paused for good by its processor), then carries on with
+every unfinished stream. With --server it resumes the given live streams of a
+running serve instead.
+
 Output and exit codes are those of run.`,
 		Example: `  rtfshost run examples/backpressure.rtfs   # press Ctrl-C midway
   rtfshost resume
-  rtfshost resume --data /var/lib/rtfshost --json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+  rtfshost resume stuck-1
+  rtfshost resume --data /var/lib/rtfshost --json
+  rtfshost resume --server http://127.0.0.1:7070 s1`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, ids []string) error {
 			if err := a.rt.resolve(cmd); err != nil {
 				return withCode(exitProgramError, err)
 			}
+			if o.server != "" {
+				if len(ids) == 0 {
+					return withCode(exitProgramError, fmt.Errorf("resume --server needs the ids of the streams to resume"))
+				}
+				return a.control(cmd.Context(), ids, func(ctx context.Context, id string) (string, error) {
+					return callServer(ctx, o.server, mcpserver.ToolResume, map[string]any{"stream-id": id})
+				})
+			}
+			o.unpause = ids
 			return a.resumeStreams(cmd.Context(), o)
 		},
 	}
+	cmd.Flags().StringVar(&o.server, "server", "", "resume the given live streams of the rtfshost serve at this URL instead")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (see the README for the format)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop after this long (0: no limit)")
 	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default resume reports them and exits 1)")
@@ -63,6 +81,16 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) (err error) {
 		return err
 	}
 	defer s.close()
+	for _, id := range o.unpause {
+		from, err := provider.SetStoredState(ctx, s.store, id, provider.StateActive)
+		if err != nil {
+			s.rep.close()
+			return withCode(exitStreamFailed, err)
+		}
+		if from == provider.StatePaused {
+			s.rep.log(fmt.Sprintf("resuming the paused stream %s", id))
+		}
+	}
 	before, err := s.h.ResumedPrograms(ctx)
 	if err != nil {
 		return withCode(exitStreamFailed, err)

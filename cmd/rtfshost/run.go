@@ -26,6 +26,8 @@ type runOptions struct {
 	json       bool
 	timeout    time.Duration
 	waitPaused bool
+	server     string   // resume --server
+	unpause    []string // resume ID...: the stored streams to un-pause first
 }
 
 func (a *app) runCmd() *cobra.Command {

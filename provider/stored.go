@@ -1,0 +1,99 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rtfshost/rtfshost/persistence"
+)
+
+// Operations on the streams of a store that no provider is running: what
+// the command line's cancel, pause, resume and rm do to a data directory.
+// They read and rewrite a stream's progress record (and its journal) in
+// one commit each, as a running provider would. The caller holds the store
+// (it is locked to one process), so no provider writes meanwhile.
+
+// ErrNoStoredStream is wrapped by the errors of the stored-stream
+// operations for an id the store does not hold.
+var ErrNoStoredStream = errors.New("no such stream")
+
+// loadProgress reads stream id's progress record.
+func loadProgress(ctx context.Context, st persistence.Store, id string) (*progressRecord, error) {
+	if _, err := st.Get(ctx, streamKey(id, suffixDef)); err != nil {
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil, fmt.Errorf("stream %q: %w in the store", id, ErrNoStoredStream)
+		}
+		return nil, err
+	}
+	data, err := st.Get(ctx, streamKey(id, suffixProg))
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: progress record: %w", id, err)
+	}
+	var r progressRecord
+	if err := r.decode(streamKey(id, suffixProg), data); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// SetStoredState moves a stored, unfinished stream to to: StatePaused (it
+// stays paused when the store is next resumed), StateActive (a paused one
+// runs on), or StateCancelled (it ends with end reason "request"; its
+// journaled chunks are dropped and counted). It returns the state it found.
+// A stream that has ended cannot change: the error says its state.
+func SetStoredState(ctx context.Context, st persistence.Store, id string, to State) (State, error) {
+	r, err := loadProgress(ctx, st, id)
+	if err != nil {
+		return "", err
+	}
+	from := State(r.status)
+	if from.Terminal() {
+		return from, fmt.Errorf("stream %q has ended (%s): it can only be removed (rtfshost rm)", id, from)
+	}
+	b := &persistence.Batch{}
+	switch to {
+	case StatePaused, StateActive:
+		r.status, r.resumeAt = string(to), 0
+	case StateCancelled:
+		r.status, r.reason, r.message = string(to), "request", ""
+		var n int64
+		err := st.Scan(ctx, journalPrefix(id), func(key, _ []byte) error {
+			b.Delete(append([]byte(nil), key...))
+			n++
+			return nil
+		})
+		if err != nil {
+			return from, err
+		}
+		r.dropped += n
+	default:
+		return from, fmt.Errorf("stream %q: cannot set a stored stream to %s", id, to)
+	}
+	b.Put(streamKey(id, suffixProg), r.encode())
+	return from, st.Commit(ctx, b)
+}
+
+// RemoveStored deletes every record of stream id from the store, so that its
+// id can be used again. An unfinished stream is refused unless force is set
+// (its progress would be lost). It returns the state the stream had.
+func RemoveStored(ctx context.Context, st persistence.Store, id string, force bool) (State, error) {
+	r, err := loadProgress(ctx, st, id)
+	if err != nil {
+		return "", err
+	}
+	state := State(r.status)
+	if !state.Terminal() && !force {
+		return state, fmt.Errorf("stream %q is %s, not ended: cancel it first, or remove it with --force (its progress is lost)", id, state)
+	}
+	b := &persistence.Batch{}
+	prefix := streamKey(id, 0)
+	prefix = prefix[:len(prefix)-1] // stream/<id>\x00: every record of the stream
+	if err := st.Scan(ctx, prefix, func(key, _ []byte) error {
+		b.Delete(append([]byte(nil), key...))
+		return nil
+	}); err != nil {
+		return state, err
+	}
+	return state, st.Commit(ctx, b)
+}
