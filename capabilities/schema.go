@@ -2,6 +2,7 @@ package capabilities
 
 import (
 	"fmt"
+	"github.com/rtfshost/rtfshost/internal/suggest"
 	"sort"
 	"strings"
 
@@ -142,15 +143,27 @@ func (s *Schema) checkKeys(id string, m *rtfs.Map) error {
 		return nil
 	}
 	var bad string
+	var badName string
 	m.Range(func(k, _ rtfs.Value) bool {
 		if !s.knows(k) {
 			bad = k.String()
+			if t, ok := k.(interface{ Text() string }); ok {
+				badName = t.Text()
+			}
 			return false
 		}
 		return true
 	})
 	if bad != "" {
-		return &Error{Capability: id, Msg: fmt.Sprintf("unknown key %s (known keys: %s)", bad, s.keyList())}
+		msg := fmt.Sprintf("unknown key %s", bad)
+		names := make([]string, len(s.Keys))
+		for i, k := range s.Keys {
+			names[i] = k.Name
+		}
+		if near, ok := suggest.Closest(badName, names); ok {
+			msg += fmt.Sprintf(" (did you mean :%s?)", near)
+		}
+		return &Error{Capability: id, Msg: fmt.Sprintf("%s (known keys: %s)", msg, s.keyList())}
 	}
 	return nil
 }

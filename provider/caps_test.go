@@ -85,7 +85,7 @@ func TestStreamCapabilityErrors(t *testing.T) {
 		{CapStart, rtfs.MapOf(kw("processor"), rtfs.Symbol("p")), "capability :mcp.stream.start: key :endpoint: required string is missing"},
 		{CapStart, ok.Assoc(kw("processor"), rtfs.Symbol("missing")), `capability :mcp.stream.start: key :processor: no function named "missing"`},
 		{CapStart, ok.Assoc(kw("queue-capacity"), rtfs.Int(0)), "key :queue-capacity: must be a positive int, got 0"},
-		{CapStart, ok.Assoc(kw("initial_state"), rtfs.Int(0)), "unknown key :initial_state"},
+		{CapStart, ok.Assoc(kw("initial_state"), rtfs.Int(0)), "unknown key :initial_state (did you mean :initial-state?)"},
 		{CapStart, ok.Assoc(kw("transport"), kw("carrier-pigeon")), "key :transport: no transport for :carrier-pigeon"},
 		{CapInspect, rtfs.MapOf(kw("stream-id"), rtfs.String("nope")), `capability :mcp.stream.inspect: key :stream-id: no stream with id "nope"`},
 		{CapInspect, rtfs.MapOf(kw("include-state"), rtfs.String("yes")), "key :include-state: expected bool, got string"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rtfshost/rtfshost/internal/suggest"
 	"log/slog"
 	"net"
 	"net/http"
@@ -237,7 +238,11 @@ func (s *Server) routes() http.Handler {
 func (s *Server) lookup(w http.ResponseWriter, name string) (*dataset, bool) {
 	d, ok := s.catalog[name]
 	if !ok {
-		httpError(w, http.StatusNotFound, "unknown endpoint %q; known endpoints: %v", name, catalogNames(s.catalog))
+		hint := ""
+		if near, ok := suggest.Closest(name, catalogNames(s.catalog)); ok {
+			hint = fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		httpError(w, http.StatusNotFound, "unknown endpoint %q%s; known endpoints: %v", name, hint, catalogNames(s.catalog))
 	}
 	return d, ok
 }

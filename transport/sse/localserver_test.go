@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,22 @@ func TestReferenceServer(t *testing.T) {
 			})
 			goleak.VerifyNone(t, goleak.IgnoreCurrent())
 		})
+	}
+}
+
+// TestUnknownEndpointSaysWhy: a 404's body reaches the error (issue 14 item
+// 5): the reference server lists its endpoints and suggests the nearest.
+func TestUnknownEndpointSaysWhy(t *testing.T) {
+	srv := startLocalServer(t)
+	spec := transport.Spec{StreamID: "typo", ServerURL: srv.URL() + "/sse", Endpoint: "wether.monitor.v1"}
+	err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), spec, "", &recSink{})
+	var te *transport.Error
+	if !errors.As(err, &te) || te.Status != 404 || !te.Permanent {
+		t.Fatalf("err = %v, want a permanent 404", err)
+	}
+	for _, want := range []string{`unknown endpoint "wether.monitor.v1"`, `did you mean "weather.monitor.v1"?`, "known endpoints: ["} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
 	}
 }

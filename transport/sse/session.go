@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 
@@ -224,13 +226,55 @@ func (s *session) check(resp *http.Response) error {
 		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
 			s.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.clk.now())
 		}
-		return s.fail("connect", code, !retry, fmt.Errorf("GET %s: %s", s.shown, resp.Status))
+		return s.fail("connect", code, !retry, fmt.Errorf("GET %s: %s%s", s.shown, resp.Status, bodySnippet(resp.Body, s.secrets())))
 	}
 	ct := resp.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "text/event-stream" {
 		return s.fail("connect", code, true, fmt.Errorf("GET %s: content type %q is not text/event-stream", s.shown, ct))
 	}
 	return nil
+}
+
+// secrets are the values an error must never show: the request's header
+// values (the auth header) and its query values.
+func (s *session) secrets() []string {
+	var out []string
+	for _, vs := range s.spec.Header {
+		out = append(out, vs...)
+	}
+	if u, err := url.Parse(s.url); err == nil {
+		for _, vs := range u.Query() {
+			out = append(out, vs...)
+		}
+	}
+	return out
+}
+
+// bodySnippet returns ": " and the first line of an error response's body
+// (up to 300 bytes, printable text only): servers say there what went wrong,
+// e.g. which endpoints they know. "" when the body says nothing readable. A
+// body that repeats one of secrets (a server echoing the auth header) is
+// withheld whole.
+func bodySnippet(body io.Reader, secrets []string) string {
+	b, _ := io.ReadAll(io.LimitReader(body, 300))
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, line))
+	if line == "" {
+		return ""
+	}
+	for _, sec := range secrets {
+		for _, part := range append([]string{sec}, strings.Fields(sec)...) {
+			if len(part) >= 4 && strings.Contains(line, part) {
+				return ": (the response body is not shown: it repeats a credential)"
+			}
+		}
+	}
+	return ": " + line
 }
 
 // parseRetryAfter parses a Retry-After header (delay seconds or an HTTP
