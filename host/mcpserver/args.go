@@ -23,12 +23,21 @@ type param struct {
 
 // schemaOf returns the JSON schema of a tool taking params: an object with
 // those properties and no others.
+// anyJSON is the type of a parameter that takes any JSON value. Its schema
+// lists every JSON type, so that a client building a form (the MCP
+// Inspector) sends 0 as the number 0 rather than the string "0".
+const anyJSON = "any"
+
 func schemaOf(params []param) map[string]any {
 	props := make(map[string]any, len(params))
 	required := []string{}
 	for _, p := range params {
 		s := map[string]any{"description": p.doc}
-		if p.typ != "" {
+		switch p.typ {
+		case "":
+		case anyJSON:
+			s["type"] = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
+		default:
 			s["type"] = p.typ
 		}
 		if p.typ == "integer" {
@@ -93,7 +102,7 @@ func parseArgs(tool string, params []param, raw json.RawMessage) (args, error) {
 func (p *param) check(v json.RawMessage) error {
 	kind := jsonKind(v)
 	switch p.typ {
-	case "":
+	case "", anyJSON:
 		return nil
 	case "integer":
 		var n int64

@@ -73,7 +73,7 @@ func startParams() []param {
 		{name: "processor", typ: "string", required: true, doc: "The name of the processor function defined by program."},
 		{name: "endpoint", typ: "string", required: true, doc: "The stream's endpoint: a path under the server URL, an absolute URL, or an MCP tool name."},
 		{name: "config", typ: "object", doc: "Query parameters of a raw SSE request, or the arguments of an MCP tool call."},
-		{name: "initial-state", doc: "The processor's first state, any JSON value (default {}). Object keys become keywords."},
+		{name: "initial-state", typ: anyJSON, doc: "The processor's first state, any JSON value (default {}). Object keys become keywords."},
 		{name: "transport", typ: "string", enum: []string{"sse", "mcp", "mcp-sse", "mock"}, doc: "The transport; default: chosen from the URL."},
 		{name: "server-url", typ: "string", doc: "The stream server's base URL; default: the host's."},
 		{name: "stream-id", typ: "string", doc: "The stream's id; default: generated."},

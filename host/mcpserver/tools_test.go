@@ -52,6 +52,12 @@ func TestToolsList(t *testing.T) {
 		if fmt.Sprint(req) != "[program processor endpoint]" {
 			t.Errorf("mcp.stream.start requires %v", req)
 		}
+		// Issue 14 item 13: initial-state takes any JSON value, and its
+		// schema says so (a form-building client then sends 0 as a number).
+		props := tool.InputSchema.(map[string]any)["properties"].(map[string]any)
+		if typ := fmt.Sprint(props["initial-state"].(map[string]any)["type"]); !strings.Contains(typ, "number") || !strings.Contains(typ, "object") {
+			t.Errorf("initial-state's schema type is %s", typ)
+		}
 	}
 }
 
