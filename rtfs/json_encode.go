@@ -15,10 +15,23 @@ import (
 // FromJSON reads them back as floats. NaN, infinities and functions cannot
 // be encoded: the error names the value.
 func ToJSON(v Value) ([]byte, error) {
-	return appendJSON(make([]byte, 0, 64), v, 0)
+	return appendJSON(make([]byte, 0, 64), v, 0, false)
 }
 
-func appendJSON(b []byte, v Value, depth int) ([]byte, error) {
+// ToOutputJSON is ToJSON for showing a value (an output, a result) rather
+// than storing it: it never fails. What JSON cannot hold is written in
+// place, the rest of the value kept: NaN and the infinities become null, a
+// function its printed form as a string ("#<fn step>"); a value nested
+// deeper than JSON allows is its printed form. Cost: as ToJSON.
+func ToOutputJSON(v Value) []byte {
+	b, err := appendJSON(make([]byte, 0, 64), v, 0, true)
+	if err != nil {
+		return appendJSONString(nil, v.String())
+	}
+	return b
+}
+
+func appendJSON(b []byte, v Value, depth int, lenient bool) ([]byte, error) {
 	if depth > maxJSONDepth {
 		return nil, fmt.Errorf("cannot encode JSON nested deeper than %d levels", maxJSONDepth)
 	}
@@ -32,6 +45,9 @@ func appendJSON(b []byte, v Value, depth int) ([]byte, error) {
 	case Float:
 		f := float64(x)
 		if math.IsNaN(f) || math.IsInf(f, 0) {
+			if lenient {
+				return append(b, "null"...), nil
+			}
 			return nil, fmt.Errorf("cannot encode %s as JSON (JSON has no NaN or infinity)", x)
 		}
 		return append(b, x.String()...), nil
@@ -42,11 +58,14 @@ func appendJSON(b []byte, v Value, depth int) ([]byte, error) {
 	case Symbol:
 		return appendJSONString(b, string(x)), nil
 	case *List, *Vector:
-		return appendJSONSeq(b, newSeqIter(v), depth)
+		return appendJSONSeq(b, newSeqIter(v), depth, lenient)
 	case *Set:
-		return appendJSONSeq(b, newSeqIter(listOwned(mustSlice(x))), depth)
+		return appendJSONSeq(b, newSeqIter(listOwned(mustSlice(x))), depth, lenient)
 	case *Map:
-		return appendJSONMap(b, x, depth)
+		return appendJSONMap(b, x, depth, lenient)
+	}
+	if lenient {
+		return appendJSONString(b, v.String()), nil
 	}
 	return nil, fmt.Errorf("cannot encode %s as JSON", describe(v))
 }
@@ -56,7 +75,7 @@ func mustSlice(v Value) []Value {
 	return elems
 }
 
-func appendJSONSeq(b []byte, it seqIter, depth int) ([]byte, error) {
+func appendJSONSeq(b []byte, it seqIter, depth int, lenient bool) ([]byte, error) {
 	b = append(b, '[')
 	first := true
 	for e, ok := it.next(); ok; e, ok = it.next() {
@@ -65,14 +84,14 @@ func appendJSONSeq(b []byte, it seqIter, depth int) ([]byte, error) {
 		}
 		first = false
 		var err error
-		if b, err = appendJSON(b, e, depth+1); err != nil {
+		if b, err = appendJSON(b, e, depth+1, lenient); err != nil {
 			return nil, err
 		}
 	}
 	return append(b, ']'), nil
 }
 
-func appendJSONMap(b []byte, m *Map, depth int) ([]byte, error) {
+func appendJSONMap(b []byte, m *Map, depth int, lenient bool) ([]byte, error) {
 	b = append(b, '{')
 	var err error
 	first := true
@@ -90,7 +109,7 @@ func appendJSONMap(b []byte, m *Map, depth int) ([]byte, error) {
 			b = appendJSONString(b, k.String())
 		}
 		b = append(b, ':')
-		b, err = appendJSON(b, v, depth+1)
+		b, err = appendJSON(b, v, depth+1, lenient)
 		return err == nil
 	})
 	if err != nil {

@@ -227,3 +227,18 @@ func TestFromJSONIntegersBeyondInt64(t *testing.T) {
 		}
 	}
 }
+
+// ToOutputJSON never fails: what JSON cannot hold is written in place and
+// the rest of the value is kept (issue 14 item 13).
+func TestToOutputJSON(t *testing.T) {
+	p := mustCompile(t, `(defn step [s] s) {:avg ##NaN :hi ##Inf :f step :xs [1 ##-Inf "<b>"]}`)
+	out := mustRun(t, NewThread(Limits{}), p)
+	got := string(ToOutputJSON(out.Value))
+	want := `{"avg":null,"hi":null,"f":"#<fn step>","xs":[1,null,"<b>"]}`
+	if got != want {
+		t.Errorf("ToOutputJSON = %s, want %s", got, want)
+	}
+	if _, err := ToJSON(out.Value); err == nil {
+		t.Error("ToJSON encoded NaN")
+	}
+}

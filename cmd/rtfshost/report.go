@@ -85,15 +85,9 @@ func (r *jsonReporter) result(v rtfs.Value) {
 
 func (r *jsonReporter) close() {}
 
-// valueJSON converts v for a JSON line; a value JSON cannot hold (a function,
-// NaN) becomes its printed form as a string.
-func valueJSON(v rtfs.Value) json.RawMessage {
-	b, err := rtfs.ToJSON(v)
-	if err != nil {
-		b, _ = json.Marshal(v.String())
-	}
-	return b
-}
+// valueJSON converts v for a JSON line with rtfs.ToOutputJSON: NaN is null,
+// a function its printed form, the rest of the value kept.
+func valueJSON(v rtfs.Value) json.RawMessage { return rtfs.ToOutputJSON(v) }
 
 func orNil(v rtfs.Value) rtfs.Value {
 	if v == nil {

@@ -93,3 +93,24 @@ func TestCallsPerSessionCap(t *testing.T) {
 		t.Errorf("a call after the first ended: %v %+v", err, res)
 	}
 }
+
+// Issue 14 item 13: rtfs.eval of a value JSON cannot hold answers JSON
+// anyway: NaN is null and a function its printed form, in place.
+func TestEvalValuesJSONCannotHold(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	for program, want := range map[string]string{
+		"##NaN":                          "null",
+		"(defn f [] 1) f":                `"#<fn f>"`,
+		"{:avg (/ 0.0 0) :n 2 :s \"<\"}": `{"avg":null,"n":2,"s":"<"}`,
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": program}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := text(t, res); res.IsError || got != want {
+			t.Errorf("rtfs.eval %s = %s (isError %v), want %s", program, got, res.IsError, want)
+		}
+	}
+}

@@ -110,15 +110,12 @@ func (r *reporter) flush() {
 	}
 }
 
-// valueJSON encodes v as DESIGN §7 maps values to JSON. A value JSON cannot
-// hold (a function, NaN) becomes its printed form as a JSON string.
+// valueJSON encodes v as DESIGN §7 maps values to JSON, with
+// rtfs.ToOutputJSON: what JSON cannot hold (NaN, a function) is written in
+// place (null, "#<fn f>"), the rest of the value kept.
 func valueJSON(v rtfs.Value) json.RawMessage {
 	if v == nil {
 		return json.RawMessage("null")
 	}
-	b, err := rtfs.ToJSON(v)
-	if err != nil {
-		b, _ = json.Marshal(v.String())
-	}
-	return b
+	return rtfs.ToOutputJSON(v)
 }
