@@ -43,6 +43,13 @@ type envConfig struct {
 	idleTimeout time.Duration // from the environment: 0 unset, < 0 disabled
 }
 
+// ResolveServerURL returns the server URL a provider created with
+// Options.ServerURL = explicit would use: explicit, else the environment
+// chain of DESIGN §5, else DefaultServerURL. It reads the environment.
+func ResolveServerURL(explicit string) string {
+	return resolveConfig(nil, explicit, true).serverURL
+}
+
 // lookupFunc reads an environment variable.
 type lookupFunc func(string) (string, bool)
 

@@ -86,6 +86,7 @@ func TestCLI(t *testing.T) {
 	t.Run("default-address", func(t *testing.T) {
 		defer lockDefaultAddr(t)()
 		t.Run("embedded-server", c.testEmbeddedServer)
+		t.Run("concurrent-runs", c.testConcurrentRuns)
 		t.Run("mcp-tool", c.testMCPToolExample)
 	})
 }
@@ -389,6 +390,26 @@ func closedAddr(t *testing.T) string {
 // testEmbeddedServer: with nothing on 127.0.0.1:2025, run starts the
 // reference server there, streams through it, and closes it when done, so
 // the port is free again.
+// testConcurrentRuns: three runs started together on the default address
+// each get an embedded server of their own and all succeed (issue 14 item
+// 8); the default port stays free.
+func (c *cli) testConcurrentRuns(t *testing.T) {
+	waitDefaultAddrFree(t)
+	var runs []*started
+	for i := 0; i < 3; i++ {
+		runs = append(runs, c.start(t, t.TempDir(), "run", "--json", filepath.Join(c.examples, "weather.rtfs")))
+	}
+	for i, s := range runs {
+		r := s.wait(t)
+		if r.code != exitOK || !strings.Contains(r.stdout, `"state":"completed"`) {
+			t.Errorf("run %d of 3:\n%s", i+1, r)
+		}
+	}
+	if err := listenOnce(defaultLocalAddr); err != nil {
+		t.Fatalf("after the runs, %s is in use: %v", defaultLocalAddr, err)
+	}
+}
+
 func (c *cli) testEmbeddedServer(t *testing.T) {
 	waitDefaultAddrFree(t)
 	r := c.run(t, "run", "--json", filepath.Join(c.examples, "weather.rtfs"))

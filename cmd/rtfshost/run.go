@@ -14,7 +14,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/rtfshost/rtfshost/host"
-	"github.com/rtfshost/rtfshost/internal/localserver"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/transport"
@@ -130,7 +129,7 @@ func withTimeout(ctx context.Context, d time.Duration) (context.Context, context
 type session struct {
 	store    *persistence.BadgerStore
 	h        *host.Host
-	srv      *localserver.Server
+	srv      *embedded
 	rep      reporter
 	logs     *lineWriter
 	pumpDone <-chan struct{}
@@ -153,6 +152,10 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.srv, err = startEmbedded(provider.ResolveServerURL(a.flags.serverURL)); err != nil {
+		s.store.Close()
+		return nil, withCode(exitStreamFailed, err)
+	}
 	s.h, err = host.New(host.Options{
 		Streams: provider.Options{
 			Transports:  networkTransports(),
@@ -160,6 +163,7 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 			Logger:      logger,
 			Limits:      a.rt.limits(),
 			IdleTimeout: a.rt.idle(),
+			HTTPClient:  s.srv.client(),
 		},
 		Limits: a.rt.limits(),
 		Store:  s.store,
@@ -167,13 +171,9 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 		Logger: logger,
 	})
 	if err != nil {
+		s.srv.Close()
 		s.store.Close()
 		return nil, withCode(exitProgramError, err)
-	}
-	s.srv, err = startEmbeddedServer(s.h.Provider().ServerURL())
-	if err != nil {
-		s.h.Close()
-		return nil, withCode(exitStreamFailed, err)
 	}
 	s.rep = a.newReporter(o, s.h.Provider())
 	s.logs.setSink(s.rep.log)
@@ -200,9 +200,7 @@ func (s *session) finish() error {
 // close releases what finish leaves: the embedded server and the store.
 func (s *session) close() {
 	s.h.Close()
-	if s.srv != nil {
-		s.srv.Close()
-	}
+	s.srv.Close()
 	s.store.Close()
 }
 

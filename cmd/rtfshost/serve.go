@@ -108,10 +108,16 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		return err
 	}
 	defer store.Close()
+	emb, err := startEmbedded(provider.ResolveServerURL(a.flags.serverURL))
+	if err != nil {
+		return withCode(exitStreamFailed, err)
+	}
+	defer emb.Close()
 	h, err := host.New(host.Options{
 		Streams: provider.Options{
 			Transports: networkTransports(), ServerURL: a.flags.serverURL, Logger: logger,
 			Egress: policy, Limits: a.rt.limits(), IdleTimeout: a.rt.idle(), MaxStreams: o.maxStreams,
+			HTTPClient: emb.client(),
 		},
 		Limits: a.rt.limits(),
 		Store:  store,
@@ -122,13 +128,6 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		return withCode(exitStreamFailed, err)
 	}
 	defer h.Close()
-	embedded, err := startEmbeddedServer(h.Provider().ServerURL())
-	if err != nil {
-		return withCode(exitStreamFailed, err)
-	}
-	if embedded != nil {
-		defer embedded.Close()
-	}
 	srv, err := mcpserver.New(mcpserver.Options{
 		Host: h, Token: o.token, ProgressInterval: o.progressInterval,
 		AllowedOrigins: o.allowOrigins, Version: version, Logger: logger,
