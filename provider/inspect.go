@@ -93,6 +93,7 @@ func (s *stream) inspect(opts InspectOptions, now time.Time) rtfs.Value {
 		rtfs.Keyword("stats"), s.statsLocked(now),
 		rtfs.Keyword("transport"), s.transportLocked(),
 		rtfs.Keyword("observed-at-epoch-ms"), rtfs.Int(now.UnixMilli()),
+		rtfs.Keyword("started-at-epoch-ms"), rtfs.Int(s.started.UnixMilli()),
 		rtfs.Keyword("persistence-enabled"), rtfs.Bool(s.p.ps != nil),
 		rtfs.Keyword("last-output"), orNil(s.lastOut),
 		rtfs.Keyword("result"), orNil(s.result),

@@ -324,7 +324,7 @@ func (s *stream) deliverJournaled(ctx context.Context, c transport.Chunk, chunk 
 func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, prog *rtfs.Program) (*persistence.Batch, error) {
 	c := s.ps.codec
 	def := defRecord{
-		order: time.Now().UnixNano(), endpoint: s.def.endpoint, transport: s.def.transport,
+		order: s.started.UnixNano(), endpoint: s.def.endpoint, transport: s.def.transport,
 		serverURL: stripUserInfo(s.def.serverURL), procName: s.def.procName, capacity: int64(s.def.capacity),
 		journal: s.ps.journal, idleMs: idleMillis(s.def.idle),
 	}

@@ -208,6 +208,9 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 		def.config = m
 	}
 	s := newStream(p, l.id, def, proc)
+	if d.order > 0 {
+		s.started = time.Unix(0, d.order)
+	}
 	s.ps = newStreamStore(p.ps, s, c, d.journal)
 	if err := s.restoreProgress(l); err != nil {
 		s.cancel()

@@ -48,17 +48,18 @@ var errEnded = errors.New("stream has ended")
 // stream is one running stream. The fields above mu are immutable after
 // newStream; the others are guarded by mu.
 type stream struct {
-	p      *Provider
-	id     string
-	def    definition
-	idVal  rtfs.Value
-	epVal  rtfs.Value
-	proc   processor
-	ctx    context.Context // ends when the stream ends or the provider closes
-	cancel context.CancelFunc
-	epoch  time.Time     // when the stream was made: the base of its monotonic clock
-	wake   chan struct{} // buffered 1: wakes the worker
-	done   chan struct{} // closed when the worker has exited
+	p       *Provider
+	id      string
+	def     definition
+	idVal   rtfs.Value
+	epVal   rtfs.Value
+	proc    processor
+	ctx     context.Context // ends when the stream ends or the provider closes
+	cancel  context.CancelFunc
+	epoch   time.Time     // when the stream was made: the base of its monotonic clock
+	started time.Time     // when the stream was first started (before any recovery)
+	wake    chan struct{} // buffered 1: wakes the worker
+	done    chan struct{} // closed when the worker has exited
 
 	// dec decodes the chunks Deliver receives, reusing the keys it has seen;
 	// decMu serializes it, since Deliver may run on several goroutines.
@@ -116,6 +117,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		st: StateActive, state: def.initial, epoch: time.Now(),
 	}
+	s.started = s.epoch
 	s.meta = newMetaBuilder(s.idVal, s.epVal)
 	s.lowWater = def.capacity - max(1, def.capacity/4)
 	s.ctx, s.cancel = context.WithCancel(p.ctx)

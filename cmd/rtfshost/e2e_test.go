@@ -304,6 +304,7 @@ func (c *cli) testStuck(t *testing.T) {
 		out  string
 	}{
 		{[]string{"streams"}, exitOK, "stuck-1  paused"},
+		{[]string{"streams", "--json"}, exitOK, `"started-at-epoch-ms":`},
 		{[]string{"pause", "stuck-1"}, exitOK, "stuck-1: paused (was paused)"},
 		{[]string{"pause", "no-such"}, exitStreamFailed, `stream "no-such": no such stream in the store`},
 		{[]string{"rm", "stuck-1"}, exitStreamFailed, "is paused, not ended: cancel it first, or remove it with --force"},
@@ -826,8 +827,8 @@ func (c *cli) testInspect(t *testing.T) {
 	}
 	tr := c.run(t, "inspect", "--data", data)
 	wantCode(t, tr, exitOK)
-	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(id) + `\s+completed\s+12\s+0\s+12\s+source-ended\s`).MatchString(tr.stdout) {
-		t.Errorf("the table has no row for %s completed, 12 processed, 0 queued, cursor 12, ended source-ended\n%s", id, tr)
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(id) + `\s+completed\s+12\s+0\s+\d+[smhd]\s+12\s+source-ended\s`).MatchString(tr.stdout) {
+		t.Errorf("the table has no row for %s completed, 12 processed, 0 queued, an age, cursor 12, ended source-ended\n%s", id, tr)
 	}
 
 	// Issue 14 item 12: resume with nothing to do says so.
@@ -886,6 +887,10 @@ func (c *cli) testResume(t *testing.T) {
 		t.Fatalf("after SIGKILL: %+v, want an active stream with 1..199 chunks and the cursor at the last\n%s", mid, ir)
 	}
 	wantJSON(t, ir, "state after SIGKILL", gotState, string(wantState))
+	// The table says it was interrupted rather than "active" (issue 14 item 6).
+	if tr := c.run(t, "streams", "--data", data); !strings.Contains(tr.stdout, mid.ID+"  interrupted") || !strings.Contains(tr.stdout, "carry on with: rtfshost resume") {
+		t.Errorf("the table after SIGKILL:\n%s", tr)
+	}
 
 	r := c.run(t, "resume", "--json", "--data", data, "--server-url", c.serverURL)
 	wantCode(t, r, exitOK)

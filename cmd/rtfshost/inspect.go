@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -124,12 +125,13 @@ func (a *app) printInspect(m rtfs.Value, o inspectOptions) {
 	case o.stream != "":
 		printInspectMap(a.stdout, m)
 	default:
-		printStreamTable(a.stdout, m)
+		printStreamTable(a.stdout, m, o.server == "")
 	}
 }
 
-// printStreamTable prints a summary map as a table, a stream per row.
-func printStreamTable(w io.Writer, summary rtfs.Value) {
+// printStreamTable prints a summary map as a table, a stream per row; stored
+// says the streams come from a data directory (none of them is running).
+func printStreamTable(w io.Writer, summary rtfs.Value, stored bool) {
 	sm, _ := summary.(*rtfs.Map)
 	var streams []rtfs.Value
 	if sm != nil {
@@ -142,7 +144,8 @@ func printStreamTable(w io.Writer, summary rtfs.Value) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STREAM\tSTATE\tPROCESSED\tQUEUED\tCURSOR\tENDED\tRESULT / MESSAGE")
+	fmt.Fprintln(tw, "STREAM\tSTATE\tPROCESSED\tQUEUED\tAGE\tCURSOR\tENDED\tRESULT / MESSAGE")
+	interrupted := false
 	for _, s := range streams {
 		m, ok := s.(*rtfs.Map)
 		if !ok {
@@ -150,10 +153,37 @@ func printStreamTable(w io.Writer, summary rtfs.Value) {
 		}
 		st := inspectStats(m)
 		id, _ := m.GetKeyword("stream-id")
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", text(id), st.state, st.processed, st.queued,
-			text(get(m, "cursor")), text(statusField(m, "end-reason")), clip(outcome(m), 60))
+		state := st.state
+		if stored && state == "active" {
+			// Nothing runs a stream of a data directory inspect holds: an
+			// active one was interrupted (Ctrl-C, a crash, a full disk).
+			state, interrupted = "interrupted", true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", text(id), state, st.processed, st.queued,
+			age(m), clip(text(get(m, "cursor")), 28), text(statusField(m, "end-reason")), clip(outcome(m), 60))
 	}
 	tw.Flush()
+	if interrupted {
+		fmt.Fprintln(w, "(interrupted streams carry on with: rtfshost resume)")
+	}
+}
+
+// age is how long ago the stream of m was first started, "-" if unknown.
+func age(m *rtfs.Map) string {
+	started, observed := intAt(m, "started-at-epoch-ms"), intAt(m, "observed-at-epoch-ms")
+	if started <= 0 || observed < started {
+		return "-"
+	}
+	d := time.Duration(observed-started) * time.Millisecond
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 // printInspectMap prints one stream's inspect map, a key per line.
@@ -219,11 +249,11 @@ func text(v rtfs.Value) string {
 }
 
 func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
+	r := []rune(strings.ReplaceAll(s, "\n", " "))
+	if len(r) <= n {
+		return string(r)
 	}
-	return s[:n-1] + "…"
+	return string(r[:n-1]) + "…"
 }
 
 // seqValues returns the elements of a vector or list.
