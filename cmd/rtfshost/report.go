@@ -98,8 +98,9 @@ func orNil(v rtfs.Value) rtfs.Value {
 
 // textReporter writes plain lines, for a pipe or a file.
 type textReporter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	last map[string]rtfs.Value // each stream's last output printed
 }
 
 func (r *textReporter) printf(format string, args ...any) {
@@ -109,10 +110,27 @@ func (r *textReporter) printf(format string, args ...any) {
 }
 
 func (r *textReporter) output(stream string, seq int64, v rtfs.Value) {
+	r.mu.Lock()
+	if r.last == nil {
+		r.last = map[string]rtfs.Value{}
+	}
+	r.last[stream] = v
+	r.mu.Unlock()
 	r.printf("%s #%d: %s\n", stream, seq, v)
 }
 
-func (r *textReporter) end(st provider.Status) { r.printf("%s\n", statusLine(st)) }
+// end prints the stream's status line; a result that is the output just
+// printed is not printed again.
+func (r *textReporter) end(st provider.Status) {
+	r.mu.Lock()
+	last, printed := r.last[st.StreamID]
+	r.mu.Unlock()
+	line := statusLine(st)
+	if printed && st.Result != nil && rtfs.Equal(last, st.Result) {
+		line = statusLine(provider.Status{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message}) + " (result: its last output)"
+	}
+	r.printf("%s\n", line)
+}
 
 func (r *textReporter) log(line string) { r.printf("%s\n", line) }
 
