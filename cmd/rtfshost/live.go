@@ -20,13 +20,16 @@ import (
 // lines. It polls the provider's inspect maps every refresh.
 type liveReporter struct {
 	text   textReporter // prints through the progress container
+	out    io.Writer    // the terminal itself, for what is printed after the live lines
 	p      *mpb.Progress
 	prov   *provider.Provider
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu    sync.Mutex
-	lines map[string]*streamLine
+	mu     sync.Mutex
+	lines  map[string]*streamLine
+	res    rtfs.Value // the program's result, printed by close
+	hasRes bool
 }
 
 // streamLine is one stream's live line.
@@ -45,7 +48,7 @@ const liveRefresh = 150 * time.Millisecond
 func newLiveReporter(w io.Writer, prov *provider.Provider) *liveReporter {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithWidth(1), mpb.WithRefreshRate(liveRefresh))
-	r := &liveReporter{p: p, prov: prov, cancel: cancel, done: make(chan struct{}), lines: map[string]*streamLine{}}
+	r := &liveReporter{p: p, prov: prov, cancel: cancel, done: make(chan struct{}), lines: map[string]*streamLine{}, out: w}
 	r.text.w = p
 	go r.poll(ctx)
 	return r
@@ -53,15 +56,28 @@ func newLiveReporter(w io.Writer, prov *provider.Provider) *liveReporter {
 
 func (r *liveReporter) output(stream string, seq int64, v rtfs.Value) { r.text.output(stream, seq, v) }
 func (r *liveReporter) log(line string)                               { r.text.log(line) }
-func (r *liveReporter) result(v rtfs.Value)                           { r.text.result(v) }
+
+// result keeps the program's result for close, which prints it under the
+// streams' final lines rather than above them.
+func (r *liveReporter) result(v rtfs.Value) {
+	r.mu.Lock()
+	r.res, r.hasRes = v, true
+	r.mu.Unlock()
+}
 
 func (r *liveReporter) end(st provider.Status) {
 	r.refresh()
 	r.mu.Lock()
 	l := r.line(st.StreamID)
 	text := liveText(st.StreamID, l, string(st.State))
+	if st.EndReason != "" {
+		text += " (" + st.EndReason + ")"
+	}
 	if st.Message != "" {
 		text += ": " + st.Message
+	}
+	if st.State == provider.StateCompleted && st.Result != nil {
+		text += "  result " + clip(st.Result.String(), 60)
 	}
 	l.text.Store(&text)
 	l.done = true
@@ -145,6 +161,10 @@ func (r *liveReporter) close() {
 	r.p.Wait()
 	r.cancel()
 	<-r.done
+	if r.hasRes {
+		r.text.w = r.out
+		r.text.result(r.res)
+	}
 }
 
 // liveStats are the numbers a live line shows.

@@ -46,6 +46,30 @@ func (c *cli) testLiveLines(t *testing.T) {
 	if !hasPrefixLine(lines, "result: {:total 3 :streams [") {
 		t.Errorf("no result line on the terminal\n%s", strings.Join(lines, "\n"))
 	}
+	// The result comes under the streams' final lines, not above them.
+	lastLive, resultAt := -1, -1
+	for i, l := range lines {
+		if strings.Contains(l, " completed ") && strings.Contains(l, " chunks ") {
+			lastLive = i
+		}
+		if strings.HasPrefix(l, "result: ") {
+			resultAt = i
+		}
+	}
+	if resultAt < lastLive {
+		t.Errorf("the result line (%d) is above the final live lines (%d)\n%s", resultAt, lastLive, strings.Join(lines, "\n"))
+	}
+
+	// A terminal that reports no size gets plain lines, all of them.
+	plain := screenLines(c.runOnPTYSized(t, &pty.Winsize{}, "run", "--server-url", c.serverURL, filepath.Join(c.examples, "multiplex.rtfs")))
+	if !hasPrefixLine(plain, "result: {:total 3 :streams [") || len(liveLines(plain)) != 0 {
+		t.Errorf("on a terminal with no size:\n%s", strings.Join(plain, "\n"))
+	}
+	for _, endpoint := range []string{"weather.monitor.v1", "docs.search.v1", "news.digest.v1"} {
+		if !anyMatch(plain, regexp.MustCompile(`^`+regexp.QuoteMeta(endpoint)+`-[0-9a-f]{8} completed \(source-ended\)`)) {
+			t.Errorf("on a terminal with no size, no end line for %s\n%s", endpoint, strings.Join(plain, "\n"))
+		}
+	}
 }
 
 // checkLiveLines checks the successive renderings of one stream's line: some
@@ -71,6 +95,11 @@ func checkLiveLines(t *testing.T, id string, ls []liveLine, chunks int64, screen
 	if last.state != "completed" || last.chunks != chunks {
 		t.Errorf("%s: last live line %q, want completed with %d chunks\n%s", id, last.text, chunks, strings.Join(screen, "\n"))
 	}
+	// The end line says why the stream ended and what it gave (issue 14
+	// item 11).
+	if !strings.Contains(last.text, "(source-ended)") || !strings.Contains(last.text, "  result ") {
+		t.Errorf("%s: the end line %q has no end reason or result", id, last.text)
+	}
 	if !sawQueue {
 		t.Errorf("%s: no live line showed the queue\n%s", id, strings.Join(screen, "\n"))
 	}
@@ -81,10 +110,17 @@ func checkLiveLines(t *testing.T, id string, ls []liveLine, chunks int64, screen
 // ptyTimeout; otherwise it gets SIGQUIT (a goroutine dump), then SIGKILL.
 func (c *cli) runOnPTY(t *testing.T, args ...string) string {
 	t.Helper()
+	return c.runOnPTYSized(t, &pty.Winsize{Rows: 50, Cols: 200}, args...)
+}
+
+// runOnPTYSized is runOnPTY on a terminal of the given size (0x0: a
+// terminal that reports no size).
+func (c *cli) runOnPTYSized(t *testing.T, size *pty.Winsize, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(c.bin, args...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(childEnv(), "TERM=xterm")
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 200})
+	ptmx, err := pty.StartWithSize(cmd, size)
 	if err != nil {
 		t.Fatalf("starting rtfshost on a pty: %v", err)
 	}

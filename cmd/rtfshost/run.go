@@ -233,7 +233,11 @@ func (a *app) newReporter(o runOptions, prov *provider.Provider) reporter {
 		return newJSONReporter(a.stdout)
 	}
 	if f, ok := a.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return newLiveReporter(f, prov)
+		// A terminal that reports no size (a bare pseudo-terminal) cannot
+		// lay out live lines: it gets the plain ones (issue 14 item 11).
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return newLiveReporter(f, prov)
+		}
 	}
 	return &textReporter{w: a.stdout}
 }
