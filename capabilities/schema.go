@@ -2,7 +2,7 @@ package capabilities
 
 import (
 	"fmt"
-	"github.com/rtfshost/rtfshost/internal/suggest"
+	"github.com/rtfshost/rtfshost/rtfs/suggest"
 	"sort"
 	"strings"
 

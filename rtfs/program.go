@@ -16,7 +16,10 @@ package rtfs
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"github.com/rtfshost/rtfshost/rtfs/suggest"
+	"strings"
 
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
@@ -93,9 +96,40 @@ func compileUnits(filename string, src []byte, cfg *compileConfig) (*Program, er
 	}
 	cp, err := compile.Compile(pre.code, units, func(name string) bool { return resolve(name) != nil })
 	if err != nil {
-		return nil, err
+		return nil, didYouMean(err, nodes)
 	}
 	return newProgram(filename, src, cp, pre, resolve, extra)
+}
+
+// didYouMean adds to an "undefined symbol" error the nearest name the
+// program could mean: a core function or one of its own top-level
+// definitions.
+func didYouMean(err error, nodes []syntax.Node) error {
+	var se *syntax.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	name, ok := strings.CutPrefix(se.Msg, "undefined symbol ")
+	if !ok || strings.ContainsRune(name, ' ') {
+		return err
+	}
+	var names []string
+	for _, d := range Universe() {
+		names = append(names, d.Name)
+	}
+	for _, n := range nodes {
+		if l, ok := n.(*syntax.List); ok && len(l.Elems) > 1 {
+			if h, ok := l.Elems[0].(*syntax.Symbol); ok && (h.Name == "def" || h.Name == "defn") {
+				if s, ok := l.Elems[1].(*syntax.Symbol); ok {
+					names = append(names, s.Name)
+				}
+			}
+		}
+	}
+	if near, ok := suggest.Closest(name, names); ok {
+		return &syntax.Error{Pos: se.Pos, Msg: fmt.Sprintf("%s (did you mean %s?)", se.Msg, near)}
+	}
+	return err
 }
 
 // newProgram links compiled code into a Program: it turns constants into

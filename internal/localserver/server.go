@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rtfshost/rtfshost/internal/suggest"
+	"github.com/rtfshost/rtfshost/rtfs/suggest"
 	"log/slog"
 	"net"
 	"net/http"
