@@ -59,7 +59,16 @@ the live streams of a running "rtfshost serve", pass its URL with --server
 // inspect loads the persisted streams without connecting them and prints
 // their inspect maps.
 func (a *app) inspect(cmd *cobra.Command, o inspectOptions) error {
+	table := !o.json && o.stream == ""
 	if o.server != "" {
+		if table {
+			infos, err := infosLive(cmd.Context(), o.server)
+			if err != nil {
+				return withCode(exitStreamFailed, err)
+			}
+			printStreamTable(a.stdout, infos, false)
+			return nil
+		}
 		m, err := inspectLive(cmd.Context(), o.server, o)
 		if err != nil {
 			return withCode(exitStreamFailed, err)
@@ -102,65 +111,53 @@ func (a *app) inspect(cmd *cobra.Command, o inspectOptions) error {
 	}
 	opts := provider.InspectOptions{OmitState: o.noState, OmitInitialState: o.noState, OmitQueue: o.noQueue}
 	var m rtfs.Value
-	if o.stream != "" {
+	switch {
+	case table:
+		printStreamTable(a.stdout, p.Infos(opts), true)
+	case o.stream != "":
 		m, err = p.Inspect(o.stream, opts)
 		if err != nil {
 			return withCode(exitStreamFailed, err)
 		}
-	} else {
-		m = p.Summary(opts)
+		a.printInspect(m, o)
+	default:
+		a.printInspect(p.Summary(opts), o)
 	}
-	a.printInspect(m, o)
 	if recErr != nil {
 		return printedWithCode(exitStreamFailed)
 	}
 	return nil
 }
 
-// printInspect prints an inspect map as --json, --stream or the table ask.
+// printInspect prints an inspect map as --json asks, else a key per line
+// (--stream).
 func (a *app) printInspect(m rtfs.Value, o inspectOptions) {
-	switch {
-	case o.json:
+	if o.json {
 		fmt.Fprintf(a.stdout, "%s\n", valueJSON(m))
-	case o.stream != "":
-		printInspectMap(a.stdout, m)
-	default:
-		printStreamTable(a.stdout, m, o.server == "")
+		return
 	}
+	printInspectMap(a.stdout, m)
 }
 
-// printStreamTable prints a summary map as a table, a stream per row; stored
-// says the streams come from a data directory (none of them is running).
-func printStreamTable(w io.Writer, summary rtfs.Value, stored bool) {
-	sm, _ := summary.(*rtfs.Map)
-	var streams []rtfs.Value
-	if sm != nil {
-		if v, ok := sm.GetKeyword("streams"); ok {
-			streams = seqValues(v)
-		}
-	}
-	if len(streams) == 0 {
+// printStreamTable prints the streams as a table, one per row; stored says
+// they come from a data directory (none of them is running).
+func printStreamTable(w io.Writer, infos []provider.StreamInfo, stored bool) {
+	if len(infos) == 0 {
 		fmt.Fprintln(w, "no streams")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STREAM\tSTATE\tPROCESSED\tQUEUED\tAGE\tCURSOR\tENDED\tRESULT / MESSAGE")
 	interrupted := false
-	for _, s := range streams {
-		m, ok := s.(*rtfs.Map)
-		if !ok {
-			continue
-		}
-		st := inspectStats(m)
-		id, _ := m.GetKeyword("stream-id")
-		state := st.state
-		if stored && state == "active" {
+	for _, in := range infos {
+		state := string(in.Status.State)
+		if stored && in.Status.State == provider.StateActive {
 			// Nothing runs a stream of a data directory inspect holds: an
 			// active one was interrupted (Ctrl-C, a crash, a full disk).
 			state, interrupted = "interrupted", true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", text(id), state, st.processed, st.queued,
-			age(m), clip(text(get(m, "cursor")), 28), text(statusField(m, "end-reason")), clip(outcome(m), 60))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", in.StreamID, state, in.Stats.ProcessedChunks, in.Stats.QueuedChunks,
+			age(in), clip(cursorText(in), 28), in.Status.EndReason, clip(outcome(in), 60))
 	}
 	tw.Flush()
 	if interrupted {
@@ -168,13 +165,12 @@ func printStreamTable(w io.Writer, summary rtfs.Value, stored bool) {
 	}
 }
 
-// age is how long ago the stream of m was first started, "-" if unknown.
-func age(m *rtfs.Map) string {
-	started, observed := intAt(m, "started-at-epoch-ms"), intAt(m, "observed-at-epoch-ms")
-	if started <= 0 || observed < started {
+// age is how long ago the stream was first started, "-" if unknown.
+func age(in provider.StreamInfo) string {
+	if in.StartedAtEpochMs <= 0 || in.ObservedAtEpochMs < in.StartedAtEpochMs {
 		return "-"
 	}
-	d := time.Duration(observed-started) * time.Millisecond
+	d := time.Duration(in.ObservedAtEpochMs-in.StartedAtEpochMs) * time.Millisecond
 	switch {
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d.Seconds()))
@@ -184,6 +180,22 @@ func age(m *rtfs.Map) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// cursorText is the stream's shown cursor, "" before its first chunk.
+func cursorText(in provider.StreamInfo) string {
+	if in.Cursor == nil {
+		return ""
+	}
+	return *in.Cursor
+}
+
+// outcome is the result of a completed stream, or the status message.
+func outcome(in provider.StreamInfo) string {
+	if in.Result.V != nil && in.Result.V != rtfs.Nil {
+		return in.Result.V.String()
+	}
+	return in.Status.Message
 }
 
 // printInspectMap prints one stream's inspect map, a key per line.
@@ -209,30 +221,6 @@ func printInspectMap(w io.Writer, v rtfs.Value) {
 	tw.Flush()
 }
 
-// outcome is the result of a completed stream, or the status message.
-func outcome(m *rtfs.Map) string {
-	if r, ok := m.GetKeyword("result"); ok && r != rtfs.Nil {
-		return r.String()
-	}
-	return text(statusField(m, "message"))
-}
-
-// statusField reads a key of an inspect map's :status map.
-func statusField(m *rtfs.Map, key string) rtfs.Value {
-	if sm, ok := get(m, "status").(*rtfs.Map); ok {
-		return get(sm, key)
-	}
-	return rtfs.Nil
-}
-
-func get(m *rtfs.Map, key string) rtfs.Value {
-	v, ok := m.GetKeyword(key)
-	if !ok {
-		return rtfs.Nil
-	}
-	return v
-}
-
 // text prints strings, keywords and symbols without quotes or colon, nil as "".
 func text(v rtfs.Value) string {
 	switch v := v.(type) {
@@ -254,21 +242,4 @@ func clip(s string, n int) string {
 		return string(r)
 	}
 	return string(r[:n-1]) + "…"
-}
-
-// seqValues returns the elements of a vector or list.
-func seqValues(v rtfs.Value) []rtfs.Value {
-	type indexed interface {
-		Len() int
-		Index(int) rtfs.Value
-	}
-	s, ok := v.(indexed)
-	if !ok {
-		return nil
-	}
-	out := make([]rtfs.Value, s.Len())
-	for i := range out {
-		out[i] = s.Index(i)
-	}
-	return out
 }

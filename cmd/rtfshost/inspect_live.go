@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rtfshost/rtfshost/provider"
 	"net/http"
 	"os"
 	"strings"
@@ -32,6 +34,22 @@ func inspectLive(ctx context.Context, server string, o inspectOptions) (rtfs.Val
 		return nil, fmt.Errorf("%s on %s answered something else than JSON: %w", mcpserver.ToolInspect, server, err)
 	}
 	return v, nil
+}
+
+// infosLive asks a running serve for the snapshots of its streams: the JSON
+// of its mcp.stream.inspect summary decodes into provider.StreamInfo.
+func infosLive(ctx context.Context, server string) ([]provider.StreamInfo, error) {
+	text, err := callServer(ctx, server, mcpserver.ToolInspect, map[string]any{"include-state": false, "include-initial-state": false, "include-queue": false})
+	if err != nil {
+		return nil, err
+	}
+	var summary struct {
+		Streams []provider.StreamInfo `json:"streams"`
+	}
+	if err := json.Unmarshal([]byte(text), &summary); err != nil {
+		return nil, fmt.Errorf("%s on %s answered something else than an inspect summary: %w", mcpserver.ToolInspect, server, err)
+	}
+	return summary.Streams, nil
 }
 
 // callServer calls one tool of the running "rtfshost serve" at server (its

@@ -103,11 +103,12 @@ func (r *liveReporter) poll(ctx context.Context) {
 // refresh reads every stream's stats and updates its line.
 func (r *liveReporter) refresh() {
 	for _, id := range r.prov.StreamIDs() {
-		m, err := r.prov.Inspect(id, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
+		in, err := r.prov.Info(id, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
 		if err != nil {
 			continue
 		}
-		st := inspectStats(m)
+		st := liveStats{processed: in.Stats.ProcessedChunks, queued: in.Stats.QueuedChunks,
+			capacity: int64(in.QueueCapacity), state: string(in.Status.State)}
 		r.mu.Lock()
 		l := r.line(id)
 		if !l.done {
@@ -171,36 +172,4 @@ func (r *liveReporter) close() {
 type liveStats struct {
 	processed, queued, capacity int64
 	state                       string
-}
-
-// inspectStats reads them from an inspect map.
-func inspectStats(m rtfs.Value) liveStats {
-	var s liveStats
-	mm, ok := m.(*rtfs.Map)
-	if !ok {
-		return s
-	}
-	s.capacity = intAt(mm, "queue-capacity")
-	if st, ok := mm.GetKeyword("stats"); ok {
-		if sm, ok := st.(*rtfs.Map); ok {
-			s.processed = intAt(sm, "processed-chunks")
-			s.queued = intAt(sm, "queued-chunks")
-		}
-	}
-	if st, ok := mm.GetKeyword("status"); ok {
-		if sm, ok := st.(*rtfs.Map); ok {
-			if k, ok := sm.GetKeyword("state"); ok {
-				s.state = text(k)
-			}
-		}
-	}
-	return s
-}
-
-func intAt(m *rtfs.Map, key string) int64 {
-	v, _ := m.GetKeyword(key)
-	if i, ok := v.(rtfs.Int); ok {
-		return int64(i)
-	}
-	return 0
 }

@@ -161,11 +161,11 @@ func (c *call) inspect(a args) (*mcp.CallToolResult, error) {
 	if id == "" {
 		return textResult(string(valueJSON(c.s.prov.Summary(opts))), false), nil
 	}
-	v, err := c.s.prov.Inspect(id, opts)
+	in, err := c.s.prov.Info(id, opts)
 	if err != nil {
 		return textResult(fmt.Sprintf("%s: %v", ToolInspect, err), true), nil
 	}
-	return textResult(string(valueJSON(v)), false), nil
+	return textResult(string(in.JSON()), false), nil // the typed snapshot, as the CLI decodes it
 }
 
 // control returns the run function of status, pause, resume or cancel.
