@@ -373,3 +373,19 @@ func TestSpecProcessorSignatureRunsAsWritten(t *testing.T) {
 		t.Errorf("last output %v", out)
 	}
 }
+
+func TestRemove(t *testing.T) {
+	f := newFixture(t, Options{})
+	id := f.start(StartRequest{StreamID: "r1", goProc: counter()})
+	ctx := context.Background()
+	if _, err := f.p.Remove(ctx, id, false); err == nil || !strings.Contains(err.Error(), "not ended") {
+		t.Fatalf("remove of an active stream without force: %v", err)
+	}
+	if was, err := f.p.Remove(ctx, id, true); err != nil || was != StateActive {
+		t.Fatalf("forced remove: %v %v", was, err)
+	}
+	if _, err := f.p.Status(id); err == nil {
+		t.Fatal("the removed stream is still known")
+	}
+	f.start(StartRequest{StreamID: "r1", goProc: counter()}) // the id is free again
+}

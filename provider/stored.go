@@ -97,3 +97,44 @@ func RemoveStored(ctx context.Context, st persistence.Store, id string, force bo
 	}
 	return state, st.Commit(ctx, b)
 }
+
+// Remove forgets an ended stream: its records leave the store (so that its
+// id can be used again) and it leaves the provider's list. An unfinished
+// stream is refused unless force is set; then it is cancelled first. It
+// waits for the stream's goroutines to finish (at most ctx). It returns the
+// state the stream had.
+func (p *Provider) Remove(ctx context.Context, id string, force bool) (State, error) {
+	s, err := p.lookup(id)
+	if err != nil {
+		return "", err
+	}
+	st := s.status()
+	if !st.State.Terminal() {
+		if !force {
+			return st.State, fmt.Errorf("stream %q is %s, not ended: cancel it first, or remove it with force (its progress is lost)", id, st.State)
+		}
+		if _, err := p.Cancel(id); err != nil {
+			return st.State, err
+		}
+	}
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return st.State, ctx.Err()
+	}
+	if p.opts.Store != nil {
+		if _, err := RemoveStored(ctx, p.opts.Store, id, true); err != nil && !errors.Is(err, ErrNoStoredStream) {
+			return st.State, err
+		}
+	}
+	p.mu.Lock()
+	delete(p.streams, id)
+	for i, o := range p.order {
+		if o == s {
+			p.order = append(p.order[:i:i], p.order[i+1:]...)
+			break
+		}
+	}
+	p.mu.Unlock()
+	return st.State, nil
+}

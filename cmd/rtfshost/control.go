@@ -71,10 +71,16 @@ func (a *app) rmCmd() *cobra.Command {
 		Short: "Delete the records of ended streams from the data directory",
 		Long: `rm deletes every record of each stream from the data directory, so that its
 id can be used again. A stream that has not ended is refused unless --force is
-given (its progress is then lost).`,
-		Example: "  rtfshost rm weather.monitor.v1-3fa1c2d0\n  rtfshost rm --force stuck-1",
+given (its progress is then lost). With --server it removes streams of a
+running serve (mcp.stream.remove).`,
+		Example: "  rtfshost rm weather.monitor.v1-3fa1c2d0\n  rtfshost rm --force stuck-1\n  rtfshost rm --server http://127.0.0.1:7070 s1",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, ids []string) error {
+			if o.server != "" {
+				return a.control(cmd.Context(), ids, func(ctx context.Context, id string) (string, error) {
+					return callServer(ctx, o.server, mcpserver.ToolRemove, map[string]any{"stream-id": id, "force": o.force})
+				})
+			}
 			return a.onStore(cmd.Context(), ids, func(ctx context.Context, st persistence.Store, id string) (string, error) {
 				from, err := provider.RemoveStored(ctx, st, id, o.force)
 				if err != nil {
@@ -85,6 +91,7 @@ given (its progress is then lost).`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.force, "force", false, "also remove a stream that has not ended")
+	cmd.Flags().StringVar(&o.server, "server", "", "remove streams of the rtfshost serve at this URL instead of the data directory")
 	return cmd
 }
 

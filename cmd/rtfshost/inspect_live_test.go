@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,27 @@ func TestInspectLiveServer(t *testing.T) {
 	// decoded from the tool's JSON: the row has the live numbers.
 	if code != exitOK || !regexp.MustCompile(`(?m)^live-1\s+active\s+3\s+0\s+\d+s\s`).Match(stdout.Bytes()) {
 		t.Errorf("inspect --server table: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+
+	// Managing the serve's live stream from the command line (issue 14).
+	for _, step := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pause", "--server", base, "live-1"}, `"state":"paused"`},
+		{[]string{"resume", "--server", base, "live-1"}, `"state":"active"`},
+		{[]string{"rm", "--server", base, "live-1"}, "not ended"},
+		{[]string{"cancel", "--server", base, "live-1"}, `"state":"cancelled"`},
+		{[]string{"rm", "--server", base, "live-1"}, `"removed":true`},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		newApp(nil, &stdout, &stderr).execute(ctx, step.args)
+		if !strings.Contains(stdout.String()+stderr.String(), step.want) {
+			t.Errorf("%v: want %q, got %q %q", step.args, step.want, stdout.String(), stderr.String())
+		}
+	}
+	if _, err := h.Provider().Status("live-1"); err == nil {
+		t.Error("rm --server left the stream known to the serve")
 	}
 }

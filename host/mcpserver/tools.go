@@ -17,6 +17,7 @@ const (
 	ToolResume  = "mcp.stream.resume"
 	ToolCancel  = "mcp.stream.cancel"
 	ToolEval    = "rtfs.eval"
+	ToolRemove  = "mcp.stream.remove"
 )
 
 // A toolSpec is one tool: its MCP description, its parameters and the
@@ -51,6 +52,10 @@ func (s *Server) toolSpecs() []toolSpec {
 		{name: ToolCancel, title: "Cancel a stream", params: []param{streamIDParam()}, run: control(ToolCancel),
 			desc: "Cancels a stream: its source is closed and its queued chunks are dropped (and counted). Returns the status."},
 		{name: ToolEval, title: "Evaluate an RTFS program", desc: evalDesc, params: evalParams(), run: (*call).eval},
+		{name: ToolRemove, title: "Remove an ended stream", params: []param{streamIDParam(),
+			{name: "force", typ: "boolean", doc: "Also remove a stream that has not ended (it is cancelled first; its progress is lost)."}},
+			run: (*call).remove,
+			desc: "Forgets an ended stream: its records leave the server's data directory and its id can be used again. Returns {stream-id, removed, was}."},
 	}
 }
 
@@ -166,6 +171,16 @@ func (c *call) inspect(a args) (*mcp.CallToolResult, error) {
 		return textResult(fmt.Sprintf("%s: %v", ToolInspect, err), true), nil
 	}
 	return textResult(string(in.JSON()), false), nil // the typed snapshot, as the CLI decodes it
+}
+
+// remove runs mcp.stream.remove.
+func (c *call) remove(a args) (*mcp.CallToolResult, error) {
+	id := a.str("stream-id")
+	was, err := c.s.prov.Remove(c.ctx, id, a.bool("force", false))
+	if err != nil {
+		return textResult(fmt.Sprintf("%s: %v", ToolRemove, err), true), nil
+	}
+	return jsonResult(map[string]any{"stream-id": id, "removed": true, "was": was}, false), nil
 }
 
 // control returns the run function of status, pause, resume or cancel.

@@ -39,7 +39,7 @@ func TestToolsList(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := []string{ToolCancel, ToolInspect, ToolPause, ToolResume, ToolStart, ToolStatus, ToolEval}
+	want := []string{ToolCancel, ToolInspect, ToolPause, ToolResume, ToolStart, ToolStatus, ToolEval, ToolRemove}
 	sort.Strings(want)
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
@@ -354,5 +354,35 @@ func TestOutputBound(t *testing.T) {
 	got := decode(t, r.res)
 	if len(got["outputs"].([]any)) != 2 || got["output-count"] != 4.0 || got["outputs-truncated"] != 2.0 {
 		t.Errorf("result = %v", got)
+	}
+}
+
+// TestRemove: mcp.stream.remove forgets an ended stream, so that its id can
+// be used again; an unfinished one needs force (issue 14).
+func TestRemove(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	start := func() *mcp.CallToolResult {
+		ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("rm-1")})
+		f.feed(ctx, "rm-1", end)
+		return await(t, ch).res
+	}
+	if res := start(); res.IsError {
+		t.Fatalf("first start: %s", text(t, res))
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolRemove, Arguments: map[string]any{"stream-id": "rm-1"}})
+	if err != nil || res.IsError || !strings.Contains(text(t, res), `"removed":true`) {
+		t.Fatalf("remove: %v %+v", err, res)
+	}
+	if _, err := f.host.Provider().Status("rm-1"); err == nil {
+		t.Error("the removed stream is still known")
+	}
+	if res := start(); res.IsError {
+		t.Fatalf("the id could not be used again: %s", text(t, res))
+	}
+	res, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolRemove, Arguments: map[string]any{"stream-id": "nope"}})
+	if !res.IsError {
+		t.Error("removing an unknown stream succeeded")
 	}
 }
