@@ -54,7 +54,7 @@ func (s *Server) toolSpecs() []toolSpec {
 		{name: ToolEval, title: "Evaluate an RTFS program", desc: evalDesc, params: evalParams(), run: (*call).eval},
 		{name: ToolRemove, title: "Remove an ended stream", params: []param{streamIDParam(),
 			{name: "force", typ: "boolean", doc: "Also remove a stream that has not ended (it is cancelled first; its progress is lost)."}},
-			run: (*call).remove,
+			run:  (*call).remove,
 			desc: "Forgets an ended stream: its records leave the server's data directory and its id can be used again. Returns {stream-id, removed, was}."},
 	}
 }
