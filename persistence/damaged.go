@@ -28,6 +28,8 @@ type DamagedError struct {
 	Err     error  // the underlying failure, if any
 }
 
+// Error names the directory and what is damaged, and says that nothing was
+// changed.
 func (e *DamagedError) Error() string {
 	msg := fmt.Sprintf("persistence: the data directory %s is damaged: %s", e.Dir, e.Problem)
 	if e.Err != nil {

@@ -90,6 +90,7 @@ var ErrIdle = errors.New("idle timeout")
 // An IdleError reports a source that sent nothing for the idle timeout.
 type IdleError struct{ Timeout time.Duration }
 
+// Error names the idle timeout.
 func (e *IdleError) Error() string {
 	return fmt.Sprintf("idle timeout: the source sent nothing for %s (:idle-timeout-ms)", e.Timeout)
 }
@@ -105,6 +106,7 @@ type idleTransport struct {
 	d    time.Duration
 }
 
+// RoundTrip implements http.RoundTripper.
 func (t *idleTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
 	w := &watchdog{cancel: cancel, d: t.d}

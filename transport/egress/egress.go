@@ -124,6 +124,7 @@ type DeniedError struct {
 	Reason string // why it does not match, if more than "not allowed"
 }
 
+// Error says what was refused and how the operator allows it.
 func (e *DeniedError) Error() string {
 	msg := fmt.Sprintf("%s %s is not allowed by this host's egress policy", e.What, e.Target)
 	if e.Reason != "" {
