@@ -37,7 +37,7 @@ func BenchmarkReadSSE(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		r := &streamRun{conn: c, retry: newRetrier(fastPolicy, &transport.Spec{}, sink),
+		r := &streamRun{conn: c, retry: fastPolicy.Start("mcp", &transport.Spec{}, sink),
 			tr: tracker{sink: sink, st: callState{Kind: kindStreamable, Req: callID, Token: "tok"}}}
 		done, err := r.readSSE(context.Background(), bytes.NewReader(body), "bench")
 		if !done || err != nil {

@@ -332,7 +332,9 @@ type fakeClock struct {
 	delays []time.Duration
 }
 
-func (c *fakeClock) after(d time.Duration) (<-chan time.Time, func() bool) {
+func (c *fakeClock) Now() time.Time { return time.Now() }
+
+func (c *fakeClock) After(d time.Duration) (<-chan time.Time, func() bool) {
 	c.mu.Lock()
 	c.delays = append(c.delays, d)
 	c.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -29,7 +30,7 @@ func leakCheck(t *testing.T) {
 }
 
 // fastPolicy keeps reconnect waits short in tests.
-var fastPolicy = retryPolicy{initial: time.Millisecond, max: 16 * time.Millisecond}
+var fastPolicy = retry.Policy{Initial: time.Millisecond, Max: 16 * time.Millisecond}
 
 // recSink records delivered chunks (with copied data) and reconnects.
 type recSink struct {

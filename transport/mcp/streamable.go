@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 // Protocol versions spoken by Streamable. 2026-07-28 is deliberately not
@@ -59,7 +60,7 @@ const cleanupTimeout = 2 * time.Second
 // notifications/cancelled); on other failures the session is left open so
 // that a later Run from the cursor can resume.
 type Streamable struct {
-	policy retryPolicy // zero: 250 ms doubling to 5 s
+	policy retry.Policy // zero: 250 ms doubling to 5 s
 }
 
 var _ transport.StreamTransport = Streamable{}
@@ -68,7 +69,7 @@ var _ transport.StreamTransport = Streamable{}
 type streamRun struct {
 	*conn
 	tr          tracker
-	retry       *retrier
+	retry       *retry.Retrier
 	tool        string
 	args        json.RawMessage
 	serverRetry time.Duration
@@ -91,7 +92,7 @@ func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string,
 	if err != nil {
 		return err
 	}
-	r := &streamRun{conn: c, tool: spec.Endpoint, args: args, retry: newRetrier(s.policy, &spec, sink),
+	r := &streamRun{conn: c, tool: spec.Endpoint, args: args, retry: s.policy.Start("mcp", &spec, sink),
 		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger}}
 	if cursor == "" {
 		err = r.start(ctx)
@@ -127,13 +128,13 @@ func (r *streamRun) handshake(ctx context.Context) error {
 	for {
 		err := r.initialize(ctx)
 		if err == nil {
-			r.retry.reset()
+			r.retry.Reset()
 			return nil
 		}
 		if !resumable(err) {
 			return err
 		}
-		if werr := r.retry.wait(ctx, err, 0); werr != nil {
+		if werr := r.retry.Wait(ctx, err, 0); werr != nil {
 			return werr
 		}
 	}
@@ -224,14 +225,14 @@ func (r *streamRun) readResponse(ctx context.Context, resp *http.Response, id in
 func (r *streamRun) awaitSSE(ctx context.Context, body io.Reader, id int, op string) (*rpcMessage, error) {
 	er := newEventReader(body, r.maxEvent)
 	for {
-		ev, err := er.next()
+		ev, err := er.Next()
 		if err != nil {
 			return nil, r.readError(ctx, op, err)
 		}
-		if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
+		if len(ev.Data) == 0 || (string(ev.Name) != "" && string(ev.Name) != "message") {
 			continue
 		}
-		msgs, err := decodeMessages(ev.data)
+		msgs, err := decodeMessages(ev.Data)
 		if err != nil {
 			return nil, r.fail(op, 0, true, err)
 		}

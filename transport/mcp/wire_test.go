@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 type specT = transport.Spec
@@ -212,7 +213,7 @@ func TestHandshakeFailures(t *testing.T) {
 // TestCancelDuringBackoff: cancel during an hour-long wait, before the
 // session exists and while resuming a call, returns within 100 ms of cancel().
 func TestCancelDuringBackoff(t *testing.T) {
-	hour := retryPolicy{initial: time.Hour, max: time.Hour}
+	hour := retry.Policy{Initial: time.Hour, Max: time.Hour}
 	t.Run("handshake", func(t *testing.T) {
 		leakCheck(t)
 		f := newFakeServer(t, &fakeServer{initFail: []int{500, 500}})
@@ -378,19 +379,6 @@ func TestSpecAndCursorErrors(t *testing.T) {
 				t.Fatalf("err = %v, want a permanent error containing %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestDefaultBackoffSequence(t *testing.T) {
-	b := retryPolicy{}.newBackOff(8)
-	var got []time.Duration
-	for d := b.NextBackOff(); d >= 0; d = b.NextBackOff() {
-		got = append(got, d)
-	}
-	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second,
-		4 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second}
-	if !slices.Equal(got, want) {
-		t.Fatalf("delays = %v, want %v", got, want)
 	}
 }
 

@@ -26,9 +26,9 @@ type fakeClock struct {
 	hold   bool
 }
 
-func (c *fakeClock) now() time.Time { return time.Now() }
+func (c *fakeClock) Now() time.Time { return time.Now() }
 
-func (c *fakeClock) after(d time.Duration) (<-chan time.Time, func() bool) {
+func (c *fakeClock) After(d time.Duration) (<-chan time.Time, func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.delays = append(c.delays, d)

@@ -34,12 +34,13 @@ import (
 
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/egress"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 // Transport is the raw SSE StreamTransport. The zero value is ready to use and
 // a Transport is safe for concurrent use: each Run call owns all of its state.
 type Transport struct {
-	clk clock // nil means the real clock; tests inject a fake one
+	policy retry.Policy // the zero value is the project policy; tests set a fake clock
 }
 
 var _ transport.StreamTransport = (*Transport)(nil)
@@ -57,19 +58,12 @@ var _ transport.StreamTransport = (*Transport)(nil)
 // buffer plus the event in flight (at most Spec.MaxEventBytes); Chunk.Data
 // points into that memory and is valid until Deliver returns.
 func (t *Transport) Run(ctx context.Context, spec transport.Spec, cursor string, sink transport.Sink) error {
-	s, err := newSession(spec, cursor, sink, t.clock())
+	s, err := newSession(spec, cursor, sink, t.policy)
 	if err != nil {
 		return err
 	}
 	defer s.close()
 	return s.run(ctx)
-}
-
-func (t *Transport) clock() clock {
-	if t.clk == nil {
-		return realClock{}
-	}
-	return t.clk
 }
 
 // configError is a permanent error in the Spec, found before connecting.
