@@ -21,7 +21,7 @@ import (
 func Example() {
 	source := &mock.Transport{}
 	h, err := host.New(host.Options{
-		Streams: provider.Options{Transports: map[string]transport.StreamTransport{"mock": source}},
+		Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(source))},
 		Stdout:  os.Stdout,
 	})
 	if err != nil {

@@ -71,6 +71,8 @@ type Host struct {
 	cancel   context.CancelFunc
 	programs programSet   // programs resumed by Recover
 	parked   atomic.Int64 // programs of Run waiting on a parked host call (await)
+
+	closeStore func() error // closes the store Open opened; nil otherwise
 }
 
 // Parked returns how many programs run by Run are waiting on a parked host
@@ -232,11 +234,17 @@ func (h *Host) Wait(ctx context.Context) error {
 
 // Close stops every stream and every resumed program (a program parked on
 // :mcp.stream.await stays stored) and returns when all the host's goroutines
-// have exited. It does not close the store.
+// have exited. It closes the store only when Open opened it.
 func (h *Host) Close() error {
 	h.cancel()
 	err := h.prov.Close()
 	h.programs.close()
+	if h.closeStore != nil {
+		if cerr := h.closeStore(); cerr != nil && err == nil {
+			err = fmt.Errorf("host: closing the store: %w", cerr)
+		}
+		h.closeStore = nil
+	}
 	return err
 }
 

@@ -7,7 +7,7 @@ import (
 
 // A metaBuilder builds the metadata maps of one stream's chunks, the
 // processor's third argument: {:stream-id :seq :event :id :received-at-ms
-// :endpoint}. Each chunk gets a map of its own, but the boxed values in it
+// :endpoint}, and :fd for a process transport's chunks. Each chunk gets a map of its own, but the boxed values in it
 // are shared where they can be: the stream id and the endpoint are boxed
 // once per stream, and the :event, :id and :received-at-ms values of the
 // previous chunk are reused while they repeat (RTFS values are immutable, so
@@ -44,6 +44,17 @@ func (mb *metaBuilder) build(seq int64, c transport.Chunk) rtfs.Value {
 	if ms := c.ReceivedAt.UnixMilli(); mb.msVal == nil || ms != mb.ms {
 		mb.ms, mb.msVal = ms, rtfs.Int(ms)
 	}
+	if c.FD != "" {
+		return rtfs.MapOf(
+			rtfs.Keyword("stream-id"), mb.id,
+			rtfs.Keyword("seq"), rtfs.Int(seq),
+			rtfs.Keyword("event"), mb.eventVal,
+			rtfs.Keyword("id"), mb.idVal,
+			rtfs.Keyword("received-at-ms"), mb.msVal,
+			rtfs.Keyword("endpoint"), mb.endpoint,
+			rtfs.Keyword("fd"), fdValue(c.FD),
+		)
+	}
 	return rtfs.MapOf(
 		rtfs.Keyword("stream-id"), mb.id,
 		rtfs.Keyword("seq"), rtfs.Int(seq),
@@ -53,6 +64,19 @@ func (mb *metaBuilder) build(seq int64, c transport.Chunk) rtfs.Value {
 		rtfs.Keyword("endpoint"), mb.endpoint,
 	)
 }
+
+// fdValue is a process chunk's :fd, a keyword (:stdout, :stderr).
+func fdValue(fd string) rtfs.Value {
+	switch fd {
+	case "stdout":
+		return kwStdout
+	case "stderr":
+		return kwStderr
+	}
+	return rtfs.Keyword(fd)
+}
+
+var kwStdout, kwStderr rtfs.Value = rtfs.Keyword("stdout"), rtfs.Keyword("stderr")
 
 // eventValue is the :event of a chunk: its SSE event name, nil for none.
 func eventValue(name string) rtfs.Value {

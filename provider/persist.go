@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -329,6 +330,11 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 		journal: s.ps.journal, idleMs: idleMillis(s.def.idle),
 	}
 	var err error
+	if len(s.def.keys) > 0 {
+		if def.tkeys, err = json.Marshal(s.def.keys); err != nil {
+			return nil, fmt.Errorf("encode transport keys: %w", err)
+		}
+	}
 	switch {
 	case req.goProc != nil:
 		def.procRef = procGo

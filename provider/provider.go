@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,10 +48,11 @@ import (
 // (streams then only receive chunks through Provider.Deliver), no
 // capabilities for processors, the process environment.
 type Options struct {
-	// Transports maps a transport name ("sse", "mcp", "mcp-sse", "mock") to the
-	// transport that serves it. A start call names one with :transport, or
-	// the provider picks it from the URL (see docs/streams.md).
-	Transports map[string]transport.StreamTransport
+	// Transports is the catalog of transports streams may use
+	// (host.DefaultTransports is the usual set). A start call names one
+	// with :transport, or the catalog picks it from the URL (see
+	// docs/transports.md). Nil means none.
+	Transports *transport.Catalog
 	// Capabilities serves the host calls that processors make; nil means a
 	// processor's (call ...) fails with a catchable error.
 	Capabilities *capabilities.Registry
@@ -126,6 +126,10 @@ type Provider struct {
 	ownBase *http.Transport   // base, when the provider made it (closed by Close)
 }
 
+// Transports returns the provider's transport catalog (Options.Transports),
+// from which the start schemas are derived.
+func (p *Provider) Transports() *transport.Catalog { return p.opts.Transports }
+
 // ErrClosed is returned by operations on a closed Provider.
 var ErrClosed = errors.New("stream provider is closed")
 
@@ -138,11 +142,6 @@ func New(opts Options) *Provider {
 	if opts.RetryAttempts <= 0 {
 		opts.RetryAttempts = defaultRetryAttempts
 	}
-	transports := make(map[string]transport.StreamTransport, len(opts.Transports))
-	for name, t := range opts.Transports {
-		transports[strings.TrimPrefix(name, ":")] = t
-	}
-	opts.Transports = transports
 	p := &Provider{
 		opts:    opts,
 		cfg:     resolveConfig(opts.LookupEnv, opts.ServerURL, !opts.ManualConnect),
@@ -241,8 +240,7 @@ func (p *Provider) StreamIDs() []string {
 // for them: the worker, and the transport's when the stream connects. A
 // non-nil start batch is committed first (a new persisted stream).
 func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) error {
-	_, connect := p.opts.Transports[s.def.transport]
-	connect = connect && p.cfg.autoConnect
+	connect := s.def.kind.Transport != nil && p.cfg.autoConnect
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -375,17 +373,4 @@ func (p *Provider) Summary(opts InspectOptions) rtfs.Value {
 		rtfs.Keyword("persistence-enabled"), rtfs.Bool(p.ps != nil),
 		rtfs.Keyword("observed-at-epoch-ms"), rtfs.Int(now.UnixMilli()),
 	)
-}
-
-// transportNames lists the configured transports, for messages.
-func (p *Provider) transportNames() string {
-	names := make([]string, 0, len(p.opts.Transports))
-	for n := range p.opts.Transports {
-		names = append(names, ":"+n)
-	}
-	sort.Strings(names)
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, " ")
 }

@@ -92,6 +92,7 @@ type stream struct {
 	procNext    int64  // seq after the last processed chunk
 	startCursor string // the cursor the transport starts after
 	dormant     bool   // recovered without connecting: inspect only
+	recovered   bool   // rebuilt from the store after a restart (transport.Spec.Resumed)
 
 	ps *streamStore // nil without persistence
 }

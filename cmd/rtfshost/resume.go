@@ -82,7 +82,7 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) (err error) {
 	}
 	defer s.close()
 	for _, id := range o.unpause {
-		from, err := provider.SetStoredState(ctx, s.store, id, provider.StateActive)
+		from, err := provider.SetStoredState(ctx, s.h.Store(), id, provider.StateActive)
 		if err != nil {
 			s.rep.close()
 			return withCode(exitStreamFailed, err)

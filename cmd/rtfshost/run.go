@@ -14,11 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/rtfshost/rtfshost/host"
-	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
-	"github.com/rtfshost/rtfshost/transport"
-	"github.com/rtfshost/rtfshost/transport/mcp"
-	"github.com/rtfshost/rtfshost/transport/sse"
 )
 
 type runOptions struct {
@@ -127,7 +123,6 @@ func withTimeout(ctx context.Context, d time.Duration) (context.Context, context
 // embedded reference server when needed, and the reporter fed by every
 // stream's events.
 type session struct {
-	store    *persistence.BadgerStore
 	h        *host.Host
 	srv      *embedded
 	rep      reporter
@@ -144,21 +139,16 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 		return nil, err
 	}
 	s := &session{logs: &lineWriter{}}
-	open := a.openStore
 	if existing {
-		open = a.openExistingStore
-	}
-	s.store, err = open(logger)
-	if err != nil {
-		return nil, err
+		if err := a.checkDataDir(); err != nil {
+			return nil, err
+		}
 	}
 	if s.srv, err = startEmbedded(provider.ResolveServerURL(a.flags.serverURL)); err != nil {
-		s.store.Close()
 		return nil, withCode(exitStreamFailed, err)
 	}
-	s.h, err = host.New(host.Options{
+	s.h, err = a.openHost(host.Options{
 		Streams: provider.Options{
-			Transports:  networkTransports(),
 			ServerURL:   a.flags.serverURL,
 			Logger:      logger,
 			Limits:      a.rt.limits(),
@@ -166,14 +156,12 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 			HTTPClient:  s.srv.client(),
 		},
 		Limits: a.rt.limits(),
-		Store:  s.store,
 		Stdout: s.logs,
 		Logger: logger,
 	})
 	if err != nil {
 		s.srv.Close()
-		s.store.Close()
-		return nil, withCode(exitProgramError, err)
+		return nil, err
 	}
 	s.rep = a.newReporter(o, s.h.Provider())
 	s.logs.setSink(s.rep.log)
@@ -197,11 +185,11 @@ func (s *session) finish() error {
 	return err
 }
 
-// close releases what finish leaves: the embedded server and the store.
+// close releases what finish leaves: the host (and with it the store) and
+// the embedded server.
 func (s *session) close() {
 	s.h.Close()
 	s.srv.Close()
-	s.store.Close()
 }
 
 // streamsOutcome turns the end of the streams into the exit code and its
@@ -262,15 +250,6 @@ func pumpEvents(prov *provider.Provider, rep reporter) (<-chan struct{}, error) 
 		}
 	}()
 	return done, nil
-}
-
-// networkTransports are the transports the command line serves.
-func networkTransports() map[string]transport.StreamTransport {
-	return map[string]transport.StreamTransport{
-		"sse":     new(sse.Transport),
-		"mcp":     new(mcp.Streamable),
-		"mcp-sse": new(mcp.LegacySSE),
-	}
 }
 
 // lineWriter turns what println and log write into whole lines for the

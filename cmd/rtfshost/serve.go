@@ -103,29 +103,23 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return withCode(exitProgramError, fmt.Errorf("--allow-server: %w", err))
 	}
-	store, err := a.openStore(logger)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
 	emb, err := startEmbedded(provider.ResolveServerURL(a.flags.serverURL))
 	if err != nil {
 		return withCode(exitStreamFailed, err)
 	}
 	defer emb.Close()
-	h, err := host.New(host.Options{
+	h, err := a.openHost(host.Options{
 		Streams: provider.Options{
-			Transports: networkTransports(), ServerURL: a.flags.serverURL, Logger: logger,
+			ServerURL: a.flags.serverURL, Logger: logger,
 			Egress: policy, Limits: a.rt.limits(), IdleTimeout: a.rt.idle(), MaxStreams: o.maxStreams,
 			HTTPClient: emb.client(),
 		},
 		Limits: a.rt.limits(),
-		Store:  store,
 		Stdout: a.stderr, // stdout is for the server's own lines
 		Logger: logger,
 	})
 	if err != nil {
-		return withCode(exitStreamFailed, err)
+		return err
 	}
 	defer h.Close()
 	srv, err := mcpserver.New(mcpserver.Options{

@@ -14,7 +14,7 @@ import (
 // and checks the arguments of each call.
 type param struct {
 	name     string
-	typ      string // "string", "integer", "boolean", "object" or "" (any JSON)
+	typ      string // "string", "integer", "boolean", "object", "array" or "" (any JSON)
 	required bool
 	min      int64    // for "integer": the least accepted value
 	enum     []string // for "string": the accepted values, if any
@@ -123,7 +123,7 @@ func (p *param) check(v json.RawMessage) error {
 			return fmt.Errorf("%q is not one of %s", s, strings.Join(p.enum, ", "))
 		}
 		return nil
-	case "boolean", "object":
+	case "boolean", "object", "array":
 		if kind != p.typ {
 			return fmt.Errorf("expected %s %s, got %s", article(p.typ), p.typ, kind)
 		}

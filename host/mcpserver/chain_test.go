@@ -25,7 +25,7 @@ func TestChainFromReferenceServer(t *testing.T) {
 	}
 	defer src.Close()
 	h, err := host.New(host.Options{
-		Streams: provider.Options{Transports: map[string]transport.StreamTransport{"mcp": new(tmcp.Streamable)}},
+		Streams: provider.Options{Transports: transport.NewCatalog(tmcp.StreamableKind())},
 		Stdout:  io.Discard,
 	})
 	if err != nil {

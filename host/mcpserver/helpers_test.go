@@ -50,7 +50,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
 	f := &fixture{t: t, mock: &mock.Transport{}}
 	h, err := host.New(host.Options{
-		Streams: provider.Options{Transports: map[string]transport.StreamTransport{"mock": f.mock}},
+		Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(f.mock))},
 		Stdout:  io.Discard,
 	})
 	if err != nil {

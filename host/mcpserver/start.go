@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -100,8 +101,20 @@ func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest,
 		}
 		req.Config, _ = v.(*rtfs.Map)
 	}
+	for _, u := range c.s.prov.Transports().Keys() {
+		if raw, ok := a[u.Name]; ok {
+			if req.TransportKeys == nil {
+				req.TransportKeys = make(map[string]json.RawMessage)
+			}
+			req.TransportKeys[u.Name] = raw
+		}
+	}
 	if req.StreamID == "" {
-		req.StreamID = c.s.prov.NewStreamID(req.Endpoint)
+		base := req.Endpoint
+		if base == "" {
+			base = strings.TrimPrefix(req.Transport, ":")
+		}
+		req.StreamID = c.s.prov.NewStreamID(base)
 	}
 	return req, nil
 }

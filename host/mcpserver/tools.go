@@ -3,9 +3,11 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/transport"
 )
 
 // The names of the tools.
@@ -40,7 +42,7 @@ func timeoutParam() param {
 
 func (s *Server) toolSpecs() []toolSpec {
 	return []toolSpec{
-		{name: ToolStart, title: "Start an RTFS stream processor", desc: startDesc, params: startParams(), run: (*call).start},
+		{name: ToolStart, title: "Start an RTFS stream processor", desc: startDesc, params: startParams(s.prov.Transports()), run: (*call).start},
 		{name: ToolInspect, title: "Inspect streams", readOnly: true, params: inspectParams(), run: (*call).inspect,
 			desc: "Returns the inspect map of one stream (with stream-id) or the summary of every stream: status, stats, queue, current and initial state, last output, result, cursor. Keywords appear as strings without the colon."},
 		{name: ToolStatus, title: "Stream status", readOnly: true, params: []param{streamIDParam()}, run: control(ToolStatus),
@@ -72,14 +74,17 @@ const evalDesc = `Evaluates an RTFS program and returns its value as JSON (keywo
 	`and with a progress token the outputs of the streams the program starts arrive as progress notifications. ` +
 	`A program error is a result with isError set, giving file:line:col.`
 
-func startParams() []param {
-	return []param{
+// startParams are the start tool's parameters: the keys of every stream,
+// then the keys of the host's transports (from its catalog, so the schema
+// offers only what this server runs).
+func startParams(cat *transport.Catalog) []param {
+	ps := []param{
 		{name: "program", typ: "string", required: true, doc: "RTFS source defining the processor function (and anything it uses)."},
 		{name: "processor", typ: "string", required: true, doc: "The name of the processor function defined by program."},
-		{name: "endpoint", typ: "string", required: true, doc: "The stream's endpoint: a path under the server URL, an absolute URL, or an MCP tool name."},
+		{name: "endpoint", typ: "string", doc: "The stream's endpoint: a path under the server URL, an absolute URL, or an MCP tool name (every transport but exec needs one)."},
 		{name: "config", typ: "object", doc: "Query parameters of a raw SSE request, or the arguments of an MCP tool call."},
 		{name: "initial-state", typ: anyJSON, doc: "The processor's first state, any JSON value (default {}). Object keys become keywords."},
-		{name: "transport", typ: "string", enum: []string{"sse", "mcp", "mcp-sse", "mock"}, doc: "The transport; default: chosen from the URL."},
+		{name: "transport", typ: "string", enum: cat.Names(), doc: "The transport; default: chosen from the URL."},
 		{name: "server-url", typ: "string", doc: "The stream server's base URL; default: the host's."},
 		{name: "stream-id", typ: "string", doc: "The stream's id; default: generated."},
 		{name: "queue-capacity", typ: "integer", min: 1, doc: "The bound of the stream's queue (default 32)."},
@@ -87,6 +92,26 @@ func startParams() []param {
 		timeoutParam(),
 		{name: "filename", typ: "string", doc: "The program's file name in error messages (default mcp-stream.rtfs)."},
 	}
+	for _, u := range cat.Keys() {
+		ps = append(ps, param{name: u.Name, typ: jsonType(u.Type), enum: u.Enum,
+			doc: u.Doc + " (transport " + strings.Join(u.Transports, ", ") + ")"})
+	}
+	return ps
+}
+
+// jsonType is the JSON schema type of a transport key's RTFS type.
+func jsonType(rtfsType string) string {
+	switch rtfsType {
+	case "vector":
+		return "array"
+	case "map":
+		return "object"
+	case "int":
+		return "integer"
+	case "bool":
+		return "boolean"
+	}
+	return "string" // string, keyword, keyword|string
 }
 
 func evalParams() []param {

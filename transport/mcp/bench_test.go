@@ -54,7 +54,7 @@ func BenchmarkStreamableLoopback(b *testing.B) {
 		sseHeaders(w)
 		w.Write(progressBody(tok, benchEvents))
 	}})
-	spec := transport.Spec{StreamID: "bench", ServerURL: f.http.URL + "/mcp", Endpoint: "tool", Client: f.http.Client()}
+	spec := transport.Spec{StreamID: "bench", Endpoint: "tool", HTTP: transport.HTTP{ServerURL: f.http.URL + "/mcp", Client: f.http.Client()}}
 	sink := &countSink{}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -373,7 +373,7 @@ func confBackpressure(t *testing.T, tr confTransport) {
 	client, httpTr := smallBufClient()
 	defer httpTr.CloseIdleConnections()
 	spec := s.spec()
-	spec.Client = client
+	spec.HTTP.Client = client
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	blocked := make(chan struct{})

@@ -103,7 +103,7 @@ func (s *confServer) spec() transport.Spec {
 	if s.legacy {
 		u = s.http.URL + "/sse"
 	}
-	return transport.Spec{StreamID: "conf", ServerURL: u, Endpoint: "tool", Client: s.http.Client(), RetryAttempts: 3}
+	return transport.Spec{StreamID: "conf", Endpoint: "tool", RetryAttempts: 3, HTTP: transport.HTTP{ServerURL: u, Client: s.http.Client()}}
 }
 
 // connects is the number of connection attempts the transport made.

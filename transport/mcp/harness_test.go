@@ -245,8 +245,7 @@ func (s *sdkServer) block(ctx context.Context, req *sdk.CallToolRequest, _ map[s
 }
 
 func (s *sdkServer) spec(tool, args string) transport.Spec {
-	return transport.Spec{StreamID: "s1", ServerURL: s.http.URL + "/mcp", Endpoint: tool,
-		Arguments: []byte(args), Client: s.http.Client(), RetryAttempts: 8}
+	return transport.Spec{StreamID: "s1", Endpoint: tool, Arguments: []byte(args), RetryAttempts: 8, HTTP: transport.HTTP{ServerURL: s.http.URL + "/mcp", Client: s.http.Client()}}
 }
 
 // cutter is a RoundTripper that cuts the response body of the first

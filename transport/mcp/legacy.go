@@ -58,7 +58,7 @@ type legacyRun struct {
 // Spec.Endpoint the tool name and Spec.Arguments its arguments. A cursor is
 // accepted only if it is the result's (Run then returns nil at once).
 func (l LegacySSE) Run(ctx context.Context, spec transport.Spec, cursor string, sink transport.Sink) error {
-	c, err := newConn(&spec, spec.ServerURL)
+	c, err := newConn(&spec, spec.HTTP.ServerURL)
 	if err != nil {
 		return err
 	}

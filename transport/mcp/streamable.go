@@ -84,7 +84,7 @@ type streamRun struct {
 // cursor is the result's. Cost: one session (four or five requests) per call,
 // then a JSON-RPC decode and a cursor encode (a few µs) per event.
 func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string, sink transport.Sink) error {
-	c, err := newConn(&spec, spec.ServerURL)
+	c, err := newConn(&spec, spec.HTTP.ServerURL)
 	if err != nil {
 		return err
 	}

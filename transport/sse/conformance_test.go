@@ -537,7 +537,7 @@ func testAuthSecret(t *testing.T) {
 	for _, code := range []int{http.StatusUnauthorized, http.StatusBadGateway} {
 		ts := statusServer(t, code, 0)
 		spec := specFor(ts)
-		spec.Header = http.Header{"Authorization": {"Bearer " + secret}}
+		spec.HTTP.Header = http.Header{"Authorization": {"Bearer " + secret}}
 		var logs bytes.Buffer
 		spec.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), spec, "", &recSink{})
@@ -567,7 +567,7 @@ func testURLSecrets(t *testing.T) {
 	for _, base := range []string{ts.URL, closed.URL} {
 		u, _ := url.Parse(base)
 		u.User = url.UserPassword("user", secret)
-		spec := transport.Spec{ServerURL: u.String() + "/sse?token=" + secret, Endpoint: "ep"}
+		spec := transport.Spec{Endpoint: "ep", HTTP: transport.HTTP{ServerURL: u.String() + "/sse?token=" + secret}}
 		var logs bytes.Buffer
 		spec.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), spec, "", &recSink{})
@@ -678,7 +678,7 @@ func testURLAndQuery(t *testing.T) {
 		{ts.URL + "/sse?tenant=a", "counter.v1", map[string]string{"limit": "2"}, "/sse/counter.v1?limit=2&tenant=a"},
 	}
 	for i, tt := range tests {
-		spec := transport.Spec{ServerURL: tt.server, Endpoint: tt.endpoint, Query: tt.query}
+		spec := transport.Spec{Endpoint: tt.endpoint, HTTP: transport.HTTP{ServerURL: tt.server, Query: tt.query}}
 		if err := new(Transport).Run(context.Background(), spec, "", &recSink{}); err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
@@ -692,7 +692,7 @@ func testURLAndQuery(t *testing.T) {
 }
 
 func testBadSpec(t *testing.T) {
-	ok := transport.Spec{ServerURL: "http://127.0.0.1:1/sse", Endpoint: "ep"}
+	ok := transport.Spec{Endpoint: "ep", HTTP: transport.HTTP{ServerURL: "http://127.0.0.1:1/sse"}}
 	tests := []struct {
 		name   string
 		edit   func(*transport.Spec)
@@ -700,9 +700,9 @@ func testBadSpec(t *testing.T) {
 		want   string
 	}{
 		{"empty endpoint", func(s *transport.Spec) { s.Endpoint = "" }, false, "endpoint is empty"},
-		{"no server", func(s *transport.Spec) { s.ServerURL = "" }, false, "server URL is empty"},
-		{"bad scheme", func(s *transport.Spec) { s.ServerURL = "ftp://x" }, false, "want an http or https URL"},
-		{"bad URL", func(s *transport.Spec) { s.ServerURL = "http://[::1" }, false, "bad stream URL"},
+		{"no server", func(s *transport.Spec) { s.HTTP.ServerURL = "" }, false, "server URL is empty"},
+		{"bad scheme", func(s *transport.Spec) { s.HTTP.ServerURL = "ftp://x" }, false, "want an http or https URL"},
+		{"bad URL", func(s *transport.Spec) { s.HTTP.ServerURL = "http://[::1" }, false, "bad stream URL"},
 		{"negative attempts", func(s *transport.Spec) { s.RetryAttempts = -1 }, false, "RetryAttempts is -1"},
 		{"negative size", func(s *transport.Spec) { s.MaxEventBytes = -5 }, false, "MaxEventBytes is -5"},
 		{"nil sink", func(*transport.Spec) {}, true, "sink is nil"},

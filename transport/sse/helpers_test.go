@@ -191,7 +191,7 @@ func seqIDs(from, to int) []string {
 
 // spec returns a Spec for endpoint "ep" on ts.
 func specFor(ts *testServer) transport.Spec {
-	return transport.Spec{StreamID: "s1", ServerURL: ts.URL + "/sse", Endpoint: "ep"}
+	return transport.Spec{StreamID: "s1", Endpoint: "ep", HTTP: transport.HTTP{ServerURL: ts.URL + "/sse"}}
 }
 
 // startRun runs tr.Run in a goroutine that the test owns; wait returns its

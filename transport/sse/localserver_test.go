@@ -62,9 +62,8 @@ func TestReferenceServer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Run("case", func(t *testing.T) {
 				srv := startLocalServer(t)
-				spec := transport.Spec{StreamID: tc.name, ServerURL: srv.URL() + "/sse", Endpoint: "counter.v1",
-					Query: tc.query, MaxEventBytes: tc.maxSize}
-				spec.Query["interval_ms"] = "0"
+				spec := transport.Spec{StreamID: tc.name, Endpoint: "counter.v1", MaxEventBytes: tc.maxSize, HTTP: transport.HTTP{ServerURL: srv.URL() + "/sse", Query: tc.query}}
+				spec.HTTP.Query["interval_ms"] = "0"
 				clk := &fakeClock{}
 				sink := &recSink{}
 				err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), spec, "", sink)
@@ -91,7 +90,7 @@ func TestReferenceServer(t *testing.T) {
 // 5): the reference server lists its endpoints and suggests the nearest.
 func TestUnknownEndpointSaysWhy(t *testing.T) {
 	srv := startLocalServer(t)
-	spec := transport.Spec{StreamID: "typo", ServerURL: srv.URL() + "/sse", Endpoint: "wether.monitor.v1"}
+	spec := transport.Spec{StreamID: "typo", Endpoint: "wether.monitor.v1", HTTP: transport.HTTP{ServerURL: srv.URL() + "/sse"}}
 	err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), spec, "", &recSink{})
 	var te *transport.Error
 	if !errors.As(err, &te) || te.Status != 404 || !te.Permanent {

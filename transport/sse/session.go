@@ -53,7 +53,7 @@ func newSession(spec transport.Spec, cursor string, sink transport.Sink, policy 
 		spec:    spec,
 		url:     u.String(),
 		shown:   shownURL(u),
-		client:  spec.Client,
+		client:  spec.HTTP.Client,
 		release: func() {},
 		sink:    sink,
 		pos:     parseCursor(cursor),
@@ -135,7 +135,7 @@ func (s *session) connect(ctx context.Context) (progressed bool, err error) {
 }
 
 func (s *session) header(req *http.Request) {
-	h := s.spec.Header.Clone() // the Spec is the caller's and read-only
+	h := s.spec.HTTP.Header.Clone() // the Spec is the caller's and read-only
 	if h == nil {
 		h = make(http.Header, 3)
 	}
@@ -169,7 +169,7 @@ func (s *session) check(resp *http.Response) error {
 // values (the auth header) and its query values.
 func (s *session) secrets() []string {
 	var out []string
-	for _, vs := range s.spec.Header {
+	for _, vs := range s.spec.HTTP.Header {
 		out = append(out, vs...)
 	}
 	if u, err := url.Parse(s.url); err == nil {

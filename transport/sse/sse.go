@@ -49,7 +49,7 @@ var _ transport.StreamTransport = (*Transport)(nil)
 // transport.StreamTransport describes. It returns nil after the terminal status
 // event, ctx.Err() when ctx ends (even in the middle of a backoff wait), the
 // sink's error unchanged when Deliver fails with anything but ctx.Err(), and
-// otherwise a *transport.Error. When spec.Client is nil, Run uses a client of
+// otherwise a *transport.Error. When spec.HTTP.Client is nil, Run uses a client of
 // its own and closes its connections before returning; a caller's Client keeps
 // its idle connections in its own pool. Spec.Header is sent on every request
 // and never appears in logs or errors; Spec.Arguments is not used.
@@ -72,7 +72,7 @@ func configError(spec transport.Spec, format string, args ...any) error {
 }
 
 // streamURL builds the request URL: spec.Endpoint when it is an absolute URL,
-// otherwise spec.ServerURL + "/" + spec.Endpoint, with spec.Query merged into
+// otherwise spec.HTTP.ServerURL + "/" + spec.Endpoint, with spec.HTTP.Query merged into
 // the query string.
 func streamURL(spec transport.Spec) (*url.URL, error) {
 	if spec.Endpoint == "" {
@@ -83,12 +83,12 @@ func streamURL(spec transport.Spec) (*url.URL, error) {
 	if isAbsoluteURL(spec.Endpoint) {
 		u, err = url.Parse(spec.Endpoint)
 	} else {
-		if spec.ServerURL == "" {
+		if spec.HTTP.ServerURL == "" {
 			return nil, configError(spec, "endpoint %q is not an absolute URL and the server URL is empty", spec.Endpoint)
 		}
 		// The endpoint joins the server URL's path; a query on the server URL
 		// (a tenant, a key) stays the query.
-		u, err = url.Parse(spec.ServerURL)
+		u, err = url.Parse(spec.HTTP.ServerURL)
 		if err == nil {
 			u.Path = strings.TrimRight(u.Path, "/") + "/" + strings.TrimLeft(spec.Endpoint, "/")
 			u.RawPath = ""
@@ -100,12 +100,12 @@ func streamURL(spec transport.Spec) (*url.URL, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, configError(spec, "stream URL %q: want an http or https URL with a host", u.Redacted())
 	}
-	if len(spec.Query) > 0 {
+	if len(spec.HTTP.Query) > 0 {
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
 			return nil, configError(spec, "query of stream URL %q: %w", u.Redacted(), err)
 		}
-		for k, v := range spec.Query {
+		for k, v := range spec.HTTP.Query {
 			q.Set(k, v)
 		}
 		u.RawQuery = q.Encode()
