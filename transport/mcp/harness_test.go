@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"os"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,7 +21,12 @@ import (
 	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(stdioServerEnv); mode != "" {
+		os.Exit(stdioServerMain(mode))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // leakCheck verifies, after every other cleanup of t, that no goroutine
 // leaked.
@@ -168,6 +174,7 @@ type sdkServer struct {
 	http      *httptest.Server
 	log       wireLog
 	calls     atomic.Int32
+	produced  atomic.Int64 // progress notifications the endless tool sent
 	cancelled chan struct{}
 	intercept func(http.ResponseWriter, *http.Request, string) bool
 }
@@ -185,7 +192,8 @@ type countArgs struct {
 	Fail bool `json:"fail,omitempty"`
 }
 
-// newSDKServer starts go-sdk's server with two tools: "count" sends n
+// newSDKServer starts go-sdk's server with three tools: "endless" sends
+// progress notifications until its context ends; "count" sends n
 // progress notifications then a text result (or an isError result when fail
 // is set); "block" sends one progress notification and waits for its context
 // to end, reporting that on cancelled.
@@ -199,6 +207,9 @@ func newSDKServer(t *testing.T, cfg sdkConfig) *sdkServer {
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "test", Version: "1"}, opts)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "count"}, s.count)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "block"}, s.block)
+	sdk.AddTool(s.srv, &sdk.Tool{Name: "endless"}, func(ctx context.Context, req *sdk.CallToolRequest, _ map[string]any) (*sdk.CallToolResult, any, error) {
+		return endless(ctx, req, func() { s.produced.Add(1) })
+	})
 	var h http.Handler
 	if cfg.legacy {
 		h = sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return s.srv }, nil)

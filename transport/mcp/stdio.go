@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
@@ -116,7 +118,8 @@ type stdioRun struct {
 	lines  *proc.LineReader
 	name   string
 	tr     tracker
-	called bool // tools/call was written
+	called atomic.Bool // tools/call was written (read by the cancel)
+	wmu    sync.Mutex  // one line at a time on stdin: the cancel writes too
 }
 
 func (t *Stdio) once(ctx context.Context, cfg *proc.Config, spec *transport.Spec, args json.RawMessage, sink transport.Sink) error {
@@ -132,7 +135,7 @@ func (t *Stdio) once(ctx context.Context, cfg *proc.Config, spec *transport.Spec
 		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger,
 			st: callState{Kind: kindStdio, Req: callID, Token: "rtfs-" + rand.Text()}}}
 	stop := context.AfterFunc(ctx, func() {
-		if r.called {
+		if r.called.Load() {
 			r.send(0, methodCancelled, cancelledParams(callID, "the stream ended"))
 		}
 		p.Stop()
@@ -144,7 +147,7 @@ func (t *Stdio) once(ctx context.Context, cfg *proc.Config, spec *transport.Spec
 	if err := r.initialize(ctx); err != nil {
 		return r.failure(ctx, err, "during initialize")
 	}
-	r.called = true
+	r.called.Store(true)
 	if err := r.send(callID, methodToolsCall, callParams(spec.Endpoint, args, r.tr.st.Token)); err != nil {
 		return r.failure(ctx, err, "before the tools/call was sent")
 	}
@@ -263,6 +266,8 @@ func (r *stdioRun) send(id int, method string, params any) error {
 const stdinTimeout = 5 * time.Second
 
 func (r *stdioRun) write(b []byte) error {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
 	_ = r.p.Stdin.SetWriteDeadline(time.Now().Add(stdinTimeout))
 	_, err := r.p.Stdin.Write(append(b, '\n'))
 	return err

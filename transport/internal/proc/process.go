@@ -220,15 +220,24 @@ func exitStatus(err error) string {
 	return "failed: " + err.Error()
 }
 
+// stdinGrace is how long Stop waits for a program to exit after its stdin
+// closed, before SIGTERM.
+const stdinGrace = 50 * time.Millisecond
+
 // Stop ends the program: it closes stdin (a well-behaved MCP server exits
-// on that), waits up to 100 ms, sends SIGTERM to the process group, waits
+// on that), waits up to 50 ms unless stdin was closed already, sends
+// SIGTERM to the process group, waits
 // up to the grace period, then sends SIGKILL to the group. It returns when
 // the program is reaped and the Process's goroutines have exited. A second
 // call, from any goroutine, waits for the first to finish.
 func (p *Process) Stop() {
 	p.stopOnce.Do(func() {
-		p.Stdin.Close()
-		if !p.waitFor(100 * time.Millisecond) {
+		// A program whose stdin was open gets a moment to exit on its own.
+		wait := stdinGrace
+		if p.Stdin.Close() != nil {
+			wait = 0 // the owner closed it before: straight to SIGTERM
+		}
+		if !p.waitFor(wait) {
 			p.killGroup(syscall.SIGTERM)
 			if !p.waitFor(p.opts.Grace) {
 				p.killGroup(syscall.SIGKILL)
@@ -241,6 +250,14 @@ func (p *Process) Stop() {
 }
 
 func (p *Process) waitFor(d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-p.done:
+			return true
+		default:
+			return false
+		}
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
