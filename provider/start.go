@@ -286,7 +286,7 @@ func (p *Provider) checkEgress(def definition) error {
 		if !ok {
 			return &keyError{"command", fmt.Errorf(":%s names no program to run", def.transport)}
 		}
-		if err := p.opts.Egress.CheckCommand(sp.Executable()); err != nil {
+		if err := p.opts.Egress.CheckCommand(sp.Executable(), sp.EnvNames()); err != nil {
 			return &keyError{"command", err}
 		}
 	}

@@ -2,11 +2,13 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
 
 	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
 )
 
 // A step is what the worker does next.
@@ -171,7 +173,11 @@ func (s *stream) takeLocked() (item, bool) {
 // :error with the transport's message after a failure.
 func (s *stream) endOfSourceLocked() {
 	if s.srcErr != nil {
-		s.finishLocked(StateError, "error", "transport: "+s.srcErr.Error())
+		reason := "error"
+		if errors.Is(s.srcErr, transport.ErrSourceLost) {
+			reason = "source-lost" // docs/durability.md: a source that cannot resume
+		}
+		s.finishLocked(StateError, reason, "transport: "+s.srcErr.Error())
 		return
 	}
 	s.result = s.lastOut

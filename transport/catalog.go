@@ -79,9 +79,11 @@ func (k Kind) With(t StreamTransport) Kind {
 }
 
 // A Spawner is the configuration of a transport that starts a program
-// (Kind.Target == TargetCommand): the egress policy checks Executable.
+// (Kind.Target == TargetCommand): the egress policy checks the executable
+// and the environment variables the start call sets.
 type Spawner interface {
 	Executable() string
+	EnvNames() []string
 }
 
 // A Catalog is the set of transports a provider can run, in the order they

@@ -134,6 +134,34 @@ func TestServeSubprocess(t *testing.T) {
 		t.Errorf("eval error over the wire:\n%s", body)
 	}
 	t.Run("token from the environment", func(t *testing.T) { serveWithToken(t) })
+	t.Run("processes need --allow-command", func(t *testing.T) { serveProcesses(t, base, sid) })
+}
+
+// serveProcesses: serve refuses an :exec stream whose program the operator
+// did not allow, saying how to allow it; with --allow-command sh it runs.
+func serveProcesses(t *testing.T, refusing, sid string) {
+	start := func(base, sid string) string {
+		call := map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{
+			"name": "mcp.stream.start", "arguments": map[string]any{
+				"program": `(defn step [n chunk meta] {:state (inc n) :output (:line chunk)})`, "processor": "step",
+				"transport": "exec", "command": "sh", "args": []string{"-c", "echo one; echo two"}, "initial-state": 0,
+			}}}
+		_, body := post(t, base, sid, call)
+		events := parseSSE(t, body)
+		if len(events) == 0 {
+			t.Fatalf("no answer:\n%s", body)
+		}
+		return events[len(events)-1].data
+	}
+	if got := start(refusing, sid); !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "command sh is not allowed") || !strings.Contains(got, "--allow-command") {
+		t.Errorf("serve without --allow-command: %s", got)
+	}
+	base, stop := startServeChild(t, "", "serve", "--listen", "127.0.0.1:0", "--allow-command", "sh")
+	defer stop()
+	got := start(base, rawInitialize(t, base))
+	if strings.Contains(got, `"isError":true`) || !strings.Contains(got, `\"result\":\"two\"`) {
+		t.Errorf("serve --allow-command sh: %s", got)
+	}
 }
 
 // serveWithToken runs serve with $RTFSHOST_TOKEN set: requests without the

@@ -51,6 +51,9 @@ type Config struct {
 // Executable returns the program, for the egress policy.
 func (c *Config) Executable() string { return c.Process.Command }
 
+// EnvNames returns the variables :env sets, for the egress policy.
+func (c *Config) EnvNames() []string { return c.Process.EnvNames() }
+
 // Kind describes the exec transport to a transport.Catalog: :transport
 // :exec, chosen by name only, with the process keys and :framing and
 // :stderr.

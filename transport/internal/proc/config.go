@@ -125,5 +125,15 @@ func (c *Config) environ() []string {
 	return out
 }
 
+// EnvNames returns the names of the variables :env sets, sorted.
+func (c *Config) EnvNames() []string {
+	names := make([]string, 0, len(c.Env))
+	for k := range c.Env {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // Name is the program's base name, for ids, logs and errors.
 func (c *Config) Name() string { return filepath.Base(c.Command) }
