@@ -60,6 +60,8 @@ func equalHeader(a, b http.Header) bool {
 	return true
 }
 
+// TestChooseTransport: the catalog picks the transport from the URL
+// unless the start call names one.
 func TestChooseTransport(t *testing.T) {
 	cases := []struct{ explicit, endpoint, server, want string }{
 		{"", "weather.monitor.v1", "http://127.0.0.1:2025/sse", "sse"},
@@ -69,10 +71,16 @@ func TestChooseTransport(t *testing.T) {
 		{"", "mock://x", "http://127.0.0.1:2025/sse", "mock"},
 		{"mock", "weather.monitor.v1", "http://127.0.0.1:2025/mcp", "mock"},
 	}
+	cat := catalogOf(map[string]transport.StreamTransport{"sse": nil, "mcp": nil, "mcp-sse": nil, "mock": nil})
 	for _, c := range cases {
-		if got := chooseTransport(c.explicit, c.endpoint, c.server); got != c.want {
-			t.Errorf("chooseTransport(%q, %q, %q) = %q, want %q", c.explicit, c.endpoint, c.server, got, c.want)
+		def := definition{endpoint: c.endpoint, serverURL: c.server}
+		k, err := cat.Choose(c.explicit, def.target())
+		if err != nil || k.Name != c.want {
+			t.Errorf("Choose(%q) for endpoint %q on %q = %q, %v; want %q", c.explicit, c.endpoint, c.server, k.Name, err, c.want)
 		}
+	}
+	if _, err := cat.Choose("", "ftp://x/y"); err == nil || !strings.Contains(err.Error(), "name one with :transport") {
+		t.Errorf("an ftp URL: %v", err)
 	}
 }
 

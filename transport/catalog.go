@@ -54,6 +54,9 @@ type Kind struct {
 	// this transport, from its target URL. Nil: the transport is only ever
 	// chosen by name.
 	Detect func(target *url.URL) bool
+	// Detects says in words which URLs Detect accepts ("" when Detect is
+	// nil), for docs.
+	Detects string
 	// Fallback marks a Detect that accepts what no other kind claims (raw
 	// SSE takes any http(s) URL): Choose asks it last.
 	Fallback bool

@@ -17,6 +17,7 @@ func StreamableKind() transport.Kind {
 		Endpoint:  "the tool's name",
 		Target:    transport.TargetURL,
 		Detect:    func(u *url.URL) bool { return httpPathEnds(u, "/mcp") },
+		Detects:   "an http(s) URL whose path ends in /mcp",
 		Transport: Streamable{},
 	}
 }
@@ -31,6 +32,7 @@ func LegacyKind() transport.Kind {
 		Endpoint:  "the tool's name",
 		Target:    transport.TargetURL,
 		Detect:    func(u *url.URL) bool { return httpPathEnds(u, "/mcp-sse") },
+		Detects:   "an http(s) URL whose path ends in /mcp-sse",
 		Transport: LegacySSE{},
 	}
 }

@@ -16,6 +16,7 @@ func Kind(t *Transport) transport.Kind {
 		Endpoint:  "the stream's name (any text)",
 		Target:    transport.TargetNone,
 		Detect:    func(u *url.URL) bool { return u.Scheme == "mock" },
+		Detects:   "a mock: URL",
 		Local:     true,
 		Transport: t,
 	}

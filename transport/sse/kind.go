@@ -19,6 +19,7 @@ func Kind() transport.Kind {
 		Detect: func(u *url.URL) bool {
 			return u.Scheme == "http" || u.Scheme == "https"
 		},
+		Detects:   "any other http(s) URL",
 		Fallback:  true,
 		Transport: new(Transport),
 	}
