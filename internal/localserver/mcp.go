@@ -1,11 +1,11 @@
 package localserver
 
 import (
-	"errors"
-	"io"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
