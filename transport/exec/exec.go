@@ -34,8 +34,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rtfshost/rtfshost/internal/jsontext"
 	"github.com/rtfshost/rtfshost/transport"
-	"github.com/rtfshost/rtfshost/transport/internal/jsontext"
 	"github.com/rtfshost/rtfshost/transport/internal/proc"
 	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
@@ -64,15 +63,9 @@ func TestTransportSuite(t *testing.T) {
 		},
 		Endless: func(t *testing.T) transporttest.Source {
 			m := newMarker()
-			count := filepath.Join(t.TempDir(), "count")
-			return transporttest.Source{Transport: new(Transport), Spec: helperSpec(t, m, nil, "endless", count), Marker: m,
-				Produced: func() int {
-					b, err := os.ReadFile(count)
-					if err != nil || len(b) < 8 {
-						return 0
-					}
-					return int(binary.LittleEndian.Uint64(b))
-				}}
+			count := transporttest.NewCountFile(t)
+			return transporttest.Source{Transport: new(Transport), Spec: helperSpec(t, m, nil, "endless", count.Path), Marker: m,
+				Produced: count.Produced}
 		},
 		Failing: func(t *testing.T) transporttest.Source {
 			m := newMarker()

@@ -2,12 +2,13 @@ package exec
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/rtfshost/rtfshost/transport/transporttest"
 )
 
 // helperEnv makes the test binary a program for the exec transport to run
@@ -48,18 +49,16 @@ func helperMain(mode string, args []string) int {
 			out.WriteByte('\n')
 		}
 	case "endless":
-		f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_CREATE, 0o600)
+		count, err := transporttest.Counter(args[0])
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}
-		var b [8]byte
 		for i := 0; ; i++ {
 			if _, err := fmt.Fprintf(os.Stdout, "%d\n", i); err != nil {
 				return 1
 			}
-			binary.LittleEndian.PutUint64(b[:], uint64(i+1))
-			f.WriteAt(b[:], 0)
+			count()
 		}
 	case "fail":
 		fmt.Fprintln(os.Stderr, "warming up")

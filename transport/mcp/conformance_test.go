@@ -248,7 +248,7 @@ func confRetryField(t *testing.T, tr confTransport) {
 		t.Fatalf("Run: %v", err)
 	}
 	want := []time.Duration{40 * time.Millisecond}
-	if got := clk.waits(); !slices.Equal(got, want) || !slices.Equal(sink.delays, want) {
+	if got := clk.Waits(); !slices.Equal(got, want) || !slices.Equal(sink.delays, want) {
 		t.Fatalf("waits %v, reported %v; want %v", got, sink.delays, want)
 	}
 	if got := sink.events(); !slices.Equal(got, wantEvents(1)) {
@@ -278,8 +278,8 @@ func confEOFBeforeEnd(t *testing.T, tr confTransport) {
 		if !transport.IsPermanent(err) || !containsAll(err.Error(), "stream ended before the tool's result", "cannot be resumed") {
 			t.Fatalf("err = %v", err)
 		}
-		if got := sink.progressValues(t); !slices.Equal(got, wantProgress(2)) || s.connects() != 1 || len(clk.waits()) != 0 {
-			t.Fatalf("progress %v, %d connections, waits %v", got, s.connects(), clk.waits())
+		if got := sink.progressValues(t); !slices.Equal(got, wantProgress(2)) || s.connects() != 1 || len(clk.Waits()) != 0 {
+			t.Fatalf("progress %v, %d connections, waits %v", got, s.connects(), clk.Waits())
 		}
 		return
 	}
@@ -289,8 +289,8 @@ func confEOFBeforeEnd(t *testing.T, tr confTransport) {
 	if got := sink.progressValues(t); !slices.Equal(got, wantProgress(4)) || sink.last().Event != "result" {
 		t.Fatalf("progress = %v", got)
 	}
-	if !slices.Equal(clk.waits(), []time.Duration{retry.DefaultInitial}) || !slices.Equal(s.resumeIDs(), []string{"2"}) {
-		t.Fatalf("waits %v, resumes %q", clk.waits(), s.resumeIDs())
+	if !slices.Equal(clk.Waits(), []time.Duration{retry.DefaultInitial}) || !slices.Equal(s.resumeIDs(), []string{"2"}) {
+		t.Fatalf("waits %v, resumes %q", clk.Waits(), s.resumeIDs())
 	}
 }
 
@@ -303,8 +303,8 @@ func conf401(t *testing.T, tr confTransport) {
 	if !errors.As(err, &te) || te.Status != 401 || !te.Permanent || te.StreamID != "conf" {
 		t.Fatalf("err = %#v, want a permanent 401 *transport.Error", err)
 	}
-	if s.connects() != 1 || len(clk.waits()) != 0 || len(sink.delays) != 0 {
-		t.Fatalf("%d connection attempts, waits %v: want 1 and none", s.connects(), clk.waits())
+	if s.connects() != 1 || len(clk.Waits()) != 0 || len(sink.delays) != 0 {
+		t.Fatalf("%d connection attempts, waits %v: want 1 and none", s.connects(), clk.Waits())
 	}
 }
 
@@ -319,7 +319,7 @@ func conf500Backoff(t *testing.T, tr confTransport) {
 	err := confRun(tr, retry.Policy{Clock: clk}, spec, sink)
 	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second,
 		2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
-	if got := clk.waits(); !slices.Equal(got, want) || !slices.Equal(sink.delays, want) {
+	if got := clk.Waits(); !slices.Equal(got, want) || !slices.Equal(sink.delays, want) {
 		t.Fatalf("waits %v, reported %v; want %v", got, sink.delays, want)
 	}
 	var te *transport.Error

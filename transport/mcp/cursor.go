@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rtfshost/rtfshost/transport/internal/jsontext"
+	"github.com/rtfshost/rtfshost/internal/jsontext"
 )
 
 // cursorPrefix starts every cursor this package writes; the digit is the

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,17 +37,12 @@ func stdioServerMain(mode string) int {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "stdio-test", Version: "1"}, nil)
 	counter := func() {}
 	if path := os.Getenv(countFileEnv); path != "" {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+		c, err := transporttest.Counter(path)
 		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}
-		var n uint64
-		var b [8]byte
-		counter = func() {
-			n++
-			binary.LittleEndian.PutUint64(b[:], n)
-			f.WriteAt(b[:], 0)
-		}
+		counter = c
 	}
 	sdk.AddTool(srv, &sdk.Tool{Name: "count"}, func(ctx context.Context, req *sdk.CallToolRequest, in countArgs) (*sdk.CallToolResult, any, error) {
 		for i := 1; i <= in.N; i++ {
@@ -149,16 +143,10 @@ func TestTransportSuiteStdio(t *testing.T) {
 		},
 		Endless: func(t *testing.T) transporttest.Source {
 			k, v := suiteMarker()
-			count := filepath.Join(t.TempDir(), "count")
+			count := transporttest.NewCountFile(t)
 			return transporttest.Source{Transport: new(Stdio), Marker: k + "=" + v,
-				Spec: stdioSpec(t, "endless", `{}`, map[string]string{k: v, countFileEnv: count}, nil),
-				Produced: func() int {
-					b, err := os.ReadFile(count)
-					if err != nil || len(b) < 8 {
-						return 0
-					}
-					return int(binary.LittleEndian.Uint64(b))
-				}}
+				Spec:     stdioSpec(t, "endless", `{}`, map[string]string{k: v, countFileEnv: count.Path}, nil),
+				Produced: count.Produced}
 		},
 		Failing: func(t *testing.T) transporttest.Source {
 			k, v := suiteMarker()

@@ -290,7 +290,7 @@ func testRetryField(t *testing.T) {
 	if err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
 		t.Fatal(err)
 	}
-	if got := clk.waits(); !reflect.DeepEqual(got, []time.Duration{1234 * time.Millisecond}) {
+	if got := clk.Waits(); !reflect.DeepEqual(got, []time.Duration{1234 * time.Millisecond}) {
 		t.Fatalf("waits = %v, want [1.234s]", got)
 	}
 	if got := sink.ids(); !reflect.DeepEqual(got, seqIDs(1, 2)) {
@@ -358,7 +358,7 @@ func test500Backoff(t *testing.T) {
 	err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), spec, "", sink)
 	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second,
 		2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
-	if got := clk.waits(); !reflect.DeepEqual(got, want) {
+	if got := clk.Waits(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("waits = %v, want %v", got, want)
 	}
 	var te *transport.Error
@@ -382,7 +382,7 @@ func test429RetryAfter(t *testing.T) {
 	if err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
 		t.Fatal(err)
 	}
-	if got := clk.waits(); !reflect.DeepEqual(got, []time.Duration{2 * time.Second}) {
+	if got := clk.Waits(); !reflect.DeepEqual(got, []time.Duration{2 * time.Second}) {
 		t.Fatalf("waits = %v, want the Retry-After [2s]", got)
 	}
 }
@@ -501,7 +501,7 @@ func testStreakReset(t *testing.T) {
 	}
 	ms := 250 * time.Millisecond
 	want := []time.Duration{ms, 2 * ms, ms, 2 * ms, ms, 2 * ms}
-	if got := clk.waits(); !reflect.DeepEqual(got, want) {
+	if got := clk.Waits(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("waits = %v, want %v", got, want)
 	}
 	if got := sink.ids(); !reflect.DeepEqual(got, seqIDs(1, 3)) {
@@ -527,8 +527,8 @@ func testStreakGivesUp(t *testing.T) {
 	if !errors.As(err, &te) || te.Status != 503 || te.Permanent {
 		t.Fatalf("err = %v, want the last 503 after giving up", err)
 	}
-	if ts.conns() != 3 || len(clk.waits()) != 2 {
-		t.Fatalf("connections %d waits %v; want 3 and two waits", ts.conns(), clk.waits())
+	if ts.conns() != 3 || len(clk.Waits()) != 2 {
+		t.Fatalf("connections %d waits %v; want 3 and two waits", ts.conns(), clk.Waits())
 	}
 }
 
@@ -639,7 +639,7 @@ func testEmptyData(t *testing.T) {
 	if got := ts.header(1).Get("Last-Event-ID"); got != "9" {
 		t.Errorf("Last-Event-ID = %q, want 9 from the priming event", got)
 	}
-	if got := clk.waits(); !reflect.DeepEqual(got, []time.Duration{5 * time.Millisecond}) {
+	if got := clk.Waits(); !reflect.DeepEqual(got, []time.Duration{5 * time.Millisecond}) {
 		t.Errorf("waits = %v", got)
 	}
 }

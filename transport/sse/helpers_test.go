@@ -14,36 +14,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeClock records every wait the transport asks for. Its timers fire at once
-// unless hold is set, in which case they never fire.
-type fakeClock struct {
-	mu     sync.Mutex
-	delays []time.Duration
-	hold   bool
-}
-
-func (c *fakeClock) Now() time.Time { return time.Now() }
-
-func (c *fakeClock) After(d time.Duration) (<-chan time.Time, func() bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.delays = append(c.delays, d)
-	ch := make(chan time.Time, 1)
-	if !c.hold {
-		ch <- time.Time{}
-	}
-	return ch, func() bool { return true }
-}
-
-func (c *fakeClock) waits() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.delays...)
-}
+// fakeClock is the transports' shared test clock.
+type fakeClock = retry.FakeClock
 
 // rec is a delivered chunk, copied.
 type rec struct{ ID, Event, Data string }

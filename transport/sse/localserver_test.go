@@ -77,7 +77,7 @@ func TestReferenceServer(t *testing.T) {
 				if got := sink.ids(); !reflect.DeepEqual(got, seqIDs(1, tc.limit)) {
 					t.Fatalf("ids = %v, want 1..%d once each", got, tc.limit)
 				}
-				if got := clk.waits(); !reflect.DeepEqual(got, tc.waits) {
+				if got := clk.Waits(); !reflect.DeepEqual(got, tc.waits) {
 					t.Fatalf("waits = %v, want %v", got, tc.waits)
 				}
 			})

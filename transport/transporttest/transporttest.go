@@ -16,6 +16,7 @@ package transporttest
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -287,4 +288,43 @@ func testError(t *testing.T, h Harness) {
 	if te.Error() == "" || fmt.Sprint(err) == "" {
 		t.Fatal("the error says nothing")
 	}
+}
+
+// A CountFile lets a source in another process (a program a process
+// transport starts) report how many chunks it produced: the program calls
+// Counter with the file's path, and the test reads Produced. The count is
+// 8 bytes, little endian, rewritten in place.
+type CountFile struct {
+	// Path is the file's path, to hand to the program.
+	Path string
+}
+
+// NewCountFile returns a CountFile in t's temporary directory.
+func NewCountFile(t *testing.T) CountFile {
+	return CountFile{Path: filepath.Join(t.TempDir(), "produced")}
+}
+
+// Produced returns the count the program wrote last (0 before its first).
+func (c CountFile) Produced() int {
+	b, err := os.ReadFile(c.Path)
+	if err != nil || len(b) < 8 {
+		return 0
+	}
+	return int(binary.LittleEndian.Uint64(b))
+}
+
+// Counter is the program's side: it returns a function that adds one to
+// the count in the file at path, creating it.
+func Counter(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("count file: %w", err)
+	}
+	var n uint64
+	var b [8]byte
+	return func() {
+		n++
+		binary.LittleEndian.PutUint64(b[:], n)
+		_, _ = f.WriteAt(b[:], 0)
+	}, nil
 }

@@ -4,29 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
 )
-
-// fakeClock records every wait and fires at once.
-type fakeClock struct {
-	mu     sync.Mutex
-	delays []time.Duration
-}
-
-func (c *fakeClock) Now() time.Time { return time.Now() }
-
-func (c *fakeClock) After(d time.Duration) (<-chan time.Time, func() bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.delays = append(c.delays, d)
-	ch := make(chan time.Time, 1)
-	ch <- time.Time{}
-	return ch, func() bool { return true }
-}
 
 type observer struct {
 	attempts []int
@@ -42,7 +24,7 @@ func (o *observer) Reconnecting(attempt int, _ time.Duration, _ error) {
 // streak ends after Attempts retries with the cause marked, an override
 // replaces the policy's delay, and Reset starts again at 250 ms.
 func TestPolicySequence(t *testing.T) {
-	clk := &fakeClock{}
+	clk := &FakeClock{}
 	obs := &observer{}
 	r := Policy{Attempts: 8, Clock: clk}.Start("test", &transport.Spec{StreamID: "s"}, obs)
 	cause := &transport.Error{StreamID: "s", Op: "read", Err: errors.New("boom")}
@@ -58,12 +40,12 @@ func TestPolicySequence(t *testing.T) {
 	}
 	ms := time.Millisecond
 	want := []time.Duration{250 * ms, 500 * ms, time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second}
-	if len(clk.delays) != len(want) {
-		t.Fatalf("delays = %v, want %v", clk.delays, want)
+	if len(clk.Waits()) != len(want) {
+		t.Fatalf("delays = %v, want %v", clk.Waits(), want)
 	}
 	for i := range want {
-		if clk.delays[i] != want[i] {
-			t.Fatalf("delays = %v, want %v", clk.delays, want)
+		if clk.Waits()[i] != want[i] {
+			t.Fatalf("delays = %v, want %v", clk.Waits(), want)
 		}
 	}
 	if len(obs.attempts) != 8 || obs.attempts[7] != 8 {
@@ -76,7 +58,7 @@ func TestPolicySequence(t *testing.T) {
 	if err := r.Wait(context.Background(), cause, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := clk.delays[8:]; got[0] != 40*ms || got[1] != 500*ms {
+	if got := clk.Waits()[8:]; got[0] != 40*ms || got[1] != 500*ms {
 		t.Fatalf("after Reset, with an override then without: %v, want [40ms 500ms]", got)
 	}
 }

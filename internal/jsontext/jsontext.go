@@ -1,13 +1,15 @@
-// Package jsontext writes JSON text by hand where a transport builds it
-// once per chunk (a cursor, a {"line": ...} wrapper) and encoding/json
-// would cost an allocation per value.
+// Package jsontext writes JSON text by hand where rtfshost builds it once
+// per chunk or value (the RTFS JSON encoder, a transport's cursor, the exec
+// transport's {"line": ...} wrapper) and encoding/json would cost an
+// allocation per value. It is the one JSON string escaper of the module.
 package jsontext
 
 import "unicode/utf8"
 
-// AppendString appends s to b as a JSON string, as encoding/json writes it:
-// quote, backslash and control characters escaped, invalid UTF-8 replaced
-// by U+FFFD, everything else copied. It allocates only to grow b.
+// AppendString appends s to b as a JSON string that decodes as
+// encoding/json decodes its own:
+// quote, backslash and control characters escaped, each byte of invalid
+// UTF-8 replaced by U+FFFD (written as UTF-8), everything else copied. It allocates only to grow b.
 func AppendString[T string | []byte](b []byte, s T) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
@@ -39,7 +41,7 @@ func AppendString[T string | []byte](b []byte, s T) []byte {
 		r, size := decodeRune(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
+			b = append(b, "\ufffd"...)
 			i++
 			start = i
 			continue
@@ -50,12 +52,10 @@ func AppendString[T string | []byte](b []byte, s T) []byte {
 	return append(b, '"')
 }
 
+// decodeRune decodes the first rune of s without converting s (which
+// would allocate for one of the two types).
 func decodeRune[T string | []byte](s T) (rune, int) {
-	switch v := any(s).(type) {
-	case string:
-		return utf8.DecodeRuneInString(v)
-	case []byte:
-		return utf8.DecodeRune(v)
-	}
-	return utf8.RuneError, 1
+	var buf [utf8.UTFMax]byte
+	n := copy(buf[:], s)
+	return utf8.DecodeRune(buf[:n])
 }
