@@ -46,6 +46,16 @@ func (s *Server) newHandler() http.Handler {
 	return s.checkOrigin(mux)
 }
 
+// Guard puts h behind the checks the Server applies to /mcp, for a handler
+// served on a listener of its own (rtfshost run --metrics-listen): the
+// Origin check (allowedOrigins besides the request's own host), the Host
+// check against DNS rebinding on loopback, and, when token is set, the
+// bearer token.
+func Guard(h http.Handler, token string, allowedOrigins []string) http.Handler {
+	s := &Server{opts: Options{Token: token, AllowedOrigins: allowedOrigins}}
+	return s.checkOrigin(checkHost(s.checkToken(h)))
+}
+
 // checkHost answers 403 to a request that reached a loopback listener with
 // a Host header that does not name a loopback host: a page of another site
 // whose name was rebound to 127.0.0.1 (DNS rebinding). go-sdk checks the
