@@ -27,6 +27,7 @@ type runOptions struct {
 	waitPaused bool
 	server     string   // resume --server
 	unpause    []string // resume ID...: the stored streams to un-pause first
+	obs        obsFlags
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -60,6 +61,7 @@ program error (printed as file:line:col: message with the source line).`,
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (0: no limit)")
 	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default run reports them and exits 1)")
 	a.addRuntimeFlags(cmd, false)
+	addObsFlags(cmd, &o.obs, true)
 	return cmd
 }
 
@@ -133,6 +135,7 @@ type session struct {
 	rep      reporter
 	logs     *lineWriter
 	pumpDone <-chan struct{}
+	ob       *observability
 }
 
 // openSession opens the data directory (which must exist already when
@@ -156,6 +159,11 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 		s.store.Close()
 		return nil, withCode(exitStreamFailed, err)
 	}
+	if s.ob, err = a.newObservability(context.Background(), o.obs); err != nil {
+		s.srv.Close()
+		s.store.Close()
+		return nil, err
+	}
 	s.h, err = host.New(host.Options{
 		Streams: provider.Options{
 			Transports:  networkTransports(),
@@ -164,6 +172,7 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 			Limits:      a.rt.limits(),
 			IdleTimeout: a.rt.idle(),
 			HTTPClient:  s.srv.client(),
+			Observer:    s.ob.observer(),
 		},
 		Limits: a.rt.limits(),
 		Store:  s.store,
@@ -171,9 +180,14 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 		Logger: logger,
 	})
 	if err != nil {
+		s.ob.close()
 		s.srv.Close()
 		s.store.Close()
 		return nil, withCode(exitProgramError, err)
+	}
+	if err := s.ob.serveMetrics(s.h.Provider(), o.obs.metricsListen, os.Getenv(tokenEnv), a.stderr); err != nil {
+		s.close()
+		return nil, err
 	}
 	s.rep = a.newReporter(o, s.h.Provider())
 	s.logs.setSink(s.rep.log)
@@ -200,6 +214,7 @@ func (s *session) finish() error {
 // close releases what finish leaves: the embedded server and the store.
 func (s *session) close() {
 	s.h.Close()
+	s.ob.close()
 	s.srv.Close()
 	s.store.Close()
 }
