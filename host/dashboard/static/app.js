@@ -46,7 +46,7 @@
     if (!res.ok) throw new Error("session: HTTP " + res.status);
     const s = await res.json();
     csrf = s.csrf;
-    $("version").textContent = s.version ? "v" + s.version : "";
+    $("version").textContent = s.version || "";
     return true;
   }
 
