@@ -195,4 +195,3 @@ func get(t *testing.T, url string, header map[string]string) string {
 	}
 	return string(b)
 }
-
