@@ -118,9 +118,10 @@ func stringField(m *rtfs.Map, name string) string {
 	return ""
 }
 
-func (p *Provider) capStart(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
 	m := argMap(c)
 	req := StartRequest{
+		Context:      ctx,
 		Endpoint:     stringField(m, "endpoint"),
 		Processor:    field(m, "processor"),
 		Globals:      c.Globals,

@@ -26,10 +26,14 @@ type persister struct {
 	programs map[string]*rtfs.Program // by hash: saved (or loaded) by this provider
 }
 
-func newPersister(store persistence.Store) *persister {
+func newPersister(store persistence.Store, obs Observer) *persister {
+	var copts persistence.CommitterOptions
+	if obs != nil {
+		copts.OnCommit = obs.StoreCommitted
+	}
 	return &persister{
 		store:    store,
-		com:      persistence.NewCommitter(store, persistence.CommitterOptions{}),
+		com:      persistence.NewCommitter(store, copts),
 		programs: make(map[string]*rtfs.Program),
 	}
 }
@@ -310,6 +314,7 @@ func (s *stream) deliverJournaled(ctx context.Context, c transport.Chunk, chunk 
 		}
 		return fmt.Errorf("stream %q (%s): %w", s.id, state, errEnded)
 	}
+	s.obs.ChunkReceived(len(c.Data))
 	s.enqueueLocked(chunk, ctrl, c, seq, true)
 	st.accSeq, st.accID = seq, c.ID
 	wake := s.wakeLocked()

@@ -101,6 +101,9 @@ type Options struct {
 	// which Close closes; the caller owns the Store and closes it after the
 	// provider. Recover reloads the streams a store holds.
 	Store persistence.Store
+	// Observer, when set, is told what the streams do, for metrics and
+	// traces (see Observer); nil observes nothing.
+	Observer Observer
 }
 
 // A Provider manages streams. It is safe for concurrent use. Its zero value is
@@ -166,7 +169,7 @@ func New(opts Options) *Provider {
 		p.opts.IdleTimeout = p.cfg.idleTimeout
 	}
 	if opts.Store != nil {
-		p.ps = newPersister(opts.Store)
+		p.ps = newPersister(opts.Store, opts.Observer)
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p
@@ -250,6 +253,7 @@ func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) err
 		return &keyError{"stream-id", fmt.Errorf("a stream with id %q already exists", s.id)}
 	}
 	if fresh && p.opts.MaxStreams > 0 && len(p.liveLocked()) >= p.opts.MaxStreams {
+		p.limitHit("max-streams")
 		return fmt.Errorf("%w: %d streams are running, the most this host allows", ErrTooManyStreams, p.opts.MaxStreams)
 	}
 	if start != nil {

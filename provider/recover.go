@@ -384,6 +384,7 @@ func (p *Provider) registerRecovered(s *stream) error {
 			return err
 		}
 		queued := s.queue.len()
+		s.recovered = true
 		p.launch(s)
 		p.log.Info("stream recovered", "stream", s.id, "cursor", s.startCursor, "journaled", queued)
 		return nil

@@ -54,6 +54,11 @@ type StartRequest struct {
 	// the idle timeout.
 	IdleTimeout time.Duration
 
+	// Context carries the starting caller's trace context to the
+	// Observer (the stream's span is its child); nil means none. It does
+	// not bound the stream.
+	Context context.Context
+
 	goProc processor // tests: a Go processor instead of Processor
 }
 
@@ -80,6 +85,7 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	s.startCtx = req.Context
 	var batch *persistence.Batch
 	if p.ps != nil {
 		if batch, err = p.persistNew(s, req); err != nil {
@@ -200,6 +206,7 @@ func resolveProcessor(v rtfs.Value, g *rtfs.Globals) (rtfs.Value, string, error)
 func (p *Provider) launch(s *stream) {
 	s.mu.Lock()
 	connect := s.taskPresent
+	p.observe(s.startCtx, s, s.recovered)
 	s.mu.Unlock()
 	go s.work()
 	if connect {

@@ -95,6 +95,13 @@ type stream struct {
 	recovered   bool   // rebuilt from the store after a restart (transport.Spec.Resumed)
 
 	ps *streamStore // nil without persistence
+
+	// obs observes the stream (nopObserver when nothing does); it is set by
+	// launch under mu before the stream's goroutines start, and observed
+	// says it is a real one. startCtx is StartRequest.Context.
+	obs      StreamObserver
+	observed bool
+	startCtx context.Context
 }
 
 // stats are the counters of DESIGN §4.3.
@@ -117,6 +124,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 		idVal: rtfs.String(id), epVal: rtfs.String(def.endpoint),
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		st: StateActive, state: def.initial, epoch: time.Now(),
+		obs: nopObserver{},
 	}
 	s.started = s.epoch
 	s.meta = newMetaBuilder(s.idVal, s.epVal)
@@ -147,6 +155,7 @@ func (s *stream) Deliver(ctx context.Context, c transport.Chunk) error {
 		s.mu.Unlock()
 		return err
 	}
+	s.obs.ChunkReceived(len(c.Data))
 	s.enqueueLocked(chunk, ctrl, c, s.seq, false)
 	s.seq++
 	wake := s.wakeLocked()
@@ -202,10 +211,12 @@ func (s *stream) enqueueLocked(chunk rtfs.Value, ctrl action, c transport.Chunk,
 }
 
 // Reconnecting implements transport.ReconnectObserver.
-func (s *stream) Reconnecting(int, time.Duration, error) {
+func (s *stream) Reconnecting(attempt int, _ time.Duration, cause error) {
 	s.mu.Lock()
 	s.stats.reconnects++
+	obs := s.obs
 	s.mu.Unlock()
+	obs.Reconnecting(attempt, cause)
 }
 
 // wakeLocked reports whether a chunk just queued must wake the worker: only
@@ -240,13 +251,19 @@ func (s *stream) roomMade() {
 // to the worker.
 func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec) {
 	defer s.p.wg.Done()
-	err := runGuarded(s.ctx, tr, spec, s.startCursor, s)
+	ctx := s.obs.TransportStarted(s.ctx)
+	err := runGuarded(ctx, tr, spec, s.startCursor, s)
 	s.mu.Lock()
 	s.taskActive = false
-	if !s.st.Terminal() && s.ctx.Err() == nil && !errors.Is(err, errEnded) {
+	failed := !s.st.Terminal() && s.ctx.Err() == nil && !errors.Is(err, errEnded)
+	if failed {
 		s.srcDone, s.srcErr = true, err
 	}
 	s.mu.Unlock()
+	if !failed {
+		err = nil
+	}
+	s.obs.TransportEnded(err)
 	s.signal()
 }
 
@@ -321,7 +338,17 @@ func (s *stream) finishLocked(st State, reason, msg string) {
 
 // cancelLocked cancels the stream, dropping and counting its queued chunks.
 func (s *stream) cancelLocked(reason string) {
-	s.stats.dropped += int64(s.queue.clear() + len(s.ctrl))
+	s.dropQueueLocked()
 	s.ctrl = nil
 	s.finishLocked(StateCancelled, reason, "")
+}
+
+// dropQueueLocked drops and counts the chunks still queued (those of the
+// queue and the control chunks that jumped it).
+func (s *stream) dropQueueLocked() {
+	n := s.queue.clear() + len(s.ctrl)
+	s.stats.dropped += int64(n)
+	if n > 0 {
+		s.obs.ChunksDropped(n)
+	}
 }

@@ -56,7 +56,14 @@ func (s *stream) work() {
 			w.wait(s, st.deadline)
 		case stepRun:
 			yields = 0
+			var t0 time.Time
+			if s.observed {
+				t0 = time.Now()
+			}
 			res, err := callGuarded(s.ctx, s.proc, st.state, st.it)
+			if s.observed {
+				s.obs.ProcessorCalled(st.it.seq, t0, time.Since(t0), err)
+			}
 			out, subs := s.apply(st.it, res, err)
 			if s.ps != nil {
 				s.save(false)
@@ -224,6 +231,7 @@ func (s *stream) apply(it item, res rtfs.Value, err error) (rtfs.Value, []*Subsc
 		s.lastOut, out = v, v
 		s.stats.outputs++
 	}
+	s.obs.Directive(actionNames[act], reason)
 	s.directLocked(act, out, after, timed, reason)
 	return out, s.subs
 }
@@ -291,7 +299,7 @@ func (s *stream) directLocked(act action, out rtfs.Value, after time.Duration, t
 func (s *stream) fail(format string, args ...any) {
 	// Like a cancel, an error drops and counts the chunks still queued: no
 	// one will process them (the final save deletes their journal entries).
-	s.stats.dropped += int64(s.queue.clear() + len(s.ctrl))
+	s.dropQueueLocked()
 	s.ctrl = nil
 	s.finishLocked(StateError, "error", fmt.Sprintf(format, args...))
 }
@@ -312,6 +320,7 @@ func (s *stream) exit() {
 	subs := s.subs
 	s.subs, s.exited = nil, true
 	s.mu.Unlock()
+	s.obs.Ended(st)
 	if st.State.Terminal() {
 		s.publish(s.p.ctx, subs, Event{Kind: EventEnd, StreamID: s.id, Seq: -1, Status: st})
 	}

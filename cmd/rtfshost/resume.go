@@ -55,6 +55,7 @@ Output and exit codes are those of run.`,
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop after this long (0: no limit)")
 	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default resume reports them and exits 1)")
 	a.addRuntimeFlags(cmd, false)
+	addObsFlags(cmd, &o.obs, true)
 	return cmd
 }
 

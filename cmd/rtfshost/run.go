@@ -23,6 +23,7 @@ type runOptions struct {
 	waitPaused bool
 	server     string   // resume --server
 	unpause    []string // resume ID...: the stored streams to un-pause first
+	obs        obsFlags
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -56,6 +57,7 @@ program error (printed as file:line:col: message with the source line).`,
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (0: no limit)")
 	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default run reports them and exits 1)")
 	a.addRuntimeFlags(cmd, false)
+	addObsFlags(cmd, &o.obs, true)
 	return cmd
 }
 
@@ -128,6 +130,7 @@ type session struct {
 	rep      reporter
 	logs     *lineWriter
 	pumpDone <-chan struct{}
+	ob       *observability
 }
 
 // openSession opens the data directory (which must exist already when
@@ -147,6 +150,10 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 	if s.srv, err = startEmbedded(provider.ResolveServerURL(a.flags.serverURL)); err != nil {
 		return nil, withCode(exitStreamFailed, err)
 	}
+	if s.ob, err = a.newObservability(context.Background(), o.obs); err != nil {
+		s.srv.Close()
+		return nil, err
+	}
 	s.h, err = a.openHost(host.Options{
 		Streams: provider.Options{
 			ServerURL:   a.flags.serverURL,
@@ -154,13 +161,19 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 			Limits:      a.rt.limits(),
 			IdleTimeout: a.rt.idle(),
 			HTTPClient:  s.srv.client(),
+			Observer:    s.ob.observer(),
 		},
 		Limits: a.rt.limits(),
 		Stdout: s.logs,
 		Logger: logger,
 	})
 	if err != nil {
+		s.ob.close()
 		s.srv.Close()
+		return nil, err
+	}
+	if err := s.ob.serveMetrics(s.h.Provider(), o.obs.metricsListen, os.Getenv(tokenEnv), a.stderr); err != nil {
+		s.close()
 		return nil, err
 	}
 	s.rep = a.newReporter(o, s.h.Provider())
@@ -189,6 +202,7 @@ func (s *session) finish() error {
 // the embedded server.
 func (s *session) close() {
 	s.h.Close()
+	s.ob.close()
 	s.srv.Close()
 }
 

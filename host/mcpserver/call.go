@@ -29,6 +29,7 @@ func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 		interval: s.opts.ProgressInterval,
 		max:      s.opts.MaxBufferedOutputs,
 		log:      s.log,
+		obs:      s.opts.Observer,
 	}
 	if req.Params != nil {
 		rep.token = req.Params.GetProgressToken()

@@ -30,9 +30,61 @@ func (s *Server) newHandler() http.Handler {
 		Logger:     s.log,
 	})
 	mux := http.NewServeMux()
-	mux.Handle(PathStreamable, requireSession(jsonOnly(streamable)))
-	mux.Handle(PathSSE, mcp.NewSSEHandler(getServer, nil))
-	return s.checkOrigin(s.checkToken(mux))
+	var mcpHandler http.Handler = requireSession(jsonOnly(streamable))
+	if s.opts.Observer != nil {
+		mcpHandler = tagRequestID(mcpHandler)
+	}
+	mux.Handle(PathStreamable, s.checkToken(mcpHandler))
+	mux.Handle(PathSSE, s.checkToken(mcp.NewSSEHandler(getServer, nil)))
+	for _, r := range s.opts.Routes {
+		h := r.Handler
+		if !r.Public {
+			h = s.checkToken(h)
+		}
+		mux.Handle(r.Pattern, checkHost(h))
+	}
+	return s.checkOrigin(mux)
+}
+
+// Guard puts h behind the checks the Server applies to /mcp, for a handler
+// served on a listener of its own (rtfshost run --metrics-listen): the
+// Origin check (allowedOrigins besides the request's own host), the Host
+// check against DNS rebinding on loopback, and, when token is set, the
+// bearer token.
+func Guard(h http.Handler, token string, allowedOrigins []string) http.Handler {
+	s := &Server{opts: Options{Token: token, AllowedOrigins: allowedOrigins}}
+	return s.checkOrigin(checkHost(s.checkToken(h)))
+}
+
+// checkHost answers 403 to a request that reached a loopback listener with
+// a Host header that does not name a loopback host: a page of another site
+// whose name was rebound to 127.0.0.1 (DNS rebinding). go-sdk checks the
+// same for /mcp and /sse.
+func checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+			if isLoopback(la.String()) && !isLoopback(r.Host) {
+				http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isLoopback reports whether addr ("host" or "host:port") names a loopback
+// host: localhost or a loopback IP.
+func isLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkToken requires "Authorization: Bearer <token>" when a token is set.

@@ -88,6 +88,7 @@ func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest,
 		ServerURL:     a.str("server-url"),
 		StreamID:      a.str("stream-id"),
 		QueueCapacity: int(a.int("queue-capacity")),
+		Context:       ctx,
 	}
 	if raw, ok := a["initial-state"]; ok {
 		if req.InitialState, err = rtfs.FromJSON(raw); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/host/observe"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/transport"
 )
@@ -151,6 +152,15 @@ func (s *Server) addTools() {
 // panic in the tool becomes an isError result.
 func (s *Server) toolHandler(t toolSpec) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		ctx, ob := s.startCall(ctx, t.name, req)
+		rejected := false
+		defer func() {
+			outcome, msg := outcomeOf(ctx, res, err)
+			if rejected {
+				outcome = observe.OutcomeRejected
+			}
+			ob.End(outcome, msg)
+		}()
 		var raw []byte
 		if req.Params != nil {
 			raw = req.Params.Arguments
@@ -165,6 +175,7 @@ func (s *Server) toolHandler(t toolSpec) mcp.ToolHandler {
 		}
 		ctx, done, err := s.enter(ctx, session)
 		if err != nil {
+			rejected = true
 			return textResult(err.Error(), true), nil
 		}
 		defer done()

@@ -98,7 +98,7 @@ func (r *legacyRun) run(ctx context.Context) error {
 		}
 	}
 	r.tr.st = callState{Kind: kindLegacy, Req: callID, Token: "rtfs-" + rand.Text()}
-	if err := r.send(ctx, callID, methodToolsCall, callParams(r.tool, r.args, r.tr.st.Token)); err != nil {
+	if err := r.send(ctx, callID, methodToolsCall, callParams(ctx, r.tool, r.args, r.tr.st.Token)); err != nil {
 		return notRetried(err)
 	}
 	r.callSent = true

@@ -148,7 +148,7 @@ func (t *Stdio) once(ctx context.Context, cfg *proc.Config, spec *transport.Spec
 		return r.failure(ctx, err, "during initialize")
 	}
 	r.called.Store(true)
-	if err := r.send(callID, methodToolsCall, callParams(spec.Endpoint, args, r.tr.st.Token)); err != nil {
+	if err := r.send(callID, methodToolsCall, callParams(ctx, spec.Endpoint, args, r.tr.st.Token)); err != nil {
 		return r.failure(ctx, err, "before the tools/call was sent")
 	}
 	for {

@@ -74,7 +74,7 @@ func (r *streamRun) postCall(ctx context.Context) (*http.Response, error) {
 	reinitialized := false
 	for {
 		r.tr.st.Session, r.tr.st.Proto = r.session, r.proto
-		resp, err := r.post(ctx, callID, methodToolsCall, callParams(r.tool, r.args, r.tr.st.Token))
+		resp, err := r.post(ctx, callID, methodToolsCall, callParams(ctx, r.tool, r.args, r.tr.st.Token))
 		if err == nil {
 			r.callSent = true
 			return resp, nil
