@@ -71,7 +71,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("/metrics without the token: %d, want 401", code)
 	}
 
-	bctx, closeBrowser := browser.New(ctx, exe)
+	bctx, closeBrowser, err := browser.New(ctx, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer closeBrowser()
 	artifacts := os.Getenv("RTFSHOST_TEST_ARTIFACTS")
 	if artifacts == "" {

@@ -91,7 +91,10 @@ func TestThousandStreamsInBrowser(t *testing.T) {
 	r := newRig(t, 1000)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bctx, closeBrowser := browser.New(ctx, exe)
+	bctx, closeBrowser, err := browser.New(ctx, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer closeBrowser()
 	eval := func(expr string) any {
 		t.Helper()

@@ -45,8 +45,10 @@ func Find() (string, error) {
 // New starts a headless browser at exe, with a 1440x900 window, and
 // returns a chromedp context for a tab and the function that closes the
 // browser and waits for it to exit. The sandbox is off so that it runs
-// as root in CI containers.
-func New(ctx context.Context, exe string) (context.Context, context.CancelFunc) {
+// as root in CI containers. A browser that crashes while it starts (it
+// happens to Chromium on a loaded machine) is started again, up to three
+// times; the error is the last start's.
+func New(ctx context.Context, exe string) (context.Context, context.CancelFunc, error) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox,
@@ -55,10 +57,21 @@ func New(ctx context.Context, exe string) (context.Context, context.CancelFunc) 
 		chromedp.Flag("force-color-profile", "srgb"),
 		chromedp.Flag("hide-scrollbars", true),
 	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	tctx, cancelTab := chromedp.NewContext(actx)
-	return tctx, func() {
+	var err error
+	for range 3 {
+		actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+		tctx, cancelTab := chromedp.NewContext(actx)
+		if err = chromedp.Do(tctx, chromedp.Navigate("about:blank")); err == nil { // starts the browser and its first tab
+			return tctx, func() {
+				cancelTab()
+				cancelAlloc()
+			}, nil
+		}
 		cancelTab()
 		cancelAlloc()
+		if ctx.Err() != nil {
+			break
+		}
 	}
+	return nil, nil, fmt.Errorf("browser: starting %s: %w", exe, err)
 }
