@@ -135,6 +135,60 @@ func TestServeSubprocess(t *testing.T) {
 	}
 	t.Run("token from the environment", func(t *testing.T) { serveWithToken(t) })
 	t.Run("processes need --allow-command", func(t *testing.T) { serveProcesses(t, base, sid) })
+	t.Run("tasks survive a kill", func(t *testing.T) { serveTasksSurviveKill(t, src.URL()+"/sse") })
+}
+
+// serveTasksSurviveKill: a task-augmented mcp.stream.start on serve, which
+// is then killed with SIGKILL and started again on the same data
+// directory: tasks/get still answers, and tasks/result delivers the
+// stream's result.
+func serveTasksSurviveKill(t *testing.T, sourceURL string) {
+	dir := filepath.Join(t.TempDir(), "data")
+	base, _, kill := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
+	call := func(base, sid, method string, params any) map[string]any {
+		t.Helper()
+		_, body := post(t, base, sid, map[string]any{"jsonrpc": "2.0", "id": 9, "method": method, "params": params})
+		if !strings.HasPrefix(body, "{") { // an SSE answer: its last event
+			if evs := parseSSE(t, body); len(evs) > 0 {
+				body = evs[len(evs)-1].data
+			}
+		}
+		var resp struct {
+			Result map[string]any `json:"result"`
+			Error  any            `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Error != nil {
+			t.Fatalf("%s: %v %v\n%s", method, err, resp.Error, body)
+		}
+		return resp.Result
+	}
+	sid := rawInitialize(t, base)
+	created := call(base, sid, "tools/call", map[string]any{"name": "mcp.stream.start", "task": map[string]any{"ttl": 600000},
+		"arguments": map[string]any{
+			"program": `(defn step [n chunk meta] {:state (inc n) :output {:count (inc n)}})`, "processor": "step",
+			"endpoint": "counter.v1", "transport": "sse", "stream-id": "durable-task", "initial-state": 0,
+			"config": map[string]any{"limit": 30, "interval_ms": 40},
+		}})
+	if task, _ := created["task"].(map[string]any); task["taskId"] != "durable-task" || task["status"] != "working" {
+		t.Fatalf("CreateTaskResult %v", created)
+	}
+	time.Sleep(300 * time.Millisecond) // some chunks in, most to come
+	kill()
+
+	base, stop, _ := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
+	defer stop()
+	sid = rawInitialize(t, base)
+	if got := call(base, sid, "tasks/get", map[string]any{"taskId": "durable-task"}); got["taskId"] != "durable-task" || got["createdAt"] == nil {
+		t.Fatalf("tasks/get after the kill: %v", got)
+	}
+	res := call(base, sid, "tasks/result", map[string]any{"taskId": "durable-task"})
+	text := fmt.Sprint(res["content"])
+	if res["isError"] != false || !strings.Contains(text, `"state":"completed"`) || !strings.Contains(text, `"result":{"count":30}`) {
+		t.Fatalf("tasks/result after the kill: %v", res)
+	}
+	if got := call(base, sid, "tasks/get", map[string]any{"taskId": "durable-task"}); got["status"] != "completed" {
+		t.Errorf("tasks/get at the end: %v", got)
+	}
 }
 
 // serveProcesses: serve refuses an :exec stream whose program the operator
@@ -200,7 +254,15 @@ func serveWithToken(t *testing.T) {
 // and checks its exit.
 func startServeChild(t *testing.T, token string, args ...string) (string, func()) {
 	t.Helper()
-	args = append(args, "--data", filepath.Join(t.TempDir(), "data"))
+	base, stop, _ := startServeChildData(t, token, filepath.Join(t.TempDir(), "data"), args...)
+	return base, stop
+}
+
+// startServeChildData is startServeChild on the data directory dir; it
+// also returns a function that kills the server with SIGKILL and reaps it.
+func startServeChildData(t *testing.T, token, dir string, args ...string) (string, func(), func()) {
+	t.Helper()
+	args = append(args, "--data", dir)
 	argsJSON, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSubprocess$")
 	cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argsJSON), tokenEnv+"="+token)
@@ -228,6 +290,10 @@ func startServeChild(t *testing.T, token string, args ...string) (string, func()
 			t.Errorf("rtfshost serve exited with %v\n%s", err, stderr.String())
 		}
 	}
+	kill := func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
 	select {
 	case line, ok := <-lines:
 		m := regexp.MustCompile(`listening on (http://[^ ]+)/mcp `).FindStringSubmatch(line)
@@ -235,12 +301,12 @@ func startServeChild(t *testing.T, token string, args ...string) (string, func()
 			stop()
 			t.Fatalf("unexpected first line %q\n%s", line, stderr.String())
 		}
-		return m[1] + "/mcp", stop
+		return m[1] + "/mcp", stop, kill
 	case <-time.After(30 * time.Second):
 		stop()
 		t.Fatalf("rtfshost serve printed nothing\n%s", stderr.String())
 	}
-	return "", nil
+	return "", nil, nil
 }
 
 // rawInitialize runs the initialize handshake by hand and returns the

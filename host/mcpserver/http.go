@@ -20,17 +20,26 @@ const (
 	PathSSE        = "/sse" // legacy HTTP+SSE: GET opens the stream, POST ?sessionid= sends
 )
 
-// newHandler builds the HTTP handler: the go-sdk transports behind the
-// refusal of calls before initialize, the JSON-only adapter, the token check
-// and the Origin check.
+// newHandler builds the HTTP handler: on /mcp the two eras of Streamable
+// HTTP (routeEras: go-sdk's stateful handler for sessions, its stateless
+// one for 2026-07-28), behind the refusal of calls before initialize, the
+// JSON-only adapter, the token check and the Origin check; the legacy
+// HTTP+SSE transport on /sse.
 func (s *Server) newHandler() http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
-	streamable := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		EventStore: mcp.NewMemoryEventStore(nil),
 		Logger:     s.log,
 	})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless: true,
+		Logger:    s.log,
+		// The POST is the request's whole life: a client that closes it
+		// cancels the call (and the streams it started).
+		PropagateRequestCancellation: true,
+	})
 	mux := http.NewServeMux()
-	var mcpHandler http.Handler = requireSession(jsonOnly(streamable))
+	var mcpHandler http.Handler = s.serveTasks(routeEras(requireSession(announceTasks(jsonOnly(stateful))), jsonOnly(stateless)))
 	if s.opts.Observer != nil {
 		mcpHandler = tagRequestID(mcpHandler)
 	}

@@ -83,6 +83,7 @@ type Server struct {
 	log     *slog.Logger
 	mcp     *mcp.Server
 	router  *router
+	tasks   *tasks
 	handler http.Handler
 
 	ctx    context.Context // cancelled by Close: ends every call
@@ -125,10 +126,14 @@ func New(opts Options) (*Server, error) {
 	}
 	s.router = r
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (tasks.go)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Logger:       s.log,
 		Instructions: instructions,
+		Capabilities: caps,
 	})
+	s.tasks = newTasks(s, opts.Host.Store())
 	s.addTools()
 	s.handler = s.newHandler()
 	return s, nil

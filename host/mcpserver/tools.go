@@ -170,7 +170,7 @@ func (s *Server) toolHandler(t toolSpec) mcp.ToolHandler {
 			return nil, err
 		}
 		var session any
-		if req.Session != nil {
+		if req.Session != nil && req.Session.ID() != "" { // stateless requests share the nil key
 			session = req.Session
 		}
 		ctx, done, err := s.enter(ctx, session)
