@@ -39,7 +39,7 @@ func (s *Server) newHandler() http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	mux := http.NewServeMux()
-	var mcpHandler http.Handler = s.serveTasks(routeEras(requireSession(announceTasks(jsonOnly(stateful))), jsonOnly(stateless)))
+	var mcpHandler http.Handler = s.serveTasks(routeEras(requireSession(announceTasks(jsonOnly(primeWithRetry(stateful)))), jsonOnly(stateless)))
 	if s.opts.Observer != nil {
 		mcpHandler = tagRequestID(mcpHandler)
 	}

@@ -183,3 +183,24 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestPrimingEventWithRetry: on 2025-11-25, a tools/call answered over SSE
+// starts with SEP-1699's priming event: an id, empty data and a retry
+// field.
+func TestPrimingEventWithRetry(t *testing.T) {
+	f := newFixture(t, Options{})
+	url := f.ts.URL + PathStreamable
+	h := legacyInit(t, url)
+	_, body := rawPost(t, url, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"rtfs.eval","arguments":{"program":"(+ 1 2)"}}}`, h)
+	first, _, _ := strings.Cut(body, "\n\n")
+	lines := strings.Split(first, "\n")
+	var id, data, retry bool
+	for _, l := range lines {
+		id = id || strings.HasPrefix(l, "id: ") && len(l) > 4
+		data = data || l == "data: " || l == "data:"
+		retry = retry || l == "retry: 1000"
+	}
+	if !id || !data || !retry || !strings.Contains(body, `"result"`) {
+		t.Fatalf("the first event is not a priming event with an id, empty data and retry:\n%s", body)
+	}
+}
