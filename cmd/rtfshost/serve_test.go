@@ -136,6 +136,90 @@ func TestServeSubprocess(t *testing.T) {
 	t.Run("token from the environment", func(t *testing.T) { serveWithToken(t) })
 	t.Run("processes need --allow-command", func(t *testing.T) { serveProcesses(t, base, sid) })
 	t.Run("tasks survive a kill", func(t *testing.T) { serveTasksSurviveKill(t, src.URL()+"/sse") })
+	t.Run("a call resumes after a kill", func(t *testing.T) { serveResumeAfterKill(t, src.URL()+"/sse") })
+}
+
+// serveResumeAfterKill: a 2025-11-25 client reads a few progress
+// notifications of a tools/call, then serve is killed with SIGKILL and
+// started again on the same data directory; the client resumes with
+// Last-Event-ID and gets every later notification, in order, and the
+// call's result.
+func serveResumeAfterKill(t *testing.T, sourceURL string) {
+	dir := filepath.Join(t.TempDir(), "data")
+	base, _, kill := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
+	sid := rawInitialize(t, base)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": map[string]any{
+		"name": "mcp.stream.start", "_meta": map[string]any{"progressToken": "tok"},
+		"arguments": map[string]any{
+			"program": `(defn step [n chunk meta] {:state (inc n) :output {:count (inc n)}})`, "processor": "step",
+			"endpoint": "counter.v1", "transport": "sse", "stream-id": "resumable", "initial-state": 0,
+			"config": map[string]any{"limit": 30, "interval_ms": 30},
+		}}})
+	req, _ := http.NewRequest(http.MethodPost, base, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress []float64
+	lastID := ""
+	read := func(r io.Reader, until func() bool) {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<16), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if id, ok := strings.CutPrefix(line, "id: "); ok {
+				lastID = id
+			}
+			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, "notifications/progress") {
+				var n struct {
+					Params struct{ Progress float64 } `json:"params"`
+				}
+				_ = json.Unmarshal([]byte(data), &n)
+				progress = append(progress, n.Params.Progress)
+			}
+			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"id":41`) {
+				progress = append(progress, -1) // the result
+				if !strings.Contains(data, `\"result\":{\"count\":30}`) {
+					t.Errorf("the resumed call's result: %s", data)
+				}
+			}
+			if until() {
+				return
+			}
+		}
+	}
+	read(resp.Body, func() bool { return len(progress) >= 5 })
+	kill()
+	resp.Body.Close()
+
+	base, stop, _ := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
+	defer stop()
+	get, _ := http.NewRequest(http.MethodGet, base, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", sid)
+	get.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	get.Header.Set("Last-Event-ID", lastID)
+	resp, err = (&http.Client{Timeout: 30 * time.Second}).Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET with Last-Event-ID %s after the restart: %d", lastID, resp.StatusCode)
+	}
+	read(resp.Body, func() bool { return len(progress) > 0 && progress[len(progress)-1] == -1 })
+	if len(progress) != 31 {
+		t.Fatalf("progress seen %v, want 1..30 then the result", progress)
+	}
+	for i, p := range progress[:30] {
+		if p != float64(i+1) {
+			t.Fatalf("progress seen %v, want 1..30 in order", progress)
+		}
+	}
 }
 
 // serveTasksSurviveKill: a task-augmented mcp.stream.start on serve, which

@@ -28,7 +28,7 @@ const (
 func (s *Server) newHandler() http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		EventStore: mcp.NewMemoryEventStore(nil),
+		EventStore: s.events, // in the data directory: resumable across a restart (resume.go)
 		Logger:     s.log,
 	})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -39,7 +39,8 @@ func (s *Server) newHandler() http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	mux := http.NewServeMux()
-	var mcpHandler http.Handler = s.serveTasks(routeEras(requireSession(announceTasks(jsonOnly(primeWithRetry(stateful)))), jsonOnly(stateless)))
+	legacy := s.resumeAfterRestart(requireSession(s.rememberCall(announceTasks(jsonOnly(primeWithRetry(stateful))))))
+	var mcpHandler http.Handler = s.serveTasks(routeEras(legacy, jsonOnly(stateless)))
 	if s.opts.Observer != nil {
 		mcpHandler = tagRequestID(mcpHandler)
 	}

@@ -76,15 +76,18 @@ type Route struct {
 // tools. It is safe for concurrent use. Close it when done; the Host
 // stays open.
 type Server struct {
-	opts    Options
-	host    *host.Host
-	prov    *provider.Provider
-	caps    *capabilities.Registry
-	log     *slog.Logger
-	mcp     *mcp.Server
-	router  *router
-	tasks   *tasks
-	handler http.Handler
+	opts   Options
+	host   *host.Host
+	prov   *provider.Provider
+	caps   *capabilities.Registry
+	log    *slog.Logger
+	mcp    *mcp.Server
+	router *router
+	tasks  *tasks
+	events *durableEvents // the stateful era's event store (resume.go)
+	// resumeOnce starts the followers of the streams of an earlier process.
+	resumeOnce sync.Once
+	handler    http.Handler
 
 	ctx    context.Context // cancelled by Close: ends every call
 	cancel context.CancelFunc
@@ -134,6 +137,7 @@ func New(opts Options) (*Server, error) {
 		Capabilities: caps,
 	})
 	s.tasks = newTasks(s, opts.Host.Store())
+	s.events = newDurableEvents(opts.Host.Store(), func(msg string, args ...any) { s.log.Error(msg, args...) })
 	s.addTools()
 	s.handler = s.newHandler()
 	return s, nil
