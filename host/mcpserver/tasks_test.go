@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // rpc posts one JSON-RPC request and decodes its response (JSON, or the
@@ -202,5 +204,40 @@ func TestPrimingEventWithRetry(t *testing.T) {
 	}
 	if !id || !data || !retry || !strings.Contains(body, `"result"`) {
 		t.Fatalf("the first event is not a priming event with an id, empty data and retry:\n%s", body)
+	}
+}
+
+// TestBothErasOnOneEndpoint: go-sdk's default client (2026-07-28: no
+// session, server/discover) and a 2025-11-25 client (initialize, a session)
+// use /mcp at once; each starts a stream and gets its progress and result.
+func TestBothErasOnOneEndpoint(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		version, id string
+	}{{"", "modern"}, {"2025-11-25", "legacy"}} {
+		log := newProgressLog()
+		cs := connectVersion(ctx, t, &mcp.StreamableClientTransport{Endpoint: f.ts.URL + PathStreamable}, log, tc.version)
+		want := tc.version
+		if want == "" {
+			want = sessionlessVersion
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != want {
+			t.Fatalf("%s client negotiated %s, want %s", tc.id, got, want)
+		}
+		if (cs.ID() == "") != (tc.version == "") {
+			t.Errorf("%s client: session id %q", tc.id, cs.ID())
+		}
+		params := &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs(tc.id)}
+		params.SetProgressToken(tc.id)
+		ch := callAsync(ctx, cs, params)
+		f.feed(ctx, tc.id, append(values(3), end)...)
+		r := await(t, ch)
+		if r.err != nil || r.res.IsError {
+			t.Fatalf("%s call: %v %+v", tc.id, r.err, r.res)
+		}
+		if notes := log.waitFor(t, 4); len(notes) != 4 {
+			t.Errorf("%s client got %d progress notifications, want 4", tc.id, len(notes))
+		}
 	}
 }
