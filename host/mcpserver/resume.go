@@ -59,6 +59,7 @@ type streamLog struct {
 	token    string  // the progress token of its tools/call (its JSON), from its notifications
 	streamID string  // the rtfshost stream its notifications report
 	progress float64 // the last progress value
+	seq      int64   // the :seq of the last output notified (-1: none)
 	outputs  []json.RawMessage
 	done     bool          // its JSON-RPC response is stored
 	changed  chan struct{} // closed and replaced at every append
@@ -181,7 +182,7 @@ func decodeEvent(k, v []byte) (time.Time, []byte, error) {
 func (d *durableEvents) logOfLocked(k streamKey) *streamLog {
 	l := d.streams[k]
 	if l == nil {
-		l = &streamLog{changed: make(chan struct{})}
+		l = &streamLog{changed: make(chan struct{}), seq: -1}
 		d.streams[k] = l
 	}
 	return l
@@ -210,8 +211,11 @@ func (l *streamLog) note(data []byte) {
 		if m.Params.Token != nil {
 			l.token = compactJSON(m.Params.Token)
 		}
-		if id, ok := m.Params.Meta[metaStreamID].(string); ok {
+		if id, ok := m.Params.Meta[metaStream].(string); ok {
 			l.streamID = id
+		}
+		if seq, ok := m.Params.Meta[metaSeq].(float64); ok {
+			l.seq = max(l.seq, int64(seq))
 		}
 		l.progress = max(l.progress, m.Params.Progress)
 		if m.Params.Message != "" && json.Valid([]byte(m.Params.Message)) {
@@ -365,10 +369,6 @@ func (d *durableEvents) changedOf(session, stream string) <-chan struct{} {
 	return d.logOfLocked(streamKey{session, stream}).changed
 }
 
-// metaStreamID is the _meta key of progress notifications that names the
-// stream whose output they carry.
-const metaStreamID = "rtfshost/stream-id"
-
 // calls remembers the JSON-RPC request id of each tools/call with a
 // progress token in a session, so that a call resumed after a restart can
 // be answered with the right id.
@@ -478,7 +478,10 @@ func (s *Server) serveResume(w http.ResponseWriter, r *http.Request, session, st
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	for {
+		// What is known before the read is in the store by then: a response
+		// stored after it is written by the next round.
 		changed := s.events.changedOf(session, stream)
+		l, _ := s.events.snapshot(session, stream)
 		for _, data := range s.events.events(r.Context(), session, stream, idx) {
 			idx++
 			if len(data) == 0 {
@@ -489,7 +492,6 @@ func (s *Server) serveResume(w http.ResponseWriter, r *http.Request, session, st
 			}
 			_ = rc.Flush()
 		}
-		l, _ := s.events.snapshot(session, stream)
 		if l.done || l.lost {
 			return
 		}
@@ -533,6 +535,9 @@ func (s *Server) followRestored(ctx context.Context) {
 
 // follow appends to the event store, as progress notifications, the
 // outputs of the recovered stream l reports, then the tools/call's result.
+// An output of a chunk processed again after the restart (its effect was
+// not committed when the server died) was notified before: it is skipped
+// by its :seq, so the client sees each output once.
 func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage) {
 	defer s.calls.Done()
 	ctx := s.ctx
@@ -558,10 +563,14 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage) {
 			for _, ev := range c.w.take() {
 				switch ev.Kind {
 				case provider.EventOutput:
+					if ev.Seq <= l.seq {
+						continue // processed again after the restart: notified before it
+					}
+					l.seq = ev.Seq
 					progress++
 					out := valueJSON(ev.Output)
 					outputs = append(outputs, out)
-					s.appendEvent(k, progressNote(l.token, progress, out, l.streamID))
+					s.appendEvent(k, progressNote(l.token, progress, out, l.streamID, ev.Seq))
 				case provider.EventEnd:
 					st, ended = ev.Status, true
 				}
@@ -582,10 +591,10 @@ func (s *Server) appendEvent(k streamKey, data []byte) {
 	}
 }
 
-func progressNote(token string, progress float64, output json.RawMessage, streamID string) []byte {
+func progressNote(token string, progress float64, output json.RawMessage, streamID string, seq int64) []byte {
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
 		"progressToken": json.RawMessage(token), "progress": progress, "message": string(output),
-		"_meta": map[string]any{metaStreamID: streamID}}})
+		"_meta": map[string]any{metaStream: streamID, metaSeq: seq}}})
 	return b
 }
 
