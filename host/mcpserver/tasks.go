@@ -126,6 +126,7 @@ func (t *tasks) load(ctx context.Context) {
 	if t.store == nil {
 		return
 	}
+	var expired [][]byte
 	err := t.store.Scan(ctx, []byte(taskPrefix), func(k, v []byte) error {
 		_, payload, err := persistence.DecodeRecord(k, v, kindTask, taskVersion)
 		if err != nil {
@@ -135,6 +136,10 @@ func (t *tasks) load(ctx context.Context) {
 		if err := json.Unmarshal(payload, &rec); err != nil {
 			return &persistence.CorruptRecordError{Key: append([]byte(nil), k...), Reason: err.Error()}
 		}
+		if rec.terminal() && time.Since(rec.Created) > rec.TTL {
+			expired = append(expired, bytes.Clone(k)) // its ttl is over: forget it
+			return nil
+		}
 		e := &taskEntry{rec: rec, done: make(chan struct{})}
 		if rec.terminal() {
 			close(e.done)
@@ -142,6 +147,15 @@ func (t *tasks) load(ctx context.Context) {
 		t.byID[rec.ID] = e
 		return nil
 	})
+	if len(expired) > 0 {
+		var b persistence.Batch
+		for _, k := range expired {
+			b.Delete(k)
+		}
+		if cerr := t.store.Commit(ctx, &b); cerr != nil {
+			t.s.log.Error("mcp tasks: deleting expired tasks", "err", cerr)
+		}
+	}
 	if err != nil {
 		t.s.log.Error("mcp tasks: reading the stored tasks", "err", err)
 	}
