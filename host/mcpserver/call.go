@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -158,11 +159,23 @@ func textResult(text string, isError bool) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
 }
 
-// jsonResult returns a CallToolResult whose one text block is v as JSON.
+// jsonResult returns a CallToolResult whose one text block is v as JSON
+// and, when v is an object, whose structuredContent is v too.
 func jsonResult(v any, isError bool) *mcp.CallToolResult {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return textResult("encode the result: "+err.Error(), true)
 	}
-	return textResult(string(b), isError)
+	return structured(b, isError)
+}
+
+// structured returns a CallToolResult of the JSON b: as the text block (for
+// clients of before structured results) and, when b is an object, as
+// structuredContent.
+func structured(b json.RawMessage, isError bool) *mcp.CallToolResult {
+	res := textResult(string(b), isError)
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		res.StructuredContent = json.RawMessage(t)
+	}
+	return res
 }

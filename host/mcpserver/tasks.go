@@ -281,12 +281,15 @@ func (t *tasks) followLocked(e *taskEntry, start args) {
 		}
 		if start != nil {
 			req, err := c.startRequest(ctx, start)
-			if err == nil {
+			if err == nil && !t.cancelled(e) {
 				_, err = t.s.prov.Start(req)
 			}
 			if err != nil {
 				t.finish(e, taskErrorResult("%s: %v", ToolStart, err), provider.StateError)
 				return
+			}
+			if t.cancelled(e) { // tasks/cancel came while the stream started
+				_, _ = t.s.prov.Cancel(id)
 			}
 			t.setMessage(e, "the stream is running")
 		}
@@ -324,6 +327,13 @@ func (t *tasks) evalLocked(e *taskEntry, spec toolSpec, a args) {
 		}
 		t.finish(e, relatedTo(resultJSON(res), e.rec.ID), state)
 	}()
+}
+
+// cancelled reports whether tasks/cancel cancelled e.
+func (t *tasks) cancelled(e *taskEntry) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return e.rec.Status == taskCancelled
 }
 
 // setMessage updates a running task's status message.

@@ -29,7 +29,11 @@ type toolSpec struct {
 	name, title, desc string
 	params            []param
 	readOnly          bool
-	run               func(c *call, a args) (*mcp.CallToolResult, error)
+	// output is the JSON schema of the tool's structuredContent (its
+	// outputSchema); hints are its annotations besides readOnly.
+	output map[string]any
+	hints  mcp.ToolAnnotations
+	run    func(c *call, a args) (*mcp.CallToolResult, error)
 }
 
 func streamIDParam() param {
@@ -42,25 +46,66 @@ func timeoutParam() param {
 }
 
 func (s *Server) toolSpecs() []toolSpec {
+	yes, no := true, false
+	mutating := mcp.ToolAnnotations{DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}
 	return []toolSpec{
-		{name: ToolStart, title: "Start an RTFS stream processor", desc: startDesc, params: startParams(s.prov.Transports()), run: (*call).start},
-		{name: ToolInspect, title: "Inspect streams", readOnly: true, params: inspectParams(), run: (*call).inspect,
+		{name: ToolStart, title: "Start an RTFS stream processor", desc: startDesc, params: startParams(s.prov.Transports()), run: (*call).start,
+			output: startOutput, hints: mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes}},
+		{name: ToolInspect, title: "Inspect streams", readOnly: true, params: inspectParams(), run: (*call).inspect, output: objectOutput,
 			desc: "Returns the inspect map of one stream (with stream-id) or the summary of every stream: status, stats, queue, current and initial state, last output, result, cursor. Keywords appear as strings without the colon."},
-		{name: ToolStatus, title: "Stream status", readOnly: true, params: []param{streamIDParam()}, run: control(ToolStatus),
+		{name: ToolStatus, title: "Stream status", readOnly: true, params: []param{streamIDParam()}, run: control(ToolStatus), output: statusOutput,
 			desc: "Returns a stream's status: {stream-id, state (active, paused, completed, cancelled or error), message, end-reason, result}."},
-		{name: ToolPause, title: "Pause a stream", params: []param{streamIDParam()}, run: control(ToolPause),
+		{name: ToolPause, title: "Pause a stream", params: []param{streamIDParam()}, run: control(ToolPause), output: statusOutput, hints: mutating,
 			desc: "Pauses a stream: its processor stops taking chunks; once its queue is full the source is held back. Returns the status."},
-		{name: ToolResume, title: "Resume a stream", params: []param{streamIDParam()}, run: control(ToolResume),
+		{name: ToolResume, title: "Resume a stream", params: []param{streamIDParam()}, run: control(ToolResume), output: statusOutput, hints: mutating,
 			desc: "Resumes a paused stream; its queued chunks are processed in order at once. Returns the status."},
-		{name: ToolCancel, title: "Cancel a stream", params: []param{streamIDParam()}, run: control(ToolCancel),
-			desc: "Cancels a stream: its source is closed and its queued chunks are dropped (and counted). Returns the status."},
-		{name: ToolEval, title: "Evaluate an RTFS program", desc: evalDesc, params: evalParams(), run: (*call).eval},
+		{name: ToolCancel, title: "Cancel a stream", params: []param{streamIDParam()}, run: control(ToolCancel), output: statusOutput,
+			hints: mcp.ToolAnnotations{DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no},
+			desc:  "Cancels a stream: its source is closed and its queued chunks are dropped (and counted). Returns the status."},
+		{name: ToolEval, title: "Evaluate an RTFS program", desc: evalDesc, params: evalParams(), run: (*call).eval, output: evalOutput,
+			hints: mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes}},
 		{name: ToolRemove, title: "Remove an ended stream", params: []param{streamIDParam(),
 			{name: "force", typ: "boolean", doc: "Also remove a stream that has not ended (it is cancelled first; its progress is lost)."}},
-			run:  (*call).remove,
+			run: (*call).remove, output: removeOutput, hints: mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &no},
 			desc: "Forgets an ended stream: its records leave the server's data directory and its id can be used again. Returns {stream-id, removed, was}."},
 	}
 }
+
+// The tools' output schemas: every successful result carries
+// structuredContent of its tool's schema, beside the same JSON as text.
+var (
+	objectOutput = map[string]any{"type": "object"}
+	startOutput  = map[string]any{"type": "object", "required": []string{"stream-id"}, "properties": map[string]any{
+		"stream-id":              map[string]any{"type": "string"},
+		"state":                  map[string]any{"type": "string", "enum": []string{"active", "paused", "completed", "cancelled", "error"}},
+		"status":                 map[string]any{"type": "string"},
+		"endpoint":               map[string]any{"type": "string"},
+		"end-reason":             map[string]any{"type": "string"},
+		"message":                map[string]any{"type": "string"},
+		"error":                  map[string]any{"type": "string"},
+		"result":                 map[string]any{},
+		"outputs":                map[string]any{"type": "array"},
+		"output-count":           map[string]any{"type": "integer"},
+		"outputs-truncated":      map[string]any{"type": "integer"},
+		"progress-notifications": map[string]any{"type": "integer"},
+		"coalesced":              map[string]any{"type": "integer"},
+	}}
+	statusOutput = map[string]any{"type": "object", "required": []string{"stream-id", "state"}, "properties": map[string]any{
+		"stream-id":  map[string]any{"type": "string"},
+		"state":      map[string]any{"type": "string", "enum": []string{"active", "paused", "completed", "cancelled", "error"}},
+		"message":    map[string]any{"type": []string{"string", "null"}},
+		"end-reason": map[string]any{"type": []string{"string", "null"}},
+		"result":     map[string]any{},
+	}}
+	evalOutput = map[string]any{"type": "object", "required": []string{"value"}, "properties": map[string]any{
+		"value": map[string]any{"description": "the program's value as JSON"},
+	}}
+	removeOutput = map[string]any{"type": "object", "required": []string{"stream-id", "removed"}, "properties": map[string]any{
+		"stream-id": map[string]any{"type": "string"},
+		"removed":   map[string]any{"type": "boolean"},
+		"was":       map[string]any{"type": "string"},
+	}}
+)
 
 const startDesc = `Starts a stream whose chunks are processed by an RTFS function and waits for it to end. ` +
 	`program is RTFS source that defines the processor, e.g. (defn step [state chunk meta] {:state (inc state) :output chunk}); ` +
@@ -141,8 +186,13 @@ func (s *Server) addTools() {
 			Description: t.desc,
 			InputSchema: schemaOf(t.params),
 		}
+		hints := t.hints
 		if t.readOnly {
-			tool.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true}
+			hints = mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
+		}
+		tool.Annotations = &hints
+		if t.output != nil {
+			tool.OutputSchema = t.output
 		}
 		s.mcp.AddTool(tool, s.toolHandler(t))
 	}
@@ -200,13 +250,13 @@ func (c *call) inspect(a args) (*mcp.CallToolResult, error) {
 	}
 	id := a.str("stream-id")
 	if id == "" {
-		return textResult(string(valueJSON(c.s.prov.Summary(opts))), false), nil
+		return structured(valueJSON(c.s.prov.Summary(opts)), false), nil
 	}
 	in, err := c.s.prov.Info(id, opts)
 	if err != nil {
 		return textResult(fmt.Sprintf("%s: %v", ToolInspect, err), true), nil
 	}
-	return textResult(string(in.JSON()), false), nil // the typed snapshot, as the CLI decodes it
+	return structured(in.JSON(), false), nil // the typed snapshot, as the CLI decodes it
 }
 
 // remove runs mcp.stream.remove.
@@ -237,6 +287,6 @@ func control(tool string) func(c *call, a args) (*mcp.CallToolResult, error) {
 		if err != nil {
 			return textResult(fmt.Sprintf("%s: %v", tool, err), true), nil
 		}
-		return textResult(string(valueJSON(provider.StatusValue(st))), false), nil
+		return structured(valueJSON(provider.StatusValue(st)), false), nil
 	}
 }
