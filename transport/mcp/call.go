@@ -15,12 +15,13 @@ import (
 // filters progress by token, drops regressions and replays, and delivers the
 // final result. It is owned by one Run.
 type tracker struct {
-	st       callState
-	total    float64 // the last delivered progress's total, if it had one
-	hasTotal bool
-	sink     transport.Sink
-	streamID string
-	log      *slog.Logger
+	st        callState
+	total     float64 // the last delivered progress's total, if it had one
+	hasTotal  bool
+	pollEvery time.Duration // the task's poll interval, once the call became a task
+	sink      transport.Sink
+	streamID  string
+	log       *slog.Logger
 }
 
 // sinkError marks an error returned by Sink.Deliver, so that Run can tell the
@@ -43,7 +44,7 @@ func (t *tracker) handle(ctx context.Context, msgs []rpcMessage, eventID string,
 		m := &msgs[i]
 		switch {
 		case m.isResponseTo(t.st.Req):
-			return true, t.result(ctx, m)
+			return true, t.result(ctx, m, false)
 		case m.Method == methodProgress:
 			if err := t.progress(ctx, m.Params); err != nil {
 				return false, err
@@ -98,13 +99,29 @@ func (t *tracker) progressComplete() bool {
 	return t.hasTotal && t.st.Progress >= t.total
 }
 
-func (t *tracker) result(ctx context.Context, m *rpcMessage) error {
+// result handles the answer to tools/call or, when final is set, a task's
+// result (which is never taken for a task itself). An answer that is a task
+// (a 2025-11-25 CreateTaskResult or a 2026-07-28 result with resultType
+// "task") records the task in the cursor and delivers its status; the
+// caller then polls it.
+func (t *tracker) result(ctx context.Context, m *rpcMessage, final bool) error {
 	if m.Error != nil {
 		return &transport.Error{StreamID: t.streamID, Op: "tools/call", Permanent: true, Err: m.Error}
 	}
 	var r toolResult
 	if err := json.Unmarshal(m.Result, &r); err != nil {
 		return t.protocolError(fmt.Errorf("malformed tools/call result: %w", err))
+	}
+	if !final {
+		switch {
+		case r.ResultType == resultTypeTask:
+			return t.taskCreated(ctx, m.Result)
+		case len(r.Task) > 0 && string(r.Task) != "null":
+			return t.taskCreated(ctx, r.Task)
+		case r.ResultType == resultTypeInputRequired:
+			return &transport.Error{StreamID: t.streamID, Op: "tools/call", Permanent: true,
+				Err: errors.New("the server asked for input (resultType input_required), which this client cannot give")}
+		}
 	}
 	if r.IsError {
 		return &transport.Error{StreamID: t.streamID, Op: "tools/call", Permanent: true,

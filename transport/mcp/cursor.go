@@ -21,7 +21,8 @@ const (
 )
 
 // callState is what a chunk's cursor records about its call: enough to resume
-// it by GET with Last-Event-ID and to drop progress already delivered.
+// it by GET with Last-Event-ID, to poll its task, and to drop progress and
+// task statuses already delivered.
 type callState struct {
 	Kind        string  `json:"k"`
 	Session     string  `json:"s,omitempty"`
@@ -33,6 +34,8 @@ type callState struct {
 	HasProgress bool    `json:"h,omitempty"`
 	Chunks      int64   `json:"n,omitempty"`
 	Done        bool    `json:"d,omitempty"`
+	Task        string  `json:"T,omitempty"` // the task that answered the call
+	TaskSig     uint32  `json:"u,omitempty"` // hash of the last delivered task status and message
 }
 
 // encode returns the cursor for st. It writes the same JSON that
@@ -68,6 +71,12 @@ func (st *callState) appendCursor(dst []byte) []byte {
 	}
 	if st.Done {
 		b = append(b, `,"d":true`...)
+	}
+	if st.Task != "" {
+		b = jsontext.AppendString(append(b, `,"T":`...), st.Task)
+	}
+	if st.TaskSig != 0 {
+		b = strconv.AppendUint(append(b, `,"u":`...), uint64(st.TaskSig), 10)
 	}
 	b = append(b, '}')
 	dst = append(dst, cursorPrefix...)

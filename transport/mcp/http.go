@@ -21,6 +21,8 @@ const (
 	headerSession     = "Mcp-Session-Id"
 	headerProtocol    = "MCP-Protocol-Version"
 	headerLastEventID = "Last-Event-ID"
+	headerMethod      = "Mcp-Method" // 2026-07-28: the JSON-RPC method
+	headerName        = "Mcp-Name"   // 2026-07-28: the tool's name on tools/call
 	acceptBoth        = "application/json, text/event-stream"
 	contentSSE        = "text/event-stream"
 	contentJSON       = "application/json"

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 )
 
@@ -16,15 +17,25 @@ import (
 const (
 	methodInitialize  = "initialize"
 	methodInitialized = "notifications/initialized"
+	methodDiscover    = "server/discover"
+	methodToolsList   = "tools/list"
 	methodToolsCall   = "tools/call"
 	methodProgress    = "notifications/progress"
 	methodCancelled   = "notifications/cancelled"
+	methodTasksGet    = "tasks/get"
+	methodTasksResult = "tasks/result"
+	methodTasksCancel = "tasks/cancel"
 )
 
-// Request ids: one session carries one initialize and one tools/call.
+// Request ids: one session carries one initialize and one tools/call; a
+// 2026-07-28 call starts with server/discover. Other requests (tools/list,
+// the task methods, a re-issued 2026-07-28 tools/call) take ids from
+// firstAuxID up, one Run's counter.
 const (
 	initializeID = 1
 	callID       = 2
+	discoverID   = 3
+	firstAuxID   = 10
 )
 
 // clientName and clientVersion identify rtfshost in initialize.
@@ -79,50 +90,97 @@ func decodeMessages(data []byte) ([]rpcMessage, error) {
 	return []rpcMessage{m}, nil
 }
 
+// params are a request's or notification's params, built by the helpers
+// below; post adds to their _meta.
+type params = map[string]any
+
 type outgoing struct {
 	JSONRPC string `json:"jsonrpc"`
 	ID      int    `json:"id,omitempty"`
 	Method  string `json:"method"`
-	Params  any    `json:"params,omitempty"`
+	Params  params `json:"params,omitempty"`
 }
 
 // encodeRequest encodes a request; id 0 makes it a notification.
-func encodeRequest(id int, method string, params any) ([]byte, error) {
-	b, err := json.Marshal(outgoing{JSONRPC: "2.0", ID: id, Method: method, Params: params})
+func encodeRequest(id int, method string, p params) ([]byte, error) {
+	b, err := json.Marshal(outgoing{JSONRPC: "2.0", ID: id, Method: method, Params: p})
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s: %w", method, err)
 	}
 	return b, nil
 }
 
-func initializeParams(version string) any {
-	return map[string]any{
+func initializeParams(version string) params {
+	return params{
 		"protocolVersion": version,
 		"capabilities":    map[string]any{},
-		"clientInfo":      map[string]string{"name": clientName, "version": clientVersion},
+		"clientInfo":      clientInfo,
 	}
 }
 
-// callParams builds the params of the tools/call request. Its _meta
-// carries the progress token and, when ctx holds a span (the stream's
-// transport span), its W3C trace context (traceparent, tracestate), as the
-// OpenTelemetry MCP conventions propagate it.
-func callParams(ctx context.Context, tool string, args json.RawMessage, token string) any {
-	meta := map[string]any{"progressToken": token}
+// clientInfo is the client's Implementation, in initialize and, under
+// 2026-07-28, in every request's _meta.
+var clientInfo = map[string]string{"name": clientName, "version": clientVersion}
+
+// modernCaps are the client capabilities a 2026-07-28 request declares in
+// its _meta: the tasks extension, so that a server may answer a tools/call
+// with a task, which Run polls.
+var modernCaps = map[string]any{"extensions": map[string]any{extensionTasks: map[string]any{}}}
+
+// The _meta keys and the extension of the 2026-07-28 revision.
+const (
+	extensionTasks = "io.modelcontextprotocol/tasks"
+)
+
+// addMeta sets the _meta of a request's params p: the W3C trace context
+// (traceparent, tracestate) of ctx when it holds a span (the stream's
+// transport span), as the OpenTelemetry MCP conventions propagate it, and
+// under the 2026-07-28 revision (modern names it) the protocol version,
+// client info and client capabilities that replace the initialize
+// handshake. Keys already in _meta are kept.
+func addMeta(ctx context.Context, p params, modern string) params {
+	if p == nil {
+		p = params{}
+	}
+	meta, _ := p["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
 	tc := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, tc)
 	for k, v := range tc {
-		meta[k] = v
+		if _, ok := meta[k]; !ok {
+			meta[k] = v
+		}
 	}
-	return map[string]any{
-		"name":      tool,
-		"arguments": args,
-		"_meta":     meta,
+	if modern != "" {
+		meta[sdk.MetaKeyProtocolVersion] = modern
+		meta[sdk.MetaKeyClientInfo] = clientInfo
+		meta[sdk.MetaKeyClientCapabilities] = modernCaps
 	}
+	if len(meta) > 0 {
+		p["_meta"] = meta
+	}
+	return p
 }
 
-func cancelledParams(id int, reason string) any {
-	return map[string]any{"requestId": id, "reason": reason}
+// callParams builds the params of a tools/call request; its _meta carries
+// the progress token. task asks a 2025-11-25 server to run the call as a
+// task (params.task).
+func callParams(tool string, args json.RawMessage, token string, task bool) params {
+	p := params{
+		"name":      tool,
+		"arguments": args,
+		"_meta":     map[string]any{"progressToken": token},
+	}
+	if task {
+		p["task"] = map[string]any{}
+	}
+	return p
+}
+
+func cancelledParams(id int, reason string) params {
+	return params{"requestId": id, "reason": reason}
 }
 
 // progressParams is the part of notifications/progress the client checks.
@@ -132,14 +190,25 @@ type progressParams struct {
 	Total         *float64        `json:"total"`
 }
 
-// toolResult is the part of a CallToolResult the client checks.
+// toolResult is the part of a CallToolResult the client checks, and the
+// fields that make a tools/call answer a task instead: a 2025-11-25
+// CreateTaskResult has task, a 2026-07-28 task result has resultType
+// "task".
 type toolResult struct {
-	IsError bool `json:"isError"`
-	Content []struct {
+	ResultType string          `json:"resultType"`
+	Task       json.RawMessage `json:"task"`
+	IsError    bool            `json:"isError"`
+	Content    []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content"`
 }
+
+// The resultType values of 2026-07-28 that are not a complete result.
+const (
+	resultTypeTask          = "task"
+	resultTypeInputRequired = "input_required"
+)
 
 // maxErrorText bounds the tool text copied into an error.
 const maxErrorText = 4 << 10

@@ -1,23 +1,34 @@
 package mcp
 
 import (
+	"encoding/json"
 	"net/url"
 	"strings"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/proc"
 )
 
 // StreamableKind describes the MCP Streamable HTTP transport to a
 // transport.Catalog: :transport :mcp, chosen for an http(s) URL whose path
-// ends in /mcp.
+// ends in /mcp. It reads the start key :restart, which Configure turns
+// into a *StreamableConfig.
 func StreamableKind() transport.Kind {
 	return transport.Kind{
-		Name:      "mcp",
-		Doc:       "one MCP tool call over Streamable HTTP: each progress notification is a chunk, the result the last",
-		Endpoint:  "the tool's name",
-		Target:    transport.TargetURL,
-		Detect:    func(u *url.URL) bool { return httpPathEnds(u, "/mcp") },
-		Detects:   "an http(s) URL whose path ends in /mcp",
+		Name:     "mcp",
+		Doc:      "one MCP tool call over Streamable HTTP (2026-07-28, or a 2025 session): each progress notification or task status is a chunk, the result the last",
+		Endpoint: "the tool's name",
+		Target:   transport.TargetURL,
+		Detect:   func(u *url.URL) bool { return httpPathEnds(u, "/mcp") },
+		Detects:  "an http(s) URL whose path ends in /mcp",
+		Keys:     []transport.Key{proc.RestartKey()},
+		Configure: func(keys map[string]json.RawMessage) (any, error) {
+			restart, err := proc.ParseRestart(keys)
+			if err != nil {
+				return nil, err
+			}
+			return &StreamableConfig{Restart: restart}, nil
+		},
 		Transport: Streamable{},
 	}
 }

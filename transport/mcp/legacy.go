@@ -98,7 +98,7 @@ func (r *legacyRun) run(ctx context.Context) error {
 		}
 	}
 	r.tr.st = callState{Kind: kindLegacy, Req: callID, Token: "rtfs-" + rand.Text()}
-	if err := r.send(ctx, callID, methodToolsCall, callParams(ctx, r.tool, r.args, r.tr.st.Token)); err != nil {
+	if err := r.send(ctx, callID, methodToolsCall, addMeta(ctx, callParams(r.tool, r.args, r.tr.st.Token, false), "")); err != nil {
 		return notRetried(err)
 	}
 	r.callSent = true
@@ -135,7 +135,7 @@ func (r *legacyRun) connect(ctx context.Context) error {
 	if err := r.readEndpoint(ctx); err != nil {
 		return err
 	}
-	if err := r.send(ctx, initializeID, methodInitialize, initializeParams(newestVersion)); err != nil {
+	if err := r.send(ctx, initializeID, methodInitialize, initializeParams(newestSessionVersion)); err != nil {
 		return err
 	}
 	if err := r.awaitInitialize(ctx); err != nil {
@@ -229,8 +229,8 @@ func (r *legacyRun) nextMessages(ctx context.Context, op string) ([]rpcMessage, 
 }
 
 // send POSTs one JSON-RPC message to the session endpoint.
-func (r *legacyRun) send(ctx context.Context, id int, method string, params any) error {
-	body, err := encodeRequest(id, method, params)
+func (r *legacyRun) send(ctx context.Context, id int, method string, p params) error {
+	body, err := encodeRequest(id, method, p)
 	if err != nil {
 		return r.fail(method, 0, true, err)
 	}

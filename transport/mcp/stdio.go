@@ -148,7 +148,7 @@ func (t *Stdio) once(ctx context.Context, cfg *proc.Config, spec *transport.Spec
 		return r.failure(ctx, err, "during initialize")
 	}
 	r.called.Store(true)
-	if err := r.send(callID, methodToolsCall, callParams(ctx, spec.Endpoint, args, r.tr.st.Token)); err != nil {
+	if err := r.send(callID, methodToolsCall, addMeta(ctx, callParams(spec.Endpoint, args, r.tr.st.Token, false), "")); err != nil {
 		return r.failure(ctx, err, "before the tools/call was sent")
 	}
 	for {
@@ -164,7 +164,7 @@ func (t *Stdio) once(ctx context.Context, cfg *proc.Config, spec *transport.Spec
 
 // initialize runs the handshake: initialize, then notifications/initialized.
 func (r *stdioRun) initialize(ctx context.Context) error {
-	if err := r.send(initializeID, methodInitialize, initializeParams(newestVersion)); err != nil {
+	if err := r.send(initializeID, methodInitialize, initializeParams(newestSessionVersion)); err != nil {
 		return err
 	}
 	for {
@@ -250,8 +250,8 @@ func (r *stdioRun) answer(m *rpcMessage) {
 }
 
 // send writes one request (id 0: a notification) as a line on stdin.
-func (r *stdioRun) send(id int, method string, params any) error {
-	b, err := encodeRequest(id, method, params)
+func (r *stdioRun) send(id int, method string, p params) error {
+	b, err := encodeRequest(id, method, p)
 	if err != nil {
 		return r.fail(method, true, err)
 	}

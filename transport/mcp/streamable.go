@@ -14,15 +14,20 @@ import (
 	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
-// Protocol versions spoken by Streamable. 2026-07-28 is deliberately not
-// offered: it drops sessions and SSE resumability, which the cursor needs.
+// Protocol versions spoken by Streamable: the session era, negotiated by
+// initialize, and 2026-07-28, found by server/discover, which has no
+// session and no resumable streams.
 const (
 	version20250326 = "2025-03-26"
 	version20250618 = "2025-06-18"
 	version20251125 = "2025-11-25"
-	newestVersion   = version20251125
+	version20260728 = "2026-07-28"
+	// newestSessionVersion is what initialize offers.
+	newestSessionVersion = version20251125
 )
 
+// supportedVersion reports whether v is a session-era version this client
+// speaks (an initialize answer).
 func supportedVersion(v string) bool {
 	switch v {
 	case version20250326, version20250618, version20251125:
@@ -31,39 +36,69 @@ func supportedVersion(v string) bool {
 	return false
 }
 
-// cleanupTimeout bounds notifications/cancelled plus DELETE after the stream
-// ends.
+// cleanupTimeout bounds notifications/cancelled (or tasks/cancel) plus
+// DELETE after the stream ends.
 const cleanupTimeout = 2 * time.Second
 
-// Streamable is the MCP Streamable HTTP transport: initialize, then one
-// tools/call whose progress notifications and result become chunks. A
-// connection lost before the result is resumed by GET with Last-Event-ID on
-// the same session, from memory or from a cursor after a host restart; the
-// call itself is sent again only when the server says it did not take it (a
+// Streamable is the MCP Streamable HTTP transport: it asks the server for
+// revision 2026-07-28 with server/discover and, when the server does not
+// speak it, initializes a 2025-era session; then it makes one tools/call
+// whose progress notifications and result become chunks.
+//
+// Under the session era (2025-03-26, 2025-06-18, 2025-11-25) a connection
+// lost before the result is resumed by GET with Last-Event-ID on the same
+// session, from memory or from a cursor after a host restart; the call
+// itself is sent again only when the server says it did not take it (a
 // 404, 429 or 503 answer to the tools/call POST). A 404 on the resume GET
 // means the session is gone: Run re-initializes once (bounded by 2 s),
 // DELETEs that fresh session and returns a permanent error saying the call
-// cannot be resumed.
+// cannot be resumed. Before tools/call, Run opens the session's standalone
+// GET stream and reads it in a second goroutine while the call is in
+// flight: servers in JSON-response mode send the call's progress there, and
+// a 202 answer puts the result there. Progress from it is delivered before
+// the result (Run waits at most 2 s for progress trailing a JSON result);
+// the goroutine is cancelled and joined before Run returns. A server
+// answering that GET with 405 gets no out-of-band progress.
 //
-// Before tools/call, Run opens the session's standalone GET stream and reads
-// it in a second goroutine while the call is in flight: servers in
-// JSON-response mode send the call's progress there, and a 202 answer puts
-// the result there. Progress from it is delivered before the result (Run
-// waits at most 2 s for progress trailing a JSON result); the goroutine is
-// cancelled and joined before Run returns. A server answering that GET with
-// 405 gets no out-of-band progress.
+// Under 2026-07-28 every request carries the protocol version, client info
+// and capabilities in its _meta and the Mcp-Protocol-Version, Mcp-Method
+// (and for tools/call Mcp-Name) headers; there is no session, no standalone
+// stream and no DELETE. A response stream that breaks before the result
+// loses the call: Run sends tools/call again (a new request, after the
+// retry policy's wait) only when the tool is annotated idempotentHint true
+// in tools/list or the stream's :restart is :on-failure (StreamableConfig);
+// otherwise it returns a permanent error saying so. It never repeats a call
+// silently.
+//
+// Either era, a tools/call answered with a task (a 2025-11-25
+// CreateTaskResult, or a 2026-07-28 result with resultType "task") is
+// polled with tasks/get at the server's pollInterval (bounded to 100 ms ..
+// 30 s): status changes become chunks with Event "task", and the task's
+// result the last chunk. The task id is in the cursor, so a Run from it
+// polls the same task rather than calling the tool again.
 //
 // The zero value is ready to use. A Streamable is safe for concurrent use:
-// every Run keeps its own state. Each Run opens its own session and ends it
-// with DELETE when the tool's result arrived, the tool failed, the call was
-// never accepted, or ctx was cancelled or the sink refused a chunk (then after
-// notifications/cancelled); on other failures the session is left open so
-// that a later Run from the cursor can resume.
+// every Run keeps its own state. Each Run opens its own session (session
+// era) and ends it with DELETE when the tool's result arrived, the tool
+// failed, the call was never accepted, or ctx was cancelled or the sink
+// refused a chunk (then after notifications/cancelled, or tasks/cancel for
+// a task); on other failures the session is left open so that a later Run
+// from the cursor can resume.
 type Streamable struct {
 	policy retry.Policy // zero: 250 ms doubling to 5 s
 }
 
 var _ transport.StreamTransport = Streamable{}
+
+// StreamableConfig is the configuration of the :mcp transport, made by
+// StreamableKind's Configure from the start keys (Spec.Config). A nil
+// Config means the zero value. It is a value, read-only once built.
+type StreamableConfig struct {
+	// Restart (:restart :on-failure) allows a 2026-07-28 tools/call whose
+	// response stream was lost (broken, or the host restarted) to be sent
+	// again even when the tool is not annotated idempotentHint true.
+	Restart bool
+}
 
 // streamRun is the state of one Streamable.Run.
 type streamRun struct {
@@ -75,14 +110,24 @@ type streamRun struct {
 	serverRetry time.Duration
 	callSent    bool
 	listen      *listener // the standalone GET stream while tools/call is in flight
+	restart     bool      // StreamableConfig.Restart
+	resumed     bool      // Spec.Resumed
+	nextID      int       // the next auxiliary request id
+	serverTasks bool      // a 2025-11-25 server declared tasks for tools/call
+	toolInfo    *toolInfo // from tools/list, once looked up
+	toolLooked  bool
+	askTask     bool // send params.task (2025-11-25, taskSupport "required")
 }
 
 // Run implements transport.StreamTransport. Spec.ServerURL is the MCP
-// endpoint, Spec.Endpoint the tool name and Spec.Arguments its arguments.
-// With an empty cursor it starts a new call; with a cursor from a previous
-// chunk it resumes that call on its session, or returns nil at once if the
-// cursor is the result's. Cost: one session (four or five requests) per call,
-// then a JSON-RPC decode and a cursor encode (a few µs) per event.
+// endpoint, Spec.Endpoint the tool name and Spec.Arguments its arguments;
+// Spec.Config may be a *StreamableConfig. With an empty cursor it starts a
+// new call; with a cursor from a previous chunk it resumes that call (a GET
+// on its session, or polling its task) or, for a 2026-07-28 call, sends it
+// again under the re-issue rule; it returns nil at once if the cursor is
+// the result's. Cost: one session (five or six requests) or, under
+// 2026-07-28, two requests per call, then a JSON-RPC decode and a cursor
+// encode (a few µs) per event.
 func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string, sink transport.Sink) error {
 	c, err := newConn(&spec, spec.HTTP.ServerURL)
 	if err != nil {
@@ -93,7 +138,16 @@ func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string,
 		return err
 	}
 	r := &streamRun{conn: c, tool: spec.Endpoint, args: args, retry: s.policy.Start("mcp", &spec, sink),
-		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger}}
+		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger}, resumed: spec.Resumed, nextID: firstAuxID}
+	switch cfg := spec.Config.(type) {
+	case nil:
+	case *StreamableConfig:
+		if cfg != nil {
+			r.restart = cfg.Restart
+		}
+	default:
+		return c.fail("config", 0, true, fmt.Errorf("the spec's Config is %T, want *mcp.StreamableConfig", spec.Config))
+	}
 	if cursor == "" {
 		err = r.start(ctx)
 	} else {
@@ -105,21 +159,101 @@ func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string,
 			return nil
 		}
 		r.tr.st, r.session, r.proto, r.callSent = st, st.Session, st.Proto, true
-		err = r.resumeNow(ctx)
+		switch {
+		case st.Task != "":
+			err = r.pollTask(ctx, 0)
+		case r.modern():
+			err = r.resumeLost(ctx)
+		default:
+			err = r.resumeNow(ctx)
+		}
 	}
 	return r.finish(ctx, err)
 }
 
+// modern reports whether the run speaks 2026-07-28.
+func (r *streamRun) modern() bool { return r.proto == version20260728 }
+
+// newID returns a fresh request id.
+func (r *streamRun) newID() int {
+	id := r.nextID
+	r.nextID++
+	return id
+}
+
 func (r *streamRun) start(ctx context.Context) error {
-	if err := r.handshake(ctx); err != nil {
+	if err := r.negotiate(ctx); err != nil {
 		return err
 	}
 	r.tr.st = callState{Kind: kindStreamable, Req: callID, Token: "rtfs-" + rand.Text()}
-	done, err := r.call(ctx)
-	if done || !resumable(err) || !r.callSent {
-		return err
+	if r.serverTasks {
+		// A 2025-11-25 server with tasks: a tool whose taskSupport is
+		// "required" must be called as a task.
+		info, err := r.lookupTool(ctx)
+		if err != nil {
+			return err
+		}
+		r.askTask = info.taskSupport() == "required"
 	}
-	return r.resumeLoop(ctx, err)
+	return r.callLoop(ctx)
+}
+
+// callLoop makes the call and follows it to its end: resuming its stream
+// (session era), sending it again under the re-issue rule (2026-07-28), or
+// polling the task it was answered with.
+func (r *streamRun) callLoop(ctx context.Context) error {
+	for {
+		chunks := r.tr.st.Chunks
+		done, err := r.call(ctx)
+		if done {
+			if err == nil && r.tr.st.Task != "" && !r.tr.st.Done {
+				return r.pollTask(ctx, r.tr.pollEvery)
+			}
+			return err
+		}
+		if !r.modern() {
+			if !resumable(err) || !r.callSent {
+				return err
+			}
+			return r.resumeLoop(ctx, err)
+		}
+		if !resumable(err) || !r.callSent {
+			return err
+		}
+		if r.tr.st.Chunks > chunks {
+			r.retry.Reset() // the call made progress before it broke
+		}
+		if err := r.mayCallAgain(ctx, err, false); err != nil {
+			return err
+		}
+		if werr := r.retry.Wait(ctx, err, 0); werr != nil {
+			return werr
+		}
+		r.debug("calling the tool again after its response stream broke", "cause", err)
+		r.tr.st.Req, r.callSent = r.newID(), false
+	}
+}
+
+// negotiate picks the protocol: 2026-07-28 when server/discover says the
+// server speaks it, else a session by initialize. Transient failures of
+// either are retried.
+func (r *streamRun) negotiate(ctx context.Context) error {
+	for {
+		ok, err := r.discover(ctx)
+		if err == nil {
+			r.retry.Reset()
+			if ok {
+				return nil
+			}
+			return r.handshake(ctx)
+		}
+		if !resumable(err) {
+			return err
+		}
+		if werr := r.retry.Wait(ctx, err, 0); werr != nil {
+			return werr
+		}
+	}
 }
 
 // handshake runs initialize and notifications/initialized, retrying
@@ -142,7 +276,7 @@ func (r *streamRun) handshake(ctx context.Context) error {
 
 func (r *streamRun) initialize(ctx context.Context) error {
 	r.session, r.proto = "", ""
-	resp, err := r.post(ctx, initializeID, methodInitialize, initializeParams(newestVersion))
+	resp, err := r.post(ctx, initializeID, methodInitialize, initializeParams(newestSessionVersion))
 	if err != nil {
 		return err
 	}
@@ -153,20 +287,32 @@ func (r *streamRun) initialize(ctx context.Context) error {
 	}
 	var res struct {
 		ProtocolVersion string `json:"protocolVersion"`
+		Capabilities    struct {
+			Tasks *struct {
+				Requests *struct {
+					Tools *struct {
+						Call json.RawMessage `json:"call"`
+					} `json:"tools"`
+				} `json:"requests"`
+			} `json:"tasks"`
+		} `json:"capabilities"`
 	}
 	if err := json.Unmarshal(msg.Result, &res); err != nil {
 		return r.fail("initialize", 0, true, fmt.Errorf("malformed initialize result: %w", err))
 	}
 	if !supportedVersion(res.ProtocolVersion) {
 		return r.fail("initialize", 0, true, fmt.Errorf(
-			"server chose protocol version %q; this client speaks %s, %s and %s",
-			res.ProtocolVersion, version20250326, version20250618, version20251125))
+			"server chose protocol version %q; this client speaks %s, %s, %s and %s",
+			res.ProtocolVersion, version20250326, version20250618, version20251125, version20260728))
 	}
 	sid := resp.Header.Get(headerSession)
 	if !validSessionID(sid) {
 		return r.fail("initialize", 0, true, fmt.Errorf("server sent an invalid %s header", headerSession))
 	}
 	r.session, r.proto = sid, res.ProtocolVersion
+	t := res.Capabilities.Tasks
+	r.serverTasks = res.ProtocolVersion == version20251125 && t != nil && t.Requests != nil &&
+		t.Requests.Tools != nil && t.Requests.Tools.Call != nil
 	ack, err := r.post(ctx, 0, methodInitialized, nil)
 	if err != nil {
 		return err
@@ -187,8 +333,18 @@ func validSessionID(id string) bool {
 }
 
 // post sends one JSON-RPC message (id 0: a notification) to the endpoint.
-func (r *streamRun) post(ctx context.Context, id int, method string, params any) (*http.Response, error) {
-	body, err := encodeRequest(id, method, params)
+// A request's _meta gets the trace context and, under 2026-07-28, the
+// per-request protocol fields; a 2026-07-28 message also gets the
+// Mcp-Method header (and Mcp-Name for tools/call).
+func (r *streamRun) post(ctx context.Context, id int, method string, p params) (*http.Response, error) {
+	if id != 0 {
+		modern := ""
+		if r.modern() {
+			modern = r.proto
+		}
+		p = addMeta(ctx, p, modern)
+	}
+	body, err := encodeRequest(id, method, p)
 	if err != nil {
 		return nil, r.fail(method, 0, true, err)
 	}
@@ -196,7 +352,43 @@ func (r *streamRun) post(ctx context.Context, id int, method string, params any)
 	if err != nil {
 		return nil, err
 	}
+	if r.modern() {
+		req.Header.Set(headerMethod, method)
+		if method == methodToolsCall {
+			req.Header.Set(headerName, r.tool)
+		}
+	}
 	return r.do(req, method)
+}
+
+// rpc sends one request and reads its answer (JSON or SSE), retrying
+// transient failures with the run's retry policy; a success resets the
+// failure streak. A JSON-RPC error is a permanent error wrapping *rpcError.
+func (r *streamRun) rpc(ctx context.Context, method string, p params) (*rpcMessage, error) {
+	for {
+		msg, err := r.rpcOnce(ctx, method, p)
+		if err == nil {
+			r.retry.Reset()
+			return msg, nil
+		}
+		if !resumable(err) {
+			return nil, err
+		}
+		if werr := r.retry.Wait(ctx, err, 0); werr != nil {
+			return nil, werr
+		}
+	}
+}
+
+// rpcOnce sends one request and reads its answer.
+func (r *streamRun) rpcOnce(ctx context.Context, method string, p params) (*rpcMessage, error) {
+	id := r.newID()
+	resp, err := r.post(ctx, id, method, p)
+	if err != nil {
+		return nil, err
+	}
+	defer drain(resp)
+	return r.readResponse(ctx, resp, id, method)
 }
 
 // readResponse reads the response to request id from a JSON or SSE body.

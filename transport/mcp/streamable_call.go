@@ -14,7 +14,9 @@ import (
 // before call returns.
 func (r *streamRun) call(ctx context.Context) (done bool, err error) {
 	defer r.stopListener()
-	r.startListener(ctx)
+	if !r.modern() { // 2026-07-28 has no standalone stream
+		r.startListener(ctx)
+	}
 	resp, err := r.postCall(ctx)
 	if err != nil {
 		return false, err
@@ -69,17 +71,20 @@ func (r *streamRun) jsonAnswer(ctx context.Context, msgs []rpcMessage) (done boo
 
 // postCall sends tools/call. It is sent again only when the server certainly
 // did not run it: after a 404 (session unknown: re-initialize first), and
-// after a 429 or 503 (the server refused the request).
+// after a 429 or 503 (the server refused the request). Under 2026-07-28 any
+// other transient failure counts as a lost call, for the re-issue rule.
 func (r *streamRun) postCall(ctx context.Context) (*http.Response, error) {
 	reinitialized := false
 	for {
 		r.tr.st.Session, r.tr.st.Proto = r.session, r.proto
-		resp, err := r.post(ctx, callID, methodToolsCall, callParams(ctx, r.tool, r.args, r.tr.st.Token))
+		resp, err := r.post(ctx, r.tr.st.Req, methodToolsCall, callParams(r.tool, r.args, r.tr.st.Token, r.askTask))
 		if err == nil {
 			r.callSent = true
 			return resp, nil
 		}
 		switch status := statusOf(err); {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
 		case status == http.StatusNotFound && r.session != "" && !reinitialized:
 			reinitialized = true
 			r.debug("session not found; re-initializing before the call")
@@ -92,6 +97,9 @@ func (r *streamRun) postCall(ctx context.Context) (*http.Response, error) {
 			if werr := r.retry.Wait(ctx, err, 0); werr != nil {
 				return nil, werr
 			}
+		case r.modern() && resumable(err):
+			r.callSent = true // it may have reached the server
+			return nil, err
 		default:
 			return nil, notRetried(err)
 		}
@@ -238,21 +246,20 @@ func (r *streamRun) finish(ctx context.Context, err error) error {
 }
 
 // cleanup sends notifications/cancelled (when cancel is set and the call is
-// in flight) and then DELETEs the session, within cleanupTimeout. Failures
-// are logged only: the stream is over either way.
+// in flight), or tasks/cancel when the call became a task, and then DELETEs
+// the session, if any, within cleanupTimeout. Failures are logged only: the
+// stream is over either way.
 func (r *streamRun) cleanup(ctx context.Context, cancel bool) {
-	if r.session == "" {
+	if r.session == "" && !r.modern() {
 		return
 	}
 	cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer stop()
 	if cancel && r.callSent && !r.tr.st.Done {
-		resp, err := r.post(cctx, 0, methodCancelled, cancelledParams(callID, "cancelled by the host"))
-		if err != nil {
-			r.debug("notifications/cancelled failed", "err", err)
-		} else {
-			drain(resp)
-		}
+		r.cancelCall(cctx)
+	}
+	if r.session == "" {
+		return
 	}
 	req, err := r.request(cctx, http.MethodDelete, r.url, nil)
 	if err != nil {
