@@ -111,8 +111,43 @@ func (s *recSink) last() transport.Chunk {
 // wireLog records the requests a test server saw, in order, as
 // "METHOD jsonrpc-method" (or "GET last-event-id=...").
 type wireLog struct {
-	mu   sync.Mutex
-	reqs []string
+	mu    sync.Mutex
+	reqs  []string
+	posts []wirePost
+}
+
+// wirePost is one POSTed JSON-RPC message as the server received it.
+type wirePost struct {
+	method string
+	header http.Header
+	body   []byte
+}
+
+// postsOf returns the POSTs of a JSON-RPC method, in order.
+func (w *wireLog) postsOf(method string) []wirePost {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []wirePost
+	for _, p := range w.posts {
+		if p.method == method {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// meta returns the params._meta of a POSTed message.
+func (p wirePost) meta(t *testing.T) map[string]any {
+	t.Helper()
+	var m struct {
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(p.body, &m); err != nil {
+		t.Fatalf("%s body %s: %v", p.method, p.body, err)
+	}
+	return m.Params.Meta
 }
 
 func (w *wireLog) add(s string) {
@@ -152,6 +187,9 @@ func (w *wireLog) record(h http.Handler, intercept func(http.ResponseWriter, *ht
 			}
 			_ = json.Unmarshal(body, &m)
 			entry += " " + m.Method
+			w.mu.Lock()
+			w.posts = append(w.posts, wirePost{method: m.Method, header: r.Header.Clone(), body: body})
+			w.mu.Unlock()
 			if m.Method == methodCancelled {
 				entry += " " + string(m.Params)
 			}
@@ -184,6 +222,7 @@ type sdkConfig struct {
 	json      bool   // JSONResponse mode
 	noStore   bool   // no event store: nothing is replayed or resumable
 	legacy    bool   // serve the 2024-11-05 SSE handler instead
+	stateless bool   // a stateless handler: with version 2026-07-28, a server of that revision only
 	intercept func(http.ResponseWriter, *http.Request, string) bool
 }
 
@@ -192,10 +231,11 @@ type countArgs struct {
 	Fail bool `json:"fail,omitempty"`
 }
 
-// newSDKServer starts go-sdk's server with three tools: "endless" sends
+// newSDKServer starts go-sdk's server with four tools: "endless" sends
 // progress notifications until its context ends; "count" sends n
 // progress notifications then a text result (or an isError result when fail
-// is set); "block" sends one progress notification and waits for its context
+// is set), and "count-idempotent" is the same tool annotated idempotentHint
+// true; "block" sends one progress notification and waits for its context
 // to end, reporting that on cancelled.
 func newSDKServer(t *testing.T, cfg sdkConfig) *sdkServer {
 	t.Helper()
@@ -206,6 +246,7 @@ func newSDKServer(t *testing.T, cfg sdkConfig) *sdkServer {
 	}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "test", Version: "1"}, opts)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "count"}, s.count)
+	sdk.AddTool(s.srv, &sdk.Tool{Name: "count-idempotent", Annotations: &sdk.ToolAnnotations{IdempotentHint: true}}, s.count)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "block"}, s.block)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "endless"}, func(ctx context.Context, req *sdk.CallToolRequest, _ map[string]any) (*sdk.CallToolResult, any, error) {
 		return endless(ctx, req, func() { s.produced.Add(1) })
@@ -214,8 +255,8 @@ func newSDKServer(t *testing.T, cfg sdkConfig) *sdkServer {
 	if cfg.legacy {
 		h = sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return s.srv }, nil)
 	} else {
-		opts := &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), JSONResponse: cfg.json}
-		if cfg.noStore {
+		opts := &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), JSONResponse: cfg.json, Stateless: cfg.stateless}
+		if cfg.noStore || cfg.stateless {
 			opts.EventStore = nil
 		}
 		h = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, opts)

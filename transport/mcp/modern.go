@@ -161,6 +161,10 @@ func (r *streamRun) mayCallAgain(ctx context.Context, cause error, restarted boo
 		return r.fail(methodToolsCall, 0, true, fmt.Errorf(
 			"%w: the host restarted during the call, so %s (%s; %s)", transport.ErrSourceLost, errNotIdempotent, why, hint))
 	}
+	var te *transport.Error
+	if errors.As(cause, &te) && te.Err != nil {
+		cause = te.Err // the stream id and op are said once
+	}
 	return r.fail(methodToolsCall, 0, true, fmt.Errorf("%s (%s; %s): %w", errNotIdempotent, why, hint, cause))
 }
 

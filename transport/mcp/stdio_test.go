@@ -157,13 +157,19 @@ func TestTransportSuiteStdio(t *testing.T) {
 	})
 }
 
-// TestTransportSuiteStreamable and TestTransportSuiteLegacy run the suite on
-// go-sdk's HTTP handlers.
-func TestTransportSuiteStreamable(t *testing.T) { runHTTPSuite(t, false) }
+// TestTransportSuiteStreamable, TestTransportSuiteStreamableModern and
+// TestTransportSuiteLegacy run the suite on go-sdk's HTTP handlers: the
+// stateful one (a 2025-11-25 session), the stateless one of 2026-07-28
+// only, and the 2024-11-05 SSE one.
+func TestTransportSuiteStreamable(t *testing.T) { runHTTPSuite(t, false, sdkConfig{}) }
 
-func TestTransportSuiteLegacy(t *testing.T) { runHTTPSuite(t, true) }
+func TestTransportSuiteStreamableModern(t *testing.T) {
+	runHTTPSuite(t, false, sdkConfig{version: version20260728, stateless: true})
+}
 
-func runHTTPSuite(t *testing.T, legacy bool) {
+func TestTransportSuiteLegacy(t *testing.T) { runHTTPSuite(t, true, sdkConfig{legacy: true}) }
+
+func runHTTPSuite(t *testing.T, legacy bool, base sdkConfig) {
 	tr := func() transport.StreamTransport {
 		if legacy {
 			return LegacySSE{policy: fastPolicy}
@@ -179,16 +185,18 @@ func runHTTPSuite(t *testing.T, legacy bool) {
 	}
 	transporttest.Run(t, transporttest.Harness{
 		Finite: func(t *testing.T, n int) transporttest.Source {
-			s := newSDKServer(t, sdkConfig{legacy: legacy})
+			s := newSDKServer(t, base)
 			return transporttest.Source{Transport: tr(), Spec: spec(s, "count", fmt.Sprintf(`{"n":%d}`, n))}
 		},
 		Endless: func(t *testing.T) transporttest.Source {
-			s := newSDKServer(t, sdkConfig{legacy: legacy, noStore: true})
+			cfg := base
+			cfg.noStore = true
+			s := newSDKServer(t, cfg)
 			return transporttest.Source{Transport: tr(), Spec: spec(s, "endless", `{}`),
 				Produced: func() int { return int(s.produced.Load()) }}
 		},
 		Failing: func(t *testing.T) transporttest.Source {
-			s := newSDKServer(t, sdkConfig{legacy: legacy})
+			s := newSDKServer(t, base)
 			return transporttest.Source{Transport: tr(), Spec: spec(s, "count", `{"n":2,"fail":true}`)}
 		},
 		Index: progressIndex,
