@@ -63,8 +63,10 @@ func (r *streamRun) jsonAnswer(ctx context.Context, msgs []rpcMessage) (done boo
 	if done, err := r.drainListener(ctx); done || err != nil {
 		return done, err
 	}
-	if err := r.awaitTrailing(ctx); err != nil {
-		return false, err
+	if !isTask(result[0].Result) { // a task's progress is read while it is polled
+		if err := r.awaitTrailing(ctx); err != nil {
+			return false, err
+		}
 	}
 	return r.tr.handle(ctx, result, "", false)
 }

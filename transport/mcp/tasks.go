@@ -60,6 +60,14 @@ func (ti *taskInfo) interval() time.Duration {
 	return min(max(d, minTaskPoll), maxTaskPoll)
 }
 
+// isTask reports whether a tools/call result is a task rather than the
+// tool's result.
+func isTask(result json.RawMessage) bool {
+	var r toolResult
+	return json.Unmarshal(result, &r) == nil &&
+		(r.ResultType == resultTypeTask || len(r.Task) > 0 && string(r.Task) != "null")
+}
+
 func terminalTask(status string) bool {
 	return status == taskCompleted || status == taskFailed || status == taskCancelled
 }
