@@ -217,3 +217,34 @@ func TestModernAfterHostRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamableKindRestart: :mcp reads :restart, the key the process
+// transports read, into a *StreamableConfig; Run refuses a Config of
+// another type.
+func TestStreamableKindRestart(t *testing.T) {
+	k := StreamableKind()
+	if !slices.ContainsFunc(k.Keys, func(key transport.Key) bool { return key.Name == "restart" }) {
+		t.Fatalf("keys %v lack :restart", k.Keys)
+	}
+	for _, tc := range []struct {
+		keys map[string]json.RawMessage
+		want bool
+	}{
+		{nil, false},
+		{map[string]json.RawMessage{"restart": json.RawMessage(`"never"`)}, false},
+		{map[string]json.RawMessage{"restart": json.RawMessage(`"on-failure"`)}, true},
+		{map[string]json.RawMessage{"restart": json.RawMessage(`":on-failure"`)}, true},
+	} {
+		cfg, err := k.Configure(tc.keys)
+		if c, ok := cfg.(*StreamableConfig); err != nil || !ok || c.Restart != tc.want {
+			t.Fatalf("Configure(%s) = %#v, %v; want Restart %v", tc.keys["restart"], cfg, err, tc.want)
+		}
+	}
+	if _, err := k.Configure(map[string]json.RawMessage{"restart": json.RawMessage(`"always"`)}); err == nil || !strings.Contains(err.Error(), ":restart") {
+		t.Fatalf("Configure(always) error = %v", err)
+	}
+	spec := transport.Spec{StreamID: "k", Endpoint: "tool", Config: "on-failure", HTTP: transport.HTTP{ServerURL: "http://127.0.0.1:1/mcp"}}
+	if err := (Streamable{}).Run(context.Background(), spec, "", &recSink{}); !transport.IsPermanent(err) || !strings.Contains(err.Error(), "StreamableConfig") {
+		t.Fatalf("Run with a string Config = %v", err)
+	}
+}

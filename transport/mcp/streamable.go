@@ -159,6 +159,7 @@ func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string,
 			return nil
 		}
 		r.tr.st, r.session, r.proto, r.callSent = st, st.Session, st.Proto, true
+		r.nextID = max(r.nextID, st.Req+1) // a re-issued call's id is not reused
 		switch {
 		case st.Task != "":
 			err = r.pollTask(ctx, 0)
