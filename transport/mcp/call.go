@@ -19,9 +19,12 @@ type tracker struct {
 	total     float64 // the last delivered progress's total, if it had one
 	hasTotal  bool
 	pollEvery time.Duration // the task's poll interval, once the call became a task
-	sink      transport.Sink
-	streamID  string
-	log       *slog.Logger
+	// noTasks names a transport that does not follow tasks (:mcp-sse,
+	// :stdio): a task answer is a permanent error there, never a result.
+	noTasks  string
+	sink     transport.Sink
+	streamID string
+	log      *slog.Logger
 }
 
 // sinkError marks an error returned by Sink.Deliver, so that Run can tell the
@@ -113,11 +116,15 @@ func (t *tracker) result(ctx context.Context, m *rpcMessage, final bool) error {
 		return t.protocolError(fmt.Errorf("malformed tools/call result: %w", err))
 	}
 	if !final {
+		raw := m.Result
+		if r.ResultType != resultTypeTask {
+			raw = r.Task
+		}
 		switch {
-		case r.ResultType == resultTypeTask:
-			return t.taskCreated(ctx, m.Result)
-		case len(r.Task) > 0 && string(r.Task) != "null":
-			return t.taskCreated(ctx, r.Task)
+		case (r.ResultType == resultTypeTask || len(r.Task) > 0 && string(r.Task) != "null") && t.noTasks != "":
+			return t.protocolError(fmt.Errorf("the tool answered with a task (%.200s), which :%s does not follow; call it through :mcp", raw, t.noTasks))
+		case r.ResultType == resultTypeTask || len(r.Task) > 0 && string(r.Task) != "null":
+			return t.taskCreated(ctx, raw)
 		case r.ResultType == resultTypeInputRequired:
 			return &transport.Error{StreamID: t.streamID, Op: "tools/call", Permanent: true,
 				Err: errors.New("the server asked for input (resultType input_required), which this client cannot give")}

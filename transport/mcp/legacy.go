@@ -78,7 +78,7 @@ func (l LegacySSE) Run(ctx context.Context, spec transport.Spec, cursor string, 
 			"a legacy HTTP+SSE call cannot be resumed: its session ended with its connection (the tool is not re-run)"))
 	}
 	r := &legacyRun{conn: c, tool: spec.Endpoint, args: args, retry: l.policy.Start("mcp-sse", &spec, sink),
-		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger}}
+		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger, noTasks: "mcp-sse"}}
 	defer r.closeStream()
 	return r.finish(ctx, r.run(ctx))
 }

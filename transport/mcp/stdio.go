@@ -132,7 +132,7 @@ func (t *Stdio) once(ctx context.Context, cfg *proc.Config, spec *transport.Spec
 		return err
 	}
 	r := &stdioRun{p: p, spec: spec, lines: proc.NewLineReader(p.Stdout, limit), name: cfg.Name(),
-		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger,
+		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger, noTasks: "stdio",
 			st: callState{Kind: kindStdio, Req: callID, Token: "rtfs-" + rand.Text()}}}
 	stop := context.AfterFunc(ctx, func() {
 		if r.called.Load() {

@@ -213,3 +213,18 @@ func TestTaskResumeAfterHostRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestLegacyRefusesTaskAnswer: :mcp-sse does not follow tasks, so a task
+// answer ends its stream with a permanent error, never as an empty result.
+func TestLegacyRefusesTaskAnswer(t *testing.T) {
+	leakCheck(t)
+	s := newConfServer(t, &confServer{legacy: true, script: func(c *callWriter) {
+		writeSSE(c.w, "", `{"jsonrpc":"2.0","id":2,"result":{"task":{"taskId":"t1","status":"working","pollInterval":100}}}`)
+		c.end()
+	}})
+	sink := &recSink{}
+	err := (LegacySSE{policy: fastPolicy}).Run(context.Background(), s.spec(), "", sink)
+	if !transport.IsPermanent(err) || !containsAll(err.Error(), "answered with a task", ":mcp-sse does not follow") || len(sink.chunks) != 0 {
+		t.Fatalf("Run error = %v, %d chunks", err, len(sink.chunks))
+	}
+}
