@@ -17,8 +17,14 @@ type processor interface {
 	// name is the processor's name for inspect output and messages.
 	name() string
 	// call runs the processor once. ctx ends when the stream is cancelled or
-	// the provider closes.
+	// the provider closes. meta is nil when wantsMeta is false.
 	call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error)
+	// wantsMeta reports whether the processor reads its metadata argument:
+	// the worker builds the metadata map only for one that does.
+	wantsMeta() bool
+	// function is the RTFS function value the processor calls, nil for a
+	// Go processor; a store keeps it when it cannot be named.
+	function() rtfs.Value
 }
 
 // goProcessor is a processor written in Go, for tests and benchmarks.
@@ -28,6 +34,10 @@ type goProcessor struct {
 }
 
 func (g *goProcessor) name() string { return g.label }
+
+func (g *goProcessor) wantsMeta() bool { return true }
+
+func (g *goProcessor) function() rtfs.Value { return nil }
 
 func (g *goProcessor) call(_ context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 	return g.fn(state, chunk, meta)
@@ -47,6 +57,7 @@ type rtfsProcessor struct {
 	caps    *capabilities.Registry
 	th      *rtfs.Thread
 	noMeta  bool // a (state chunk) processor: called without the metadata
+	meta    bool // a (state chunk metadata) processor whose code reads its metadata
 }
 
 func newRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.Limits, caps *capabilities.Registry) *rtfsProcessor {
@@ -55,11 +66,18 @@ func newRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.
 		p.ret = cl.ReturnType()
 		// The spec's first processors take (state chunk): they get no metadata.
 		p.noMeta = !cl.Accepts(3) && cl.Accepts(2)
+		p.meta = !p.noMeta && cl.ReadsParam(2)
+	} else {
+		p.meta = true // a builtin: it may read anything
 	}
 	return p
 }
 
 func (p *rtfsProcessor) name() string { return p.label }
+
+func (p *rtfsProcessor) wantsMeta() bool { return p.meta }
+
+func (p *rtfsProcessor) function() rtfs.Value { return p.fn }
 
 func (p *rtfsProcessor) call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 	if p.th == nil {

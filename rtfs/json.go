@@ -42,6 +42,11 @@ type JSONDecoder struct {
 	buf   []byte      // scratch for strings with escapes
 	keys  internTable // object keys: Keyword values
 	strs  internTable // short string values: String values
+	// last holds the keys of the previous document by their position in
+	// it: chunks of one stream usually have one shape, so the n-th key of
+	// a document is most often the n-th key of the one before, found by a
+	// comparison instead of a hash lookup.
+	last [16]Value
 }
 
 // Decode decodes one JSON text as FromJSON does. It does not retain data.
@@ -54,7 +59,7 @@ func (d *JSONDecoder) Decode(data []byte) (Value, error) {
 	if d.stack == nil {
 		d.stack = make([]Value, 0, min(32, len(data)/4+1))
 	}
-	p := jsonParser{data: data, stack: d.stack, buf: d.buf, keys: &d.keys, strs: &d.strs}
+	p := jsonParser{data: data, stack: d.stack, buf: d.buf, keys: &d.keys, strs: &d.strs, last: &d.last}
 	v, err := p.decode()
 	d.keep(p.stack, p.buf)
 	return v, err
@@ -102,6 +107,8 @@ type jsonParser struct {
 	buf   []byte  // the contents of a string with escapes
 	keys  *internTable
 	strs  *internTable // nil for FromJSON, which interns nothing
+	last  *[16]Value   // the previous document's keys by position; nil for FromJSON
+	nkey  int          // the keys decoded so far
 	nums  numSlab      // boxes this call's numbers; dropped with the call
 	pos   int
 	depth int
@@ -254,7 +261,7 @@ func (p *jsonParser) key() (Value, error) {
 	}
 	var k Value
 	if p.keys != nil && len(b) <= maxInternKey {
-		k = p.keys.keyword(b)
+		k = p.internKey(b)
 	} else {
 		k = Keyword(p.newString(b, start))
 	}
@@ -265,6 +272,22 @@ func (p *jsonParser) key() (Value, error) {
 	p.pos++
 	p.skipSpace()
 	return k, nil
+}
+
+// internKey returns the interned keyword for b: the previous document's key
+// at the same position when it is the same, else the intern table's.
+func (p *jsonParser) internKey(b []byte) Value {
+	n := p.nkey
+	p.nkey++
+	if p.last == nil || n >= len(p.last) {
+		return p.keys.keyword(b)
+	}
+	if kw, ok := p.last[n].(Keyword); ok && string(kw) == string(b) {
+		return p.last[n]
+	}
+	k := p.keys.keyword(b)
+	p.last[n] = k
+	return k
 }
 
 // makeMap pops the keys and values above base into a map: an array-map in
