@@ -118,12 +118,10 @@ func resumeAfter(res *rtfs.Map) (time.Duration, bool, error) {
 	return time.Duration(n) * time.Millisecond, true, nil
 }
 
-// apply applies the processor's result for it and returns the output to
-// publish, if any, with the stream's subscribers. A result that cannot be
+// applyLocked applies the processor's result for it and returns the output
+// to publish, if any, with the stream's subscribers. A result that cannot be
 // applied puts the stream in :error and leaves the state as it was.
-func (s *stream) apply(it *item, res rtfs.Value, err error) (rtfs.Value, []*Subscription) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (rtfs.Value, []*Subscription) {
 	if s.st.Terminal() || (err != nil && s.ctx.Err() != nil) {
 		return nil, nil // cancelled or closed while the processor ran
 	}

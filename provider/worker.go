@@ -64,6 +64,10 @@ func (w *worker) step() bool {
 	s := w.s
 	st := s.next(w.spare)
 	w.spare = nil
+	for st.kind == stepRun {
+		w.yields = 0
+		st = w.run(&st.it, st.state)
+	}
 	switch st.kind {
 	case stepStop:
 		return false
@@ -79,30 +83,32 @@ func (w *worker) step() bool {
 			return true
 		}
 		w.wait.wait(s, st.deadline)
-	case stepRun:
-		w.yields = 0
-		w.run(&st.it, st.state)
 	}
 	return true
 }
 
-// run takes one chunk through the processor.
-func (w *worker) run(it *item, state rtfs.Value) {
+// run takes one chunk through the processor and returns the next step,
+// decided in the same critical section as the result is applied.
+func (w *worker) run(it *item, state rtfs.Value) step {
 	s := w.s
 	chunk := decodeChunk(&w.dec, it.data, it.event)
 	var meta rtfs.Value = rtfs.Nil
 	if w.wantMeta {
 		meta = w.meta.build(it)
 	}
-	w.spare = it.data
+	spare := it.data
 	res, err := callGuarded(s.ctx, s.proc, state, chunk, meta)
-	out, subs := s.apply(it, res, err)
+	s.mu.Lock()
+	out, subs := s.applyLocked(it, res, err)
+	next := s.nextLocked(spare)
+	s.mu.Unlock()
 	if s.ps != nil {
 		s.ps.changed()
 	}
 	if out != nil && s.hasSubscribers(subs) {
 		s.publish(s.p.ctx, subs, Event{Kind: EventOutput, StreamID: s.id, Seq: it.seq, Output: out})
 	}
+	return next
 }
 
 // A waiter parks the worker until it is woken, a deadline passes or the
@@ -148,6 +154,10 @@ func callGuarded(ctx context.Context, p processor, state, chunk, meta rtfs.Value
 func (s *stream) next(spare []byte) step {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.nextLocked(spare)
+}
+
+func (s *stream) nextLocked(spare []byte) step {
 	s.queue.recycle(spare)
 	if s.st.Terminal() || s.ctx.Err() != nil {
 		return step{kind: stepStop}
