@@ -72,7 +72,9 @@ func decodeMessage(dec *rtfs.JSONDecoder, v rtfs.Value) rtfs.Value {
 // names an action key (literally, or behind a JSON escape) is decoded, so
 // that an ordinary chunk costs a scan of its bytes.
 func controlOf(data []byte, event string) action {
-	if !bytes.Contains(data, []byte(`"action"`)) && !bytes.Contains(data, []byte(`\u`)) {
+	// A backslash is rare in chunks and "ction" rarer than a quote, so
+	// these two searches skip most data fast; decoding decides.
+	if bytes.IndexByte(data, '\\') < 0 && !bytes.Contains(data, []byte(`ction"`)) {
 		return actNone
 	}
 	var dec rtfs.JSONDecoder

@@ -344,3 +344,26 @@ func TestControlAction(t *testing.T) {
 		}
 	}
 }
+
+// controlOf finds the control chunks among raw bytes: it decodes only data
+// that may name an action key, escaped keys included.
+func TestControlOf(t *testing.T) {
+	cases := []struct {
+		data  string
+		event string
+		want  action
+	}{
+		{`{"action":"pause"}`, "", actPause},
+		{`{ "n": 1, "action" : "resume" }`, "", actResume},
+		{`{"\u0061ction":"cancel"}`, "", actCancel},
+		{`{"n":1,"reaction":"pause"}`, "", actNone},
+		{`{"n":1}`, "", actNone},
+		{`action pause`, "", actNone},
+		{`{"message":"{\"action\":\"pause\"}"}`, "progress", actNone},
+	}
+	for _, c := range cases {
+		if got := controlOf([]byte(c.data), c.event); got != c.want {
+			t.Errorf("controlOf(%s) = %d, want %d", c.data, got, c.want)
+		}
+	}
+}
