@@ -175,3 +175,48 @@ func TestNewVectorCopies(t *testing.T) {
 		t.Fatal("NewVector retained the caller's slice")
 	}
 }
+
+// Conj appends in place into a tail with room only once per slot: vectors
+// that branch from one vector each keep their own elements, from any
+// number of goroutines.
+func TestVectorConjBranches(t *testing.T) {
+	base := NewVector()
+	for i := 0; i < 5; i++ {
+		base = base.Conj(Int(i))
+	}
+	a, b := base.Conj(String("a")), base.Conj(String("b"))
+	a2 := a.Conj(String("a2"))
+	if a.Index(5) != String("a") || b.Index(5) != String("b") || a2.Index(5) != String("a") || a2.Index(6) != String("a2") {
+		t.Fatalf("branches mixed up: %v %v %v", a, b, a2)
+	}
+	if base.Len() != 5 || a.Len() != 6 || b.Len() != 6 {
+		t.Fatalf("lengths %d %d %d", base.Len(), a.Len(), b.Len())
+	}
+	// Concurrent branches from one vector: each sees its own element.
+	const n = 8
+	got := make([]*Vector, n)
+	done := make(chan int)
+	for g := 0; g < n; g++ {
+		go func(g int) {
+			v := base
+			for j := 0; j < 40; j++ {
+				v = v.Conj(Int(g*1000 + j))
+			}
+			got[g] = v
+			done <- g
+		}(g)
+	}
+	for i := 0; i < n; i++ {
+		<-done
+	}
+	for g, v := range got {
+		if v.Len() != 45 {
+			t.Fatalf("goroutine %d: length %d", g, v.Len())
+		}
+		for j := 0; j < 40; j++ {
+			if v.Index(5+j) != Int(g*1000+j) {
+				t.Fatalf("goroutine %d: element %d is %v", g, 5+j, v.Index(5+j))
+			}
+		}
+	}
+}
