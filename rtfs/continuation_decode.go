@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
@@ -49,8 +48,7 @@ func UnmarshalContinuation(p *Program, b []byte) (k *Continuation, err error) {
 			k, err = nil, fmt.Errorf("rtfs: unmarshal continuation: internal error: %v", r)
 		}
 	}()
-	d := getDecoder(b, p)
-	defer putDecoder(d)
+	d := &decoder{buf: b, prog: p, refs: make([]Value, 0, 8)}
 	k = d.continuation()
 	if d.err != nil {
 		return nil, fmt.Errorf("rtfs: unmarshal continuation: %w", d.err)
@@ -58,36 +56,12 @@ func UnmarshalContinuation(p *Program, b []byte) (k *Continuation, err error) {
 	return k, nil
 }
 
-// decoders keeps decoders with their scratch slices between decodes.
-var decoders = sync.Pool{New: func() any {
-	return &decoder{refs: make([]Value, 0, 8), stack: make([]Value, 0, 32)}
-}}
-
-func getDecoder(b []byte, p *Program) *decoder {
-	d := decoders.Get().(*decoder)
-	d.buf, d.prog = b, p
-	return d
-}
-
-// putDecoder returns d to the pool, dropping what it refers to. A decoder
-// whose slices grew large is left to the garbage collector.
-func putDecoder(d *decoder) {
-	if cap(d.refs) > 256 || cap(d.stack) > 256 {
-		return
-	}
-	clear(d.refs)
-	clear(d.stack)
-	*d = decoder{refs: d.refs[:0], stack: d.stack[:0]}
-	decoders.Put(d)
-}
-
 type decoder struct {
-	buf   []byte
-	off   int
-	prog  *Program
-	err   error
-	refs  []Value // decoded collections and closures, for tagRef
-	stack []Value // scratch for the elements of small collections
+	buf  []byte
+	off  int
+	prog *Program
+	err  error
+	refs []Value // decoded collections and closures, for tagRef
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -472,9 +446,6 @@ func (d *decoder) collection(tag byte, depth int) Value {
 	if tag == tagMap {
 		n *= 2
 	}
-	if d.err == nil && (tag == tagVector && n <= vwidth || tag == tagMap && n <= 2*arrayMapMax) {
-		return d.smallCollection(tag, n, depth)
-	}
 	elems := make([]Value, 0, min(n, 1024))
 	for i := 0; i < n && d.err == nil; i++ {
 		v := d.value(depth + 1)
@@ -498,39 +469,6 @@ func (d *decoder) collection(tag byte, depth int) Value {
 		return mapOwned(elems)
 	}
 	return MapOf(elems...)
-}
-
-// smallCollection decodes a vector of up to 32 elements or a map of up to
-// arrayMapMax entries on the decoder's scratch stack, and builds it in one
-// allocation (header and elements together).
-func (d *decoder) smallCollection(tag byte, n, depth int) Value {
-	base := len(d.stack)
-	defer func() {
-		clear(d.stack[base:])
-		d.stack = d.stack[:base]
-	}()
-	for i := 0; i < n && d.err == nil; i++ {
-		v := d.value(depth + 1)
-		if v == nil {
-			d.fail("collection element missing")
-		}
-		d.stack = append(d.stack, v)
-	}
-	if d.err != nil {
-		return nil
-	}
-	elems := d.stack[base:]
-	switch {
-	case tag == tagVector:
-		return vectorCopy(elems)
-	case n == 0:
-		return emptyMap
-	case distinctKeys(elems):
-		m := newArrayMap(n / 2)
-		copy(m.kvs, elems)
-		return m
-	}
-	return MapOf(append([]Value(nil), elems...)...)
 }
 
 func (d *decoder) closure(depth int) *Closure {
