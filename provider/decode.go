@@ -1,17 +1,16 @@
 package provider
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
-// Decoding: a chunk's bytes become the processor's chunk and metadata
-// arguments. The worker does it when it takes the chunk from the queue
-// (worker.go), with a decoder and a metadata builder of its own, so the
-// transport's goroutine only copies bytes; Deliver decodes only the rare
-// chunk that may be a control chunk (controlOf).
+// Decoding: a chunk's bytes become the processor's chunk argument in
+// Deliver, on the transport's goroutine, which runs beside the worker (on
+// the 2-core reference machine the pipeline is faster so than with the
+// worker decoding: see the README); the metadata argument is built by the
+// worker, only for a processor that reads it.
 
 // decodeChunk turns a chunk's data into an RTFS value: JSON becomes a value
 // with keyword keys, anything else a string. For MCP progress chunks (event
@@ -64,21 +63,6 @@ func decodeMessage(dec *rtfs.JSONDecoder, v rtfs.Value) rtfs.Value {
 		return v
 	}
 	return m.Assoc(rtfs.Keyword("message"), inner)
-}
-
-// controlOf returns the directive a chunk carries as a control chunk (see
-// controlAction), for Deliver, which must know it before the chunk is
-// queued: a control chunk jumps the queue of a paused stream. Only data that
-// names an action key (literally, or behind a JSON escape) is decoded, so
-// that an ordinary chunk costs a scan of its bytes.
-func controlOf(data []byte, event string) action {
-	// A backslash is rare in chunks and "ction" rarer than a quote, so
-	// these two searches skip most data fast; decoding decides.
-	if bytes.IndexByte(data, '\\') < 0 && !bytes.Contains(data, []byte(`ction"`)) {
-		return actNone
-	}
-	var dec rtfs.JSONDecoder
-	return controlAction(decodeChunk(&dec, data, event))
 }
 
 // controlAction returns the directive a control chunk carries: a map chunk

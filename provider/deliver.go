@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
 )
 
-// Deliver implements transport.Sink: it copies c's bytes into the queue,
-// blocking while the queue is full; the worker decodes them when it takes
-// the chunk. A chunk without data is no chunk and is ignored. While the
+// Deliver implements transport.Sink: it decodes c (on the transport's
+// goroutine, so that decoding runs beside the processor rather than before
+// it on the worker's) and appends it to the queue, blocking while the queue
+// is full. A chunk without data is no chunk and is ignored. While the
 // stream is paused a control chunk is accepted even when the queue is full
 // (up to the queue's capacity again), so that the source can resume a
 // stream it paused.
@@ -42,7 +44,10 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 	if len(c.Data) == 0 {
 		return nil
 	}
-	ctrl := controlOf(c.Data, c.Event)
+	s.decMu.Lock()
+	chunk := decodeChunk(&s.dec, c.Data, c.Event)
+	s.decMu.Unlock()
+	ctrl := controlAction(chunk)
 	if c.ReceivedAt.IsZero() {
 		c.ReceivedAt = time.Now()
 	}
@@ -61,7 +66,7 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 		}
 	}
 	s.seq++
-	s.enqueueLocked(c, ctrl, seq, journal)
+	s.enqueueLocked(c, chunk, ctrl, seq, journal)
 	wake := s.wakeLocked()
 	s.mu.Unlock()
 	if wake {
@@ -97,18 +102,17 @@ func (s *stream) waitRoomLocked(ctx context.Context, ctrl action) error {
 	}
 }
 
-// enqueueLocked appends chunk c, numbered seq, to the queue, or, for a
-// control chunk that jumps a full queue, to the control list. journaled
-// says that the chunk is in the stream's journal.
-func (s *stream) enqueueLocked(c transport.Chunk, ctrl action, seq int64, journaled bool) {
-	it := item{event: c.Event, id: c.ID, received: c.ReceivedAt, seq: seq, ctrl: ctrl, journaled: journaled}
+// enqueueLocked appends c, decoded as chunk and numbered seq, to the queue,
+// or, for a control chunk that jumps a full queue, to the control list.
+// journaled says that the chunk is in the stream's journal.
+func (s *stream) enqueueLocked(c transport.Chunk, chunk rtfs.Value, ctrl action, seq int64, journaled bool) {
+	it := item{chunk: chunk, event: c.Event, id: c.ID, received: c.ReceivedAt, seq: seq, ctrl: ctrl, journaled: journaled}
 	s.stats.lastEvent = c.ReceivedAt
 	if s.queue.len() >= s.def.capacity {
-		it.data = append([]byte(nil), c.Data...)
 		s.ctrl = append(s.ctrl, it)
 		return
 	}
-	s.queue.pushCopy(it, c.Data, s.def.capacity)
+	s.queue.push(it, s.def.capacity)
 }
 
 // Reconnecting implements transport.ReconnectObserver.

@@ -345,9 +345,8 @@ func TestControlAction(t *testing.T) {
 	}
 }
 
-// controlOf finds the control chunks among raw bytes: it decodes only data
-// that may name an action key, escaped keys included.
-func TestControlOf(t *testing.T) {
+// A control chunk is found from its raw bytes, escaped keys included.
+func TestControlFromBytes(t *testing.T) {
 	cases := []struct {
 		data  string
 		event string
@@ -362,8 +361,9 @@ func TestControlOf(t *testing.T) {
 		{`{"message":"{\"action\":\"pause\"}"}`, "progress", actNone},
 	}
 	for _, c := range cases {
-		if got := controlOf([]byte(c.data), c.event); got != c.want {
-			t.Errorf("controlOf(%s) = %d, want %d", c.data, got, c.want)
+		var dec rtfs.JSONDecoder
+		if got := controlAction(decodeChunk(&dec, []byte(c.data), c.event)); got != c.want {
+			t.Errorf("control action of %s = %d, want %d", c.data, got, c.want)
 		}
 	}
 }

@@ -157,11 +157,9 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 	}
 	if !opts.OmitQueue {
 		q := make([]QueuedInfo, 0, len(s.ctrl)+s.queue.len())
-		var dec rtfs.JSONDecoder
 		mb := newMetaBuilder(s.idVal, s.epVal)
 		add := func(it *item) {
-			chunk := decodeChunk(&dec, it.data, it.event)
-			q = append(q, QueuedInfo{JSONValue{chunk}, JSONValue{mb.build(it)}, now.Sub(it.received).Milliseconds()})
+			q = append(q, QueuedInfo{JSONValue{it.chunk}, JSONValue{mb.build(it)}, now.Sub(it.received).Milliseconds()})
 		}
 		for i := range s.ctrl {
 			add(&s.ctrl[i])

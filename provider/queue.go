@@ -2,12 +2,14 @@ package provider
 
 import (
 	"time"
+
+	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 // The flow of a stream: the chunks between its transport and its worker.
-// Deliver (deliver.go) puts each chunk's bytes in the queue; the worker
-// (worker.go) takes them in order and decodes them (decode.go). Everything
-// here is guarded by the stream's mu.
+// Deliver (deliver.go) decodes each chunk (decode.go) and puts it in the
+// queue; the worker (worker.go) takes them in order. Everything here is
+// guarded by the stream's mu.
 type flow struct {
 	queue    ring
 	ctrl     []item        // control chunks that arrived while paused with a full queue
@@ -25,11 +27,11 @@ type flow struct {
 	srcErr      error // its failure, if it failed
 }
 
-// An item is one chunk waiting for, or going through, the processor: its
-// bytes as the transport delivered them (a copy the queue owns), and what
-// the metadata is built from. It is decoded by the worker, when it is taken.
+// An item is one decoded chunk waiting for, or going through, the
+// processor, with what its metadata is built from (by the worker, and only
+// for a processor that reads it).
 type item struct {
-	data      []byte
+	chunk     rtfs.Value
 	event, id string
 	received  time.Time
 	seq       int64
@@ -37,46 +39,17 @@ type item struct {
 	journaled bool   // the chunk is in the stream's journal
 }
 
-// maxRecycled bounds the buffers a queue keeps for reuse: a larger one
-// (a rare big event) goes to the garbage collector, and so does one past
-// maxFree: a queue keeps at most maxFree × maxRecycled bytes spare.
-const maxRecycled = 4 << 10
-
-// maxFree bounds how many buffers a queue keeps for reuse.
-const maxFree = 64
-
 // A ring is the FIFO queue of a stream: a growable ring buffer whose size is
 // a power of two, so that positions wrap with a mask rather than a division.
-// The stream bounds its length; the ring itself never refuses an item. It
-// also keeps a few byte buffers that processed items gave back, so that
-// copying a chunk's bytes in costs no allocation in the steady state. Its
+// The stream bounds its length; the ring itself never refuses an item. Its
 // zero value is an empty queue that allocates on the first push.
 type ring struct {
 	buf  []item
 	head int
 	n    int
-	free [][]byte
 }
 
 func (r *ring) len() int { return r.n }
-
-// pushCopy appends it at the back with a copy of data as its bytes, in a
-// recycled buffer when there is one. hint sizes the first allocation.
-func (r *ring) pushCopy(it item, data []byte, hint int) {
-	var b []byte
-	if k := len(r.free); k > 0 {
-		b, r.free = r.free[k-1], r.free[:k-1]
-	}
-	it.data = append(b, data...)
-	r.push(it, hint)
-}
-
-// recycle gives back the bytes of a processed item for a later pushCopy.
-func (r *ring) recycle(b []byte) {
-	if b != nil && cap(b) <= maxRecycled && len(r.free) < maxFree {
-		r.free = append(r.free, b[:0])
-	}
-}
 
 // push appends it at the back. hint sizes the first allocation.
 func (r *ring) push(it item, hint int) {
@@ -122,10 +95,10 @@ func (r *ring) removeAt(i int) item {
 	return it
 }
 
-// clear empties the queue, releasing its buffers, and returns how many
+// clear empties the queue, releasing its buffer, and returns how many
 // items it held.
 func (r *ring) clear() int {
 	n := r.n
-	r.buf, r.head, r.n, r.free = nil, 0, 0, nil
+	r.buf, r.head, r.n = nil, 0, 0
 	return n
 }

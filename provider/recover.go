@@ -338,7 +338,8 @@ func (st *streamStore) restoreJournal(l *loaded) {
 			low = e.seq
 		}
 		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received)}
-		s.enqueueLocked(c, controlOf(c.Data, c.Event), e.seq, true)
+		chunk := decodeChunk(&s.dec, c.Data, c.Event)
+		s.enqueueLocked(c, chunk, controlAction(chunk), e.seq, true)
 		if e.seq >= next {
 			next = e.seq + 1
 		}

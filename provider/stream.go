@@ -13,9 +13,9 @@ import (
 
 // A chunk's way through a stream, file by file:
 //
-//	deliver.go    the transport hands it over (Deliver): bytes copied into the queue
+//	deliver.go    the transport hands it over (Deliver); it is decoded (decode.go) and queued
 //	queue.go      the flow: queue, backpressure, wake-ups
-//	worker.go     the worker takes it, decodes it (decode.go), calls the processor (invoke.go)
+//	worker.go     the worker takes it and calls the processor (invoke.go)
 //	directive.go  the result is parsed and applied: state, output, directive, lifecycle
 //	stats.go      the counters it moves
 //	persist.go    its effect (and, for a source that cannot replay, the chunk) is stored
@@ -70,6 +70,12 @@ type stream struct {
 	started time.Time     // when the stream was first started (before any recovery)
 	done    chan struct{} // closed when the worker has exited
 	ps      keeper        // persistence (persist.go); nil without a store
+
+	// dec decodes the chunks Deliver receives, reusing the keys and
+	// strings it has seen; decMu serializes it, since Deliver may run on
+	// several goroutines.
+	decMu sync.Mutex
+	dec   rtfs.JSONDecoder
 
 	mu        sync.Mutex
 	flow      // queue.go: the chunks between transport and worker

@@ -10,7 +10,7 @@ import (
 )
 
 // The worker: one goroutine per stream that takes chunks from the queue in
-// order, decodes each (decode.go), calls the processor (invoke.go), applies
+// order, calls the processor (invoke.go) with each, applies
 // the result (directive.go), hands the stream's progress to persistence
 // (persist.go) and publishes the output (subscribe.go).
 
@@ -35,15 +35,11 @@ const (
 )
 
 // A worker is the state of a stream's worker goroutine that no other
-// goroutine touches: the decoder (which reuses the keys it has seen), the
-// metadata builder, and the bytes of the last chunk, given back to the
-// queue when the next one is taken.
+// goroutine touches: the metadata builder, and how it waits.
 type worker struct {
 	s        *stream
-	dec      rtfs.JSONDecoder
 	meta     metaBuilder
 	wantMeta bool
-	spare    []byte
 	wait     waiter
 	yields   int
 }
@@ -62,8 +58,7 @@ func (s *stream) work() {
 // step does one step and reports whether to go on.
 func (w *worker) step() bool {
 	s := w.s
-	st := s.next(w.spare)
-	w.spare = nil
+	st := s.next()
 	for st.kind == stepRun {
 		w.yields = 0
 		st = w.run(&st.it, st.state)
@@ -91,16 +86,14 @@ func (w *worker) step() bool {
 // decided in the same critical section as the result is applied.
 func (w *worker) run(it *item, state rtfs.Value) step {
 	s := w.s
-	chunk := decodeChunk(&w.dec, it.data, it.event)
 	var meta rtfs.Value = rtfs.Nil
 	if w.wantMeta {
 		meta = w.meta.build(it)
 	}
-	spare := it.data
-	res, err := callGuarded(s.ctx, s.proc, state, chunk, meta)
+	res, err := callGuarded(s.ctx, s.proc, state, it.chunk, meta)
 	s.mu.Lock()
 	out, subs := s.applyLocked(it, res, err)
-	next := s.nextLocked(spare)
+	next := s.nextLocked()
 	s.mu.Unlock()
 	if s.ps != nil {
 		s.ps.changed()
@@ -149,16 +142,14 @@ func callGuarded(ctx context.Context, p processor, state, chunk, meta rtfs.Value
 	return p.call(ctx, state, chunk, meta)
 }
 
-// next decides the worker's next step. spare is the bytes of the chunk the
-// worker processed last, which the queue may reuse.
-func (s *stream) next(spare []byte) step {
+// next decides the worker's next step.
+func (s *stream) next() step {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.nextLocked(spare)
+	return s.nextLocked()
 }
 
-func (s *stream) nextLocked(spare []byte) step {
-	s.queue.recycle(spare)
+func (s *stream) nextLocked() step {
 	if s.st.Terminal() || s.ctx.Err() != nil {
 		return step{kind: stepStop}
 	}
