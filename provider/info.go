@@ -186,8 +186,8 @@ func (s *stream) statsInfoLocked() StatsInfo {
 		ms := s.stats.lastEvent.UnixMilli()
 		si.LastEventEpochMs = &ms
 	}
-	if span := s.stats.lastDone.Sub(s.stats.firstDone).Seconds(); s.stats.processed > 1 && span > 0 {
-		si.ChunksPerSecond = float64(s.stats.processed-1) / span
+	if span := s.stats.lastDone.Sub(s.stats.firstDone).Seconds(); s.stats.timed > s.stats.firstAt && span > 0 {
+		si.ChunksPerSecond = float64(s.stats.timed-s.stats.firstAt) / span
 	}
 	return si
 }
