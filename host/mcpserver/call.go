@@ -179,3 +179,31 @@ func structured(b json.RawMessage, isError bool) *mcp.CallToolResult {
 	}
 	return res
 }
+
+// explicitSuccess is a receiving middleware that makes every successful
+// tools/call result say "isError": false on the wire, as seed 001 shows;
+// go-sdk leaves the field out when it is false.
+func explicitSuccess(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && r != nil && !r.IsError {
+			return succeeded{r}, nil
+		}
+		return res, err
+	}
+}
+
+// succeeded is a successful CallToolResult that marshals with an explicit
+// "isError": false.
+type succeeded struct{ *mcp.CallToolResult }
+
+func (s succeeded) MarshalJSON() ([]byte, error) {
+	b, err := s.CallToolResult.MarshalJSON()
+	if err != nil || len(b) < 2 || b[0] != '{' {
+		return b, err
+	}
+	if len(bytes.TrimSpace(b[1:len(b)-1])) == 0 {
+		return []byte(`{"isError":false}`), nil
+	}
+	return append([]byte(`{"isError":false,`), b[1:]...), nil
+}
