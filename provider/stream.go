@@ -130,6 +130,9 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 	s.meta = newMetaBuilder(s.idVal, s.epVal)
 	s.lowWater = def.capacity - max(1, def.capacity/4)
 	s.ctx, s.cancel = context.WithCancel(p.ctx)
+	if rp, ok := proc.(*rtfsProcessor); ok {
+		rp.stream = id // its host calls say which stream made them
+	}
 	return s
 }
 
