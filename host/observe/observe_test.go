@@ -314,7 +314,15 @@ func TestPerStreamLabelsAndBoundedEndpoints(t *testing.T) {
 	for i := range 3 {
 		r.send(fmt.Sprintf("s%d", i), 1)
 	}
-	fams := scrape(t, r.obs.Handler())
+	// The mock's Send returns once the source has the chunk; the stream
+	// counts it when it takes it into its queue, a moment later.
+	var fams map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(hangGuard); ; time.Sleep(5 * time.Millisecond) {
+		fams = scrape(t, r.obs.Handler())
+		if sumOrZero(t, fams, "rtfshost_chunks_received_total", nil) >= 3 || time.Now().After(deadline) {
+			break
+		}
+	}
 	for i, ep := range []string{"a.v1", "http://example.test/x", "other"} {
 		labels := map[string]string{"stream_id": fmt.Sprintf("s%d", i), "endpoint": ep}
 		if got := sum(t, fams, "rtfshost_chunks_received_total", labels); got != 1 {
