@@ -93,17 +93,7 @@ func TestStructuredResults(t *testing.T) {
 			}
 			check := func(name, body string) {
 				t.Helper()
-				if p := responseOf([]byte(body)); p != nil {
-					body = string(p)
-				}
-				var resp struct {
-					Result map[string]any `json:"result"`
-					Error  map[string]any `json:"error"`
-				}
-				if err := json.Unmarshal([]byte(body), &resp); err != nil {
-					t.Fatalf("%s: not a JSON-RPC response: %v\n%s", name, err, body)
-				}
-				res, e := resp.Result, resp.Error
+				res, e := decodeResponse(t, name, body)
 				if e != nil {
 					t.Fatalf("%s: %v", name, e)
 				}

@@ -17,6 +17,13 @@ func rpc(t *testing.T, url string, header map[string]string, method string, para
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
 	_, body := rawPost(t, url, string(b), header)
+	return decodeResponse(t, method, body)
+}
+
+// decodeResponse decodes the JSON-RPC response in body (JSON, or the
+// response event of an SSE body).
+func decodeResponse(t *testing.T, method, body string) (result map[string]any, rpcErr map[string]any) {
+	t.Helper()
 	if p := responseOf([]byte(body)); p != nil {
 		body = string(p)
 	}
