@@ -33,6 +33,9 @@ type callState struct {
 	HasProgress bool    `json:"h,omitempty"`
 	Chunks      int64   `json:"n,omitempty"`
 	Done        bool    `json:"d,omitempty"`
+	// Task is the id of the task the tool call became (the server answered
+	// with a task): a restart polls it instead of calling the tool again.
+	Task string `json:"tk,omitempty"`
 }
 
 // encode returns the cursor for st. It writes the same JSON that
@@ -68,6 +71,9 @@ func (st *callState) appendCursor(dst []byte) []byte {
 	}
 	if st.Done {
 		b = append(b, `,"d":true`...)
+	}
+	if st.Task != "" {
+		b = jsontext.AppendString(append(b, `,"tk":`...), st.Task)
 	}
 	b = append(b, '}')
 	dst = append(dst, cursorPrefix...)

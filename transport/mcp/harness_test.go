@@ -184,6 +184,7 @@ type sdkConfig struct {
 	json      bool   // JSONResponse mode
 	noStore   bool   // no event store: nothing is replayed or resumable
 	legacy    bool   // serve the 2024-11-05 SSE handler instead
+	stateless bool   // go-sdk's stateless handler, the only one that speaks 2026-07-28
 	intercept func(http.ResponseWriter, *http.Request, string) bool
 }
 
@@ -206,6 +207,7 @@ func newSDKServer(t *testing.T, cfg sdkConfig) *sdkServer {
 	}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "test", Version: "1"}, opts)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "count"}, s.count)
+	sdk.AddTool(s.srv, &sdk.Tool{Name: "count-idempotent", Annotations: &sdk.ToolAnnotations{IdempotentHint: true}}, s.count)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "block"}, s.block)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "endless"}, func(ctx context.Context, req *sdk.CallToolRequest, _ map[string]any) (*sdk.CallToolResult, any, error) {
 		return endless(ctx, req, func() { s.produced.Add(1) })
@@ -214,8 +216,8 @@ func newSDKServer(t *testing.T, cfg sdkConfig) *sdkServer {
 	if cfg.legacy {
 		h = sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return s.srv }, nil)
 	} else {
-		opts := &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), JSONResponse: cfg.json}
-		if cfg.noStore {
+		opts := &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), JSONResponse: cfg.json, Stateless: cfg.stateless}
+		if cfg.noStore || cfg.stateless {
 			opts.EventStore = nil
 		}
 		h = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, opts)

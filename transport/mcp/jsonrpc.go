@@ -107,7 +107,7 @@ func initializeParams(version string) any {
 // carries the progress token and, when ctx holds a span (the stream's
 // transport span), its W3C trace context (traceparent, tracestate), as the
 // OpenTelemetry MCP conventions propagate it.
-func callParams(ctx context.Context, tool string, args json.RawMessage, token string) any {
+func callParams(ctx context.Context, tool string, args json.RawMessage, token string) map[string]any {
 	meta := map[string]any{"progressToken": token}
 	tc := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, tc)

@@ -18,6 +18,8 @@ func StreamableKind() transport.Kind {
 		Target:    transport.TargetURL,
 		Detect:    func(u *url.URL) bool { return httpPathEnds(u, "/mcp") },
 		Detects:   "an http(s) URL whose path ends in /mcp",
+		Keys:      streamableKeys(),
+		Configure: configureStreamable,
 		Transport: Streamable{},
 	}
 }

@@ -14,13 +14,15 @@ import (
 	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
-// Protocol versions spoken by Streamable. 2026-07-28 is deliberately not
-// offered: it drops sessions and SSE resumability, which the cursor needs.
+// Protocol versions spoken by Streamable: 2026-07-28 when server/discover
+// says the server speaks it (modern.go), else the newest of the session
+// revisions that initialize agrees on.
 const (
 	version20250326 = "2025-03-26"
 	version20250618 = "2025-06-18"
 	version20251125 = "2025-11-25"
-	newestVersion   = version20251125
+	version20260728 = "2026-07-28"
+	newestVersion   = version20251125 // of the revisions with initialize
 )
 
 func supportedVersion(v string) bool {
@@ -75,6 +77,9 @@ type streamRun struct {
 	serverRetry time.Duration
 	callSent    bool
 	listen      *listener // the standalone GET stream while tools/call is in flight
+	restart     bool      // :restart :on-failure: the tool may be called again
+	discovered  bool      // server/discover has been answered (modern.go)
+	idempotent  *bool     // the tool's idempotentHint, once tools/list said
 }
 
 // Run implements transport.StreamTransport. Spec.ServerURL is the MCP
@@ -94,6 +99,9 @@ func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string,
 	}
 	r := &streamRun{conn: c, tool: spec.Endpoint, args: args, retry: s.policy.Start("mcp", &spec, sink),
 		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger}}
+	if cfg, ok := spec.Config.(StreamableConfig); ok {
+		r.restart = cfg.Restart
+	}
 	if cursor == "" {
 		err = r.start(ctx)
 	} else {
@@ -105,7 +113,17 @@ func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string,
 			return nil
 		}
 		r.tr.st, r.session, r.proto, r.callSent = st, st.Session, st.Proto, true
-		err = r.resumeNow(ctx)
+		switch {
+		case st.Task != "":
+			err = r.pollTask(ctx)
+		case r.modern():
+			err = r.reissue(ctx, errors.New("the host stopped while the call was in flight"))
+		default:
+			err = r.resumeNow(ctx)
+		}
+	}
+	if errors.Is(err, errTaskCreated) {
+		err = r.pollTask(ctx)
 	}
 	return r.finish(ctx, err)
 }
@@ -119,14 +137,28 @@ func (r *streamRun) start(ctx context.Context) error {
 	if done || !resumable(err) || !r.callSent {
 		return err
 	}
+	if r.modern() {
+		return r.reissue(ctx, err)
+	}
 	return r.resumeLoop(ctx, err)
 }
 
-// handshake runs initialize and notifications/initialized, retrying
-// transient failures.
+// handshake asks server/discover once whether the server speaks
+// 2026-07-28; if not, it runs initialize and notifications/initialized.
+// Transient failures are retried.
 func (r *streamRun) handshake(ctx context.Context) error {
 	for {
-		err := r.initialize(ctx)
+		var err error
+		if !r.discovered {
+			var modern bool
+			if modern, err = r.discover(ctx); err == nil && modern {
+				r.retry.Reset()
+				return nil
+			}
+		}
+		if err == nil {
+			err = r.initialize(ctx)
+		}
 		if err == nil {
 			r.retry.Reset()
 			return nil
@@ -195,6 +227,12 @@ func (r *streamRun) post(ctx context.Context, id int, method string, params any)
 	req, err := r.request(ctx, http.MethodPost, r.url, body)
 	if err != nil {
 		return nil, err
+	}
+	if r.modern() {
+		req.Header.Set(headerMethod, method)
+		if method == methodToolsCall {
+			req.Header.Set(headerName, r.tool)
+		}
 	}
 	return r.do(req, method)
 }

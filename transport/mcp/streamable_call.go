@@ -13,8 +13,10 @@ import (
 // error means the stream broke before it. The standalone stream is closed
 // before call returns.
 func (r *streamRun) call(ctx context.Context) (done bool, err error) {
-	defer r.stopListener()
-	r.startListener(ctx)
+	if !r.modern() { // 2026-07-28 has no session, so no standalone stream
+		defer r.stopListener()
+		r.startListener(ctx)
+	}
 	resp, err := r.postCall(ctx)
 	if err != nil {
 		return false, err
@@ -74,7 +76,7 @@ func (r *streamRun) postCall(ctx context.Context) (*http.Response, error) {
 	reinitialized := false
 	for {
 		r.tr.st.Session, r.tr.st.Proto = r.session, r.proto
-		resp, err := r.post(ctx, callID, methodToolsCall, callParams(ctx, r.tool, r.args, r.tr.st.Token))
+		resp, err := r.post(ctx, callID, methodToolsCall, r.withMeta(callParams(ctx, r.tool, r.args, r.tr.st.Token)))
 		if err == nil {
 			r.callSent = true
 			return resp, nil

@@ -27,8 +27,7 @@ func Keys() []transport.Key {
 		{Name: "args", Type: "vector", Doc: "its arguments, strings"},
 		{Name: "env", Type: "map", Doc: "environment variables, merged over a minimal environment (PATH, HOME, LANG, ...)"},
 		{Name: "cwd", Type: "string", Doc: "its working directory (default the host's)"},
-		{Name: "restart", Type: "keyword|string", Enum: []string{"never", "on-failure"},
-			Doc: ":on-failure starts the program again (with the retry policy) when it fails or the host restarts; default :never"},
+		transport.RestartKey(),
 	}
 }
 
@@ -72,18 +71,9 @@ func Parse(keys map[string]json.RawMessage) (Config, error) {
 	if err := field(keys, "cwd", &c.Dir); err != nil {
 		return c, err
 	}
-	var restart string
-	if err := field(keys, "restart", &restart); err != nil {
-		return c, err
-	}
-	switch strings.TrimPrefix(restart, ":") {
-	case "", "never":
-	case "on-failure":
-		c.Restart = true
-	default:
-		return c, fmt.Errorf(":restart: want :never or :on-failure, got %q", restart)
-	}
-	return c, nil
+	var err error
+	c.Restart, err = transport.ParseRestart(keys)
+	return c, err
 }
 
 // field decodes keys[name] into v when present, naming the key and the
@@ -94,7 +84,7 @@ func field(keys map[string]json.RawMessage, name string, v any) error {
 		return nil
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		want := map[string]string{"command": "a string", "cwd": "a string", "restart": "a keyword",
+		want := map[string]string{"command": "a string", "cwd": "a string",
 			"args": "a vector of strings", "env": "a map of strings to strings"}[name]
 		return fmt.Errorf(":%s: want %s, got %s", name, want, raw)
 	}
