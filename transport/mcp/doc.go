@@ -3,8 +3,19 @@
 // transport.Chunk values.
 //
 // The main types are Streamable, the Streamable HTTP transport (protocol
-// versions 2025-03-26, 2025-06-18 and 2025-11-25), and LegacySSE, the
-// 2024-11-05 HTTP+SSE transport. Both implement transport.StreamTransport.
+// versions 2026-07-28, found by server/discover, else 2025-03-26,
+// 2025-06-18 and 2025-11-25 by initialize), LegacySSE, the 2024-11-05
+// HTTP+SSE transport, and Stdio, an MCP server as a child process. They
+// implement transport.StreamTransport.
+//
+// Under 2026-07-28 there is no session and no resumability: a call whose
+// response stream breaks is made again only for a tool annotated
+// idempotentHint or a stream with :restart :on-failure (StreamableConfig);
+// otherwise Run fails saying why. A tool call answered with a task (either
+// revision's shape) is followed with tasks/get: each status change is a
+// chunk with Event "task", the tool's result the last chunk, and the task
+// id is in the cursor, so a restart polls the task instead of calling the
+// tool again (modern.go).
 //
 // For both, Spec.HTTP.ServerURL is the MCP endpoint (for LegacySSE the SSE URL),
 // Spec.Endpoint is the tool name and Spec.Arguments the tool's arguments (a
