@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rtfshost/rtfshost/host"
