@@ -21,7 +21,7 @@ import (
 func Example() {
 	source := &mock.Transport{}
 	h, err := host.New(host.Options{
-		Streams: provider.Options{Transports: map[string]transport.StreamTransport{"mock": source}},
+		Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(source))},
 		Stdout:  os.Stdout,
 	})
 	if err != nil {
@@ -85,4 +85,35 @@ func Example() {
 	// reading 1 is 20 C
 	// reading 2 is 15 C
 	// result: {:count 3 :max 20}
+}
+
+// Open assembles a host with the default transports (raw SSE, MCP over
+// HTTP, stdio and exec) and, with a DataDir, a durable store. This program
+// streams a command's output: each line a chunk.
+func ExampleOpen() {
+	h, err := host.Open(host.OpenOptions{Options: host.Options{Stdout: os.Stdout}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer h.Close()
+	prog, err := rtfs.Compile("lines.rtfs", []byte(`
+(defn words [n chunk meta]
+  {:state (+ n (count (split (:line chunk) " ")))})
+
+(def s (call :mcp.stream.start
+         {:transport :exec :command "printf" :args ["one two\nthree\n"]
+          :processor words :initial-state 0}))
+(call :mcp.stream.await {:stream-id (:stream-id s)})
+(:current-state (call :mcp.stream.inspect {:stream-id (:stream-id s)}))
+`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, err := h.Run(context.Background(), prog)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("words:", v)
+	// Output:
+	// words: 3
 }

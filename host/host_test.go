@@ -15,6 +15,7 @@ import (
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/mock"
+	"github.com/rtfshost/rtfshost/transport/sse"
 )
 
 // env is an environment for the tests: nothing set but what is given.
@@ -53,7 +54,7 @@ func newRig(t *testing.T) *rig {
 	t.Helper()
 	r := &rig{t: t, mock: &mock.Transport{}, out: &syncBuffer{}}
 	h, err := host.New(host.Options{
-		Streams: provider.Options{LookupEnv: env(nil), Transports: map[string]transport.StreamTransport{"sse": r.mock, "mock": r.mock}},
+		Streams: provider.Options{LookupEnv: env(nil), Transports: transport.NewCatalog(sse.Kind().With(r.mock), mock.Kind(r.mock))},
 		Stdout:  r.out,
 	})
 	if err != nil {
@@ -380,7 +381,7 @@ func TestEmbedderCapabilityErrors(t *testing.T) {
 		t.Errorf("uncaught error = %v", err)
 	}
 	_, err = r.run(`(call :mcp.stream.start {:processor "x"})`)
-	if err == nil || !strings.Contains(err.Error(), "capability :mcp.stream.start: key :endpoint: required string is missing") {
+	if err == nil || !strings.Contains(err.Error(), "capability :mcp.stream.start: key :endpoint: must not be empty") {
 		t.Errorf("bad start = %v", err)
 	}
 	_, err = r.run(`(call :no.such.capability)`)

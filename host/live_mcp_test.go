@@ -27,7 +27,7 @@ func TestLiveLocalServerOverMCP(t *testing.T) {
 	for _, path := range []string{"/mcp", "/mcp-sse"} {
 		h, err := host.New(host.Options{Streams: provider.Options{
 			LookupEnv:  env(map[string]string{provider.EnvStreamEndpoint: srv.URL() + path}),
-			Transports: map[string]transport.StreamTransport{"mcp": mcp.Streamable{}, "mcp-sse": mcp.LegacySSE{}},
+			Transports: transport.NewCatalog(mcp.StreamableKind(), mcp.LegacyKind()),
 		}})
 		if err != nil {
 			t.Fatal(err)

@@ -26,7 +26,7 @@ func TestLiveLocalServerOverSSE(t *testing.T) {
 	defer srv.Close()
 	h, err := host.New(host.Options{Streams: provider.Options{
 		LookupEnv:  env(map[string]string{provider.EnvStreamEndpoint: srv.URL() + "/sse"}),
-		Transports: map[string]transport.StreamTransport{"sse": &sse.Transport{}},
+		Transports: transport.NewCatalog(sse.Kind()),
 	}})
 	if err != nil {
 		t.Fatal(err)

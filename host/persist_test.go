@@ -22,7 +22,7 @@ func durableHost(t *testing.T, store persistence.Store) (*host.Host, *mock.Trans
 	mk := &mock.Transport{}
 	h, err := host.New(host.Options{
 		Store:   store,
-		Streams: provider.Options{LookupEnv: env(nil), Transports: map[string]transport.StreamTransport{"mock": mk}},
+		Streams: provider.Options{LookupEnv: env(nil), Transports: transport.NewCatalog(mock.Kind(mk))},
 		Stdout:  &syncBuffer{},
 	})
 	if err != nil {

@@ -28,6 +28,21 @@ type CommitterOptions struct {
 	// MaxPendingOps bounds the operations waiting for a commit; Submit and
 	// Commit block while it is exceeded. Zero means 8 × MaxOps.
 	MaxPendingOps int
+
+	// OnCommit, when set, is called after each store commit the Committer
+	// makes, on the Committer's goroutine, with what it committed and how
+	// long the store took (for metrics). It must return quickly and must not
+	// call the Committer.
+	OnCommit func(CommitInfo)
+}
+
+// CommitInfo describes one store commit of a Committer, for
+// CommitterOptions.OnCommit.
+type CommitInfo struct {
+	Duration time.Duration // how long Store.Commit took
+	Batches  int           // caller batches grouped into the commit
+	Ops      int           // operations sent to the store (after merging)
+	Err      error         // the store's error; nil when the commit succeeded
 }
 
 // CommitterStats counts the work of a Committer since it was created.

@@ -54,8 +54,9 @@ func (e *DamagedError) Is(target error) bool { return target == ErrDamaged }
 // crash) but loses tables when the file was damaged. So: a missing or
 // unreadable MANIFEST beside data files, a table the MANIFEST lists that is
 // missing or empty, or a MANIFEST cut short while tables it does not list
-// are present, is a *DamagedError; so are a KEYREGISTRY or a table that
-// fails its checks. A directory without data files (a new store) passes.
+// are present, is a *DamagedError; so are a KEYREGISTRY or a listed table
+// that fails its checks (an unlisted one is a crash's leftover, which
+// Badger deletes). A directory without data files (a new store) passes.
 // Write-ahead logs (.mem) are not checked: Badger reads one up to its first
 // bad record, exactly as after a torn write, and that cannot be told apart
 // from damage (docs/durability.md).
@@ -97,7 +98,11 @@ func checkIntact(dir string) error {
 	if err := checkKeyRegistry(dir); err != nil {
 		return err
 	}
-	for _, t := range tables {
+	// Only the tables the MANIFEST lists hold data. One it does not list is
+	// a flush or compaction a crash cut short (it may be empty): Badger
+	// deletes it on open, and it is no damage.
+	for id := range m.Tables {
+		t := filepath.Join(dir, table.IDToFilename(id))
 		if err := verifyTable(t); err != nil {
 			return &DamagedError{Dir: dir, File: t, Problem: fmt.Sprintf("table %s fails its checks", filepath.Base(t)), Err: err}
 		}

@@ -215,7 +215,12 @@ func (f *flusher) commit(ops []Op, reqs []request) error {
 	f.c.stats.commits.Add(1)
 	f.c.stats.written.Add(uint64(b.Len()))
 	f.c.stats.replaced.Add(uint64(replaced))
-	if err := f.c.store.Commit(context.Background(), b); err != nil {
+	start := time.Now()
+	err := f.c.store.Commit(context.Background(), b)
+	if on := f.c.opts.OnCommit; on != nil {
+		on(CommitInfo{Duration: time.Since(start), Batches: countBatches(reqs), Ops: b.Len(), Err: err})
+	}
+	if err != nil {
 		return fmt.Errorf("persistence: group commit of %d batches (%d operations): %w", countBatches(reqs), b.Len(), err)
 	}
 	return nil

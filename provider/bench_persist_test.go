@@ -41,7 +41,7 @@ func runPersistPipeline(b *testing.B, g *rtfs.Globals, streams int, store, mode 
 	if mode == "journal" {
 		st = tr
 	}
-	opts := Options{LookupEnv: noEnv, Transports: map[string]transport.StreamTransport{"mock": st}, QueueCapacity: 256}
+	opts := Options{LookupEnv: noEnv, Transports: catalogOf(map[string]transport.StreamTransport{"mock": st}), QueueCapacity: 256}
 	if store != "none" {
 		bs, err := persistence.OpenBadger(b.TempDir(), persistence.Options{SyncWrites: store == "badger-sync", GCInterval: -1, MinFreeBytes: -1})
 		if err != nil {

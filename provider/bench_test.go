@@ -34,7 +34,7 @@ var benchChunk = []byte(`{"temp":21.5,"ts":12345,"sensor":"a"}`)
 func runPipeline(b *testing.B, req StartRequest) (wall, cpu time.Duration) {
 	b.Helper()
 	tr := &mock.Transport{Buffer: 256}
-	p := New(Options{LookupEnv: noEnv, Transports: map[string]transport.StreamTransport{"mock": tr}, QueueCapacity: 256})
+	p := New(Options{LookupEnv: noEnv, Transports: catalogOf(map[string]transport.StreamTransport{"mock": tr}), QueueCapacity: 256})
 	defer p.Close()
 	req.Endpoint, req.Transport, req.StreamID = "bench", "mock", "bench"
 	req.InitialState = rtfs.MapOf(rtfs.Keyword("readings"), rtfs.NewVector())
@@ -160,7 +160,7 @@ func BenchmarkIdleStreams10k(b *testing.B) {
 	const n = 10000
 	for i := 0; i < b.N; i++ {
 		tr := &mock.Transport{}
-		p := New(Options{LookupEnv: noEnv, Transports: map[string]transport.StreamTransport{"mock": tr}})
+		p := New(Options{LookupEnv: noEnv, Transports: catalogOf(map[string]transport.StreamTransport{"mock": tr})})
 		runtime.GC()
 		g0 := runtime.NumGoroutine()
 		var m0 runtime.MemStats

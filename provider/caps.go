@@ -2,12 +2,15 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
 )
 
 // The ids of the stream capabilities.
@@ -30,7 +33,7 @@ func (p *Provider) Capabilities() []capabilities.Capability {
 	idOnly := &capabilities.Schema{Type: "map", Keys: []capabilities.Key{streamIDKey()}}
 	return []capabilities.Capability{
 		{ID: CapStart, Description: "Start a stream whose processor is called for every chunk; returns a handle at once.",
-			Input: startSchema(), Effects: []string{":network", ":streaming"}, Handler: p.capStart},
+			Input: startSchema(p.opts.Transports), Effects: []string{":network", ":streaming"}, Handler: p.capStart},
 		{ID: CapInspect, Description: "Inspect one stream, or all streams without :stream-id.",
 			Input: inspectSchema(), Handler: p.capInspect},
 		{ID: CapPause, Description: "Pause a stream.", Input: idOnly, Handler: p.capControl(p.Pause)},
@@ -46,18 +49,33 @@ func streamIDKey() capabilities.Key {
 	return capabilities.Key{Name: "stream-id", Type: "string", Required: true, Doc: "the stream's id"}
 }
 
-func startSchema() *capabilities.Schema {
-	return &capabilities.Schema{Type: "map", Keys: []capabilities.Key{
-		{Name: "endpoint", Type: "string", Required: true, Doc: "path under the server URL, absolute URL, or MCP tool name"},
+// startSchema is the input of :mcp.stream.start: the keys every stream
+// has, then the keys of the catalog's transports.
+func startSchema(cat *transport.Catalog) *capabilities.Schema {
+	keys := []capabilities.Key{
+		{Name: "endpoint", Type: "string", Doc: "path under the server URL, absolute URL, or MCP tool name (what it means depends on the transport)"},
 		{Name: "processor", Type: "fn|symbol|string", Required: true, Doc: "called as (processor state chunk metadata)"},
 		{Name: "initial-state", Type: "any", Doc: "the first state (default {})"},
 		{Name: "config", Type: "map", Doc: "query parameters (SSE) or tool arguments (MCP)"},
 		{Name: "queue-capacity", Type: "int", Doc: "queue bound (default 32)"},
-		{Name: "transport", Type: "keyword|string", Doc: ":sse :mcp :mcp-sse or :mock"},
+		{Name: "transport", Type: "keyword|string", Doc: transportDoc(cat)},
 		{Name: "server-url", Type: "string", Doc: "overrides the resolved server URL"},
 		{Name: "stream-id", Type: "string", Doc: "the stream's id (default generated)"},
 		{Name: "idle-timeout-ms", Type: "int", Doc: "reconnect a source silent this long (default 60000; 0 disables)"},
-	}}
+	}
+	for _, u := range cat.Keys() {
+		keys = append(keys, capabilities.Key{Name: u.Name, Type: u.Type, Doc: u.Doc + " (:" + strings.Join(u.Transports, ", :") + ")"})
+	}
+	return &capabilities.Schema{Type: "map", Keys: keys}
+}
+
+// transportDoc lists the catalog's transports for the :transport key.
+func transportDoc(cat *transport.Catalog) string {
+	names := cat.Names()
+	if len(names) == 0 {
+		return "the transport (this host has none)"
+	}
+	return ":" + strings.Join(names, " :") + "; default: chosen from the URL"
 }
 
 func inspectSchema() *capabilities.Schema {
@@ -100,9 +118,10 @@ func stringField(m *rtfs.Map, name string) string {
 	return ""
 }
 
-func (p *Provider) capStart(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
 	m := argMap(c)
 	req := StartRequest{
+		Context:      ctx,
 		Endpoint:     stringField(m, "endpoint"),
 		Processor:    field(m, "processor"),
 		Globals:      c.Globals,
@@ -113,6 +132,20 @@ func (p *Provider) capStart(_ context.Context, c *capabilities.Call) (capabiliti
 	}
 	if cfg, ok := field(m, "config").(*rtfs.Map); ok {
 		req.Config = cfg
+	}
+	for _, u := range p.opts.Transports.Keys() {
+		v := field(m, u.Name)
+		if v == rtfs.Nil {
+			continue
+		}
+		b, err := rtfs.ToJSON(v)
+		if err != nil {
+			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: u.Name, Msg: err.Error()}
+		}
+		if req.TransportKeys == nil {
+			req.TransportKeys = make(map[string]json.RawMessage)
+		}
+		req.TransportKeys[u.Name] = b
 	}
 	if n, ok := field(m, "queue-capacity").(rtfs.Int); ok {
 		req.QueueCapacity = int(n)

@@ -82,11 +82,11 @@ func TestStreamCapabilityErrors(t *testing.T) {
 		arg  rtfs.Value
 		want string
 	}{
-		{CapStart, rtfs.MapOf(kw("processor"), rtfs.Symbol("p")), "capability :mcp.stream.start: key :endpoint: required string is missing"},
+		{CapStart, rtfs.MapOf(kw("processor"), rtfs.Symbol("p")), "capability :mcp.stream.start: key :endpoint: must not be empty: give an endpoint"},
 		{CapStart, ok.Assoc(kw("processor"), rtfs.Symbol("missing")), `capability :mcp.stream.start: key :processor: no function named "missing"`},
 		{CapStart, ok.Assoc(kw("queue-capacity"), rtfs.Int(0)), "key :queue-capacity: must be a positive int, got 0"},
 		{CapStart, ok.Assoc(kw("initial_state"), rtfs.Int(0)), "unknown key :initial_state (did you mean :initial-state?)"},
-		{CapStart, ok.Assoc(kw("transport"), kw("carrier-pigeon")), "key :transport: no transport for :carrier-pigeon"},
+		{CapStart, ok.Assoc(kw("transport"), kw("carrier-pigeon")), "key :transport: no transport :carrier-pigeon (this host has :mock)"},
 		{CapInspect, rtfs.MapOf(kw("stream-id"), rtfs.String("nope")), `capability :mcp.stream.inspect: key :stream-id: no stream with id "nope"`},
 		{CapInspect, rtfs.MapOf(kw("include-state"), rtfs.String("yes")), "key :include-state: expected bool, got string"},
 		{CapCancel, rtfs.MapOf(), "capability :mcp.stream.cancel: key :stream-id: required string is missing"},

@@ -141,35 +141,8 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
-// chooseTransport picks the transport name: the explicit :transport, else
-// "mock" for a mock: URL, "mcp-sse" for a URL whose path ends in /mcp-sse
-// (legacy MCP), "mcp" for a path ending in /mcp, else "sse". The endpoint
-// decides when it is an absolute URL, else the server URL.
-func chooseTransport(explicit, endpoint, serverURL string) string {
-	if explicit != "" {
-		return explicit
-	}
-	target := serverURL
-	if isAbsolute(endpoint) {
-		target = endpoint
-	}
-	u, err := url.Parse(target)
-	if err != nil {
-		return "sse"
-	}
-	if u.Scheme == "mock" {
-		return "mock"
-	}
-	path := strings.TrimRight(u.Path, "/")
-	switch {
-	case strings.HasSuffix(path, "/mcp-sse"):
-		return "mcp-sse"
-	case strings.HasSuffix(path, "/mcp"):
-		return "mcp"
-	}
-	return "sse"
-}
-
+// isAbsolute reports whether an endpoint is a URL of its own rather than a
+// path under the server URL (or a tool name).
 func isAbsolute(s string) bool {
 	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "mock:")
 }

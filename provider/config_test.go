@@ -60,6 +60,8 @@ func equalHeader(a, b http.Header) bool {
 	return true
 }
 
+// TestChooseTransport: the catalog picks the transport from the URL
+// unless the start call names one.
 func TestChooseTransport(t *testing.T) {
 	cases := []struct{ explicit, endpoint, server, want string }{
 		{"", "weather.monitor.v1", "http://127.0.0.1:2025/sse", "sse"},
@@ -69,10 +71,16 @@ func TestChooseTransport(t *testing.T) {
 		{"", "mock://x", "http://127.0.0.1:2025/sse", "mock"},
 		{"mock", "weather.monitor.v1", "http://127.0.0.1:2025/mcp", "mock"},
 	}
+	cat := catalogOf(map[string]transport.StreamTransport{"sse": nil, "mcp": nil, "mcp-sse": nil, "mock": nil})
 	for _, c := range cases {
-		if got := chooseTransport(c.explicit, c.endpoint, c.server); got != c.want {
-			t.Errorf("chooseTransport(%q, %q, %q) = %q, want %q", c.explicit, c.endpoint, c.server, got, c.want)
+		def := definition{endpoint: c.endpoint, serverURL: c.server}
+		k, err := cat.Choose(c.explicit, def.target())
+		if err != nil || k.Name != c.want {
+			t.Errorf("Choose(%q) for endpoint %q on %q = %q, %v; want %q", c.explicit, c.endpoint, c.server, k.Name, err, c.want)
 		}
+	}
+	if _, err := cat.Choose("", "ftp://x/y"); err == nil || !strings.Contains(err.Error(), "name one with :transport") {
+		t.Errorf("an ftp URL: %v", err)
 	}
 }
 
@@ -97,7 +105,7 @@ func (r *recordingTransport) Run(ctx context.Context, spec transport.Spec, _ str
 func TestSpecAndSecrets(t *testing.T) {
 	rec := &recordingTransport{}
 	env := map[string]string{EnvStreamBearerToken: "s3cret-token", EnvStreamEndpoint: "http://user:pw@127.0.0.1:9/sse?key=s3cret-key"}
-	f := newFixture(t, Options{LookupEnv: envOf(env), Transports: map[string]transport.StreamTransport{"sse": rec}})
+	f := newFixture(t, Options{LookupEnv: envOf(env), Transports: catalogOf(map[string]transport.StreamTransport{"sse": rec})})
 	id, err := f.p.Start(StartRequest{Endpoint: "weather.monitor.v1", goProc: counter(),
 		Config: rtfs.MapOf(kw("city"), rtfs.String("Paris"), kw("limit"), rtfs.Int(3), kw("units"), kw("metric"), kw("skip"), rtfs.Nil)})
 	if err != nil {
@@ -105,14 +113,14 @@ func TestSpecAndSecrets(t *testing.T) {
 	}
 	f.waitFor("the transport", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.specs) == 1 })
 	sp := rec.specs[0]
-	if sp.StreamID != id || sp.Endpoint != "weather.monitor.v1" || sp.ServerURL != env[EnvStreamEndpoint] || sp.RetryAttempts != 3 {
+	if sp.StreamID != id || sp.Endpoint != "weather.monitor.v1" || sp.HTTP.ServerURL != env[EnvStreamEndpoint] || sp.RetryAttempts != 3 {
 		t.Errorf("spec = %+v", sp)
 	}
-	if sp.Header.Get("Authorization") != "Bearer s3cret-token" {
-		t.Errorf("auth header = %q", sp.Header.Get("Authorization"))
+	if sp.HTTP.Header.Get("Authorization") != "Bearer s3cret-token" {
+		t.Errorf("auth header = %q", sp.HTTP.Header.Get("Authorization"))
 	}
-	if len(sp.Query) != 3 || sp.Query["city"] != "Paris" || sp.Query["limit"] != "3" || sp.Query["units"] != "metric" {
-		t.Errorf("query = %v", sp.Query)
+	if len(sp.HTTP.Query) != 3 || sp.HTTP.Query["city"] != "Paris" || sp.HTTP.Query["limit"] != "3" || sp.HTTP.Query["units"] != "metric" {
+		t.Errorf("query = %v", sp.HTTP.Query)
 	}
 	if string(sp.Arguments) == "" || !strings.Contains(string(sp.Arguments), `"city":"Paris"`) {
 		t.Errorf("arguments = %s", sp.Arguments)

@@ -23,6 +23,7 @@ func (p *Provider) Status(id string) (Status, error) {
 // an error.
 func (p *Provider) Pause(id string) (Status, error) {
 	return p.control(id, "pause", func(s *stream) {
+		s.obs.Directive("pause", "request")
 		s.st, s.resumeAt = StatePaused, time.Time{}
 	})
 }
@@ -32,6 +33,7 @@ func (p *Provider) Pause(id string) (Status, error) {
 // error.
 func (p *Provider) Resume(id string) (Status, error) {
 	return p.control(id, "resume", func(s *stream) {
+		s.obs.Directive("resume", "request")
 		s.st, s.resumeAt = StateActive, time.Time{}
 	})
 }
@@ -50,6 +52,7 @@ func (p *Provider) Cancel(id string) (Status, error) {
 		return Status{}, errDormant(id, "cancel")
 	}
 	if !s.st.Terminal() {
+		s.obs.Directive("cancel", "request")
 		s.cancelLocked("request")
 	}
 	st := s.statusLocked()

@@ -117,7 +117,7 @@ func TestCloseInterruptsStreams(t *testing.T) {
 // T7: the inspect map of a stream without a transport (manual connect), fed
 // through Deliver; the include flags leave keys out; the summary.
 func TestInspectFields(t *testing.T) {
-	f := newFixture(t, Options{ManualConnect: true, Transports: map[string]transport.StreamTransport{}})
+	f := newFixture(t, Options{ManualConnect: true, Transports: catalogOf(map[string]transport.StreamTransport{})})
 	id := f.start(StartRequest{StreamID: "s-1", InitialState: rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(0)), goProc: counter()})
 	if err := f.p.Deliver(context.Background(), id, transport.Chunk{Data: []byte(`{"payload":"alpha"}`), ID: "c1"}); err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func TestStartErrors(t *testing.T) {
 		{StartRequest{Transport: "mock", goProc: counter()}, "start stream: :endpoint: must not be empty"},
 		{StartRequest{Endpoint: "e", Transport: "mock", StreamID: "dup", goProc: counter()}, `start stream: :stream-id: a stream with id "dup" already exists`},
 		{StartRequest{Endpoint: "e", Transport: "mock", QueueCapacity: -1, goProc: counter()}, ":queue-capacity: must be positive, got -1"},
-		{StartRequest{Endpoint: "e", Transport: "mcp", goProc: counter()}, ":transport: no transport for :mcp (configured: :mock)"},
+		{StartRequest{Endpoint: "e", Transport: "mcp", goProc: counter()}, ":transport: no transport :mcp (this host has :mock)"},
 		{StartRequest{Endpoint: "e", Transport: "mock"}, ":processor: a processor function is required"},
 		{StartRequest{Endpoint: "e", Transport: "mock", Processor: rtfs.Symbol("nope"), Globals: g}, `:processor: no function named "nope" is defined in test.rtfs`},
 		{StartRequest{Endpoint: "e", Transport: "mock", Processor: rtfs.String("not-fn"), Globals: g}, `:processor: "not-fn" is int 5, not a function`},
@@ -269,10 +269,10 @@ func (s *scriptedTransport) Run(ctx context.Context, spec transport.Spec, _ stri
 // Reconnects are counted; a transport's failure or panic, and a processor's
 // panic, end the stream in :error without crashing the host.
 func TestTransportAndProcessorFaults(t *testing.T) {
-	tr := map[string]transport.StreamTransport{
+	tr := catalogOf(map[string]transport.StreamTransport{
 		"fails":  &scriptedTransport{err: &transport.Error{Op: "connect", Status: 404, Permanent: true, Err: errors.New("not found")}},
 		"panics": &scriptedTransport{panicMsg: "transport bug"},
-	}
+	})
 	f := newFixture(t, Options{Transports: tr})
 	id := f.start(StartRequest{Transport: "fails", goProc: counter()})
 	st := f.await(id)

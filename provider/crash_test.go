@@ -221,7 +221,7 @@ func crashChildMain(role, dir, url string) error {
 	if role == "mock" {
 		tr = mk
 	}
-	p := New(Options{Store: store, LookupEnv: noEnv, ServerURL: url, Transports: map[string]transport.StreamTransport{role: tr}})
+	p := New(Options{Store: store, LookupEnv: noEnv, ServerURL: url, Transports: catalogOf(map[string]transport.StreamTransport{role: tr})})
 	defer p.Close()
 	ctx := context.Background()
 	if err := p.Recover(ctx); err != nil {

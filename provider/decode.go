@@ -85,7 +85,7 @@ func controlAction(chunk rtfs.Value) action {
 
 // A metaBuilder builds the metadata maps of one stream's chunks, the
 // processor's third argument: {:stream-id :seq :event :id :received-at-ms
-// :endpoint}. The worker builds one only for a processor that reads its
+// :endpoint}, and :fd for a process transport's chunks. The worker builds one only for a processor that reads its
 // metadata (processor.wantsMeta). Each chunk gets a map of its own, but the
 // boxed values in it are shared where they can be: the stream id and the
 // endpoint are boxed once per stream, and the :event, :id and
@@ -123,6 +123,17 @@ func (mb *metaBuilder) build(it *item) rtfs.Value {
 	if ms := it.received.UnixMilli(); mb.msVal == nil || ms != mb.ms {
 		mb.ms, mb.msVal = ms, rtfs.Int(ms)
 	}
+	if it.fd != "" {
+		return rtfs.MapOf(
+			rtfs.Keyword("stream-id"), mb.id,
+			rtfs.Keyword("seq"), rtfs.Int(it.seq),
+			rtfs.Keyword("event"), mb.eventVal,
+			rtfs.Keyword("id"), mb.idVal,
+			rtfs.Keyword("received-at-ms"), mb.msVal,
+			rtfs.Keyword("endpoint"), mb.endpoint,
+			rtfs.Keyword("fd"), fdValue(it.fd),
+		)
+	}
 	return rtfs.MapOf(
 		rtfs.Keyword("stream-id"), mb.id,
 		rtfs.Keyword("seq"), rtfs.Int(it.seq),
@@ -132,6 +143,19 @@ func (mb *metaBuilder) build(it *item) rtfs.Value {
 		rtfs.Keyword("endpoint"), mb.endpoint,
 	)
 }
+
+// fdValue is a process chunk's :fd, a keyword (:stdout, :stderr).
+func fdValue(fd string) rtfs.Value {
+	switch fd {
+	case "stdout":
+		return kwStdout
+	case "stderr":
+		return kwStderr
+	}
+	return rtfs.Keyword(fd)
+}
+
+var kwStdout, kwStderr rtfs.Value = rtfs.Keyword("stdout"), rtfs.Keyword("stderr")
 
 // eventValue is the :event of a chunk: its SSE event name, nil for none.
 func eventValue(name string) rtfs.Value {

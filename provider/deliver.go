@@ -66,6 +66,7 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 		}
 	}
 	s.seq++
+	s.obs.ChunkReceived(len(c.Data))
 	s.enqueueLocked(c, chunk, ctrl, seq, journal)
 	wake := s.wakeLocked()
 	s.mu.Unlock()
@@ -106,7 +107,7 @@ func (s *stream) waitRoomLocked(ctx context.Context, ctrl action) error {
 // or, for a control chunk that jumps a full queue, to the control list.
 // journaled says that the chunk is in the stream's journal.
 func (s *stream) enqueueLocked(c transport.Chunk, chunk rtfs.Value, ctrl action, seq int64, journaled bool) {
-	it := item{chunk: chunk, event: c.Event, id: c.ID, received: c.ReceivedAt, seq: seq, ctrl: ctrl, journaled: journaled}
+	it := item{chunk: chunk, event: c.Event, id: c.ID, fd: c.FD, received: c.ReceivedAt, seq: seq, ctrl: ctrl, journaled: journaled}
 	s.stats.lastEvent = c.ReceivedAt
 	if s.queue.len() >= s.def.capacity {
 		s.ctrl = append(s.ctrl, it)
@@ -116,10 +117,12 @@ func (s *stream) enqueueLocked(c transport.Chunk, chunk rtfs.Value, ctrl action,
 }
 
 // Reconnecting implements transport.ReconnectObserver.
-func (s *stream) Reconnecting(int, time.Duration, error) {
+func (s *stream) Reconnecting(attempt int, _ time.Duration, cause error) {
 	s.mu.Lock()
 	s.stats.reconnects++
+	obs := s.obs
 	s.mu.Unlock()
+	obs.Reconnecting(attempt, cause)
 }
 
 // wakeLocked reports whether a chunk just queued must wake the worker: only

@@ -1,11 +1,13 @@
 package provider
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
 )
 
 // A processor's result, parsed and applied in one place (DESIGN §4.2): the
@@ -155,6 +157,7 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (rtfs.Value, [
 		s.lastOut, out = v, v
 		s.stats.outputs++
 	}
+	s.obs.Directive(actionNames[d.act], d.reason)
 	s.directLocked(d, out)
 	return out, s.subs
 }
@@ -193,7 +196,11 @@ func (s *stream) directLocked(d directive, out rtfs.Value) {
 // :error with the transport's message after a failure.
 func (s *stream) endOfSourceLocked() {
 	if s.srcErr != nil {
-		s.finishLocked(StateError, "error", "transport: "+s.srcErr.Error())
+		reason := "error"
+		if errors.Is(s.srcErr, transport.ErrSourceLost) {
+			reason = "source-lost" // docs/durability.md: a source that cannot resume
+		}
+		s.finishLocked(StateError, reason, "transport: "+s.srcErr.Error())
 		return
 	}
 	s.result = s.lastOut
@@ -225,9 +232,15 @@ func (s *stream) fail(format string, args ...any) {
 	s.finishLocked(StateError, "error", fmt.Sprintf(format, args...))
 }
 
+// dropQueueLocked drops and counts the chunks still queued (those of the
+// queue and the control chunks that jumped it).
 func (s *stream) dropQueueLocked() {
-	s.stats.dropped += int64(s.queue.clear() + len(s.ctrl))
+	n := s.queue.clear() + len(s.ctrl)
+	s.stats.dropped += int64(n)
 	s.ctrl = nil
+	if n > 0 {
+		s.obs.ChunksDropped(n)
+	}
 }
 
 // kindOf names a value for messages: its kind, and its printed form when short.

@@ -77,9 +77,9 @@ func redirector(t *testing.T, target string) *httptest.Server {
 
 func netFixture(t *testing.T, serverURL string, env map[string]string, policy *egress.Policy, idle time.Duration) *fixture {
 	return newFixture(t, Options{
-		Transports: map[string]transport.StreamTransport{
+		Transports: catalogOf(map[string]transport.StreamTransport{
 			"sse": &sse.Transport{}, "mcp": mcp.Streamable{}, "mcp-sse": mcp.LegacySSE{},
-		},
+		}),
 		LookupEnv:     envOf(env),
 		ServerURL:     serverURL,
 		RetryAttempts: 1,

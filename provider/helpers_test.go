@@ -3,7 +3,9 @@ package provider
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +15,9 @@ import (
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
+	tmcp "github.com/rtfshost/rtfshost/transport/mcp"
 	"github.com/rtfshost/rtfshost/transport/mock"
+	"github.com/rtfshost/rtfshost/transport/sse"
 )
 
 // TestMain runs the tests, or, in a child process of the crash tests, the
@@ -40,7 +44,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
 	f := &fixture{t: t, mock: &mock.Transport{}}
 	if opts.Transports == nil {
-		opts.Transports = map[string]transport.StreamTransport{"mock": f.mock}
+		opts.Transports = catalogOf(map[string]transport.StreamTransport{"mock": f.mock})
 	}
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = noEnv
@@ -214,4 +218,26 @@ func isEnded(err error) bool { return errors.Is(err, mock.ErrEnded) || errors.Is
 // rtfsChunk is the mock chunk {"n":n}.
 func rtfsChunk(n int) transport.Chunk {
 	return transport.Chunk{Data: []byte(`{"n":` + itoa(int64(n)) + `}`)}
+}
+
+// catalogOf makes a catalog of test transports: a name of a real transport
+// gets that transport's kind (detection, keys) with impl as its
+// implementation; any other name a bare kind chosen by name only.
+func catalogOf(m map[string]transport.StreamTransport) *transport.Catalog {
+	var kinds []transport.Kind
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		k := transport.Kind{Name: name}
+		switch name {
+		case "sse":
+			k = sse.Kind()
+		case "mcp":
+			k = tmcp.StreamableKind()
+		case "mcp-sse":
+			k = tmcp.LegacyKind()
+		case "mock":
+			k = mock.Kind(nil)
+		}
+		kinds = append(kinds, k.With(m[name]))
+	}
+	return transport.NewCatalog(kinds...)
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -25,10 +26,14 @@ type persister struct {
 	programs map[string]*rtfs.Program // by hash: saved (or loaded) by this provider
 }
 
-func newPersister(store persistence.Store) *persister {
+func newPersister(store persistence.Store, obs Observer) *persister {
+	var copts persistence.CommitterOptions
+	if obs != nil {
+		copts.OnCommit = obs.StoreCommitted
+	}
 	return &persister{
 		store:    store,
-		com:      persistence.NewCommitter(store, persistence.CommitterOptions{}),
+		com:      persistence.NewCommitter(store, copts),
 		programs: make(map[string]*rtfs.Program),
 	}
 }
@@ -416,6 +421,11 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 		journal: st.journal, idleMs: idleMillis(s.def.idle),
 	}
 	var err error
+	if len(s.def.keys) > 0 {
+		if def.tkeys, err = json.Marshal(s.def.keys); err != nil {
+			return nil, fmt.Errorf("encode transport keys: %w", err)
+		}
+	}
 	switch {
 	case req.goProc != nil:
 		def.procRef = procGo

@@ -285,7 +285,7 @@ func TestPersistProgressCommitFailure(t *testing.T) {
 	g := compileGlobals(t, countSrc)
 	fs := storetest.NewFaultStore(persistence.NewMemStore())
 	tr := &mock.Transport{}
-	f := newFixture(t, Options{Store: fs, Transports: map[string]transport.StreamTransport{"mock": replaying{tr}}})
+	f := newFixture(t, Options{Store: fs, Transports: catalogOf(map[string]transport.StreamTransport{"mock": replaying{tr}})})
 	f.mock = tr
 	id := startCount(f, g, "progress-fail", rtfs.Symbol("proc"))
 	fs.FailNext(1, errors.New("disk on fire"))
@@ -454,7 +454,7 @@ type specRecorder struct {
 
 func (r *specRecorder) Run(ctx context.Context, spec transport.Spec, cursor string, sink transport.Sink) error {
 	r.mu.Lock()
-	r.urls = append(r.urls, spec.ServerURL)
+	r.urls = append(r.urls, spec.HTTP.ServerURL)
 	r.mu.Unlock()
 	<-ctx.Done()
 	return ctx.Err()
@@ -481,7 +481,7 @@ func TestPersistRecoveredStreamKeepsItsServer(t *testing.T) {
 	open := func(serverURL string) (*Provider, *specRecorder) {
 		rec := &specRecorder{}
 		p := New(Options{Store: store, ServerURL: serverURL, LookupEnv: noEnv,
-			Transports: map[string]transport.StreamTransport{"sse": rec}})
+			Transports: catalogOf(map[string]transport.StreamTransport{"sse": rec})})
 		return p, rec
 	}
 	p, rec := open("http://127.0.0.1:9123/sse")

@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,10 +48,11 @@ import (
 // (streams then only receive chunks through Provider.Deliver), no
 // capabilities for processors, the process environment.
 type Options struct {
-	// Transports maps a transport name ("sse", "mcp", "mcp-sse", "mock") to the
-	// transport that serves it. A start call names one with :transport, or
-	// the provider picks it from the URL (see docs/streams.md).
-	Transports map[string]transport.StreamTransport
+	// Transports is the catalog of transports streams may use
+	// (host.DefaultTransports is the usual set). A start call names one
+	// with :transport, or the catalog picks it from the URL (see
+	// docs/transports.md). Nil means none.
+	Transports *transport.Catalog
 	// Capabilities serves the host calls that processors make; nil means a
 	// processor's (call ...) fails with a catchable error.
 	Capabilities *capabilities.Registry
@@ -101,6 +101,9 @@ type Options struct {
 	// which Close closes; the caller owns the Store and closes it after the
 	// provider. Recover reloads the streams a store holds.
 	Store persistence.Store
+	// Observer, when set, is told what the streams do, for metrics and
+	// traces (see Observer); nil observes nothing.
+	Observer Observer
 }
 
 // A Provider manages streams. It is safe for concurrent use. Its zero value is
@@ -126,6 +129,10 @@ type Provider struct {
 	ownBase *http.Transport   // base, when the provider made it (closed by Close)
 }
 
+// Transports returns the provider's transport catalog (Options.Transports),
+// from which the start schemas are derived.
+func (p *Provider) Transports() *transport.Catalog { return p.opts.Transports }
+
 // ErrClosed is returned by operations on a closed Provider.
 var ErrClosed = errors.New("stream provider is closed")
 
@@ -138,11 +145,6 @@ func New(opts Options) *Provider {
 	if opts.RetryAttempts <= 0 {
 		opts.RetryAttempts = defaultRetryAttempts
 	}
-	transports := make(map[string]transport.StreamTransport, len(opts.Transports))
-	for name, t := range opts.Transports {
-		transports[strings.TrimPrefix(name, ":")] = t
-	}
-	opts.Transports = transports
 	p := &Provider{
 		opts:    opts,
 		cfg:     resolveConfig(opts.LookupEnv, opts.ServerURL, !opts.ManualConnect),
@@ -167,7 +169,7 @@ func New(opts Options) *Provider {
 		p.opts.IdleTimeout = p.cfg.idleTimeout
 	}
 	if opts.Store != nil {
-		p.ps = newPersister(opts.Store)
+		p.ps = newPersister(opts.Store, opts.Observer)
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p
@@ -241,8 +243,7 @@ func (p *Provider) StreamIDs() []string {
 // for them: the worker, and the transport's when the stream connects. A
 // non-nil start batch is committed first (a new persisted stream).
 func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) error {
-	_, connect := p.opts.Transports[s.def.transport]
-	connect = connect && p.cfg.autoConnect
+	connect := s.def.kind.Transport != nil && p.cfg.autoConnect
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -252,6 +253,7 @@ func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) err
 		return &keyError{"stream-id", fmt.Errorf("a stream with id %q already exists", s.id)}
 	}
 	if fresh && p.opts.MaxStreams > 0 && len(p.liveLocked()) >= p.opts.MaxStreams {
+		p.limitHit("max-streams")
 		return fmt.Errorf("%w: %d streams are running, the most this host allows", ErrTooManyStreams, p.opts.MaxStreams)
 	}
 	if start != nil {
@@ -375,17 +377,4 @@ func (p *Provider) Summary(opts InspectOptions) rtfs.Value {
 		rtfs.Keyword("persistence-enabled"), rtfs.Bool(p.ps != nil),
 		rtfs.Keyword("observed-at-epoch-ms"), rtfs.Int(now.UnixMilli()),
 	)
-}
-
-// transportNames lists the configured transports, for messages.
-func (p *Provider) transportNames() string {
-	names := make([]string, 0, len(p.opts.Transports))
-	for n := range p.opts.Transports {
-		names = append(names, ":"+n)
-	}
-	sort.Strings(names)
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, " ")
 }

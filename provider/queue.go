@@ -33,6 +33,7 @@ type flow struct {
 type item struct {
 	chunk     rtfs.Value
 	event, id string
+	fd        string // the file descriptor of a process transport's chunk ("" for others)
 	received  time.Time
 	seq       int64
 	ctrl      action // the chunk's own directive, or actNone

@@ -230,7 +230,8 @@ type defRecord struct {
 	capacity  int64
 	config    []byte // encoded :config map, empty if none
 	journal   bool
-	idleMs    int64 // the start call's idle timeout in ms: 0 default, -1 none (absent in older records)
+	idleMs    int64  // the start call's idle timeout in ms: 0 default, -1 none (absent in older records)
+	tkeys     []byte // the transport's own start keys as a JSON object, empty if none (absent in older records)
 }
 
 func (r *defRecord) encode() []byte {
@@ -249,6 +250,7 @@ func (r *defRecord) encode() []byte {
 	e.bytes(r.config)
 	e.bool(r.journal)
 	e.int(r.idleMs)
+	e.bytes(r.tkeys)
 	return persistence.EncodeRecord(kindDefinition, recordVersion, e.b)
 }
 
@@ -269,6 +271,9 @@ func (r *defRecord) decode(key, data []byte) error {
 		r.journal = d.bool("journal")
 		if d.more() { // added after the first release: older records end here
 			r.idleMs = d.int("idle timeout")
+		}
+		if d.more() {
+			r.tkeys = d.bytes("transport keys")
 		}
 	})
 }

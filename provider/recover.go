@@ -2,9 +2,11 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rtfshost/rtfshost/persistence"
@@ -196,6 +198,14 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 		return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("queue capacity %d", d.capacity)}
 	}
 	def.idle = time.Duration(d.idleMs) * time.Millisecond
+	if len(d.tkeys) > 0 {
+		if err := json.Unmarshal(d.tkeys, &def.keys); err != nil {
+			return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("transport keys: %v", err)}
+		}
+	}
+	if err := p.chooseKind(&def, d.transport); err != nil {
+		return nil, fmt.Errorf("stream %s: %w", l.id, err)
+	}
 	if err := p.checkEgress(def); err != nil {
 		return nil, fmt.Errorf("stream %s: %w", l.id, err)
 	}
@@ -208,6 +218,7 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 		def.config = m
 	}
 	s := newStream(p, l.id, def, proc)
+	s.recovered = true
 	if d.order > 0 {
 		s.started = time.Unix(0, d.order)
 	}
@@ -364,15 +375,16 @@ func (st *streamStore) restoreJournal(l *loaded) {
 func (p *Provider) registerRecovered(s *stream) error {
 	run := !s.st.Terminal() && p.cfg.autoConnect
 	if run {
-		if _, ok := p.opts.Transports[s.def.transport]; !ok {
+		if s.def.kind.Transport == nil {
 			s.cancel()
-			return fmt.Errorf("no transport for :%s (configured: %s)", s.def.transport, p.transportNames())
+			return fmt.Errorf("no transport :%s in this host (it has :%s)", s.def.transport, strings.Join(p.opts.Transports.Names(), " :"))
 		}
 		if err := p.register(s, nil, false); err != nil {
 			s.cancel()
 			return err
 		}
 		queued := s.queue.len()
+		s.recovered = true
 		p.launch(s)
 		p.log.Info("stream recovered", "stream", s.id, "cursor", s.startCursor, "journaled", queued)
 		return nil

@@ -2,8 +2,11 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,9 +36,14 @@ type StartRequest struct {
 	Config *rtfs.Map
 	// QueueCapacity bounds the queue (0 means the provider's default).
 	QueueCapacity int
-	// Transport names the transport ("sse", "mcp", "mcp-sse", "mock"); empty
+	// Transport names the transport (one of Options.Transports); empty
 	// means: chosen from the URL.
 	Transport string
+	// TransportKeys are the start call's keys that only its transport
+	// reads (for :stdio and :exec :command, :args, :env, ...), as JSON
+	// with keywords as their names. A key the chosen transport does not
+	// read is an error naming the transports that do.
+	TransportKeys map[string]json.RawMessage
 	// ServerURL overrides the provider's server URL for this stream.
 	ServerURL string
 	// StreamID sets the stream's id; empty means a generated
@@ -46,6 +54,11 @@ type StartRequest struct {
 	// the idle timeout.
 	IdleTimeout time.Duration
 
+	// Context carries the starting caller's trace context to the
+	// Observer (the stream's span is its child); nil means none. It does
+	// not bound the stream.
+	Context context.Context
+
 	goProc processor // tests: a Go processor instead of Processor
 }
 
@@ -53,7 +66,10 @@ type StartRequest struct {
 type definition struct {
 	endpoint  string
 	transport string
-	serverURL string // resolved; may carry credentials, shown redacted
+	kind      transport.Kind             // the catalog's kind named transport; zero when it has none (manual connect)
+	keys      map[string]json.RawMessage // the transport's own start keys, persisted
+	tconf     any                        // kind.Configure(keys)
+	serverURL string                     // resolved; may carry credentials, shown redacted
 	procName  string
 	initial   rtfs.Value
 	capacity  int
@@ -69,6 +85,7 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	s.startCtx = req.Context
 	var batch *persistence.Batch
 	if p.ps != nil {
 		if batch, err = p.persistNew(s, req); err != nil {
@@ -86,7 +103,14 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 
 func (p *Provider) newStream(req StartRequest) (*stream, error) {
 	if strings.TrimSpace(req.Endpoint) == "" {
-		return nil, &keyError{"endpoint", errors.New("must not be empty")}
+		// Only a transport that takes no endpoint (:exec) does without.
+		if k, ok := p.opts.Transports.Lookup(strings.TrimSpace(req.Transport)); !ok || k.Endpoint != "" {
+			what := "an endpoint"
+			if ok {
+				what = k.Endpoint
+			}
+			return nil, &keyError{"endpoint", fmt.Errorf("must not be empty: give %s", what)}
+		}
 	}
 	proc, err := p.processorFor(req)
 	if err != nil {
@@ -110,16 +134,16 @@ func (p *Provider) newStream(req StartRequest) (*stream, error) {
 		def.initial = rtfs.MapOf()
 	}
 	def.idle = req.IdleTimeout
-	def.transport = chooseTransport(strings.TrimPrefix(req.Transport, ":"), def.endpoint, def.serverURL)
+	def.keys = req.TransportKeys
+	if err := p.chooseKind(&def, req.Transport); err != nil {
+		return nil, err
+	}
 	if err := p.checkEgress(def); err != nil {
 		return nil, err
 	}
-	if _, ok := p.opts.Transports[def.transport]; !ok && p.cfg.autoConnect {
-		return nil, &keyError{"transport", fmt.Errorf("no transport for :%s (configured: %s)", def.transport, p.transportNames())}
-	}
 	id := req.StreamID
 	if id == "" {
-		id = p.NewStreamID(def.endpoint)
+		id = p.NewStreamID(def.name())
 	} else if strings.ContainsRune(id, 0) {
 		return nil, &keyError{"stream-id", errors.New("must not contain a NUL character")}
 	}
@@ -182,10 +206,11 @@ func resolveProcessor(v rtfs.Value, g *rtfs.Globals) (rtfs.Value, string, error)
 func (p *Provider) launch(s *stream) {
 	s.mu.Lock()
 	connect := s.taskPresent
+	p.observe(s.startCtx, s, s.recovered)
 	s.mu.Unlock()
 	go s.work()
 	if connect {
-		go s.runTransport(p.opts.Transports[s.def.transport], p.spec(s))
+		go s.runTransport(s.def.kind.Transport, p.spec(s))
 	}
 	p.log.Debug("stream started", "stream", s.id, "endpoint", s.def.endpoint, "transport", s.def.transport)
 }
@@ -199,18 +224,78 @@ func (d *definition) target() string {
 	return d.serverURL
 }
 
-// checkEgress refuses a stream whose target the egress policy does not
-// allow, naming the key that chose it.
-func (p *Provider) checkEgress(def definition) error {
-	if def.transport == "mock" {
+// chooseKind sets def's transport from the catalog: the one explicit
+// names, else the one its target URL selects; then checks its transport
+// keys and configures it. Without a catalog entry a stream can still run
+// under manual connect, fed by Deliver.
+func (p *Provider) chooseKind(def *definition, explicit string) error {
+	kind, err := p.opts.Transports.Choose(explicit, def.target())
+	if err != nil {
+		if p.cfg.autoConnect {
+			return &keyError{"transport", err}
+		}
+		def.transport = strings.TrimPrefix(strings.TrimSpace(explicit), ":")
 		return nil
 	}
-	if err := p.opts.Egress.CheckURL(def.target()); err != nil {
-		key := "server-url"
-		if isAbsolute(def.endpoint) {
-			key = "endpoint"
+	def.kind, def.transport = kind, kind.Name
+	for key := range def.keys {
+		if !slices.ContainsFunc(kind.Keys, func(k transport.Key) bool { return k.Name == key }) {
+			return &keyError{key, fmt.Errorf("is not read by :%s%s", kind.Name, p.readersOf(key))}
 		}
-		return &keyError{key, err}
+	}
+	if kind.Configure != nil {
+		cfg, err := kind.Configure(def.keys)
+		if err != nil {
+			return &keyError{"transport", fmt.Errorf(":%s: %w", kind.Name, err)}
+		}
+		def.tconf = cfg
+	}
+	return nil
+}
+
+// readersOf names the transports that read start key key, for an error.
+func (p *Provider) readersOf(key string) string {
+	for _, u := range p.opts.Transports.Keys() {
+		if u.Name == key {
+			return " (it is for :" + strings.Join(u.Transports, ", :") + ")"
+		}
+	}
+	return ""
+}
+
+// name is what a generated stream id starts with: the endpoint, else the
+// program a process transport runs, else the transport's name.
+func (d *definition) name() string {
+	if d.endpoint != "" {
+		return d.endpoint
+	}
+	if sp, ok := d.tconf.(transport.Spawner); ok {
+		return filepath.Base(sp.Executable())
+	}
+	return d.transport
+}
+
+// checkEgress refuses a stream whose target the egress policy does not
+// allow, naming the key that chose it: a URL for network transports, the
+// executable for process transports.
+func (p *Provider) checkEgress(def definition) error {
+	switch def.kind.Target {
+	case transport.TargetURL:
+		if err := p.opts.Egress.CheckURL(def.target()); err != nil {
+			key := "server-url"
+			if isAbsolute(def.endpoint) {
+				key = "endpoint"
+			}
+			return &keyError{key, err}
+		}
+	case transport.TargetCommand:
+		sp, ok := def.tconf.(transport.Spawner)
+		if !ok {
+			return &keyError{"command", fmt.Errorf(":%s names no program to run", def.transport)}
+		}
+		if err := p.opts.Egress.CheckCommand(sp.Executable(), sp.EnvNames()); err != nil {
+			return &keyError{"command", err}
+		}
 	}
 	return nil
 }
@@ -232,23 +317,31 @@ func (p *Provider) idleTimeout(def *definition) time.Duration {
 func (p *Provider) spec(s *stream) transport.Spec {
 	sp := transport.Spec{
 		StreamID:      s.id,
-		ServerURL:     s.def.serverURL,
 		Endpoint:      s.def.endpoint,
+		Config:        s.def.tconf,
 		RetryAttempts: p.opts.RetryAttempts,
 		MaxEventBytes: transport.DefaultMaxEventBytes,
-		Header:        p.cfg.cred.HeaderFor(s.def.target()),
 		Logger:        p.opts.Logger,
-		Client: egress.Client(egress.ClientOptions{
-			Base:        p.base,
-			Policy:      p.opts.Egress,
-			Credential:  p.cfg.cred,
-			IdleTimeout: p.idleTimeout(&s.def),
-		}),
+		Resumed:       s.recovered,
 	}
 	if s.def.config != nil {
-		sp.Query = queryOf(s.def.config)
 		if b, err := rtfs.ToJSON(s.def.config); err == nil {
 			sp.Arguments = b
+		}
+	}
+	if s.def.kind.Target == transport.TargetURL {
+		sp.HTTP = transport.HTTP{
+			ServerURL: s.def.serverURL,
+			Header:    p.cfg.cred.HeaderFor(s.def.target()),
+			Client: egress.Client(egress.ClientOptions{
+				Base:        p.base,
+				Policy:      p.opts.Egress,
+				Credential:  p.cfg.cred,
+				IdleTimeout: p.idleTimeout(&s.def),
+			}),
+		}
+		if s.def.config != nil {
+			sp.HTTP.Query = queryOf(s.def.config)
 		}
 	}
 	return sp
@@ -328,8 +421,7 @@ func (p *Provider) persistNew(s *stream, req StartRequest) (*persistence.Batch, 
 		fn = rp.fn
 	}
 	prog := programOf(req.Globals, fn)
-	t := p.opts.Transports[s.def.transport]
-	s.ps = newStreamStore(p.ps, s, codec{prog}, !replayable(t))
+	s.ps = newStreamStore(p.ps, s, codec{prog}, !replayable(s.def.kind.Transport))
 	b, err := p.startRecords(s, req, req.Globals, prog)
 	if err != nil {
 		return nil, fmt.Errorf("start stream %q: %w", s.id, err)

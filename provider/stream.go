@@ -82,9 +82,17 @@ type stream struct {
 	lifecycle // directive.go: status, state, outputs
 	stats     // stats.go: counters
 
-	subs    []*Subscription
-	exited  bool // the worker has exited; subs stays nil
-	dormant bool // recovered without connecting: inspect only
+	subs      []*Subscription
+	exited    bool // the worker has exited; subs stays nil
+	dormant   bool // recovered without connecting: inspect only
+	recovered bool // rebuilt from the store after a restart (transport.Spec.Resumed)
+
+	// obs observes the stream (nopObserver when nothing does); it is set by
+	// launch under mu before the stream's goroutines start, and observed
+	// says it is a real one. startCtx is StartRequest.Context.
+	obs      StreamObserver
+	observed bool
+	startCtx context.Context
 }
 
 func newStream(p *Provider, id string, def definition, proc processor) *stream {
@@ -92,12 +100,16 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 		p: p, id: id, def: def, proc: proc,
 		idVal: rtfs.String(id), epVal: rtfs.String(def.endpoint),
 		done: make(chan struct{}), epoch: time.Now(),
+		obs: nopObserver{},
 	}
 	s.wake = make(chan struct{}, 1)
 	s.st, s.state = StateActive, def.initial
 	s.started = s.epoch
 	s.lowWater = def.capacity - max(1, def.capacity/4)
 	s.ctx, s.cancel = context.WithCancel(p.ctx)
+	if rp, ok := proc.(*rtfsProcessor); ok {
+		rp.stream = id // its host calls say which stream made them
+	}
 	return s
 }
 
@@ -105,13 +117,19 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 // to the worker.
 func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec) {
 	defer s.p.wg.Done()
-	err := runGuarded(s.ctx, tr, spec, s.startCursor, s)
+	ctx := s.obs.TransportStarted(s.ctx)
+	err := runGuarded(ctx, tr, spec, s.startCursor, s)
 	s.mu.Lock()
 	s.taskActive = false
-	if !s.st.Terminal() && s.ctx.Err() == nil && !errors.Is(err, errEnded) {
+	failed := !s.st.Terminal() && s.ctx.Err() == nil && !errors.Is(err, errEnded)
+	if failed {
 		s.srcDone, s.srcErr = true, err
 	}
 	s.mu.Unlock()
+	if !failed {
+		err = nil
+	}
+	s.obs.TransportEnded(err)
 	s.signal()
 }
 

@@ -90,7 +90,14 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 	if w.wantMeta {
 		meta = w.meta.build(it)
 	}
+	var t0 time.Time
+	if s.observed {
+		t0 = time.Now()
+	}
 	res, err := callGuarded(s.ctx, s.proc, state, it.chunk, meta)
+	if s.observed {
+		s.obs.ProcessorCalled(it.seq, t0, time.Since(t0), err)
+	}
 	s.mu.Lock()
 	out, subs := s.applyLocked(it, res, err)
 	next := s.nextLocked()
@@ -232,6 +239,7 @@ func (s *stream) exit() {
 	subs := s.subs
 	s.subs, s.exited = nil, true
 	s.mu.Unlock()
+	s.obs.Ended(st)
 	if st.State.Terminal() {
 		s.publish(s.p.ctx, subs, Event{Kind: EventEnd, StreamID: s.id, Seq: -1, Status: st})
 	}

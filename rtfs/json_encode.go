@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/rtfshost/rtfshost/internal/jsontext"
 )
 
 // ToJSON encodes v as compact JSON, one way (DESIGN §7): nil is null;
@@ -118,46 +119,5 @@ func appendJSONMap(b []byte, m *Map, depth int, lenient bool) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendJSONString appends s quoted; invalid UTF-8 becomes U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
-			i++
-			start = i
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+func appendJSONString(b []byte, s string) []byte { return jsontext.AppendString(b, s) }

@@ -36,6 +36,9 @@ type Chunk struct {
 	ID string
 	// ReceivedAt is when the transport read the chunk from its source.
 	ReceivedAt time.Time
+	// FD names the output of a process transport the chunk came from,
+	// "stdout" or "stderr" (the metadata's :fd); "" for other transports.
+	FD string
 }
 
 // A Sink receives chunks from a transport. It is implemented by the provider.
@@ -66,33 +69,52 @@ type Replayable interface {
 	Replayable() bool
 }
 
-// Spec says what a transport connects to. It is built by the provider from the
-// stream's start call and is read-only for transports.
+// Spec says what a transport reads for one stream. It is built by the
+// provider from the stream's start call and is read-only for transports.
 type Spec struct {
 	// StreamID names the stream, for logs and errors.
 	StreamID string
-	// ServerURL is the resolved base URL (for SSE, e.g. http://127.0.0.1:2025/sse).
-	ServerURL string
-	// Endpoint is the stream's endpoint: a path under ServerURL, an absolute URL,
-	// or, for MCP transports, the tool name.
+	// Endpoint is the stream's endpoint: for raw SSE a path under the server
+	// URL or an absolute URL, for MCP transports (over HTTP or stdio) the
+	// tool name; process transports that take none get "".
 	Endpoint string
-	// Query holds the start call's :config as strings; SSE appends them to the URL.
-	Query map[string]string
-	// Arguments is the start call's :config as a JSON object; MCP transports send
-	// it as the tool's arguments.
+	// Arguments is the start call's :config as a JSON object; MCP
+	// transports send it as the tool's arguments.
 	Arguments []byte
-	// Header holds extra request headers, including the auth header. It carries
-	// secrets: transports never log it or put it in an error.
-	Header http.Header
+	// HTTP is set for transports that reach a URL (Kind.Target ==
+	// TargetURL) and is zero for the others.
+	HTTP HTTP
+	// Config is the transport's own configuration, made by its
+	// Kind.Configure from the start keys it reads (nil when it has none).
+	Config any
 	// RetryAttempts is the number of retries per failure streak (default 3).
 	RetryAttempts int
-	// MaxEventBytes bounds one event's size (default 16 MiB).
+	// MaxEventBytes bounds one event, line or message (default 16 MiB).
 	MaxEventBytes int
-	// Client is the HTTP client to use; nil means a default client without a
-	// total timeout (streams are long-lived).
-	Client *http.Client
 	// Logger receives the transport's logs; nil means no logs.
 	Logger *slog.Logger
+	// Resumed says the stream ran before a host restart and Run continues
+	// it. A transport that cannot resume its source (a process it started
+	// is gone) returns an error wrapping ErrSourceLost, unless its
+	// configuration says it may start the source again.
+	Resumed bool
+}
+
+// HTTP is the part of a Spec that network transports (raw SSE, MCP
+// Streamable HTTP, legacy MCP HTTP+SSE) use.
+type HTTP struct {
+	// ServerURL is the resolved base URL (for SSE, e.g.
+	// http://127.0.0.1:2025/sse; for MCP the MCP endpoint).
+	ServerURL string
+	// Query holds the start call's :config as strings; SSE appends them to
+	// the URL.
+	Query map[string]string
+	// Header holds extra request headers, including the auth header. It
+	// carries secrets: transports never log it or put it in an error.
+	Header http.Header
+	// Client is the HTTP client to use; nil means a default client without
+	// a total timeout (streams are long-lived).
+	Client *http.Client
 }
 
 // DefaultRetryAttempts and DefaultMaxEventBytes are the values used when a Spec
@@ -143,6 +165,12 @@ func (e *Error) Error() string {
 // Unwrap returns the cause, so errors.Is reaches ErrEventTooLarge or a
 // network error.
 func (e *Error) Unwrap() error { return e.Err }
+
+// ErrSourceLost is wrapped by the error of a transport that cannot go on
+// with a resumed stream's source (Spec.Resumed): the host ends the stream
+// in :error with the end reason :source-lost once its journaled chunks are
+// processed.
+var ErrSourceLost = errors.New("the source did not survive the host restart")
 
 // ErrEventTooLarge is wrapped by the error a transport returns when one event
 // exceeds Spec.MaxEventBytes.

@@ -37,6 +37,14 @@ func exampleCases() []exampleCase {
 			check: checkWeather,
 		},
 		{
+			file: "cli-agent.rtfs",
+			streams: map[string]streamWant{
+				"sh": {outputs: 6, state: "completed", endReason: "processor"},
+			},
+			result: `{"result":"The repository is healthy.","ok":true,"turns":3,"sentences":3,"text-events":6,
+				"tools":["list_files","run_tests"],"model":"demo-model"}`,
+		},
+		{
 			file: "backpressure.rtfs",
 			streams: map[string]streamWant{
 				"counter.v1": {outputs: 8, state: "completed", endReason: "processor"},
@@ -213,6 +221,20 @@ func (c *cli) testMCPToolExample(t *testing.T) {
 	c.checkMCPToolRun(t, c.run(t, "run", "--json", "--server-url", c.serverURL, path)) // issue 14 item 9: --server-url moves it
 	waitDefaultAddrFree(t)
 	c.checkMCPToolRun(t, c.run(t, "run", "--json", path))
+
+	// The same processor on :stdio: the reference server's tools served by
+	// "rtfshost localserver --stdio" as a child process (issue 11).
+	waitDefaultAddrFree(t)
+	const viaHTTP = "     :transport :mcp\n     :server-url mcp-url\n"
+	if !strings.Contains(string(src), viaHTTP) {
+		t.Fatalf("%s no longer starts its stream with %q", path, viaHTTP)
+	}
+	viaStdio := fmt.Sprintf("     :transport :stdio\n     :command %q :args [\"localserver\" \"--stdio\"]\n", c.bin)
+	stdio := filepath.Join(t.TempDir(), "mcp-tool-stdio.rtfs")
+	if err := os.WriteFile(stdio, []byte(strings.Replace(string(src), viaHTTP, viaStdio, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.checkMCPToolRun(t, c.run(t, "run", "--json", stdio))
 }
 
 // checkMCPToolRun checks the lines of a run of examples/mcp-tool.rtfs.

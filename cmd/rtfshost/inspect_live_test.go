@@ -27,7 +27,7 @@ func TestInspectLiveServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	source := &mock.Transport{}
-	h, err := host.New(host.Options{Streams: provider.Options{Transports: map[string]transport.StreamTransport{"mock": source}}})
+	h, err := host.New(host.Options{Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(source))}})
 	if err != nil {
 		t.Fatal(err)
 	}

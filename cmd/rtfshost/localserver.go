@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -11,15 +12,19 @@ import (
 
 func (a *app) localserverCmd() *cobra.Command {
 	var listen string
+	var stdio bool
 	cmd := &cobra.Command{
 		Use:   "localserver",
 		Short: "Run the reference streaming server alone",
 		Long: `localserver serves the reference datasets (weather.monitor.v1, docs.search.v1,
 news.digest.v1 and the counter.v1 generator) as raw SSE under /sse/<endpoint>,
 as MCP tools on /mcp (Streamable HTTP) and /mcp-sse (legacy HTTP+SSE), until
-interrupted. It listens on loopback only.`,
+interrupted. It listens on loopback only. With --stdio it serves the same
+tools as an MCP server over its stdin and stdout instead (no listening), for
+streams with :transport :stdio.`,
 		Example: `  rtfshost localserver
   rtfshost localserver --listen 127.0.0.1:9000
+  rtfshost localserver --stdio      # an MCP server on stdin/stdout
   curl -N 'http://127.0.0.1:2025/sse/counter.v1?limit=3'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -28,6 +33,13 @@ interrupted. It listens on loopback only.`,
 				return err
 			}
 			srv := localserver.New(localserver.Options{Logger: logger})
+			if stdio {
+				defer srv.Close()
+				if err := srv.ServeStdio(cmd.Context(), io.NopCloser(a.stdin), nopWriteCloser{a.stdout}); err != nil {
+					return withCode(exitStreamFailed, err)
+				}
+				return nil
+			}
 			if err := srv.Start(listen); err != nil {
 				return withCode(exitStreamFailed, err)
 			}
@@ -37,8 +49,15 @@ interrupted. It listens on loopback only.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", defaultLocalAddr, "loopback address to listen on")
+	cmd.Flags().BoolVar(&stdio, "stdio", false, "serve the MCP tools on stdin/stdout instead of listening")
 	return cmd
 }
+
+// nopWriteCloser lets the command's stdout serve as an MCP transport's
+// writer without the transport closing it.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
 
 func closeServer(_ context.Context, srv *localserver.Server) error {
 	if err := srv.Close(); err != nil {

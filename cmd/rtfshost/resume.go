@@ -55,6 +55,7 @@ Output and exit codes are those of run.`,
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop after this long (0: no limit)")
 	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default resume reports them and exits 1)")
 	a.addRuntimeFlags(cmd, false)
+	addObsFlags(cmd, &o.obs, true)
 	return cmd
 }
 
@@ -82,7 +83,7 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) (err error) {
 	}
 	defer s.close()
 	for _, id := range o.unpause {
-		from, err := provider.SetStoredState(ctx, s.store, id, provider.StateActive)
+		from, err := provider.SetStoredState(ctx, s.h.Store(), id, provider.StateActive)
 		if err != nil {
 			s.rep.close()
 			return withCode(exitStreamFailed, err)

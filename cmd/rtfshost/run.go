@@ -14,11 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/rtfshost/rtfshost/host"
-	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
-	"github.com/rtfshost/rtfshost/transport"
-	"github.com/rtfshost/rtfshost/transport/mcp"
-	"github.com/rtfshost/rtfshost/transport/sse"
 )
 
 type runOptions struct {
@@ -27,6 +23,7 @@ type runOptions struct {
 	waitPaused bool
 	server     string   // resume --server
 	unpause    []string // resume ID...: the stored streams to un-pause first
+	obs        obsFlags
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -60,6 +57,7 @@ program error (printed as file:line:col: message with the source line).`,
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (0: no limit)")
 	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default run reports them and exits 1)")
 	a.addRuntimeFlags(cmd, false)
+	addObsFlags(cmd, &o.obs, true)
 	return cmd
 }
 
@@ -127,12 +125,12 @@ func withTimeout(ctx context.Context, d time.Duration) (context.Context, context
 // embedded reference server when needed, and the reporter fed by every
 // stream's events.
 type session struct {
-	store    *persistence.BadgerStore
 	h        *host.Host
 	srv      *embedded
 	rep      reporter
 	logs     *lineWriter
 	pumpDone <-chan struct{}
+	ob       *observability
 }
 
 // openSession opens the data directory (which must exist already when
@@ -144,36 +142,39 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 		return nil, err
 	}
 	s := &session{logs: &lineWriter{}}
-	open := a.openStore
 	if existing {
-		open = a.openExistingStore
-	}
-	s.store, err = open(logger)
-	if err != nil {
-		return nil, err
+		if err := a.checkDataDir(); err != nil {
+			return nil, err
+		}
 	}
 	if s.srv, err = startEmbedded(provider.ResolveServerURL(a.flags.serverURL)); err != nil {
-		s.store.Close()
 		return nil, withCode(exitStreamFailed, err)
 	}
-	s.h, err = host.New(host.Options{
+	if s.ob, err = a.newObservability(context.Background(), o.obs); err != nil {
+		s.srv.Close()
+		return nil, err
+	}
+	s.h, err = a.openHost(host.Options{
 		Streams: provider.Options{
-			Transports:  networkTransports(),
 			ServerURL:   a.flags.serverURL,
 			Logger:      logger,
 			Limits:      a.rt.limits(),
 			IdleTimeout: a.rt.idle(),
 			HTTPClient:  s.srv.client(),
+			Observer:    s.ob.observer(),
 		},
 		Limits: a.rt.limits(),
-		Store:  s.store,
 		Stdout: s.logs,
 		Logger: logger,
 	})
 	if err != nil {
+		s.ob.close()
 		s.srv.Close()
-		s.store.Close()
-		return nil, withCode(exitProgramError, err)
+		return nil, err
+	}
+	if err := s.ob.serveMetrics(s.h.Provider(), o.obs.metricsListen, os.Getenv(tokenEnv), a.stderr); err != nil {
+		s.close()
+		return nil, err
 	}
 	s.rep = a.newReporter(o, s.h.Provider())
 	s.logs.setSink(s.rep.log)
@@ -197,11 +198,12 @@ func (s *session) finish() error {
 	return err
 }
 
-// close releases what finish leaves: the embedded server and the store.
+// close releases what finish leaves: the host (and with it the store) and
+// the embedded server.
 func (s *session) close() {
 	s.h.Close()
+	s.ob.close()
 	s.srv.Close()
-	s.store.Close()
 }
 
 // streamsOutcome turns the end of the streams into the exit code and its
@@ -262,15 +264,6 @@ func pumpEvents(prov *provider.Provider, rep reporter) (<-chan struct{}, error) 
 		}
 	}()
 	return done, nil
-}
-
-// networkTransports are the transports the command line serves.
-func networkTransports() map[string]transport.StreamTransport {
-	return map[string]transport.StreamTransport{
-		"sse":     new(sse.Transport),
-		"mcp":     new(mcp.Streamable),
-		"mcp-sse": new(mcp.LegacySSE),
-	}
 }
 
 // lineWriter turns what println and log write into whole lines for the

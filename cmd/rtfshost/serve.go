@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/host/dashboard"
 	"github.com/rtfshost/rtfshost/host/mcpserver"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/transport/egress"
@@ -27,6 +28,8 @@ type serveOptions struct {
 	allowCommands    []string
 	maxStreams       int
 	maxSessionCalls  int
+	obs              obsFlags
+	noUI             bool
 }
 
 // The environment variables of serve's egress policy (comma-separated
@@ -75,6 +78,8 @@ as "Authorization: Bearer <token>".`,
 	f.StringArrayVar(&o.allowCommands, "allow-command", nil, "executable a child-process stream may start, by name or absolute path (repeatable; also $"+allowCommandsEnv+")")
 	f.IntVar(&o.maxStreams, "max-streams", 1000, "most streams running at once; a start beyond it is refused (0: no limit)")
 	f.IntVar(&o.maxSessionCalls, "max-session-calls", mcpserver.DefaultMaxCallsPerSession, "most tool calls one MCP session has in flight at once")
+	f.BoolVar(&o.noUI, "no-ui", false, "do not serve the web dashboard at /ui/")
+	addObsFlags(cmd, &o.obs, false)
 	a.addRuntimeFlags(cmd, true)
 	return cmd
 }
@@ -103,35 +108,40 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return withCode(exitProgramError, fmt.Errorf("--allow-server: %w", err))
 	}
-	store, err := a.openStore(logger)
+	ob, err := a.newObservability(cmd.Context(), o.obs)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer ob.close()
 	emb, err := startEmbedded(provider.ResolveServerURL(a.flags.serverURL))
 	if err != nil {
 		return withCode(exitStreamFailed, err)
 	}
 	defer emb.Close()
-	h, err := host.New(host.Options{
+	h, err := a.openHost(host.Options{
 		Streams: provider.Options{
-			Transports: networkTransports(), ServerURL: a.flags.serverURL, Logger: logger,
+			ServerURL: a.flags.serverURL, Logger: logger,
 			Egress: policy, Limits: a.rt.limits(), IdleTimeout: a.rt.idle(), MaxStreams: o.maxStreams,
-			HTTPClient: emb.client(),
+			HTTPClient: emb.client(), Observer: ob.observer(),
 		},
 		Limits: a.rt.limits(),
-		Store:  store,
 		Stdout: a.stderr, // stdout is for the server's own lines
 		Logger: logger,
 	})
 	if err != nil {
-		return withCode(exitStreamFailed, err)
+		return err
 	}
 	defer h.Close()
+	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI)
+	if err != nil {
+		return withCode(exitStreamFailed, err)
+	}
+	defer closeRoutes()
 	srv, err := mcpserver.New(mcpserver.Options{
 		Host: h, Token: o.token, ProgressInterval: o.progressInterval,
 		AllowedOrigins: o.allowOrigins, Version: version, Logger: logger,
 		Limits: a.rt.limits(), MaxCallsPerSession: o.maxSessionCalls,
+		Observer: ob.obs, Routes: routes,
 	})
 	if err != nil {
 		return withCode(exitStreamFailed, err)
@@ -147,6 +157,11 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	fmt.Fprintf(a.stdout, "rtfshost MCP server listening on http://%s%s (legacy SSE: http://%s%s)\n",
 		ln.Addr(), mcpserver.PathStreamable, ln.Addr(), mcpserver.PathSSE)
+	if !o.noUI {
+		fmt.Fprintf(a.stdout, "dashboard: http://%s%s  metrics: http://%s/metrics\n", ln.Addr(), dashboard.Prefix, ln.Addr())
+	} else {
+		fmt.Fprintf(a.stdout, "metrics: http://%s/metrics\n", ln.Addr())
+	}
 	if err := srv.Serve(cmd.Context(), ln); err != nil {
 		return withCode(exitStreamFailed, err)
 	}

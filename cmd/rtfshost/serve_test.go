@@ -134,6 +134,172 @@ func TestServeSubprocess(t *testing.T) {
 		t.Errorf("eval error over the wire:\n%s", body)
 	}
 	t.Run("token from the environment", func(t *testing.T) { serveWithToken(t) })
+	t.Run("processes need --allow-command", func(t *testing.T) { serveProcesses(t, base, sid) })
+	t.Run("tasks survive a kill", func(t *testing.T) { serveTasksSurviveKill(t, src.URL()+"/sse") })
+	t.Run("a call resumes after a kill", func(t *testing.T) { serveResumeAfterKill(t, src.URL()+"/sse") })
+}
+
+// serveResumeAfterKill: a 2025-11-25 client reads a few progress
+// notifications of a tools/call, then serve is killed with SIGKILL and
+// started again on the same data directory; the client resumes with
+// Last-Event-ID and gets every later notification, in order, and the
+// call's result.
+func serveResumeAfterKill(t *testing.T, sourceURL string) {
+	dir := filepath.Join(t.TempDir(), "data")
+	base, _, kill := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
+	sid := rawInitialize(t, base)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": map[string]any{
+		"name": "mcp.stream.start", "_meta": map[string]any{"progressToken": "tok"},
+		"arguments": map[string]any{
+			"program": `(defn step [n chunk meta] {:state (inc n) :output {:count (inc n)}})`, "processor": "step",
+			"endpoint": "counter.v1", "transport": "sse", "stream-id": "resumable", "initial-state": 0,
+			"config": map[string]any{"limit": 30, "interval_ms": 30},
+		}}})
+	req, _ := http.NewRequest(http.MethodPost, base, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress []float64
+	lastID := ""
+	read := func(r io.Reader, until func() bool) {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<16), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if id, ok := strings.CutPrefix(line, "id: "); ok {
+				lastID = id
+			}
+			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, "notifications/progress") {
+				var n struct {
+					Params struct{ Progress float64 } `json:"params"`
+				}
+				_ = json.Unmarshal([]byte(data), &n)
+				progress = append(progress, n.Params.Progress)
+			}
+			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"id":41`) {
+				progress = append(progress, -1) // the result
+				if !strings.Contains(data, `\"result\":{\"count\":30}`) {
+					t.Errorf("the resumed call's result: %s", data)
+				}
+			}
+			if until() {
+				return
+			}
+		}
+	}
+	read(resp.Body, func() bool { return len(progress) >= 5 })
+	kill()
+	resp.Body.Close()
+
+	base, stop, _ := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
+	defer stop()
+	get, _ := http.NewRequest(http.MethodGet, base, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", sid)
+	get.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	get.Header.Set("Last-Event-ID", lastID)
+	resp, err = (&http.Client{Timeout: 30 * time.Second}).Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET with Last-Event-ID %s after the restart: %d", lastID, resp.StatusCode)
+	}
+	read(resp.Body, func() bool { return len(progress) > 0 && progress[len(progress)-1] == -1 })
+	if len(progress) != 31 {
+		t.Fatalf("progress seen %v, want 1..30 then the result", progress)
+	}
+	for i, p := range progress[:30] {
+		if p != float64(i+1) {
+			t.Fatalf("progress seen %v, want 1..30 in order", progress)
+		}
+	}
+}
+
+// serveTasksSurviveKill: a task-augmented mcp.stream.start on serve, which
+// is then killed with SIGKILL and started again on the same data
+// directory: tasks/get still answers, and tasks/result delivers the
+// stream's result.
+func serveTasksSurviveKill(t *testing.T, sourceURL string) {
+	dir := filepath.Join(t.TempDir(), "data")
+	base, _, kill := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
+	call := func(base, sid, method string, params any) map[string]any {
+		t.Helper()
+		_, body := post(t, base, sid, map[string]any{"jsonrpc": "2.0", "id": 9, "method": method, "params": params})
+		if !strings.HasPrefix(body, "{") { // an SSE answer: its last event
+			if evs := parseSSE(t, body); len(evs) > 0 {
+				body = evs[len(evs)-1].data
+			}
+		}
+		var resp struct {
+			Result map[string]any `json:"result"`
+			Error  any            `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Error != nil {
+			t.Fatalf("%s: %v %v\n%s", method, err, resp.Error, body)
+		}
+		return resp.Result
+	}
+	sid := rawInitialize(t, base)
+	created := call(base, sid, "tools/call", map[string]any{"name": "mcp.stream.start", "task": map[string]any{"ttl": 600000},
+		"arguments": map[string]any{
+			"program": `(defn step [n chunk meta] {:state (inc n) :output {:count (inc n)}})`, "processor": "step",
+			"endpoint": "counter.v1", "transport": "sse", "stream-id": "durable-task", "initial-state": 0,
+			"config": map[string]any{"limit": 30, "interval_ms": 40},
+		}})
+	if task, _ := created["task"].(map[string]any); task["taskId"] != "durable-task" || task["status"] != "working" {
+		t.Fatalf("CreateTaskResult %v", created)
+	}
+	time.Sleep(300 * time.Millisecond) // some chunks in, most to come
+	kill()
+
+	base, stop, _ := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
+	defer stop()
+	sid = rawInitialize(t, base)
+	if got := call(base, sid, "tasks/get", map[string]any{"taskId": "durable-task"}); got["taskId"] != "durable-task" || got["createdAt"] == nil {
+		t.Fatalf("tasks/get after the kill: %v", got)
+	}
+	res := call(base, sid, "tasks/result", map[string]any{"taskId": "durable-task"})
+	text := fmt.Sprint(res["content"])
+	if res["isError"] != false || !strings.Contains(text, `"state":"completed"`) || !strings.Contains(text, `"result":{"count":30}`) {
+		t.Fatalf("tasks/result after the kill: %v", res)
+	}
+	if got := call(base, sid, "tasks/get", map[string]any{"taskId": "durable-task"}); got["status"] != "completed" {
+		t.Errorf("tasks/get at the end: %v", got)
+	}
+}
+
+// serveProcesses: serve refuses an :exec stream whose program the operator
+// did not allow, saying how to allow it; with --allow-command sh it runs.
+func serveProcesses(t *testing.T, refusing, sid string) {
+	start := func(base, sid string) string {
+		call := map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{
+			"name": "mcp.stream.start", "arguments": map[string]any{
+				"program": `(defn step [n chunk meta] {:state (inc n) :output (:line chunk)})`, "processor": "step",
+				"transport": "exec", "command": "sh", "args": []string{"-c", "echo one; echo two"}, "initial-state": 0,
+			}}}
+		_, body := post(t, base, sid, call)
+		events := parseSSE(t, body)
+		if len(events) == 0 {
+			t.Fatalf("no answer:\n%s", body)
+		}
+		return events[len(events)-1].data
+	}
+	if got := start(refusing, sid); !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "command sh is not allowed") || !strings.Contains(got, "--allow-command") {
+		t.Errorf("serve without --allow-command: %s", got)
+	}
+	base, stop := startServeChild(t, "", "serve", "--listen", "127.0.0.1:0", "--allow-command", "sh")
+	defer stop()
+	got := start(base, rawInitialize(t, base))
+	if strings.Contains(got, `"isError":true`) || !strings.Contains(got, `\"result\":\"two\"`) {
+		t.Errorf("serve --allow-command sh: %s", got)
+	}
 }
 
 // serveWithToken runs serve with $RTFSHOST_TOKEN set: requests without the
@@ -172,7 +338,15 @@ func serveWithToken(t *testing.T) {
 // and checks its exit.
 func startServeChild(t *testing.T, token string, args ...string) (string, func()) {
 	t.Helper()
-	args = append(args, "--data", filepath.Join(t.TempDir(), "data"))
+	base, stop, _ := startServeChildData(t, token, filepath.Join(t.TempDir(), "data"), args...)
+	return base, stop
+}
+
+// startServeChildData is startServeChild on the data directory dir; it
+// also returns a function that kills the server with SIGKILL and reaps it.
+func startServeChildData(t *testing.T, token, dir string, args ...string) (string, func(), func()) {
+	t.Helper()
+	args = append(args, "--data", dir)
 	argsJSON, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSubprocess$")
 	cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argsJSON), tokenEnv+"="+token)
@@ -200,6 +374,10 @@ func startServeChild(t *testing.T, token string, args ...string) (string, func()
 			t.Errorf("rtfshost serve exited with %v\n%s", err, stderr.String())
 		}
 	}
+	kill := func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
 	select {
 	case line, ok := <-lines:
 		m := regexp.MustCompile(`listening on (http://[^ ]+)/mcp `).FindStringSubmatch(line)
@@ -207,12 +385,12 @@ func startServeChild(t *testing.T, token string, args ...string) (string, func()
 			stop()
 			t.Fatalf("unexpected first line %q\n%s", line, stderr.String())
 		}
-		return m[1] + "/mcp", stop
+		return m[1] + "/mcp", stop, kill
 	case <-time.After(30 * time.Second):
 		stop()
 		t.Fatalf("rtfshost serve printed nothing\n%s", stderr.String())
 	}
-	return "", nil
+	return "", nil, nil
 }
 
 // rawInitialize runs the initialize handshake by hand and returns the

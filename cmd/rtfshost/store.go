@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/persistence"
 )
 
@@ -28,8 +29,32 @@ func (a *app) openStore(logger *slog.Logger) (*persistence.BadgerStore, error) {
 // openExistingStore opens --data only if it exists: inspect and resume have
 // nothing to read in a directory no run has written.
 func (a *app) openExistingStore(logger *slog.Logger) (*persistence.BadgerStore, error) {
-	if _, err := os.Stat(a.flags.dataDir); errors.Is(err, fs.ErrNotExist) {
-		return nil, withCode(exitStreamFailed, fmt.Errorf("no data directory at %s: nothing was run with --data %s", a.flags.dataDir, a.flags.dataDir))
+	if err := a.checkDataDir(); err != nil {
+		return nil, err
 	}
 	return a.openStore(logger)
+}
+
+// checkDataDir fails when --data does not exist.
+func (a *app) checkDataDir() error {
+	if _, err := os.Stat(a.flags.dataDir); errors.Is(err, fs.ErrNotExist) {
+		return withCode(exitStreamFailed, fmt.Errorf("no data directory at %s: nothing was run with --data %s", a.flags.dataDir, a.flags.dataDir))
+	}
+	return nil
+}
+
+// openHost assembles the host of run, resume and serve with host.Open: the
+// default transports (host.DefaultTransports) and the store in --data,
+// which the host closes. A data directory that another rtfshost holds is
+// a clear error.
+func (a *app) openHost(opts host.Options) (*host.Host, error) {
+	h, err := host.Open(host.OpenOptions{Options: opts, DataDir: a.flags.dataDir, SyncWrites: a.flags.sync})
+	if err != nil {
+		var le *persistence.LockedError
+		if errors.As(err, &le) {
+			return nil, withCode(exitStreamFailed, le) // it names the directory and what to do
+		}
+		return nil, withCode(exitStreamFailed, err)
+	}
+	return h, nil
 }

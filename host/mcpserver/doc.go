@@ -23,13 +23,20 @@
 // comes as one buffered CallToolResult with a single text block. A client
 // that accepts application/json only gets that single result.
 //
+// /mcp serves both eras of MCP (eras.go): revision 2026-07-28, with no
+// session and the revision in each request, through go-sdk's stateless
+// handler, and revisions 2025-03-26 to 2025-11-25 through its stateful one.
 // Sessions use Mcp-Session-Id. A request other than initialize (or ping)
 // that arrives without one is refused with HTTP 400 and a JSON-RPC error
-// -32600 echoing its id; an unknown session is 404. A dropped SSE response resumes with
-// Last-Event-ID from an in-memory event store; notifications/cancelled
-// cancels the streams of the call. The handler rejects a foreign Origin with
-// 403 and, when a token is set, a request without "Authorization: Bearer
-// <token>" with 401; Serve refuses a non-loopback listener without a token.
+// -32600 echoing its id; an unknown session is 404. A dropped SSE response
+// resumes with Last-Event-ID from an event store in the host's data
+// directory, also after a restart of the server (resume.go); its priming
+// event carries retry (SEP-1699, sep1699.go). notifications/cancelled
+// cancels the streams of the call. mcp.stream.start and rtfs.eval run as
+// durable MCP Tasks when asked, in the shapes of both eras (tasks.go). The
+// handler rejects a foreign Origin with 403 and, when a token is set, a
+// request without "Authorization: Bearer <token>" with 401; Serve refuses a
+// non-loopback listener without a token.
 //
 // The protocol layer is github.com/modelcontextprotocol/go-sdk; this package
 // is the mapping between MCP tools and the host. docs/mcp-server.md shows how

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,7 +51,10 @@ func (c *call) eval(a args) (*mcp.CallToolResult, error) {
 	}
 	switch {
 	case err == nil && runErr == nil:
-		return c.evalResult(textResult(string(valueJSON(value)), false)), nil
+		v := valueJSON(value)
+		res := textResult(string(v), false)
+		res.StructuredContent = map[string]json.RawMessage{"value": v}
+		return c.evalResult(res), nil
 	case ctx.Err() != nil:
 		// Cancelled by the client or timed out, whichever goroutine saw it.
 		c.cancelStreams()

@@ -44,14 +44,35 @@ type fixture struct {
 	host *host.Host
 	srv  *Server
 	ts   *httptest.Server
+	// stdout is the host's Stdout: what programs print that no call routes
+	// to its client.
+	stdout *lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
-	f := &fixture{t: t, mock: &mock.Transport{}}
+	f := &fixture{t: t, mock: &mock.Transport{}, stdout: &lockedBuffer{}}
 	h, err := host.New(host.Options{
-		Streams: provider.Options{Transports: map[string]transport.StreamTransport{"mock": f.mock}},
-		Stdout:  io.Discard,
+		Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(f.mock))},
+		Stdout:  f.stdout,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -119,14 +140,28 @@ func (f *fixture) connect(ctx context.Context, log *progressLog, hc *http.Client
 	return connectTo(ctx, f.t, &mcp.StreamableClientTransport{Endpoint: f.ts.URL + PathStreamable, HTTPClient: hc}, log)
 }
 
+// connectSession connects a client of revision 2025-11-25, which has
+// sessions (go-sdk's default client speaks 2026-07-28, which has none).
+func (f *fixture) connectSession(ctx context.Context, log *progressLog, hc *http.Client) *mcp.ClientSession {
+	f.t.Helper()
+	return connectVersion(ctx, f.t, &mcp.StreamableClientTransport{Endpoint: f.ts.URL + PathStreamable, HTTPClient: hc}, log, "2025-11-25")
+}
+
 func connectTo(ctx context.Context, t *testing.T, tr mcp.Transport, log *progressLog) *mcp.ClientSession {
+	t.Helper()
+	return connectVersion(ctx, t, tr, log, "")
+}
+
+// connectVersion connects a go-sdk client that asks for protocol revision
+// version ("": go-sdk's newest).
+func connectVersion(ctx context.Context, t *testing.T, tr mcp.Transport, log *progressLog, version string) *mcp.ClientSession {
 	t.Helper()
 	opts := &mcp.ClientOptions{}
 	if log != nil {
 		opts.ProgressNotificationHandler = log.handler
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
-	cs, err := c.Connect(ctx, tr, nil)
+	cs, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

@@ -20,19 +20,81 @@ const (
 	PathSSE        = "/sse" // legacy HTTP+SSE: GET opens the stream, POST ?sessionid= sends
 )
 
-// newHandler builds the HTTP handler: the go-sdk transports behind the
-// refusal of calls before initialize, the JSON-only adapter, the token check
-// and the Origin check.
+// newHandler builds the HTTP handler: on /mcp the two eras of Streamable
+// HTTP (routeEras: go-sdk's stateful handler for sessions, its stateless
+// one for 2026-07-28), behind the refusal of calls before initialize, the
+// JSON-only adapter, the token check and the Origin check; the legacy
+// HTTP+SSE transport on /sse.
 func (s *Server) newHandler() http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
-	streamable := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		EventStore: mcp.NewMemoryEventStore(nil),
+	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		EventStore: s.events, // in the data directory: resumable across a restart (resume.go)
 		Logger:     s.log,
 	})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless: true,
+		Logger:    s.log,
+		// The POST is the request's whole life: a client that closes it
+		// cancels the call (and the streams it started).
+		PropagateRequestCancellation: true,
+	})
 	mux := http.NewServeMux()
-	mux.Handle(PathStreamable, requireSession(jsonOnly(streamable)))
-	mux.Handle(PathSSE, mcp.NewSSEHandler(getServer, nil))
-	return s.checkOrigin(s.checkToken(mux))
+	legacy := s.resumeAfterRestart(requireSession(s.rememberCall(announceTasks(jsonOnly(primeWithRetry(stateful))))))
+	var mcpHandler http.Handler = s.serveTasks(routeEras(legacy, jsonOnly(stateless)))
+	if s.opts.Observer != nil {
+		mcpHandler = tagRequestID(mcpHandler)
+	}
+	mux.Handle(PathStreamable, s.checkToken(mcpHandler))
+	mux.Handle(PathSSE, s.checkToken(mcp.NewSSEHandler(getServer, nil)))
+	for _, r := range s.opts.Routes {
+		h := r.Handler
+		if !r.Public {
+			h = s.checkToken(h)
+		}
+		mux.Handle(r.Pattern, checkHost(h))
+	}
+	return s.checkOrigin(mux)
+}
+
+// Guard puts h behind the checks the Server applies to /mcp, for a handler
+// served on a listener of its own (rtfshost run --metrics-listen): the
+// Origin check (allowedOrigins besides the request's own host), the Host
+// check against DNS rebinding on loopback, and, when token is set, the
+// bearer token.
+func Guard(h http.Handler, token string, allowedOrigins []string) http.Handler {
+	s := &Server{opts: Options{Token: token, AllowedOrigins: allowedOrigins}}
+	return s.checkOrigin(checkHost(s.checkToken(h)))
+}
+
+// checkHost answers 403 to a request that reached a loopback listener with
+// a Host header that does not name a loopback host: a page of another site
+// whose name was rebound to 127.0.0.1 (DNS rebinding). go-sdk checks the
+// same for /mcp and /sse.
+func checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+			if isLoopback(la.String()) && !isLoopback(r.Host) {
+				http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isLoopback reports whether addr ("host" or "host:port") names a loopback
+// host: localhost or a loopback IP.
+func isLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkToken requires "Authorization: Bearer <token>" when a token is set.

@@ -57,7 +57,7 @@ func TestEvalTimeLimit(t *testing.T) {
 func TestCallsPerSessionCap(t *testing.T) {
 	f := newFixture(t, Options{MaxCallsPerSession: 1})
 	ctx := context.Background()
-	cs := f.connect(ctx, nil, nil)
+	cs := f.connectSession(ctx, nil, nil)
 	program := counterProgram + `
 (call :mcp.stream.start {:endpoint "counter" :processor step :transport :mock :stream-id "cap1" :initial-state 0})
 (call :mcp.stream.await {:stream-id "cap1"})`
@@ -80,7 +80,7 @@ func TestCallsPerSessionCap(t *testing.T) {
 		t.Errorf("second call while the first runs: isError %v, %q", res.IsError, got)
 	}
 	// Another session has a count of its own.
-	other := f.connect(ctx, nil, nil)
+	other := f.connectSession(ctx, nil, nil)
 	if res, err := other.CallTool(ctx, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": "(+ 1 2)"}}); err != nil || res.IsError {
 		t.Errorf("another session's call: %v %+v", err, res)
 	}

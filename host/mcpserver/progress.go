@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/host/observe"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
@@ -37,6 +38,7 @@ type reporter struct {
 	interval time.Duration
 	max      int
 	log      *slog.Logger
+	obs      *observe.Observer // counts the first output left out; nil: none
 
 	outputs   []output
 	count     int64 // outputs seen
@@ -55,6 +57,9 @@ func (r *reporter) add(ev provider.Event) {
 	keep := len(r.outputs) < r.max
 	if !keep {
 		r.truncated++
+		if r.truncated == 1 {
+			r.obs.CountLimit("buffered-outputs")
+		}
 	}
 	if !keep && r.token == nil {
 		return

@@ -69,11 +69,12 @@ func TestRefusedBeforeInitialize(t *testing.T) {
 	checkRefusal(t, errs[0], "3")
 	checkRefusal(t, errs[1], "null")
 	// Passed to go-sdk: a malformed body, ping (allowed before initialize)
-	// and a request of the sessionless revision.
+	// and a request of the sessionless revision (to the stateless handler,
+	// which wants the revision in the MCP-Protocol-Version header too).
 	for _, tc := range []struct{ body, want string }{
 		{`{"jsonrpc":`, "malformed payload"},
 		{`{"jsonrpc":"2.0","id":5,"method":"ping"}`, `"id":5,"result":{}`},
-		{`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, `"code":-32022`},
+		{`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, `"code":-32020`},
 	} {
 		if _, body := rawPost(t, url, tc.body, nil); !strings.Contains(body, tc.want) {
 			t.Errorf("%s: got %s, want %s", tc.body, body, tc.want)
@@ -283,7 +284,7 @@ func TestResumeAfterDrop(t *testing.T) {
 	ctx := context.Background()
 	log := newProgressLog()
 	d := &dropper{}
-	cs := f.connect(ctx, log, &http.Client{Transport: d})
+	cs := f.connectSession(ctx, log, &http.Client{Transport: d}) // 2026-07-28 has no resumability
 	params := &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("r1")}
 	params.SetProgressToken("r")
 	ch := callAsync(ctx, cs, params)

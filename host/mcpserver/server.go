@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/host/observe"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
@@ -49,20 +50,44 @@ type Options struct {
 	// so. Calls of clients without a session (the stateless and JSON-only
 	// paths) share one count.
 	MaxCallsPerSession int
+	// Observer, when set, counts the tool calls (by tool and outcome) and
+	// limit hits, and traces each call as a span whose parent is the
+	// traceparent of the request's _meta. Nil observes nothing.
+	Observer *observe.Observer
+	// Routes are further handlers served beside /mcp and /sse, behind the
+	// same checks (see Route).
+	Routes []Route
+}
+
+// A Route is a handler the Server serves beside /mcp and /sse: the metrics
+// endpoint, the dashboard. It is behind the same checks as /mcp: the Origin
+// check, the Host check against DNS rebinding when the server listens on
+// loopback, and the bearer token unless Public.
+type Route struct {
+	// Pattern is a net/http ServeMux pattern, e.g. "/metrics" or "/ui/".
+	Pattern string
+	Handler http.Handler
+	// Public skips the token check, for pages that hold no data (the
+	// dashboard's page and script, which then ask for the token).
+	Public bool
 }
 
 // A Server is an MCP server that exposes a host's streams and programs as
 // tools. It is safe for concurrent use. Close it when done; the Host
 // stays open.
 type Server struct {
-	opts    Options
-	host    *host.Host
-	prov    *provider.Provider
-	caps    *capabilities.Registry
-	log     *slog.Logger
-	mcp     *mcp.Server
-	router  *router
-	handler http.Handler
+	opts   Options
+	host   *host.Host
+	prov   *provider.Provider
+	caps   *capabilities.Registry
+	log    *slog.Logger
+	mcp    *mcp.Server
+	router *router
+	tasks  *tasks
+	events *durableEvents // the stateful era's event store (resume.go)
+	// resumeOnce starts the followers of the streams of an earlier process.
+	resumeOnce sync.Once
+	handler    http.Handler
 
 	ctx    context.Context // cancelled by Close: ends every call
 	cancel context.CancelFunc
@@ -104,10 +129,16 @@ func New(opts Options) (*Server, error) {
 	}
 	s.router = r
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (tasks.go)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Logger:       s.log,
 		Instructions: instructions,
+		Capabilities: caps,
 	})
+	s.mcp.AddReceivingMiddleware(explicitSuccess)
+	s.tasks = newTasks(s, opts.Host.Store())
+	s.events = newDurableEvents(opts.Host.Store(), func(msg string, args ...any) { s.log.Error(msg, args...) })
 	s.addTools()
 	s.handler = s.newHandler()
 	return s, nil
@@ -157,6 +188,7 @@ func (s *Server) enter(ctx context.Context, session any) (context.Context, func(
 		return nil, nil, errors.New("the MCP server is shutting down")
 	}
 	if s.inFlight[session] >= s.opts.MaxCallsPerSession {
+		s.opts.Observer.CountLimit("session-calls")
 		return nil, nil, fmt.Errorf("this session already has %d tool calls in flight, the most this server allows (rtfshost serve --max-session-calls); wait for one to end or cancel it", s.opts.MaxCallsPerSession)
 	}
 	if s.inFlight == nil {

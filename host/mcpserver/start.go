@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
@@ -87,6 +89,13 @@ func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest,
 		ServerURL:     a.str("server-url"),
 		StreamID:      a.str("stream-id"),
 		QueueCapacity: int(a.int("queue-capacity")),
+		Context:       ctx,
+	}
+	if raw, ok := a["idle-timeout-ms"]; ok && capabilities.JSONKind(raw) == "number" {
+		req.IdleTimeout = -1 // 0: no idle timeout
+		if n := a.int("idle-timeout-ms"); n > 0 {
+			req.IdleTimeout = time.Duration(n) * time.Millisecond
+		}
 	}
 	if raw, ok := a["initial-state"]; ok {
 		if req.InitialState, err = rtfs.FromJSON(raw); err != nil {
@@ -100,8 +109,20 @@ func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest,
 		}
 		req.Config, _ = v.(*rtfs.Map)
 	}
+	for _, u := range c.s.prov.Transports().Keys() {
+		if raw, ok := a[u.Name]; ok {
+			if req.TransportKeys == nil {
+				req.TransportKeys = make(map[string]json.RawMessage)
+			}
+			req.TransportKeys[u.Name] = raw
+		}
+	}
 	if req.StreamID == "" {
-		req.StreamID = c.s.prov.NewStreamID(req.Endpoint)
+		base := req.Endpoint
+		if base == "" {
+			base = strings.TrimPrefix(req.Transport, ":")
+		}
+		req.StreamID = c.s.prov.NewStreamID(base)
 	}
 	return req, nil
 }

@@ -49,7 +49,7 @@ func TestToolsList(t *testing.T) {
 			continue
 		}
 		req := tool.InputSchema.(map[string]any)["required"]
-		if fmt.Sprint(req) != "[program processor endpoint]" {
+		if fmt.Sprint(req) != "[program processor]" {
 			t.Errorf("mcp.stream.start requires %v", req)
 		}
 		// Issue 14 item 13: initial-state takes any JSON value, and its
@@ -225,7 +225,7 @@ func TestInvalidParams(t *testing.T) {
 	ctx := context.Background()
 	cs := f.connect(ctx, nil, nil)
 	missing := startArgs("x")
-	delete(missing, "endpoint")
+	delete(missing, "processor")
 	wrongType := startArgs("x")
 	wrongType["queue-capacity"] = "big"
 	unknown := startArgs("x")
@@ -239,10 +239,10 @@ func TestInvalidParams(t *testing.T) {
 		want string
 	}{
 		{"unknown tool", "mcp.stream.explode", map[string]any{}, `unknown tool "mcp.stream.explode"`},
-		{"missing", ToolStart, missing, `argument "endpoint": missing required argument`},
+		{"missing", ToolStart, missing, `argument "processor": missing required argument`},
 		{"type", ToolStart, wrongType, `argument "queue-capacity": expected an integer, got string`},
 		{"unknown argument", ToolStart, unknown, `argument "colour": unknown argument`},
-		{"enum", ToolStart, badEnum, `"carrier-pigeon" is not one of sse, mcp, mcp-sse, mock`},
+		{"enum", ToolStart, badEnum, `"carrier-pigeon" is not one of mock`},
 		{"status without id", ToolStatus, map[string]any{}, `tool "mcp.stream.status": argument "stream-id": missing`},
 		{"not an object", ToolEval, []int{1}, `arguments must be a JSON object, got array`},
 		{"negative timeout", ToolEval, map[string]any{"program": "1", "timeout-ms": -5}, `must be at least 0, got -5`},

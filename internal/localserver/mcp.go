@@ -3,7 +3,9 @@ package localserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -38,6 +40,18 @@ func newMCPParts(s *Server) *mcpParts {
 	m.streamable = s.mcpFaults(streamable, http.MethodPost)
 	m.legacy = s.mcpFaults(mcp.NewSSEHandler(get, nil), http.MethodGet)
 	return m
+}
+
+// ServeStdio serves the datasets as MCP tools over r and w (a child
+// process's stdin and stdout: newline-delimited JSON-RPC) until the client
+// closes r or ctx ends. It needs no Start; it may run while the server also
+// listens.
+func (s *Server) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+	err := s.mcp.server.Run(ctx, &mcp.IOTransport{Reader: r, Writer: w})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("localserver: serving MCP over stdio: %w", err)
+	}
+	return nil
 }
 
 // close ends every MCP session, which stops the go-sdk goroutines serving it.

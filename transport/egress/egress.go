@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -170,10 +171,16 @@ func (p *Policy) CheckURL(raw string) error {
 }
 
 // CheckCommand returns nil when a stream may start the executable cmd (a
-// base name or a path), else a *DeniedError. A command given as a bare name
-// matches an allowed base name; one given as a path must be absolute and
-// match an allowed absolute path exactly, or have an allowed base name.
-func (p *Policy) CheckCommand(cmd string) error {
+// base name or a path) with the environment variables env set by the start
+// call, else a *DeniedError. A command given as a bare name matches an
+// allowed base name (it is looked up in the host's PATH); one given as a
+// path must be absolute and either match an allowed absolute path exactly,
+// or be where the host's PATH finds an allowed base name (so /tmp/x/npx is
+// not npx). Under a policy that does not allow every command, env may not
+// set the variables that decide which programs and libraries a child
+// loads (PATH, LD_*, DYLD_*, NODE_OPTIONS, PYTHONPATH, ...): they would turn
+// an allowed command into any command.
+func (p *Policy) CheckCommand(cmd string, env []string) error {
 	if p == nil || p.anyCommand {
 		return nil
 	}
@@ -181,22 +188,41 @@ func (p *Policy) CheckCommand(cmd string) error {
 	if cmd == "" {
 		return &DeniedError{What: "command", Target: `""`, Flag: p.cmdFlag, Reason: "empty"}
 	}
-	base := filepath.Base(cmd)
+	for _, name := range env {
+		if loaderVariable(name) {
+			return &DeniedError{What: "command", Target: cmd, Flag: p.cmdFlag + " (and by setting " + name + " itself)",
+				Reason: ":env may not set " + name + ", which decides what the program runs"}
+		}
+	}
 	for _, a := range p.commands {
 		if filepath.IsAbs(a) {
-			if filepath.Clean(cmd) == filepath.Clean(a) {
+			if filepath.IsAbs(cmd) && filepath.Clean(cmd) == filepath.Clean(a) {
 				return nil
 			}
 			continue
 		}
-		if !strings.ContainsRune(cmd, '/') && cmd == a {
+		if cmd == a {
 			return nil
 		}
-		if filepath.IsAbs(cmd) && base == a {
-			return nil
+		if filepath.IsAbs(cmd) && filepath.Base(cmd) == a {
+			if found, err := exec.LookPath(a); err == nil && filepath.Clean(found) == filepath.Clean(cmd) {
+				return nil
+			}
 		}
 	}
 	return &DeniedError{What: "command", Target: cmd, Flag: p.cmdFlag}
+}
+
+// loaderVariable reports whether an environment variable decides which
+// programs, libraries or startup code a process runs.
+func loaderVariable(name string) bool {
+	u := strings.ToUpper(name)
+	switch u {
+	case "PATH", "NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "BASH_ENV", "ENV",
+		"PERL5OPT", "PERL5LIB", "RUBYOPT", "RUBYLIB", "GCONV_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS":
+		return true
+	}
+	return strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "DYLD_")
 }
 
 // Allowed describes the policy for docs and errors: the allowed prefixes,

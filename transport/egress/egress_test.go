@@ -3,6 +3,7 @@ package egress
 import (
 	"errors"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -58,25 +59,38 @@ func TestPolicyPrefixes(t *testing.T) {
 }
 
 func TestPolicyCommands(t *testing.T) {
-	p, _ := New(Options{Commands: []string{"npx", "/usr/local/bin/server"}, CommandFlag: "--allow-command"})
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatalf("this test needs sh on PATH: %v", err)
+	}
+	p, _ := New(Options{Commands: []string{"sh", "/usr/local/bin/server"}, CommandFlag: "--allow-command"})
 	for _, tc := range []struct {
 		cmd string
+		env []string
 		ok  bool
 	}{
-		{"npx", true},
-		{"/usr/bin/npx", true},
-		{"./npx", false},
-		{"/usr/local/bin/server", true},
-		{"server", false},
-		{"/tmp/../usr/local/bin/server", true},
-		{"sh", false},
-		{"", false},
+		{"sh", nil, true},
+		{sh, nil, true},              // where PATH finds the allowed name
+		{"/tmp/evil/sh", nil, false}, // the same base name elsewhere is another program
+		{"./sh", nil, false},         // relative paths never match
+		{"/usr/local/bin/server", nil, true},
+		{"server", nil, false},
+		{"/tmp/../usr/local/bin/server", nil, true},
+		{"bash", nil, false},
+		{"", nil, false},
+		{"sh", []string{"LOG_LEVEL"}, true},
+		{"sh", []string{"PATH"}, false}, // would choose what sh runs
+		{"sh", []string{"LD_PRELOAD"}, false},
+		{"sh", []string{"node_options"}, false},
 	} {
-		if err := p.CheckCommand(tc.cmd); (err == nil) != tc.ok {
-			t.Errorf("CheckCommand(%q) = %v, want allowed=%v", tc.cmd, err, tc.ok)
+		if err := p.CheckCommand(tc.cmd, tc.env); (err == nil) != tc.ok {
+			t.Errorf("CheckCommand(%q, %v) = %v, want allowed=%v", tc.cmd, tc.env, err, tc.ok)
 		} else if err != nil && !strings.Contains(err.Error(), "--allow-command") {
 			t.Errorf("CheckCommand(%q): %q does not name the flag", tc.cmd, err)
 		}
+	}
+	if AllowAll().CheckCommand("/tmp/anything", []string{"PATH"}) != nil {
+		t.Error("allow-all refused a command")
 	}
 }
 

@@ -37,7 +37,7 @@ func BenchmarkReadSSE(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		r := &streamRun{conn: c, retry: newRetrier(fastPolicy, &transport.Spec{}, sink),
+		r := &streamRun{conn: c, retry: fastPolicy.Start("mcp", &transport.Spec{}, sink),
 			tr: tracker{sink: sink, st: callState{Kind: kindStreamable, Req: callID, Token: "tok"}}}
 		done, err := r.readSSE(context.Background(), bytes.NewReader(body), "bench")
 		if !done || err != nil {
@@ -54,7 +54,7 @@ func BenchmarkStreamableLoopback(b *testing.B) {
 		sseHeaders(w)
 		w.Write(progressBody(tok, benchEvents))
 	}})
-	spec := transport.Spec{StreamID: "bench", ServerURL: f.http.URL + "/mcp", Endpoint: "tool", Client: f.http.Client()}
+	spec := transport.Spec{StreamID: "bench", Endpoint: "tool", HTTP: transport.HTTP{ServerURL: f.http.URL + "/mcp", Client: f.http.Client()}}
 	sink := &countSink{}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -21,6 +21,7 @@ type tracker struct {
 	sink     transport.Sink
 	streamID string
 	log      *slog.Logger
+	taskSeen string // the status and message of the task last delivered (modern.go)
 }
 
 // sinkError marks an error returned by Sink.Deliver, so that Run can tell the
@@ -101,6 +102,14 @@ func (t *tracker) progressComplete() bool {
 func (t *tracker) result(ctx context.Context, m *rpcMessage) error {
 	if m.Error != nil {
 		return &transport.Error{StreamID: t.streamID, Op: "tools/call", Permanent: true, Err: m.Error}
+	}
+	if task, raw, ok := taskOf(m.Result); ok {
+		t.st.Task, t.taskSeen = task.TaskID, task.Status+"\x00"+task.StatusMessage
+		if err := t.deliver(ctx, "task", raw); err != nil {
+			return err
+		}
+		return &transport.Error{StreamID: t.streamID, Op: "tools/call", Permanent: true,
+			Err: fmt.Errorf("%w: task %s (only :transport :mcp follows tasks)", errTaskCreated, task.TaskID)}
 	}
 	var r toolResult
 	if err := json.Unmarshal(m.Result, &r); err != nil {

@@ -13,18 +13,19 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 // confTransport is one MCP transport under the conformance table.
 type confTransport struct {
 	name   string
 	legacy bool
-	new    func(p retryPolicy) transport.StreamTransport
+	new    func(p retry.Policy) transport.StreamTransport
 }
 
 var confTransports = []confTransport{
-	{"Streamable", false, func(p retryPolicy) transport.StreamTransport { return Streamable{policy: p} }},
-	{"LegacySSE", true, func(p retryPolicy) transport.StreamTransport { return LegacySSE{policy: p} }},
+	{"Streamable", false, func(p retry.Policy) transport.StreamTransport { return Streamable{policy: p} }},
+	{"LegacySSE", true, func(p retry.Policy) transport.StreamTransport { return LegacySSE{policy: p} }},
 }
 
 // confCase is one behaviour every MCP transport must show, in the style of
@@ -65,7 +66,7 @@ func TestConformance(t *testing.T) {
 }
 
 // confRun runs tr against s with policy p and returns Run's error.
-func confRun(tr confTransport, p retryPolicy, spec transport.Spec, sink *recSink) error {
+func confRun(tr confTransport, p retry.Policy, spec transport.Spec, sink *recSink) error {
 	return tr.new(p).Run(context.Background(), spec, "", sink)
 }
 
@@ -243,11 +244,11 @@ func confRetryField(t *testing.T, tr confTransport) {
 		resume: func(c *callWriter, last string) { c.result() }})
 	clk := &fakeClock{}
 	sink := &recSink{}
-	if err := confRun(tr, retryPolicy{initial: time.Millisecond, max: 16 * time.Millisecond, clk: clk}, s.spec(), sink); err != nil {
+	if err := confRun(tr, retry.Policy{Initial: time.Millisecond, Max: 16 * time.Millisecond, Clock: clk}, s.spec(), sink); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	want := []time.Duration{40 * time.Millisecond}
-	if got := clk.waits(); !slices.Equal(got, want) || !slices.Equal(sink.delays, want) {
+	if got := clk.Waits(); !slices.Equal(got, want) || !slices.Equal(sink.delays, want) {
 		t.Fatalf("waits %v, reported %v; want %v", got, sink.delays, want)
 	}
 	if got := sink.events(); !slices.Equal(got, wantEvents(1)) {
@@ -272,13 +273,13 @@ func confEOFBeforeEnd(t *testing.T, tr confTransport) {
 		}})
 	clk := &fakeClock{}
 	sink := &recSink{}
-	err := confRun(tr, retryPolicy{clk: clk}, s.spec(), sink)
+	err := confRun(tr, retry.Policy{Clock: clk}, s.spec(), sink)
 	if tr.legacy {
 		if !transport.IsPermanent(err) || !containsAll(err.Error(), "stream ended before the tool's result", "cannot be resumed") {
 			t.Fatalf("err = %v", err)
 		}
-		if got := sink.progressValues(t); !slices.Equal(got, wantProgress(2)) || s.connects() != 1 || len(clk.waits()) != 0 {
-			t.Fatalf("progress %v, %d connections, waits %v", got, s.connects(), clk.waits())
+		if got := sink.progressValues(t); !slices.Equal(got, wantProgress(2)) || s.connects() != 1 || len(clk.Waits()) != 0 {
+			t.Fatalf("progress %v, %d connections, waits %v", got, s.connects(), clk.Waits())
 		}
 		return
 	}
@@ -288,8 +289,8 @@ func confEOFBeforeEnd(t *testing.T, tr confTransport) {
 	if got := sink.progressValues(t); !slices.Equal(got, wantProgress(4)) || sink.last().Event != "result" {
 		t.Fatalf("progress = %v", got)
 	}
-	if !slices.Equal(clk.waits(), []time.Duration{defaultInitialDelay}) || !slices.Equal(s.resumeIDs(), []string{"2"}) {
-		t.Fatalf("waits %v, resumes %q", clk.waits(), s.resumeIDs())
+	if !slices.Equal(clk.Waits(), []time.Duration{retry.DefaultInitial}) || !slices.Equal(s.resumeIDs(), []string{"2"}) {
+		t.Fatalf("waits %v, resumes %q", clk.Waits(), s.resumeIDs())
 	}
 }
 
@@ -297,13 +298,13 @@ func conf401(t *testing.T, tr confTransport) {
 	s := newConfServer(t, &confServer{legacy: tr.legacy, connectFail: []int{401, 401, 401}})
 	clk := &fakeClock{}
 	sink := &recSink{}
-	err := confRun(tr, retryPolicy{clk: clk}, s.spec(), sink)
+	err := confRun(tr, retry.Policy{Clock: clk}, s.spec(), sink)
 	var te *transport.Error
 	if !errors.As(err, &te) || te.Status != 401 || !te.Permanent || te.StreamID != "conf" {
 		t.Fatalf("err = %#v, want a permanent 401 *transport.Error", err)
 	}
-	if s.connects() != 1 || len(clk.waits()) != 0 || len(sink.delays) != 0 {
-		t.Fatalf("%d connection attempts, waits %v: want 1 and none", s.connects(), clk.waits())
+	if s.connects() != 1 || len(clk.Waits()) != 0 || len(sink.delays) != 0 {
+		t.Fatalf("%d connection attempts, waits %v: want 1 and none", s.connects(), clk.Waits())
 	}
 }
 
@@ -315,10 +316,10 @@ func conf500Backoff(t *testing.T, tr confTransport) {
 	spec.RetryAttempts = 7
 	clk := &fakeClock{}
 	sink := &recSink{}
-	err := confRun(tr, retryPolicy{clk: clk}, spec, sink)
+	err := confRun(tr, retry.Policy{Clock: clk}, spec, sink)
 	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second,
 		2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
-	if got := clk.waits(); !slices.Equal(got, want) || !slices.Equal(sink.delays, want) {
+	if got := clk.Waits(); !slices.Equal(got, want) || !slices.Equal(sink.delays, want) {
 		t.Fatalf("waits %v, reported %v; want %v", got, sink.delays, want)
 	}
 	var te *transport.Error
@@ -343,7 +344,7 @@ func confCancelMidBackoff(t *testing.T, tr confTransport) {
 			close(ready)
 		}
 	}}
-	p := retryPolicy{initial: time.Hour, max: time.Hour}
+	p := retry.Policy{Initial: time.Hour, Max: time.Hour}
 	cancelAndTime(t, cancel, ready, startRun(func() error { return tr.new(p).Run(ctx, s.spec(), "", sink) }))
 	if !slices.Equal(sink.delays, []time.Duration{time.Hour}) || s.connects() != 1 {
 		t.Fatalf("waits %v after %d attempts", sink.delays, s.connects())
@@ -372,7 +373,7 @@ func confBackpressure(t *testing.T, tr confTransport) {
 	client, httpTr := smallBufClient()
 	defer httpTr.CloseIdleConnections()
 	spec := s.spec()
-	spec.Client = client
+	spec.HTTP.Client = client
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	blocked := make(chan struct{})

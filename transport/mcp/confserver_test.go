@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 // confServer is the hand-written server of the conformance table. It speaks
@@ -103,7 +104,7 @@ func (s *confServer) spec() transport.Spec {
 	if s.legacy {
 		u = s.http.URL + "/sse"
 	}
-	return transport.Spec{StreamID: "conf", ServerURL: u, Endpoint: "tool", Client: s.http.Client(), RetryAttempts: 3}
+	return transport.Spec{StreamID: "conf", Endpoint: "tool", RetryAttempts: 3, HTTP: transport.HTTP{ServerURL: u, Client: s.http.Client()}}
 }
 
 // connects is the number of connection attempts the transport made.
@@ -326,26 +327,8 @@ func smallBufClient() (*http.Client, *http.Transport) {
 	return &http.Client{Transport: tr}, tr
 }
 
-// fakeClock records every reconnect wait and fires at once.
-type fakeClock struct {
-	mu     sync.Mutex
-	delays []time.Duration
-}
-
-func (c *fakeClock) after(d time.Duration) (<-chan time.Time, func() bool) {
-	c.mu.Lock()
-	c.delays = append(c.delays, d)
-	c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	ch <- time.Time{}
-	return ch, func() bool { return true }
-}
-
-func (c *fakeClock) waits() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.delays...)
-}
+// fakeClock is the transports' shared test clock.
+type fakeClock = retry.FakeClock
 
 // cancelAndTime waits for ready, cancels ctx and checks that Run (whose
 // result wait returns) ends with context.Canceled within 100 ms of cancel().

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/rtfshost/rtfshost/internal/jsontext"
 )
 
 // cursorPrefix starts every cursor this package writes; the digit is the
@@ -31,6 +33,9 @@ type callState struct {
 	HasProgress bool    `json:"h,omitempty"`
 	Chunks      int64   `json:"n,omitempty"`
 	Done        bool    `json:"d,omitempty"`
+	// Task is the id of the task the tool call became (the server answered
+	// with a task): a restart polls it instead of calling the tool again.
+	Task string `json:"tk,omitempty"`
 }
 
 // encode returns the cursor for st. It writes the same JSON that
@@ -43,17 +48,17 @@ func (st *callState) encode() string {
 func (st *callState) appendCursor(dst []byte) []byte {
 	var js [256]byte
 	b := append(js[:0], `{"k":`...)
-	b = appendJSONString(b, st.Kind)
+	b = jsontext.AppendString(b, st.Kind)
 	if st.Session != "" {
-		b = appendJSONString(append(b, `,"s":`...), st.Session)
+		b = jsontext.AppendString(append(b, `,"s":`...), st.Session)
 	}
 	if st.Proto != "" {
-		b = appendJSONString(append(b, `,"p":`...), st.Proto)
+		b = jsontext.AppendString(append(b, `,"p":`...), st.Proto)
 	}
 	b = strconv.AppendInt(append(b, `,"r":`...), int64(st.Req), 10)
-	b = appendJSONString(append(b, `,"t":`...), st.Token)
+	b = jsontext.AppendString(append(b, `,"t":`...), st.Token)
 	if st.Event != "" {
-		b = appendJSONString(append(b, `,"e":`...), st.Event)
+		b = jsontext.AppendString(append(b, `,"e":`...), st.Event)
 	}
 	if st.Progress != 0 {
 		b = strconv.AppendFloat(append(b, `,"g":`...), st.Progress, 'g', -1, 64)
@@ -67,27 +72,12 @@ func (st *callState) appendCursor(dst []byte) []byte {
 	if st.Done {
 		b = append(b, `,"d":true`...)
 	}
+	if st.Task != "" {
+		b = jsontext.AppendString(append(b, `,"tk":`...), st.Task)
+	}
 	b = append(b, '}')
 	dst = append(dst, cursorPrefix...)
 	return base64.RawURLEncoding.AppendEncode(dst, b)
-}
-
-// appendJSONString appends s as a JSON string. Bytes other than quote,
-// backslash and control characters are copied as they are.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }
 
 // decodeCursor parses a cursor written by encode for the given kind.

@@ -3,10 +3,21 @@
 // transport.Chunk values.
 //
 // The main types are Streamable, the Streamable HTTP transport (protocol
-// versions 2025-03-26, 2025-06-18 and 2025-11-25), and LegacySSE, the
-// 2024-11-05 HTTP+SSE transport. Both implement transport.StreamTransport.
+// versions 2026-07-28, found by server/discover, else 2025-03-26,
+// 2025-06-18 and 2025-11-25 by initialize), LegacySSE, the 2024-11-05
+// HTTP+SSE transport, and Stdio, an MCP server as a child process. They
+// implement transport.StreamTransport.
 //
-// For both, Spec.ServerURL is the MCP endpoint (for LegacySSE the SSE URL),
+// Under 2026-07-28 there is no session and no resumability: a call whose
+// response stream breaks is made again only for a tool annotated
+// idempotentHint or a stream with :restart :on-failure (StreamableConfig);
+// otherwise Run fails saying why. A tool call answered with a task (either
+// revision's shape) is followed with tasks/get: each status change is a
+// chunk with Event "task", the tool's result the last chunk, and the task
+// id is in the cursor, so a restart polls the task instead of calling the
+// tool again (modern.go).
+//
+// For both, Spec.HTTP.ServerURL is the MCP endpoint (for LegacySSE the SSE URL),
 // Spec.Endpoint is the tool name and Spec.Arguments the tool's arguments (a
 // JSON object, or empty for none). Every notifications/progress carrying the
 // call's progress token becomes a chunk with Event "progress" whose Data is the
@@ -24,6 +35,6 @@
 // last SSE event id and the last progress value, so that Run can resume a call
 // after a dropped connection or a host restart by a GET with Last-Event-ID; it
 // never sends tools/call again once the server may have started the tool. The cursor holds no header values and no
-// secret from Spec.Header, but the session id it carries lets its holder read
+// secret from Spec.HTTP.Header, but the session id it carries lets its holder read
 // the rest of the call's stream, so it must be stored like any session state.
 package mcp

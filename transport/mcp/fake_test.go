@@ -189,7 +189,7 @@ type specBuilder struct {
 }
 
 func (b specBuilder) build(mut ...func(*specT)) specT {
-	s := specT{StreamID: "fake", ServerURL: b.url, Endpoint: "tool", Client: b.client, RetryAttempts: 3}
+	s := specT{StreamID: "fake", Endpoint: "tool", RetryAttempts: 3, HTTP: httpT{ServerURL: b.url, Client: b.client}}
 	for _, m := range mut {
 		m(&s)
 	}

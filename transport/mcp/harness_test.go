@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,9 +18,15 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(stdioServerEnv); mode != "" {
+		os.Exit(stdioServerMain(mode))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // leakCheck verifies, after every other cleanup of t, that no goroutine
 // leaked.
@@ -29,7 +36,7 @@ func leakCheck(t *testing.T) {
 }
 
 // fastPolicy keeps reconnect waits short in tests.
-var fastPolicy = retryPolicy{initial: time.Millisecond, max: 16 * time.Millisecond}
+var fastPolicy = retry.Policy{Initial: time.Millisecond, Max: 16 * time.Millisecond}
 
 // recSink records delivered chunks (with copied data) and reconnects.
 type recSink struct {
@@ -167,6 +174,7 @@ type sdkServer struct {
 	http      *httptest.Server
 	log       wireLog
 	calls     atomic.Int32
+	produced  atomic.Int64 // progress notifications the endless tool sent
 	cancelled chan struct{}
 	intercept func(http.ResponseWriter, *http.Request, string) bool
 }
@@ -176,6 +184,7 @@ type sdkConfig struct {
 	json      bool   // JSONResponse mode
 	noStore   bool   // no event store: nothing is replayed or resumable
 	legacy    bool   // serve the 2024-11-05 SSE handler instead
+	stateless bool   // go-sdk's stateless handler, the only one that speaks 2026-07-28
 	intercept func(http.ResponseWriter, *http.Request, string) bool
 }
 
@@ -184,7 +193,8 @@ type countArgs struct {
 	Fail bool `json:"fail,omitempty"`
 }
 
-// newSDKServer starts go-sdk's server with two tools: "count" sends n
+// newSDKServer starts go-sdk's server with three tools: "endless" sends
+// progress notifications until its context ends; "count" sends n
 // progress notifications then a text result (or an isError result when fail
 // is set); "block" sends one progress notification and waits for its context
 // to end, reporting that on cancelled.
@@ -197,13 +207,17 @@ func newSDKServer(t *testing.T, cfg sdkConfig) *sdkServer {
 	}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "test", Version: "1"}, opts)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "count"}, s.count)
+	sdk.AddTool(s.srv, &sdk.Tool{Name: "count-idempotent", Annotations: &sdk.ToolAnnotations{IdempotentHint: true}}, s.count)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "block"}, s.block)
+	sdk.AddTool(s.srv, &sdk.Tool{Name: "endless"}, func(ctx context.Context, req *sdk.CallToolRequest, _ map[string]any) (*sdk.CallToolResult, any, error) {
+		return endless(ctx, req, func() { s.produced.Add(1) })
+	})
 	var h http.Handler
 	if cfg.legacy {
 		h = sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return s.srv }, nil)
 	} else {
-		opts := &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), JSONResponse: cfg.json}
-		if cfg.noStore {
+		opts := &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), JSONResponse: cfg.json, Stateless: cfg.stateless}
+		if cfg.noStore || cfg.stateless {
 			opts.EventStore = nil
 		}
 		h = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, opts)
@@ -244,8 +258,7 @@ func (s *sdkServer) block(ctx context.Context, req *sdk.CallToolRequest, _ map[s
 }
 
 func (s *sdkServer) spec(tool, args string) transport.Spec {
-	return transport.Spec{StreamID: "s1", ServerURL: s.http.URL + "/mcp", Endpoint: tool,
-		Arguments: []byte(args), Client: s.http.Client(), RetryAttempts: 8}
+	return transport.Spec{StreamID: "s1", Endpoint: tool, Arguments: []byte(args), RetryAttempts: 8, HTTP: transport.HTTP{ServerURL: s.http.URL + "/mcp", Client: s.http.Client()}}
 }
 
 // cutter is a RoundTripper that cuts the response body of the first

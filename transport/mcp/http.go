@@ -50,7 +50,7 @@ func newConn(spec *transport.Spec, rawURL string) (*conn, error) {
 	if spec.Endpoint == "" {
 		return nil, perm(errors.New("endpoint (the MCP tool name) is empty"))
 	}
-	c := &conn{streamID: spec.StreamID, url: u, client: spec.Client, header: spec.Header,
+	c := &conn{streamID: spec.StreamID, url: u, client: spec.HTTP.Client, header: spec.HTTP.Header,
 		maxEvent: spec.MaxEventBytes}
 	if c.client == nil {
 		c.client = &http.Client{}

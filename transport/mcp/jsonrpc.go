@@ -2,11 +2,14 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // JSON-RPC methods this client sends or reads.
@@ -100,11 +103,21 @@ func initializeParams(version string) any {
 	}
 }
 
-func callParams(tool string, args json.RawMessage, token string) any {
+// callParams builds the params of the tools/call request. Its _meta
+// carries the progress token and, when ctx holds a span (the stream's
+// transport span), its W3C trace context (traceparent, tracestate), as the
+// OpenTelemetry MCP conventions propagate it.
+func callParams(ctx context.Context, tool string, args json.RawMessage, token string) map[string]any {
+	meta := map[string]any{"progressToken": token}
+	tc := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, tc)
+	for k, v := range tc {
+		meta[k] = v
+	}
 	return map[string]any{
 		"name":      tool,
 		"arguments": args,
-		"_meta":     map[string]any{"progressToken": token},
+		"_meta":     meta,
 	}
 }
 

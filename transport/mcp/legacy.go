@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
+	"github.com/rtfshost/rtfshost/transport/internal/sseread"
 )
 
 // legacyVersion is the oldest version a legacy HTTP+SSE server may choose.
@@ -31,7 +33,7 @@ const legacyVersion = "2024-11-05"
 //
 // The zero value is ready to use; a LegacySSE is safe for concurrent use.
 type LegacySSE struct {
-	policy retryPolicy // zero: 250 ms doubling to 5 s
+	policy retry.Policy // zero: 250 ms doubling to 5 s
 }
 
 var _ transport.StreamTransport = LegacySSE{}
@@ -40,12 +42,12 @@ var _ transport.StreamTransport = LegacySSE{}
 type legacyRun struct {
 	*conn
 	tr       tracker
-	retry    *retrier
+	retry    *retry.Retrier
 	tool     string
 	args     json.RawMessage
 	endpoint *url.URL
 	body     io.ReadCloser
-	events   *eventReader
+	events   *sseread.Reader
 	callSent bool
 	// serverRetry is the last retry field the GET stream sent: the least
 	// wait before the next connection attempt.
@@ -56,7 +58,7 @@ type legacyRun struct {
 // Spec.Endpoint the tool name and Spec.Arguments its arguments. A cursor is
 // accepted only if it is the result's (Run then returns nil at once).
 func (l LegacySSE) Run(ctx context.Context, spec transport.Spec, cursor string, sink transport.Sink) error {
-	c, err := newConn(&spec, spec.ServerURL)
+	c, err := newConn(&spec, spec.HTTP.ServerURL)
 	if err != nil {
 		return err
 	}
@@ -75,7 +77,7 @@ func (l LegacySSE) Run(ctx context.Context, spec transport.Spec, cursor string, 
 		return c.fail("resume", 0, true, errors.New(
 			"a legacy HTTP+SSE call cannot be resumed: its session ended with its connection (the tool is not re-run)"))
 	}
-	r := &legacyRun{conn: c, tool: spec.Endpoint, args: args, retry: newRetrier(l.policy, &spec, sink),
+	r := &legacyRun{conn: c, tool: spec.Endpoint, args: args, retry: l.policy.Start("mcp-sse", &spec, sink),
 		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger}}
 	defer r.closeStream()
 	return r.finish(ctx, r.run(ctx))
@@ -91,12 +93,12 @@ func (r *legacyRun) run(ctx context.Context) error {
 		if !resumable(err) {
 			return err
 		}
-		if werr := r.retry.wait(ctx, err, r.serverRetry); werr != nil {
+		if werr := r.retry.Wait(ctx, err, r.serverRetry); werr != nil {
 			return werr
 		}
 	}
 	r.tr.st = callState{Kind: kindLegacy, Req: callID, Token: "rtfs-" + rand.Text()}
-	if err := r.send(ctx, callID, methodToolsCall, callParams(r.tool, r.args, r.tr.st.Token)); err != nil {
+	if err := r.send(ctx, callID, methodToolsCall, callParams(ctx, r.tool, r.args, r.tr.st.Token)); err != nil {
 		return notRetried(err)
 	}
 	r.callSent = true
@@ -143,13 +145,13 @@ func (r *legacyRun) connect(ctx context.Context) error {
 }
 
 // nextEvent returns the GET stream's next event, recording its retry field.
-func (r *legacyRun) nextEvent(ctx context.Context, op string) (*sseEvent, error) {
-	ev, err := r.events.next()
+func (r *legacyRun) nextEvent(ctx context.Context, op string) (*sseread.Event, error) {
+	ev, err := r.events.Next()
+	if d, ok := r.events.Retry(); ok {
+		r.serverRetry = d
+	}
 	if err != nil {
 		return nil, r.readError(ctx, op, err)
-	}
-	if ev.hasRetry {
-		r.serverRetry = ev.retry
 	}
 	return ev, nil
 }
@@ -160,16 +162,16 @@ func (r *legacyRun) nextEvent(ctx context.Context, op string) (*sseEvent, error)
 // the SSE URL's origin, since requests to it carry Spec.Header.
 func (r *legacyRun) readEndpoint(ctx context.Context) error {
 	ev, err := r.nextEvent(ctx, "connect")
-	for err == nil && !ev.hasData && ev.name == "" {
+	for err == nil && !ev.HasData && string(ev.Name) == "" {
 		ev, err = r.nextEvent(ctx, "connect")
 	}
 	if err != nil {
 		return err
 	}
-	if ev.name != "endpoint" {
-		return r.fail("connect", 0, true, fmt.Errorf("first SSE event is %q, want \"endpoint\"", ev.name))
+	if string(ev.Name) != "endpoint" {
+		return r.fail("connect", 0, true, fmt.Errorf("first SSE event is %q, want \"endpoint\"", string(ev.Name)))
 	}
-	u, err := r.url.Parse(strings.TrimSpace(string(ev.data)))
+	u, err := r.url.Parse(strings.TrimSpace(string(ev.Data)))
 	if err != nil {
 		return r.fail("connect", 0, true, fmt.Errorf("endpoint event: %w", err))
 	}
@@ -215,10 +217,10 @@ func (r *legacyRun) nextMessages(ctx context.Context, op string) ([]rpcMessage, 
 		if err != nil {
 			return nil, err
 		}
-		if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
+		if len(ev.Data) == 0 || (string(ev.Name) != "" && string(ev.Name) != "message") {
 			continue
 		}
-		msgs, err := decodeMessages(ev.data)
+		msgs, err := decodeMessages(ev.Data)
 		if err != nil {
 			return nil, r.fail(op, 0, true, err)
 		}

@@ -39,7 +39,7 @@ func TestLegacyConnectFailures(t *testing.T) {
 				fmt.Fprint(w, tc.first)
 			}))
 			defer srv.Close()
-			spec := transport.Spec{StreamID: "l", ServerURL: srv.URL + "/sse", Endpoint: "tool", Client: srv.Client(), RetryAttempts: 3}
+			spec := transport.Spec{StreamID: "l", Endpoint: "tool", RetryAttempts: 3, HTTP: transport.HTTP{ServerURL: srv.URL + "/sse", Client: srv.Client()}}
 			sink := &recSink{}
 			err := (LegacySSE{policy: fastPolicy}).Run(context.Background(), spec, "", sink)
 			if !transport.IsPermanent(err) || !strings.Contains(err.Error(), tc.want) {
@@ -58,9 +58,9 @@ func TestLegacyDropAfterCall(t *testing.T) {
 	leakCheck(t)
 	s := newSDKServer(t, sdkConfig{legacy: true})
 	spec := s.spec("count", `{"n":5}`)
-	spec.ServerURL = s.http.URL + "/sse"
+	spec.HTTP.ServerURL = s.http.URL + "/sse"
 	// Events on the GET: endpoint, initialize's response, then progress.
-	spec.Client = &http.Client{Transport: &cutter{base: s.http.Client().Transport, after: 4, onGET: true}}
+	spec.HTTP.Client = &http.Client{Transport: &cutter{base: s.http.Client().Transport, after: 4, onGET: true}}
 	sink := &recSink{}
 	err := (LegacySSE{policy: fastPolicy}).Run(context.Background(), spec, "", sink)
 	if !transport.IsPermanent(err) || !strings.Contains(err.Error(), "cannot be resumed") {

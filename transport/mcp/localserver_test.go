@@ -32,8 +32,7 @@ func TestAgainstLocalServer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &recSink{}
-			spec := transport.Spec{StreamID: "w", ServerURL: tc.url, Endpoint: "weather.monitor.v1",
-				Arguments: []byte(`{"limit":5,"interval_ms":0}`), RetryAttempts: 8}
+			spec := transport.Spec{StreamID: "w", Endpoint: "weather.monitor.v1", Arguments: []byte(`{"limit":5,"interval_ms":0}`), RetryAttempts: 8, HTTP: transport.HTTP{ServerURL: tc.url}}
 			if err := tc.tr.Run(context.Background(), spec, "", sink); err != nil {
 				t.Fatalf("Run: %v", err)
 			}

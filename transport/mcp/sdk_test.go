@@ -107,7 +107,7 @@ func TestStreamableResumeAfterDrop(t *testing.T) {
 	forVersions(t, func(t *testing.T, version string) {
 		s := newSDKServer(t, sdkConfig{version: version})
 		spec := s.spec("count", `{"n":6}`)
-		spec.Client = &http.Client{Transport: &cutter{base: s.http.Client().Transport, after: 3}}
+		spec.HTTP.Client = &http.Client{Transport: &cutter{base: s.http.Client().Transport, after: 3}}
 		sink := &recSink{}
 		if err := (Streamable{policy: fastPolicy}).Run(context.Background(), spec, "", sink); err != nil {
 			t.Fatalf("Run: %v (requests %v)", err, s.log.all())
@@ -138,7 +138,7 @@ func TestStreamableResumeFromCursor(t *testing.T) {
 		s := newSDKServer(t, sdkConfig{version: version})
 		spec := s.spec("count", `{"n":5}`)
 		spec.RetryAttempts = 2
-		spec.Client = &http.Client{Transport: &cutter{base: failGET{s.http.Client().Transport}, after: 3}}
+		spec.HTTP.Client = &http.Client{Transport: &cutter{base: failGET{s.http.Client().Transport}, after: 3}}
 		first := &recSink{}
 		err := (Streamable{policy: fastPolicy}).Run(context.Background(), spec, "", first)
 		if err == nil || transport.IsPermanent(err) || !strings.Contains(err.Error(), "gave up after 2 retries") {
@@ -267,7 +267,7 @@ func TestStreamableSessionGone(t *testing.T) {
 		s := newSDKServer(t, sdkConfig{version: version})
 		spec := s.spec("count", `{"n":4}`)
 		spec.RetryAttempts = 1
-		spec.Client = &http.Client{Transport: &cutter{base: failGET{s.http.Client().Transport}, after: 2}}
+		spec.HTTP.Client = &http.Client{Transport: &cutter{base: failGET{s.http.Client().Transport}, after: 2}}
 		first := &recSink{}
 		if err := (Streamable{policy: fastPolicy}).Run(context.Background(), spec, "", first); err == nil {
 			t.Fatalf("first Run succeeded through failing GETs")
@@ -378,7 +378,7 @@ func TestLegacySSE(t *testing.T) {
 	leakCheck(t)
 	s := newSDKServer(t, sdkConfig{legacy: true})
 	spec := s.spec("count", `{"n":4}`)
-	spec.ServerURL = s.http.URL + "/mcp-sse"
+	spec.HTTP.ServerURL = s.http.URL + "/mcp-sse"
 	t.Run("progress then result", func(t *testing.T) {
 		sink := &recSink{}
 		if err := (LegacySSE{policy: fastPolicy}).Run(context.Background(), spec, "", sink); err != nil {

@@ -116,13 +116,13 @@ func (l *listener) run(ctx context.Context, c *conn, req *http.Request, id int) 
 func (l *listener) read(ctx context.Context, c *conn, resp *http.Response, id int) error {
 	er := newEventReader(resp.Body, c.maxEvent)
 	for {
-		ev, err := er.next()
+		ev, err := er.Next()
 		if err != nil {
 			return c.readError(ctx, "standalone GET", err)
 		}
-		item := listenItem{id: ev.id, hasID: ev.hasID}
-		if len(ev.data) > 0 && (ev.name == "" || ev.name == "message") {
-			msgs, err := decodeMessages(ev.data)
+		item := listenItem{id: string(ev.ID), hasID: ev.HasID}
+		if len(ev.Data) > 0 && (string(ev.Name) == "" || string(ev.Name) == "message") {
+			msgs, err := decodeMessages(ev.Data)
 			if err != nil {
 				return c.fail("standalone GET", 0, true, err)
 			}

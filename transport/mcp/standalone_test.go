@@ -32,7 +32,7 @@ func TestStandaloneStreamRequest(t *testing.T) {
 				return true
 			}})
 		spec := s.spec("count", `{"n":3}`)
-		spec.Header = http.Header{"Authorization": {"Bearer t0ken"}}
+		spec.HTTP.Header = http.Header{"Authorization": {"Bearer t0ken"}}
 		sink := &recSink{}
 		if err := (Streamable{policy: fastPolicy}).Run(context.Background(), spec, "", sink); err != nil {
 			t.Fatalf("Run: %v", err)

@@ -11,15 +11,18 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
-// Protocol versions spoken by Streamable. 2026-07-28 is deliberately not
-// offered: it drops sessions and SSE resumability, which the cursor needs.
+// Protocol versions spoken by Streamable: 2026-07-28 when server/discover
+// says the server speaks it (modern.go), else the newest of the session
+// revisions that initialize agrees on.
 const (
 	version20250326 = "2025-03-26"
 	version20250618 = "2025-06-18"
 	version20251125 = "2025-11-25"
-	newestVersion   = version20251125
+	version20260728 = "2026-07-28"
+	newestVersion   = version20251125 // of the revisions with initialize
 )
 
 func supportedVersion(v string) bool {
@@ -59,7 +62,7 @@ const cleanupTimeout = 2 * time.Second
 // notifications/cancelled); on other failures the session is left open so
 // that a later Run from the cursor can resume.
 type Streamable struct {
-	policy retryPolicy // zero: 250 ms doubling to 5 s
+	policy retry.Policy // zero: 250 ms doubling to 5 s
 }
 
 var _ transport.StreamTransport = Streamable{}
@@ -68,12 +71,15 @@ var _ transport.StreamTransport = Streamable{}
 type streamRun struct {
 	*conn
 	tr          tracker
-	retry       *retrier
+	retry       *retry.Retrier
 	tool        string
 	args        json.RawMessage
 	serverRetry time.Duration
 	callSent    bool
 	listen      *listener // the standalone GET stream while tools/call is in flight
+	restart     bool      // :restart :on-failure: the tool may be called again
+	discovered  bool      // server/discover has been answered (modern.go)
+	idempotent  *bool     // the tool's idempotentHint, once tools/list said
 }
 
 // Run implements transport.StreamTransport. Spec.ServerURL is the MCP
@@ -83,7 +89,7 @@ type streamRun struct {
 // cursor is the result's. Cost: one session (four or five requests) per call,
 // then a JSON-RPC decode and a cursor encode (a few µs) per event.
 func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string, sink transport.Sink) error {
-	c, err := newConn(&spec, spec.ServerURL)
+	c, err := newConn(&spec, spec.HTTP.ServerURL)
 	if err != nil {
 		return err
 	}
@@ -91,8 +97,11 @@ func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string,
 	if err != nil {
 		return err
 	}
-	r := &streamRun{conn: c, tool: spec.Endpoint, args: args, retry: newRetrier(s.policy, &spec, sink),
+	r := &streamRun{conn: c, tool: spec.Endpoint, args: args, retry: s.policy.Start("mcp", &spec, sink),
 		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger}}
+	if cfg, ok := spec.Config.(StreamableConfig); ok {
+		r.restart = cfg.Restart
+	}
 	if cursor == "" {
 		err = r.start(ctx)
 	} else {
@@ -104,7 +113,17 @@ func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string,
 			return nil
 		}
 		r.tr.st, r.session, r.proto, r.callSent = st, st.Session, st.Proto, true
-		err = r.resumeNow(ctx)
+		switch {
+		case st.Task != "":
+			err = r.pollTask(ctx)
+		case r.modern():
+			err = r.reissue(ctx, errors.New("the host stopped while the call was in flight"))
+		default:
+			err = r.resumeNow(ctx)
+		}
+	}
+	if errors.Is(err, errTaskCreated) {
+		err = r.pollTask(ctx)
 	}
 	return r.finish(ctx, err)
 }
@@ -118,22 +137,36 @@ func (r *streamRun) start(ctx context.Context) error {
 	if done || !resumable(err) || !r.callSent {
 		return err
 	}
+	if r.modern() {
+		return r.reissue(ctx, err)
+	}
 	return r.resumeLoop(ctx, err)
 }
 
-// handshake runs initialize and notifications/initialized, retrying
-// transient failures.
+// handshake asks server/discover once whether the server speaks
+// 2026-07-28; if not, it runs initialize and notifications/initialized.
+// Transient failures are retried.
 func (r *streamRun) handshake(ctx context.Context) error {
 	for {
-		err := r.initialize(ctx)
+		var err error
+		if !r.discovered {
+			var modern bool
+			if modern, err = r.discover(ctx); err == nil && modern {
+				r.retry.Reset()
+				return nil
+			}
+		}
 		if err == nil {
-			r.retry.reset()
+			err = r.initialize(ctx)
+		}
+		if err == nil {
+			r.retry.Reset()
 			return nil
 		}
 		if !resumable(err) {
 			return err
 		}
-		if werr := r.retry.wait(ctx, err, 0); werr != nil {
+		if werr := r.retry.Wait(ctx, err, 0); werr != nil {
 			return werr
 		}
 	}
@@ -195,6 +228,12 @@ func (r *streamRun) post(ctx context.Context, id int, method string, params any)
 	if err != nil {
 		return nil, err
 	}
+	if r.modern() {
+		req.Header.Set(headerMethod, method)
+		if method == methodToolsCall {
+			req.Header.Set(headerName, r.tool)
+		}
+	}
 	return r.do(req, method)
 }
 
@@ -224,14 +263,14 @@ func (r *streamRun) readResponse(ctx context.Context, resp *http.Response, id in
 func (r *streamRun) awaitSSE(ctx context.Context, body io.Reader, id int, op string) (*rpcMessage, error) {
 	er := newEventReader(body, r.maxEvent)
 	for {
-		ev, err := er.next()
+		ev, err := er.Next()
 		if err != nil {
 			return nil, r.readError(ctx, op, err)
 		}
-		if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
+		if len(ev.Data) == 0 || (string(ev.Name) != "" && string(ev.Name) != "message") {
 			continue
 		}
-		msgs, err := decodeMessages(ev.data)
+		msgs, err := decodeMessages(ev.Data)
 		if err != nil {
 			return nil, r.fail(op, 0, true, err)
 		}

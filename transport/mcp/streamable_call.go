@@ -13,8 +13,10 @@ import (
 // error means the stream broke before it. The standalone stream is closed
 // before call returns.
 func (r *streamRun) call(ctx context.Context) (done bool, err error) {
-	defer r.stopListener()
-	r.startListener(ctx)
+	if !r.modern() { // 2026-07-28 has no session, so no standalone stream
+		defer r.stopListener()
+		r.startListener(ctx)
+	}
 	resp, err := r.postCall(ctx)
 	if err != nil {
 		return false, err
@@ -74,7 +76,7 @@ func (r *streamRun) postCall(ctx context.Context) (*http.Response, error) {
 	reinitialized := false
 	for {
 		r.tr.st.Session, r.tr.st.Proto = r.session, r.proto
-		resp, err := r.post(ctx, callID, methodToolsCall, callParams(r.tool, r.args, r.tr.st.Token))
+		resp, err := r.post(ctx, callID, methodToolsCall, r.withMeta(callParams(ctx, r.tool, r.args, r.tr.st.Token)))
 		if err == nil {
 			r.callSent = true
 			return resp, nil
@@ -89,7 +91,7 @@ func (r *streamRun) postCall(ctx context.Context) (*http.Response, error) {
 			}
 			r.startListener(ctx)
 		case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
-			if werr := r.retry.wait(ctx, err, 0); werr != nil {
+			if werr := r.retry.Wait(ctx, err, 0); werr != nil {
 				return nil, werr
 			}
 		default:
@@ -103,27 +105,27 @@ func (r *streamRun) postCall(ctx context.Context) (*http.Response, error) {
 func (r *streamRun) readSSE(ctx context.Context, body io.Reader, op string) (done bool, err error) {
 	er := newEventReader(body, r.maxEvent)
 	for {
-		ev, err := er.next()
+		ev, err := er.Next()
+		if d, ok := er.Retry(); ok {
+			r.serverRetry = d
+		}
 		if err != nil {
 			return false, r.readError(ctx, op, err)
 		}
-		if ev.hasRetry {
-			r.serverRetry = ev.retry
+		if ev.HasID && string(ev.ID) != r.tr.st.Event {
+			r.retry.Reset()
 		}
-		if ev.hasID && ev.id != r.tr.st.Event {
-			r.retry.reset()
-		}
-		if len(ev.data) == 0 || (ev.name != "" && ev.name != "message") {
-			if ev.hasID {
-				r.tr.st.Event = ev.id // a priming event: a resume point
+		if len(ev.Data) == 0 || (string(ev.Name) != "" && string(ev.Name) != "message") {
+			if ev.HasID {
+				r.tr.st.Event = string(ev.ID) // a priming event: a resume point
 			}
 			continue
 		}
-		msgs, err := decodeMessages(ev.data)
+		msgs, err := decodeMessages(ev.Data)
 		if err != nil {
 			return false, r.fail(op, 0, true, err)
 		}
-		if done, err := r.tr.handle(ctx, msgs, ev.id, ev.hasID); done || err != nil {
+		if done, err := r.tr.handle(ctx, msgs, string(ev.ID), ev.HasID); done || err != nil {
 			return done, err
 		}
 		if done, err := r.drainListener(ctx); done || err != nil {
@@ -206,7 +208,7 @@ func (r *streamRun) resumeLoop(ctx context.Context, cause error) error {
 				"the stream broke before the result and carried no SSE event id, so the call cannot be resumed without running the tool again: %w", cause))
 		}
 		r.debug("resuming call stream", "cause", cause)
-		if err := r.retry.wait(ctx, cause, r.serverRetry); err != nil {
+		if err := r.retry.Wait(ctx, cause, r.serverRetry); err != nil {
 			return err
 		}
 		done, err := r.get(ctx)

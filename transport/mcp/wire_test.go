@@ -11,9 +11,12 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 type specT = transport.Spec
+
+type httpT = transport.HTTP
 
 func runFake(t *testing.T, f *fakeServer, sink *recSink, mut ...func(*specT)) error {
 	t.Helper()
@@ -167,7 +170,7 @@ func TestHandshakeFailures(t *testing.T) {
 	t.Run("401 is not retried", func(t *testing.T) {
 		leakCheck(t)
 		f := newFakeServer(t, &fakeServer{initFail: []int{401}})
-		err := runFake(t, f, &recSink{}, func(s *specT) { s.Header = http.Header{"Authorization": {"Bearer s3cret"}} })
+		err := runFake(t, f, &recSink{}, func(s *specT) { s.HTTP.Header = http.Header{"Authorization": {"Bearer s3cret"}} })
 		if !transport.IsPermanent(err) || statusOf(err) != 401 || f.log.count("POST initialize") != 1 {
 			t.Fatalf("err = %v after %d initialize requests", err, f.log.count("POST initialize"))
 		}
@@ -212,7 +215,7 @@ func TestHandshakeFailures(t *testing.T) {
 // TestCancelDuringBackoff: cancel during an hour-long wait, before the
 // session exists and while resuming a call, returns within 100 ms of cancel().
 func TestCancelDuringBackoff(t *testing.T) {
-	hour := retryPolicy{initial: time.Hour, max: time.Hour}
+	hour := retry.Policy{Initial: time.Hour, Max: time.Hour}
 	t.Run("handshake", func(t *testing.T) {
 		leakCheck(t)
 		f := newFakeServer(t, &fakeServer{initFail: []int{500, 500}})
@@ -349,7 +352,7 @@ func TestSinkRefusalCancelsCall(t *testing.T) {
 
 func TestSpecAndCursorErrors(t *testing.T) {
 	leakCheck(t)
-	good := transport.Spec{StreamID: "v", ServerURL: "http://127.0.0.1:1/mcp", Endpoint: "tool"}
+	good := transport.Spec{StreamID: "v", Endpoint: "tool", HTTP: transport.HTTP{ServerURL: "http://127.0.0.1:1/mcp"}}
 	legacyCursor := (&callState{Kind: kindLegacy, Req: 2, Token: "t"}).encode()
 	cases := []struct {
 		name   string
@@ -357,8 +360,8 @@ func TestSpecAndCursorErrors(t *testing.T) {
 		cursor string
 		want   string
 	}{
-		{"relative URL", func(s *transport.Spec) { s.ServerURL = "/mcp" }, "", "not an absolute http(s) URL"},
-		{"ftp URL", func(s *transport.Spec) { s.ServerURL = "ftp://x/mcp" }, "", "not an absolute http(s) URL"},
+		{"relative URL", func(s *transport.Spec) { s.HTTP.ServerURL = "/mcp" }, "", "not an absolute http(s) URL"},
+		{"ftp URL", func(s *transport.Spec) { s.HTTP.ServerURL = "ftp://x/mcp" }, "", "not an absolute http(s) URL"},
 		{"no tool", func(s *transport.Spec) { s.Endpoint = "" }, "", "tool name) is empty"},
 		{"array arguments", func(s *transport.Spec) { s.Arguments = []byte(`[1]`) }, "", "must be a JSON object"},
 		{"broken arguments", func(s *transport.Spec) { s.Arguments = []byte(`{"a":`) }, "", "must be a JSON object"},
@@ -378,19 +381,6 @@ func TestSpecAndCursorErrors(t *testing.T) {
 				t.Fatalf("err = %v, want a permanent error containing %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestDefaultBackoffSequence(t *testing.T) {
-	b := retryPolicy{}.newBackOff(8)
-	var got []time.Duration
-	for d := b.NextBackOff(); d >= 0; d = b.NextBackOff() {
-		got = append(got, d)
-	}
-	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second,
-		4 * time.Second, 5 * time.Second, 5 * time.Second, 5 * time.Second}
-	if !slices.Equal(got, want) {
-		t.Fatalf("delays = %v, want %v", got, want)
 	}
 }
 

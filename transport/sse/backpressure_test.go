@@ -70,7 +70,7 @@ func testBackpressure(t *testing.T) {
 		<-ctx.Done() // the host's queue is full and stays full
 		return ctx.Err()
 	}}
-	spec := transport.Spec{ServerURL: srv.URL, Endpoint: "bp", Client: &http.Client{Transport: tr}}
+	spec := transport.Spec{Endpoint: "bp", HTTP: transport.HTTP{ServerURL: srv.URL, Client: &http.Client{Transport: tr}}}
 	wait := startRun(ctx, new(Transport), spec, "", sink)
 	<-blocked
 

@@ -40,7 +40,7 @@ func BenchmarkSSEIntoProcessor(b *testing.B) {
 	httpTr := &http.Transport{}
 	defer httpTr.CloseIdleConnections()
 	p := provider.New(provider.Options{
-		Transports: map[string]transport.StreamTransport{"sse": &sse.Transport{}},
+		Transports: transport.NewCatalog(sse.Kind()),
 		ServerURL:  srv.URL() + "/sse",
 		LookupEnv:  func(string) (string, bool) { return "", false },
 		HTTPClient: &http.Client{Transport: httpTr},

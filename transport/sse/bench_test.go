@@ -30,7 +30,7 @@ func counterQuery(n int) map[string]string {
 // reference server over loopback into a counting sink. One op is one event.
 func BenchmarkSSE(b *testing.B) {
 	srv := startLocalServer(b)
-	spec := transport.Spec{ServerURL: srv.URL() + "/sse", Endpoint: "counter.v1", Query: counterQuery(b.N)}
+	spec := transport.Spec{Endpoint: "counter.v1", HTTP: transport.HTTP{ServerURL: srv.URL() + "/sse", Query: counterQuery(b.N)}}
 	sink := &countSink{}
 	b.ReportAllocs()
 	b.ResetTimer()

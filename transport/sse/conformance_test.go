@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 // conformanceCase is one behaviour every run of the SSE transport must show,
@@ -139,7 +140,7 @@ func testResumeAfterDrop(t *testing.T) {
 	ts := resumeServer(t, 0)
 	sink := &recSink{}
 	clk := &fakeClock{}
-	if err := (&Transport{clk: clk}).Run(context.Background(), specFor(ts), "", sink); err != nil {
+	if err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
 		t.Fatal(err)
 	}
 	if got := sink.ids(); !reflect.DeepEqual(got, seqIDs(1, 10)) {
@@ -148,15 +149,15 @@ func testResumeAfterDrop(t *testing.T) {
 	if got := ts.header(1).Get("Last-Event-ID"); got != "5" {
 		t.Errorf("Last-Event-ID on reconnect = %q, want 5", got)
 	}
-	if len(sink.reconnects) != 1 || sink.reconnects[0].Attempt != 1 || sink.reconnects[0].Delay != initialDelay {
-		t.Errorf("reconnects = %+v, want one attempt after %v", sink.reconnects, initialDelay)
+	if len(sink.reconnects) != 1 || sink.reconnects[0].Attempt != 1 || sink.reconnects[0].Delay != retry.DefaultInitial {
+		t.Errorf("reconnects = %+v, want one attempt after %v", sink.reconnects, retry.DefaultInitial)
 	}
 }
 
 func testResumeOffByOne(t *testing.T) {
 	ts := resumeServer(t, -1) // resends id 5
 	sink := &recSink{}
-	if err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
+	if err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
 		t.Fatal(err)
 	}
 	if got := sink.ids(); !reflect.DeepEqual(got, seqIDs(1, 10)) {
@@ -188,7 +189,7 @@ func idlessServer(t *testing.T, dropAfter int) *testServer {
 func testResumeIDless(t *testing.T) {
 	ts := idlessServer(t, 4) // drops after a, b, comment
 	sink := &recSink{}
-	if err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
+	if err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
 		t.Fatal(err)
 	}
 	want := []rec{{"3", "", "a"}, {"3+1", "", "b"}, {"3+2", "", "c"}, {"3+3", "", "d"}}
@@ -238,7 +239,7 @@ func testOversized(t *testing.T) {
 	spec := specFor(ts)
 	spec.MaxEventBytes = 4096
 	sink := &recSink{}
-	err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), spec, "", sink)
+	err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), spec, "", sink)
 	if !errors.Is(err, transport.ErrEventTooLarge) || !transport.IsPermanent(err) {
 		t.Fatalf("err = %v, want a permanent ErrEventTooLarge", err)
 	}
@@ -264,7 +265,7 @@ func testLongComment(t *testing.T) {
 	spec := specFor(ts)
 	spec.MaxEventBytes = 4096
 	sink := &recSink{}
-	if err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), spec, "", sink); err != nil {
+	if err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), spec, "", sink); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if got := sink.ids(); !reflect.DeepEqual(got, seqIDs(1, 2)) {
@@ -286,10 +287,10 @@ func testRetryField(t *testing.T) {
 	})
 	clk := &fakeClock{}
 	sink := &recSink{}
-	if err := (&Transport{clk: clk}).Run(context.Background(), specFor(ts), "", sink); err != nil {
+	if err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
 		t.Fatal(err)
 	}
-	if got := clk.waits(); !reflect.DeepEqual(got, []time.Duration{1234 * time.Millisecond}) {
+	if got := clk.Waits(); !reflect.DeepEqual(got, []time.Duration{1234 * time.Millisecond}) {
 		t.Fatalf("waits = %v, want [1.234s]", got)
 	}
 	if got := sink.ids(); !reflect.DeepEqual(got, seqIDs(1, 2)) {
@@ -307,7 +308,7 @@ func testEOFReconnects(t *testing.T) {
 		send(w, chunks(3, 4)+complete)
 	})
 	sink := &recSink{}
-	if err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
+	if err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
 		t.Fatal(err)
 	}
 	if got := sink.ids(); !reflect.DeepEqual(got, seqIDs(1, 4)) {
@@ -338,7 +339,7 @@ func statusServer(t *testing.T, code int, okAfter int) *testServer {
 func test401(t *testing.T) {
 	ts := statusServer(t, http.StatusUnauthorized, 0)
 	sink := &recSink{}
-	err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), specFor(ts), "", sink)
+	err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), specFor(ts), "", sink)
 	var te *transport.Error
 	if !errors.As(err, &te) || te.Status != 401 || !te.Permanent || te.StreamID != "s1" {
 		t.Fatalf("err = %#v, want a permanent 401 *transport.Error", err)
@@ -354,10 +355,10 @@ func test500Backoff(t *testing.T) {
 	spec.RetryAttempts = 7
 	clk := &fakeClock{}
 	sink := &recSink{}
-	err := (&Transport{clk: clk}).Run(context.Background(), spec, "", sink)
+	err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), spec, "", sink)
 	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second,
 		2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
-	if got := clk.waits(); !reflect.DeepEqual(got, want) {
+	if got := clk.Waits(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("waits = %v, want %v", got, want)
 	}
 	var te *transport.Error
@@ -378,10 +379,10 @@ func test429RetryAfter(t *testing.T) {
 	ts := statusServer(t, http.StatusTooManyRequests, 1)
 	clk := &fakeClock{}
 	sink := &recSink{}
-	if err := (&Transport{clk: clk}).Run(context.Background(), specFor(ts), "", sink); err != nil {
+	if err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
 		t.Fatal(err)
 	}
-	if got := clk.waits(); !reflect.DeepEqual(got, []time.Duration{2 * time.Second}) {
+	if got := clk.Waits(); !reflect.DeepEqual(got, []time.Duration{2 * time.Second}) {
 		t.Fatalf("waits = %v, want the Retry-After [2s]", got)
 	}
 }
@@ -389,7 +390,7 @@ func test429RetryAfter(t *testing.T) {
 func test408(t *testing.T) {
 	ts := statusServer(t, http.StatusRequestTimeout, 2)
 	sink := &recSink{}
-	if err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
+	if err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
 		t.Fatal(err)
 	}
 	if ts.conns() != 3 || len(sink.got()) != 1 {
@@ -495,12 +496,12 @@ func testStreakReset(t *testing.T) {
 	spec.RetryAttempts = 2
 	clk := &fakeClock{}
 	sink := &recSink{}
-	if err := (&Transport{clk: clk}).Run(context.Background(), spec, "", sink); err != nil {
+	if err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), spec, "", sink); err != nil {
 		t.Fatalf("Run: %v (the streak did not reset)", err)
 	}
 	ms := 250 * time.Millisecond
 	want := []time.Duration{ms, 2 * ms, ms, 2 * ms, ms, 2 * ms}
-	if got := clk.waits(); !reflect.DeepEqual(got, want) {
+	if got := clk.Waits(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("waits = %v, want %v", got, want)
 	}
 	if got := sink.ids(); !reflect.DeepEqual(got, seqIDs(1, 3)) {
@@ -521,13 +522,13 @@ func testStreakGivesUp(t *testing.T) {
 	spec := specFor(ts)
 	spec.RetryAttempts = 2
 	clk := &fakeClock{}
-	err := (&Transport{clk: clk}).Run(context.Background(), spec, "", &recSink{})
+	err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), spec, "", &recSink{})
 	var te *transport.Error
 	if !errors.As(err, &te) || te.Status != 503 || te.Permanent {
 		t.Fatalf("err = %v, want the last 503 after giving up", err)
 	}
-	if ts.conns() != 3 || len(clk.waits()) != 2 {
-		t.Fatalf("connections %d waits %v; want 3 and two waits", ts.conns(), clk.waits())
+	if ts.conns() != 3 || len(clk.Waits()) != 2 {
+		t.Fatalf("connections %d waits %v; want 3 and two waits", ts.conns(), clk.Waits())
 	}
 }
 
@@ -536,10 +537,10 @@ func testAuthSecret(t *testing.T) {
 	for _, code := range []int{http.StatusUnauthorized, http.StatusBadGateway} {
 		ts := statusServer(t, code, 0)
 		spec := specFor(ts)
-		spec.Header = http.Header{"Authorization": {"Bearer " + secret}}
+		spec.HTTP.Header = http.Header{"Authorization": {"Bearer " + secret}}
 		var logs bytes.Buffer
 		spec.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), spec, "", &recSink{})
+		err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), spec, "", &recSink{})
 		if err == nil {
 			t.Fatal("Run succeeded against a failing server")
 		}
@@ -566,10 +567,10 @@ func testURLSecrets(t *testing.T) {
 	for _, base := range []string{ts.URL, closed.URL} {
 		u, _ := url.Parse(base)
 		u.User = url.UserPassword("user", secret)
-		spec := transport.Spec{ServerURL: u.String() + "/sse?token=" + secret, Endpoint: "ep"}
+		spec := transport.Spec{Endpoint: "ep", HTTP: transport.HTTP{ServerURL: u.String() + "/sse?token=" + secret}}
 		var logs bytes.Buffer
 		spec.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), spec, "", &recSink{})
+		err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), spec, "", &recSink{})
 		if err == nil {
 			t.Fatalf("%s: Run succeeded", base)
 		}
@@ -587,7 +588,7 @@ func testContentType(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"data":1}`))
 	})
-	err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), specFor(ts), "", &recSink{})
+	err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), specFor(ts), "", &recSink{})
 	if !transport.IsPermanent(err) || !strings.Contains(err.Error(), `"application/json"`) {
 		t.Fatalf("err = %v, want a permanent error naming the content type", err)
 	}
@@ -608,7 +609,7 @@ func testSinkError(t *testing.T) {
 		}
 		return nil
 	}}
-	err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), specFor(ts), "", sink)
+	err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), specFor(ts), "", sink)
 	if err != stop {
 		t.Fatalf("err = %v, want the sink's error unchanged", err)
 	}
@@ -629,7 +630,7 @@ func testEmptyData(t *testing.T) {
 	})
 	clk := &fakeClock{}
 	sink := &recSink{}
-	if err := (&Transport{clk: clk}).Run(context.Background(), specFor(ts), "", sink); err != nil {
+	if err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), specFor(ts), "", sink); err != nil {
 		t.Fatal(err)
 	}
 	if got := sink.got(); !reflect.DeepEqual(got, []rec{{"9+1", "", "a"}}) {
@@ -638,7 +639,7 @@ func testEmptyData(t *testing.T) {
 	if got := ts.header(1).Get("Last-Event-ID"); got != "9" {
 		t.Errorf("Last-Event-ID = %q, want 9 from the priming event", got)
 	}
-	if got := clk.waits(); !reflect.DeepEqual(got, []time.Duration{5 * time.Millisecond}) {
+	if got := clk.Waits(); !reflect.DeepEqual(got, []time.Duration{5 * time.Millisecond}) {
 		t.Errorf("waits = %v", got)
 	}
 }
@@ -677,7 +678,7 @@ func testURLAndQuery(t *testing.T) {
 		{ts.URL + "/sse?tenant=a", "counter.v1", map[string]string{"limit": "2"}, "/sse/counter.v1?limit=2&tenant=a"},
 	}
 	for i, tt := range tests {
-		spec := transport.Spec{ServerURL: tt.server, Endpoint: tt.endpoint, Query: tt.query}
+		spec := transport.Spec{Endpoint: tt.endpoint, HTTP: transport.HTTP{ServerURL: tt.server, Query: tt.query}}
 		if err := new(Transport).Run(context.Background(), spec, "", &recSink{}); err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
@@ -691,7 +692,7 @@ func testURLAndQuery(t *testing.T) {
 }
 
 func testBadSpec(t *testing.T) {
-	ok := transport.Spec{ServerURL: "http://127.0.0.1:1/sse", Endpoint: "ep"}
+	ok := transport.Spec{Endpoint: "ep", HTTP: transport.HTTP{ServerURL: "http://127.0.0.1:1/sse"}}
 	tests := []struct {
 		name   string
 		edit   func(*transport.Spec)
@@ -699,9 +700,9 @@ func testBadSpec(t *testing.T) {
 		want   string
 	}{
 		{"empty endpoint", func(s *transport.Spec) { s.Endpoint = "" }, false, "endpoint is empty"},
-		{"no server", func(s *transport.Spec) { s.ServerURL = "" }, false, "server URL is empty"},
-		{"bad scheme", func(s *transport.Spec) { s.ServerURL = "ftp://x" }, false, "want an http or https URL"},
-		{"bad URL", func(s *transport.Spec) { s.ServerURL = "http://[::1" }, false, "bad stream URL"},
+		{"no server", func(s *transport.Spec) { s.HTTP.ServerURL = "" }, false, "server URL is empty"},
+		{"bad scheme", func(s *transport.Spec) { s.HTTP.ServerURL = "ftp://x" }, false, "want an http or https URL"},
+		{"bad URL", func(s *transport.Spec) { s.HTTP.ServerURL = "http://[::1" }, false, "bad stream URL"},
 		{"negative attempts", func(s *transport.Spec) { s.RetryAttempts = -1 }, false, "RetryAttempts is -1"},
 		{"negative size", func(s *transport.Spec) { s.MaxEventBytes = -5 }, false, "MaxEventBytes is -5"},
 		{"nil sink", func(*transport.Spec) {}, true, "sink is nil"},

@@ -14,36 +14,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeClock records every wait the transport asks for. Its timers fire at once
-// unless hold is set, in which case they never fire.
-type fakeClock struct {
-	mu     sync.Mutex
-	delays []time.Duration
-	hold   bool
-}
-
-func (c *fakeClock) now() time.Time { return time.Now() }
-
-func (c *fakeClock) after(d time.Duration) (<-chan time.Time, func() bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.delays = append(c.delays, d)
-	ch := make(chan time.Time, 1)
-	if !c.hold {
-		ch <- time.Time{}
-	}
-	return ch, func() bool { return true }
-}
-
-func (c *fakeClock) waits() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.delays...)
-}
+// fakeClock is the transports' shared test clock.
+type fakeClock = retry.FakeClock
 
 // rec is a delivered chunk, copied.
 type rec struct{ ID, Event, Data string }
@@ -191,7 +168,7 @@ func seqIDs(from, to int) []string {
 
 // spec returns a Spec for endpoint "ep" on ts.
 func specFor(ts *testServer) transport.Spec {
-	return transport.Spec{StreamID: "s1", ServerURL: ts.URL + "/sse", Endpoint: "ep"}
+	return transport.Spec{StreamID: "s1", Endpoint: "ep", HTTP: transport.HTTP{ServerURL: ts.URL + "/sse"}}
 }
 
 // startRun runs tr.Run in a goroutine that the test owns; wait returns its

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rtfshost/rtfshost/internal/localserver"
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 // startLocalServer starts the reference server on 127.0.0.1:0 for one test.
@@ -38,9 +39,9 @@ func TestReferenceServer(t *testing.T) {
 	}{
 		{name: "clean", query: map[string]string{"limit": "40"}, limit: 40},
 		{name: "drop once", query: map[string]string{"limit": "40", "drop": "true", "drop_after": "15", "drop_times": "1"},
-			limit: 40, waits: []time.Duration{initialDelay}},
+			limit: 40, waits: []time.Duration{retry.DefaultInitial}},
 		{name: "500 twice", query: map[string]string{"limit": "5", "fail": "500", "fail_times": "2"},
-			limit: 5, waits: []time.Duration{initialDelay, 2 * initialDelay}},
+			limit: 5, waits: []time.Duration{retry.DefaultInitial, 2 * retry.DefaultInitial}},
 		{name: "retry field", query: map[string]string{"limit": "5", "retry_ms": "700", "drop": "true", "drop_after": "2", "drop_times": "1"},
 			limit: 5, waits: []time.Duration{700 * time.Millisecond}},
 		{name: "401", query: map[string]string{"fail": "401"}, check: func(t *testing.T, err error) {
@@ -61,12 +62,11 @@ func TestReferenceServer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Run("case", func(t *testing.T) {
 				srv := startLocalServer(t)
-				spec := transport.Spec{StreamID: tc.name, ServerURL: srv.URL() + "/sse", Endpoint: "counter.v1",
-					Query: tc.query, MaxEventBytes: tc.maxSize}
-				spec.Query["interval_ms"] = "0"
+				spec := transport.Spec{StreamID: tc.name, Endpoint: "counter.v1", MaxEventBytes: tc.maxSize, HTTP: transport.HTTP{ServerURL: srv.URL() + "/sse", Query: tc.query}}
+				spec.HTTP.Query["interval_ms"] = "0"
 				clk := &fakeClock{}
 				sink := &recSink{}
-				err := (&Transport{clk: clk}).Run(context.Background(), spec, "", sink)
+				err := (&Transport{policy: retry.Policy{Clock: clk}}).Run(context.Background(), spec, "", sink)
 				if tc.check != nil {
 					tc.check(t, err)
 					return
@@ -77,7 +77,7 @@ func TestReferenceServer(t *testing.T) {
 				if got := sink.ids(); !reflect.DeepEqual(got, seqIDs(1, tc.limit)) {
 					t.Fatalf("ids = %v, want 1..%d once each", got, tc.limit)
 				}
-				if got := clk.waits(); !reflect.DeepEqual(got, tc.waits) {
+				if got := clk.Waits(); !reflect.DeepEqual(got, tc.waits) {
 					t.Fatalf("waits = %v, want %v", got, tc.waits)
 				}
 			})
@@ -90,8 +90,8 @@ func TestReferenceServer(t *testing.T) {
 // 5): the reference server lists its endpoints and suggests the nearest.
 func TestUnknownEndpointSaysWhy(t *testing.T) {
 	srv := startLocalServer(t)
-	spec := transport.Spec{StreamID: "typo", ServerURL: srv.URL() + "/sse", Endpoint: "wether.monitor.v1"}
-	err := (&Transport{clk: &fakeClock{}}).Run(context.Background(), spec, "", &recSink{})
+	spec := transport.Spec{StreamID: "typo", Endpoint: "wether.monitor.v1", HTTP: transport.HTTP{ServerURL: srv.URL() + "/sse"}}
+	err := (&Transport{policy: retry.Policy{Clock: &fakeClock{}}}).Run(context.Background(), spec, "", &recSink{})
 	var te *transport.Error
 	if !errors.As(err, &te) || te.Status != 404 || !te.Permanent {
 		t.Fatalf("err = %v, want a permanent 404", err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
@@ -15,15 +14,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/rtfshost/rtfshost/transport"
-)
-
-// The retry policy: 250 ms, doubling, capped at 5 s, no jitter.
-const (
-	initialDelay = 250 * time.Millisecond
-	maxDelay     = 5 * time.Second
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
+	"github.com/rtfshost/rtfshost/transport/internal/sseread"
 )
 
 // session is the state of one Run call. It is used by one goroutine only.
@@ -34,15 +27,15 @@ type session struct {
 	client     *http.Client
 	release    func() // closes the connections of a client the session made
 	sink       transport.Sink
-	clk        clock
-	rd         *eventReader
+	retry      *retry.Retrier
+	clk        retry.Clock
+	rd         *sseread.Reader
 	pos        position      // the stream's position: last event id and id-less count
 	lastName   string        // the last event name seen, reused to avoid allocating
 	retryAfter time.Duration // a Retry-After from the last response, 0 if none
-	attempts   int
 }
 
-func newSession(spec transport.Spec, cursor string, sink transport.Sink, clk clock) (*session, error) {
+func newSession(spec transport.Spec, cursor string, sink transport.Sink, policy retry.Policy) (*session, error) {
 	if sink == nil {
 		return nil, configError(spec, "the sink is nil")
 	}
@@ -57,24 +50,17 @@ func newSession(spec transport.Spec, cursor string, sink transport.Sink, clk clo
 		return nil, err
 	}
 	s := &session{
-		spec:     spec,
-		url:      u.String(),
-		shown:    shownURL(u),
-		client:   spec.Client,
-		release:  func() {},
-		sink:     sink,
-		clk:      clk,
-		pos:      parseCursor(cursor),
-		attempts: spec.RetryAttempts,
+		spec:    spec,
+		url:     u.String(),
+		shown:   shownURL(u),
+		client:  spec.HTTP.Client,
+		release: func() {},
+		sink:    sink,
+		pos:     parseCursor(cursor),
+		rd:      sseread.New(spec.MaxEventBytes, 0),
 	}
-	if s.attempts == 0 {
-		s.attempts = transport.DefaultRetryAttempts
-	}
-	limit := spec.MaxEventBytes
-	if limit == 0 {
-		limit = transport.DefaultMaxEventBytes
-	}
-	s.rd = newEventReader(limit, readBufSize)
+	s.retry = policy.Start("sse", &spec, sink)
+	s.clk = s.retry.Clock()
 	if s.client == nil {
 		s.client, s.release = ownClient()
 	}
@@ -83,24 +69,8 @@ func newSession(spec transport.Spec, cursor string, sink transport.Sink, clk clo
 
 func (s *session) close() { s.release() }
 
-// newPolicy returns the backoff for one Run: the delays of a failure streak are
-// 250ms, 500ms, 1s, 2s, 4s, 5s, 5s, ... and NextBackOff returns backoff.Stop
-// after n of them. Reset starts a new streak.
-func newPolicy(n int) backoff.BackOff {
-	exp := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(initialDelay),
-		backoff.WithMultiplier(2),
-		backoff.WithMaxInterval(maxDelay),
-		backoff.WithRandomizationFactor(0),
-		backoff.WithMaxElapsedTime(0),
-	)
-	return backoff.WithMaxRetries(exp, uint64(n))
-}
-
 // run is the reconnect loop.
 func (s *session) run(ctx context.Context) error {
-	policy := newPolicy(s.attempts)
-	failures := 0
 	for {
 		progressed, err := s.connect(ctx)
 		if err == nil {
@@ -114,64 +84,24 @@ func (s *session) run(ctx context.Context) error {
 			return unwrapSink(err)
 		}
 		if progressed {
-			policy.Reset()
-			failures = 0
+			s.retry.Reset()
 		}
-		delay := policy.NextBackOff()
-		if delay == backoff.Stop {
-			return s.giveUp(te, failures)
-		}
-		failures++
-		delay = s.delay(delay)
-		s.notify(failures, delay, err)
-		if err := s.sleep(ctx, delay); err != nil {
+		if err := s.retry.Wait(ctx, te, s.override()); err != nil {
 			return err
 		}
 	}
 }
 
-// delay picks the wait before the next attempt: a Retry-After from the last
-// response, else the server's retry field, else the policy's delay.
-func (s *session) delay(policy time.Duration) time.Duration {
+// override is the wait the server asked for: a Retry-After from the last
+// response, else the stream's retry field; 0 leaves the policy's delay.
+func (s *session) override() time.Duration {
 	if s.retryAfter > 0 {
 		d := s.retryAfter
 		s.retryAfter = 0
 		return d
 	}
-	if s.rd.retry >= 0 {
-		return time.Duration(s.rd.retry) * time.Millisecond
-	}
-	return policy
-}
-
-func (s *session) notify(attempt int, delay time.Duration, cause error) {
-	if obs, ok := s.sink.(transport.ReconnectObserver); ok {
-		obs.Reconnecting(attempt, delay, cause)
-	}
-	// A reconnect is the policy working, not a fault: Info. A failure for good
-	// comes back from Run as the one error to report.
-	if s.spec.Logger != nil {
-		s.spec.Logger.LogAttrs(context.Background(), slog.LevelInfo, "sse: reconnecting",
-			slog.String("stream", s.spec.StreamID), slog.Int("attempt", attempt),
-			slog.Duration("delay", delay), slog.String("cause", cause.Error()))
-	}
-}
-
-func (s *session) sleep(ctx context.Context, d time.Duration) error {
-	c, stop := s.clk.after(d)
-	defer stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c:
-		return nil
-	}
-}
-
-func (s *session) giveUp(last *transport.Error, retries int) error {
-	e := *last
-	e.Err = fmt.Errorf("%w (gave up after %d retries)", last.Err, retries)
-	return &e
+	d, _ := s.rd.Retry()
+	return d
 }
 
 // fail builds the *transport.Error of one failed attempt.
@@ -200,12 +130,12 @@ func (s *session) connect(ctx context.Context) (progressed bool, err error) {
 	if err := s.check(resp); err != nil {
 		return false, err
 	}
-	s.rd.reset(resp.Body)
+	s.rd.Reset(resp.Body)
 	return s.stream(ctx)
 }
 
 func (s *session) header(req *http.Request) {
-	h := s.spec.Header.Clone() // the Spec is the caller's and read-only
+	h := s.spec.HTTP.Header.Clone() // the Spec is the caller's and read-only
 	if h == nil {
 		h = make(http.Header, 3)
 	}
@@ -224,7 +154,7 @@ func (s *session) check(resp *http.Response) error {
 	if code != http.StatusOK {
 		retry := code >= 500 || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests
 		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
-			s.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.clk.now())
+			s.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.clk.Now())
 		}
 		return s.fail("connect", code, !retry, fmt.Errorf("GET %s: %s%s", s.shown, resp.Status, bodySnippet(resp.Body, s.secrets())))
 	}
@@ -239,7 +169,7 @@ func (s *session) check(resp *http.Response) error {
 // values (the auth header) and its query values.
 func (s *session) secrets() []string {
 	var out []string
-	for _, vs := range s.spec.Header {
+	for _, vs := range s.spec.HTTP.Header {
 		out = append(out, vs...)
 	}
 	if u, err := url.Parse(s.url); err == nil {
@@ -304,22 +234,22 @@ func (s *session) stream(ctx context.Context) (progressed bool, err error) {
 	filter := newReplayFilter(s.pos)
 	cur := position{base: s.pos.base}
 	for {
-		ev, err := s.rd.next()
+		ev, err := s.rd.Next()
 		if err != nil {
 			return progressed, s.readError(ctx, err)
 		}
-		if ev.hasID && (cur.k != 0 || string(ev.id) != cur.base) {
-			cur = position{base: string(ev.id)}
+		if ev.HasID && (cur.k != 0 || string(ev.ID) != cur.base) {
+			cur = position{base: string(ev.ID)}
 		}
-		if len(ev.data) == 0 {
+		if len(ev.Data) == 0 {
 			// Comments, retry-only blocks, priming events: not chunks, but an
 			// id still moves the resume point.
-			if ev.hasID && !filter.seen(cur) {
+			if ev.HasID && !filter.seen(cur) {
 				s.pos = cur
 			}
 			continue
 		}
-		if !ev.hasID {
+		if !ev.HasID {
 			cur.k++
 		}
 		if s.terminal(ev) {
@@ -329,7 +259,7 @@ func (s *session) stream(ctx context.Context) (progressed bool, err error) {
 			continue
 		}
 		s.pos = cur
-		c := transport.Chunk{Data: ev.data, Event: s.eventName(ev.name), ID: cur.cursor(), ReceivedAt: s.clk.now()}
+		c := transport.Chunk{Data: ev.Data, Event: s.eventName(ev.Name), ID: cur.cursor(), ReceivedAt: s.clk.Now()}
 		if err := s.sink.Deliver(ctx, c); err != nil {
 			return progressed, sinkError{err}
 		}
@@ -346,14 +276,14 @@ func (s *session) eventName(b []byte) string {
 
 // terminal reports whether ev is the end of the stream: an event named
 // "status" whose data is a JSON object with "status":"complete".
-func (s *session) terminal(ev *event) bool {
-	if string(ev.name) != "status" {
+func (s *session) terminal(ev *sseread.Event) bool {
+	if string(ev.Name) != "status" {
 		return false
 	}
 	var st struct {
 		Status string `json:"status"`
 	}
-	return json.Unmarshal(ev.data, &st) == nil && st.Status == "complete"
+	return json.Unmarshal(ev.Data, &st) == nil && st.Status == "complete"
 }
 
 func (s *session) readError(ctx context.Context, err error) error {
@@ -361,10 +291,10 @@ func (s *session) readError(ctx context.Context, err error) error {
 		return cerr
 	}
 	where := fmt.Sprintf("GET %s: after cursor %q", s.shown, s.pos.cursor())
-	if errTooLarge(err) {
+	if errors.Is(err, transport.ErrEventTooLarge) {
 		return s.fail("read", 0, true, fmt.Errorf("%s: %w", where, err))
 	}
-	if err == io.EOF {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		err = errors.New("stream ended before the terminal status event")
 	}
 	return s.fail("read", 0, false, fmt.Errorf("%s: %w", where, err))

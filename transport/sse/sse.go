@@ -34,12 +34,13 @@ import (
 
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/egress"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
 )
 
 // Transport is the raw SSE StreamTransport. The zero value is ready to use and
 // a Transport is safe for concurrent use: each Run call owns all of its state.
 type Transport struct {
-	clk clock // nil means the real clock; tests inject a fake one
+	policy retry.Policy // the zero value is the project policy; tests set a fake clock
 }
 
 var _ transport.StreamTransport = (*Transport)(nil)
@@ -48,7 +49,7 @@ var _ transport.StreamTransport = (*Transport)(nil)
 // transport.StreamTransport describes. It returns nil after the terminal status
 // event, ctx.Err() when ctx ends (even in the middle of a backoff wait), the
 // sink's error unchanged when Deliver fails with anything but ctx.Err(), and
-// otherwise a *transport.Error. When spec.Client is nil, Run uses a client of
+// otherwise a *transport.Error. When spec.HTTP.Client is nil, Run uses a client of
 // its own and closes its connections before returning; a caller's Client keeps
 // its idle connections in its own pool. Spec.Header is sent on every request
 // and never appears in logs or errors; Spec.Arguments is not used.
@@ -57,19 +58,12 @@ var _ transport.StreamTransport = (*Transport)(nil)
 // buffer plus the event in flight (at most Spec.MaxEventBytes); Chunk.Data
 // points into that memory and is valid until Deliver returns.
 func (t *Transport) Run(ctx context.Context, spec transport.Spec, cursor string, sink transport.Sink) error {
-	s, err := newSession(spec, cursor, sink, t.clock())
+	s, err := newSession(spec, cursor, sink, t.policy)
 	if err != nil {
 		return err
 	}
 	defer s.close()
 	return s.run(ctx)
-}
-
-func (t *Transport) clock() clock {
-	if t.clk == nil {
-		return realClock{}
-	}
-	return t.clk
 }
 
 // configError is a permanent error in the Spec, found before connecting.
@@ -78,7 +72,7 @@ func configError(spec transport.Spec, format string, args ...any) error {
 }
 
 // streamURL builds the request URL: spec.Endpoint when it is an absolute URL,
-// otherwise spec.ServerURL + "/" + spec.Endpoint, with spec.Query merged into
+// otherwise spec.HTTP.ServerURL + "/" + spec.Endpoint, with spec.HTTP.Query merged into
 // the query string.
 func streamURL(spec transport.Spec) (*url.URL, error) {
 	if spec.Endpoint == "" {
@@ -89,12 +83,12 @@ func streamURL(spec transport.Spec) (*url.URL, error) {
 	if isAbsoluteURL(spec.Endpoint) {
 		u, err = url.Parse(spec.Endpoint)
 	} else {
-		if spec.ServerURL == "" {
+		if spec.HTTP.ServerURL == "" {
 			return nil, configError(spec, "endpoint %q is not an absolute URL and the server URL is empty", spec.Endpoint)
 		}
 		// The endpoint joins the server URL's path; a query on the server URL
 		// (a tenant, a key) stays the query.
-		u, err = url.Parse(spec.ServerURL)
+		u, err = url.Parse(spec.HTTP.ServerURL)
 		if err == nil {
 			u.Path = strings.TrimRight(u.Path, "/") + "/" + strings.TrimLeft(spec.Endpoint, "/")
 			u.RawPath = ""
@@ -106,12 +100,12 @@ func streamURL(spec transport.Spec) (*url.URL, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, configError(spec, "stream URL %q: want an http or https URL with a host", u.Redacted())
 	}
-	if len(spec.Query) > 0 {
+	if len(spec.HTTP.Query) > 0 {
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
 			return nil, configError(spec, "query of stream URL %q: %w", u.Redacted(), err)
 		}
-		for k, v := range spec.Query {
+		for k, v := range spec.HTTP.Query {
 			q.Set(k, v)
 		}
 		u.RawQuery = q.Encode()

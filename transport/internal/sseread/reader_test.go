@@ -1,4 +1,4 @@
-package sse
+package sseread
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ type refEvent struct {
 }
 
 // refParse is a deliberately naive reading of the WHATWG event stream rules,
-// written independently of eventReader to cross-check it: split into lines,
+// written independently of Reader to cross-check it: split into lines,
 // then interpret fields. It returns the events that carry data or an id, the
 // last retry value (-1 if none), the size of the largest complete block and
 // the size of the incomplete block at the end. Comment lines count toward
@@ -85,20 +85,20 @@ func refParse(in []byte) (evs []refEvent, retry int64, largest, pending int) {
 	return evs, retry, largest, pending
 }
 
-// readAll runs an eventReader over in and collects what it returns.
+// readAll runs a Reader over in and collects what it returns.
 func readAll(src io.Reader, limit, bufSize int) ([]refEvent, int64, error) {
-	rd := newEventReader(limit, bufSize)
-	rd.reset(src)
+	rd := New(limit, bufSize)
+	rd.Reset(src)
 	var evs []refEvent
 	for {
-		ev, err := rd.next()
-		if err == io.EOF {
+		ev, err := rd.Next()
+		if err == io.EOF || err == io.ErrUnexpectedEOF { // a cut-off event is discarded either way
 			return evs, rd.retry, nil
 		}
 		if err != nil {
 			return evs, rd.retry, err
 		}
-		evs = append(evs, refEvent{Data: string(ev.data), Name: string(ev.name), ID: string(ev.id), HasID: ev.hasID})
+		evs = append(evs, refEvent{Data: string(ev.Data), Name: string(ev.Name), ID: string(ev.ID), HasID: ev.HasID})
 	}
 }
 
@@ -130,7 +130,7 @@ func TestEventReaderCases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, bufSize := range []int{minBufSize, readBufSize} {
+			for _, bufSize := range []int{minBufSize, DefaultBufSize} {
 				got, retry, err := readAll(iotest.OneByteReader(strings.NewReader(tt.in)), 1<<20, bufSize)
 				if err != nil {
 					t.Fatalf("buf %d: %v", bufSize, err)
@@ -164,7 +164,7 @@ func TestEventReaderTooLarge(t *testing.T) {
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {
-			for _, bufSize := range []int{minBufSize, 1024, readBufSize} {
+			for _, bufSize := range []int{minBufSize, 1024, DefaultBufSize} {
 				_, _, err := readAll(strings.NewReader("data: ok\n\n"+in), limit, bufSize)
 				if !errors.Is(err, transport.ErrEventTooLarge) {
 					t.Fatalf("buf %d: err = %v, want ErrEventTooLarge", bufSize, err)
@@ -188,14 +188,14 @@ func TestEventReaderLongComment(t *testing.T) {
 	const limit = 64
 	note := ":" + strings.Repeat("c", 1<<20)
 	in := note + "\r\nid: 1\n" + note + "\rdata: a\n" + note + "\n\n" + note
-	for _, bufSize := range []int{minBufSize, 1024, readBufSize} {
-		rd := newEventReader(limit, bufSize)
-		rd.reset(&chunkedReader{in: []byte(in), sizes: []byte{15, 3, 7}})
-		ev, err := rd.next()
-		if err != nil || string(ev.data) != "a" || string(ev.id) != "1" {
+	for _, bufSize := range []int{minBufSize, 1024, DefaultBufSize} {
+		rd := New(limit, bufSize)
+		rd.Reset(&chunkedReader{in: []byte(in), sizes: []byte{15, 3, 7}})
+		ev, err := rd.Next()
+		if err != nil || string(ev.Data) != "a" || string(ev.ID) != "1" {
 			t.Fatalf("buf %d: next = %+v, %v", bufSize, ev, err)
 		}
-		if _, err := rd.next(); err != io.EOF {
+		if _, err := rd.Next(); err != io.EOF {
 			t.Fatalf("buf %d: after the trailing comment err = %v, want io.EOF", bufSize, err)
 		}
 		if c := cap(rd.long); c > 0 {
@@ -208,9 +208,9 @@ func TestEventReaderStopsAtNeed(t *testing.T) {
 	// The reader must not consume input beyond the event it returns when that
 	// event ends exactly at a read boundary: it reads only when it needs to.
 	src := &countingReader{chunks: []string{"data: a\n\n", "data: b\n\n"}}
-	rd := newEventReader(1<<20, 1024)
-	rd.reset(src)
-	if _, err := rd.next(); err != nil {
+	rd := New(1<<20, 1024)
+	rd.Reset(src)
+	if _, err := rd.Next(); err != nil {
 		t.Fatal(err)
 	}
 	if src.reads != 1 {
@@ -313,4 +313,27 @@ func FuzzParseEvent(f *testing.F) {
 			t.Fatalf("input %q: %d events under a limit, want %d", in, len(got), len(want))
 		}
 	})
+}
+
+// TestParseRetryField: the retry field takes ASCII digits only, within time.Duration.
+func TestParseRetryField(t *testing.T) {
+	tests := []struct {
+		in   string
+		ms   int64
+		okay bool
+	}{
+		{"1500", 1500, true},
+		{"0", 0, true},
+		{"", 0, false},
+		{"1.5", 0, false},
+		{" 15", 0, false},
+		{"9223372036855", 0, false}, // would overflow time.Duration
+		{"9223372036854", 9223372036854, true},
+	}
+	for _, tt := range tests {
+		ms, ok := parseRetry([]byte(tt.in))
+		if ms != tt.ms || ok != tt.okay {
+			t.Errorf("parseRetry(%q) = %d, %v; want %d, %v", tt.in, ms, ok, tt.ms, tt.okay)
+		}
+	}
 }

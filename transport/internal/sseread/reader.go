@@ -1,47 +1,55 @@
-package sse
+// Package sseread is the one Server-Sent Events reader of rtfshost's
+// transports: it splits a text/event-stream body into events following the
+// WHATWG event stream interpretation, bounded in memory, and stops consuming
+// its source when its caller stops asking for events (backpressure). The raw
+// SSE transport and the MCP transports (Streamable HTTP responses, the
+// standalone GET stream, legacy HTTP+SSE) all read through it.
+//
+// The main type is Reader.
+package sseread
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
 )
 
-// readBufSize is the size of an eventReader's read buffer. It bounds how far the
+// readBufSize is the size of a Reader's read buffer. It bounds how far the
 // transport reads ahead of the sink: while Deliver blocks, at most this many bytes
 // (plus the kernel's socket buffers) have been taken from the connection.
-const readBufSize = 16 << 10
+const DefaultBufSize = 16 << 10
 
-// keepCap is the largest buffer capacity an eventReader keeps after an event;
+// keepCap is the largest buffer capacity a Reader keeps after an event;
 // larger buffers (left by a large event) are released so that an idle stream
 // does not pin megabytes.
 const keepCap = 1 << 20
 
-// event is one dispatched SSE event block. Its slices belong to the eventReader
-// and are valid until the next call to next.
-type event struct {
-	data    []byte // data lines joined with "\n"
-	name    []byte // the event field ("" when absent)
-	id      []byte // the id field, valid when hasID
-	hasData bool   // at least one data field was seen
-	hasID   bool   // the block set the last event ID
+// An Event is one dispatched SSE event block. Its slices belong to the
+// Reader and are valid until the next call to Next.
+type Event struct {
+	Data    []byte // data lines joined with "\n"
+	Name    []byte // the event field ("" when absent)
+	ID      []byte // the id field, valid when HasID
+	HasData bool   // at least one data field was seen
+	HasID   bool   // the block set the last event ID
 }
 
-// eventReader splits a text/event-stream body into events, following the
+// A Reader splits a text/event-stream body into events, following the
 // WHATWG event stream interpretation: lines end with CRLF, LF or CR; a leading
 // BOM is ignored; lines starting with ':' are comments; one space after the
 // colon is dropped; unknown fields are ignored; an id containing NUL is ignored;
 // retry takes ASCII digits only; an incomplete event at EOF is discarded.
 //
 // It reads into a fixed buffer and never reads further than the line it needs,
-// so a caller that stops calling next stops consuming the underlying reader.
+// so a caller that stops calling Next stops consuming the underlying reader.
 // The raw bytes of one event (every line but comments, terminators included)
 // are bounded by max; a larger event is an error wrapping
 // transport.ErrEventTooLarge. Comment lines are discarded as they arrive,
 // never buffered, so they may be of any length.
-type eventReader struct {
+type Reader struct {
 	src    io.Reader
 	buf    []byte // fixed-size read buffer
 	r, w   int    // unread bytes are buf[r:w]
@@ -53,21 +61,46 @@ type eventReader struct {
 	long   []byte // a line that did not fit in buf, being accumulated
 	max    int    // limit on one event's raw size
 	size   int    // raw bytes of the current event so far
-	ev     event  // the event being built
+	ev     Event  // the event being built
 	retry  int64  // last valid retry field in milliseconds, -1 if none
 }
 
 // minBufSize keeps room for the BOM check and a useful amount of input.
 const minBufSize = 16
 
-func newEventReader(limit, bufSize int) *eventReader {
+// New returns a Reader whose events may be at most limit raw bytes (every
+// line but comments, terminators included; 0 or less means
+// transport.DefaultMaxEventBytes), reading through a buffer of bufSize
+// bytes (0 means 16 KiB). Call Reset before the first Next.
+func New(limit, bufSize int) *Reader {
+	if limit <= 0 {
+		limit = transport.DefaultMaxEventBytes
+	}
+	if bufSize <= 0 {
+		bufSize = DefaultBufSize
+	}
 	bufSize = max(bufSize, minBufSize)
-	return &eventReader{buf: make([]byte, bufSize), max: limit, retry: -1}
+	return &Reader{buf: make([]byte, bufSize), max: limit, retry: -1}
 }
 
-// reset prepares the reader for a new connection. The retry value survives: it
+// Retry returns the reconnection time the stream set with its last valid
+// retry field, and whether it set one. It survives Reset.
+func (rd *Reader) Retry() (time.Duration, bool) {
+	if rd.retry < 0 {
+		return 0, false
+	}
+	return time.Duration(rd.retry) * time.Millisecond, true
+}
+
+// partial reports whether the input ended inside an event: after some of
+// its lines, or inside a line that is not a comment.
+func (rd *Reader) partial() bool {
+	return rd.size > 0 || len(rd.long) > 0 || (!rd.inNote && rd.r < rd.w)
+}
+
+// Reset prepares the reader for a new connection. The retry value survives: it
 // is the stream's reconnection time, not a property of one response.
-func (rd *eventReader) reset(src io.Reader) {
+func (rd *Reader) Reset(src io.Reader) {
 	rd.src = src
 	rd.r, rd.w = 0, 0
 	rd.err = nil
@@ -80,12 +113,12 @@ func (rd *eventReader) reset(src io.Reader) {
 	rd.clearEvent()
 }
 
-func (rd *eventReader) clearEvent() {
-	rd.ev.data = shrink(rd.ev.data)
-	rd.ev.name = rd.ev.name[:0]
-	rd.ev.id = rd.ev.id[:0]
-	rd.ev.hasData = false
-	rd.ev.hasID = false
+func (rd *Reader) clearEvent() {
+	rd.ev.Data = shrink(rd.ev.Data)
+	rd.ev.Name = rd.ev.Name[:0]
+	rd.ev.ID = rd.ev.ID[:0]
+	rd.ev.HasData = false
+	rd.ev.HasID = false
 	rd.size = 0
 }
 
@@ -96,24 +129,29 @@ func shrink(b []byte) []byte {
 	return b[:0]
 }
 
-// next returns the next event that carries data or an id. Blocks made only of
+// Next returns the next event that carries data or an id. Blocks made only of
 // comments, event or retry fields are consumed without being returned (a retry
-// field updates rd.retry as soon as it is read). At the end of the input it
-// returns the source's error (io.EOF for a clean end).
-func (rd *eventReader) next() (*event, error) {
-	if rd.ev.hasData || rd.ev.hasID {
+// field updates Retry as soon as it is read). At the end of the input it
+// returns the source's error: io.EOF for a clean end between events,
+// io.ErrUnexpectedEOF for an end inside an event (which is discarded), an
+// error wrapping transport.ErrEventTooLarge for an event over the limit.
+func (rd *Reader) Next() (*Event, error) {
+	if rd.ev.HasData || rd.ev.HasID {
 		rd.clearEvent() // the event returned by the previous call
 	}
 	for {
 		line, err := rd.readLine()
 		if err != nil {
+			if err == io.EOF && rd.partial() {
+				return nil, io.ErrUnexpectedEOF
+			}
 			return nil, err
 		}
 		if len(line) > 0 {
 			rd.field(line)
 			continue
 		}
-		if rd.ev.hasData || rd.ev.hasID {
+		if rd.ev.HasData || rd.ev.HasID {
 			return &rd.ev, nil
 		}
 		rd.clearEvent()
@@ -121,7 +159,7 @@ func (rd *eventReader) next() (*event, error) {
 }
 
 // field interprets one non-empty line.
-func (rd *eventReader) field(line []byte) {
+func (rd *Reader) field(line []byte) {
 	if line[0] == ':' {
 		return
 	}
@@ -134,17 +172,17 @@ func (rd *eventReader) field(line []byte) {
 	}
 	switch string(name) {
 	case "data":
-		if rd.ev.hasData {
-			rd.ev.data = append(rd.ev.data, '\n')
+		if rd.ev.HasData {
+			rd.ev.Data = append(rd.ev.Data, '\n')
 		}
-		rd.ev.data = append(rd.ev.data, value...)
-		rd.ev.hasData = true
+		rd.ev.Data = append(rd.ev.Data, value...)
+		rd.ev.HasData = true
 	case "event":
-		rd.ev.name = append(rd.ev.name[:0], value...)
+		rd.ev.Name = append(rd.ev.Name[:0], value...)
 	case "id":
 		if bytes.IndexByte(value, 0) < 0 {
-			rd.ev.id = append(rd.ev.id[:0], value...)
-			rd.ev.hasID = true
+			rd.ev.ID = append(rd.ev.ID[:0], value...)
+			rd.ev.HasID = true
 		}
 	case "retry":
 		if ms, ok := parseRetry(value); ok {
@@ -178,7 +216,7 @@ var bom = []byte{0xEF, 0xBB, 0xBF}
 // readLine returns the next line without its terminator. The slice is valid
 // until the next call. A line cut off by the end of the input is discarded and
 // the source's error returned.
-func (rd *eventReader) readLine() ([]byte, error) {
+func (rd *Reader) readLine() ([]byte, error) {
 	for {
 		if rd.skipLF && rd.r < rd.w {
 			if rd.buf[rd.r] == '\n' {
@@ -217,7 +255,7 @@ func (rd *eventReader) readLine() ([]byte, error) {
 // reports whether it consumed a whole comment line; otherwise either no
 // comment starts at rd.r or all buffered bytes were discarded and inNote
 // records that the comment goes on.
-func (rd *eventReader) skipComment() bool {
+func (rd *Reader) skipComment() bool {
 	if !rd.inNote {
 		if len(rd.long) > 0 || rd.r == rd.w || rd.buf[rd.r] != ':' {
 			return false
@@ -238,7 +276,7 @@ func (rd *eventReader) skipComment() bool {
 }
 
 // cutLine takes one complete line from the buffer if there is one.
-func (rd *eventReader) cutLine() ([]byte, bool, error) {
+func (rd *Reader) cutLine() ([]byte, bool, error) {
 	seg := rd.buf[rd.r:rd.w]
 	i := indexEOL(seg)
 	if i < 0 {
@@ -286,7 +324,7 @@ func indexEOL(seg []byte) int {
 
 // fill reads more input, first making room: unread bytes move to the front, and
 // a partial line that fills the whole buffer moves to rd.long.
-func (rd *eventReader) fill() error {
+func (rd *Reader) fill() error {
 	if rd.r == 0 && rd.w == len(rd.buf) {
 		rd.long = append(rd.long, rd.buf...)
 		rd.r, rd.w = 0, 0
@@ -313,10 +351,7 @@ func (rd *eventReader) fill() error {
 	}
 }
 
-func (rd *eventReader) tooLarge() error {
+func (rd *Reader) tooLarge() error {
 	rd.err = fmt.Errorf("%w: one event exceeds %d bytes", transport.ErrEventTooLarge, rd.max)
 	return rd.err
 }
-
-// errTooLarge reports whether err is an oversized-event error.
-func errTooLarge(err error) bool { return errors.Is(err, transport.ErrEventTooLarge) }

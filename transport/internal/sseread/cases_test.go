@@ -1,4 +1,4 @@
-package mcp
+package sseread
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"github.com/rtfshost/rtfshost/transport"
 )
 
+// parsed is an event as these cases write it; retry is the reader's Retry
+// after the event.
 type parsed struct {
 	name, data, id string
 	hasID          bool
@@ -18,21 +20,23 @@ type parsed struct {
 
 func parseAll(t *testing.T, in string, max int) ([]parsed, error) {
 	t.Helper()
-	er := newEventReader(strings.NewReader(in), max)
+	er := New(max, 0)
+	er.Reset(strings.NewReader(in))
 	var out []parsed
 	for {
-		ev, err := er.next()
+		ev, err := er.Next()
 		if err != nil {
-			if errors.Is(err, io.EOF) {
+			if err == io.EOF {
 				err = nil
 			}
 			return out, err
 		}
-		out = append(out, parsed{ev.name, string(ev.data), ev.id, ev.hasID, ev.retry})
+		retry, _ := er.Retry()
+		out = append(out, parsed{string(ev.Name), string(ev.Data), string(ev.ID), ev.HasID, retry})
 	}
 }
 
-func TestEventReader(t *testing.T) {
+func TestReaderCases(t *testing.T) {
 	cases := []struct {
 		name string
 		in   string
@@ -48,7 +52,8 @@ func TestEventReader(t *testing.T) {
 		{"comment at the end", "data: d\n\n: bye", []parsed{{"", "d", "", false, 0}}, nil},
 		{"comment-only tail", "data: d\n\n: ping\nfoo: x\n\n", []parsed{{"", "d", "", false, 0}}, nil},
 		{"priming", "event: prime\nid: s_0\ndata:\n\n", []parsed{{"prime", "", "s_0", true, 0}}, nil},
-		{"retry", "retry: 1500\n\n", []parsed{{"", "", "", false, 1500 * time.Millisecond}}, nil},
+		{"retry", "retry: 1500\ndata: x\n\n", []parsed{{"", "x", "", false, 1500 * time.Millisecond}}, nil},
+		{"retry-only block is no event", "retry: 1500\n\ndata: y\n\n", []parsed{{"", "y", "", false, 1500 * time.Millisecond}}, nil},
 		{"bad retry ignored", "retry: soon\ndata: x\n\n", []parsed{{"", "x", "", false, 0}}, nil},
 		{"id with NUL ignored", "id: a\x00b\ndata: x\n\n", []parsed{{"", "x", "", false, 0}}, nil},
 		{"unknown field", "foo: bar\ndata: x\n\n", []parsed{{"", "x", "", false, 0}}, nil},
@@ -59,7 +64,7 @@ func TestEventReader(t *testing.T) {
 		{"comment over the limit", ": " + strings.Repeat("c", 1000) + "\ndata: d\n\n", []parsed{{"", "d", "", false, 0}}, nil},
 		{"comment over the limit at the end", "data: d\n\n:" + strings.Repeat("c", 1000), []parsed{{"", "d", "", false, 0}}, nil},
 		{"comment inside an event", "data: a\n:" + strings.Repeat("c", 1000) + "\ndata: b\n\n", []parsed{{"", "a\nb", "", false, 0}}, nil},
-		{"at the limit", "data: " + strings.Repeat("x", 57) + "\n\n", []parsed{{"", strings.Repeat("x", 57), "", false, 0}}, nil},
+		{"at the limit", "data: " + strings.Repeat("x", 56) + "\n\n", []parsed{{"", strings.Repeat("x", 56), "", false, 0}}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,8 +84,8 @@ func TestEventReader(t *testing.T) {
 	}
 }
 
-// TestEventReaderLongLines reads events longer than the bufio buffer.
-func TestEventReaderLongLines(t *testing.T) {
+// TestReaderLongLines reads events longer than the read buffer.
+func TestReaderLongLines(t *testing.T) {
 	big := strings.Repeat("y", 200<<10)
 	got, err := parseAll(t, "data: "+big+"\n\ndata: after\n\n", 1<<20)
 	if err != nil || len(got) != 2 || got[0].data != big || got[1].data != "after" {
@@ -88,24 +93,25 @@ func TestEventReaderLongLines(t *testing.T) {
 	}
 }
 
-// TestEventReaderLongComment: a comment line far longer than the limit and
+// TestReaderLongComment: a comment line far longer than the limit and
 // the bufio buffer is skipped without being buffered.
-func TestEventReaderLongComment(t *testing.T) {
+func TestReaderLongComment(t *testing.T) {
 	in := ":" + strings.Repeat("c", 1<<20) + "\r\nid: 1\ndata: after\n\n"
-	er := newEventReader(strings.NewReader(in), 64)
-	ev, err := er.next()
-	if err != nil || string(ev.data) != "after" || ev.id != "1" {
+	er := New(64, 0)
+	er.Reset(strings.NewReader(in))
+	ev, err := er.Next()
+	if err != nil || string(ev.Data) != "after" || string(ev.ID) != "1" {
 		t.Fatalf("next = %+v, %v", ev, err)
 	}
-	if c := cap(er.line); c > 64 {
+	if c := cap(er.long); c > 64 {
 		t.Fatalf("the comment was buffered: line buffer of %d bytes", c)
 	}
 }
 
-// FuzzEventReader checks that any input ends in io.EOF,
+// FuzzReaderMCPSeeds checks that any input ends in io.EOF,
 // io.ErrUnexpectedEOF or ErrEventTooLarge, never a panic or a loop, and that
 // no event exceeds the limit.
-func FuzzEventReader(f *testing.F) {
+func FuzzReaderMCPSeeds(f *testing.F) {
 	for _, s := range []string{
 		"event: message\nid: 1\ndata: {}\n\n", "data: a\r\ndata: b\r\n\r\n", "retry: 10\n\n",
 		": c\n\n", "data: x", "id: \x00\n\n", "data:" + strings.Repeat("z", 300) + "\n\n",
@@ -114,20 +120,21 @@ func FuzzEventReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		const max = 256
-		er := newEventReader(strings.NewReader(string(in)), max)
+		er := New(max, 0)
+		er.Reset(strings.NewReader(string(in)))
 		for n := 0; ; n++ {
 			if n > len(in) {
 				t.Fatalf("more events than input bytes")
 			}
-			ev, err := er.next()
+			ev, err := er.Next()
 			if err != nil {
 				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, transport.ErrEventTooLarge) {
 					t.Fatalf("unexpected error %v", err)
 				}
 				return
 			}
-			if len(ev.data) > max {
-				t.Fatalf("event data of %d bytes passed a %d-byte limit", len(ev.data), max)
+			if len(ev.Data) > max {
+				t.Fatalf("event data of %d bytes passed a %d-byte limit", len(ev.Data), max)
 			}
 		}
 	})

@@ -1,0 +1,271 @@
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"go.uber.org/goleak"
+
+	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/host/dashboard"
+	"github.com/rtfshost/rtfshost/internal/browser"
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// rig is a host whose streams take their chunks from Provider.Deliver
+// (manual connect), and a dashboard on it served without a token.
+type rig struct {
+	h  *host.Host
+	d  *dashboard.Dashboard
+	ts *httptest.Server
+}
+
+func newRig(t *testing.T, streams int) *rig {
+	t.Helper()
+	h, err := host.New(host.Options{
+		Streams: provider.Options{ManualConnect: true, LookupEnv: func(string) (string, bool) { return "", false }},
+		Stdout:  io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dashboard.New(dashboard.Options{Provider: h.Provider(), Interval: 200 * time.Millisecond, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(dashboard.Prefix, d.StaticHandler())
+	mux.Handle(dashboard.PathAPI, d.APIHandler())
+	r := &rig{h: h, d: d, ts: httptest.NewServer(mux)}
+	t.Cleanup(func() {
+		r.d.Close()
+		r.ts.Close()
+		r.h.Close()
+	})
+	var src strings.Builder
+	src.WriteString("(defn step [state chunk meta] {:state (inc state) :output {:n (inc state)}})\n")
+	for i := range streams {
+		fmt.Fprintf(&src, "(call :mcp.stream.start {:endpoint \"ep%d.v1\" :stream-id \"s%04d\" :processor step :initial-state 0})\n", i%7, i)
+	}
+	prog, err := rtfs.Compile("many.rtfs", []byte(src.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := h.Run(ctx, prog); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *rig) deliver(t *testing.T, id string, n int) {
+	t.Helper()
+	for i := range n {
+		if err := r.h.Provider().Deliver(context.Background(), id, transport.Chunk{Data: []byte(`{"i":1}`), ID: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestThousandStreamsInBrowser opens the dashboard on 1,000 live streams:
+// the page keeps 100 rows in the DOM (paged), pages with "]" and the
+// filter, and keeps answering while every stream's counts change.
+func TestThousandStreamsInBrowser(t *testing.T) {
+	exe, err := browser.Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, 1000)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bctx, closeBrowser, err := browser.New(ctx, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeBrowser()
+	eval := func(expr string) any {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[any](expr))
+		if err != nil {
+			t.Fatalf("evaluate %s: %v", expr, err)
+		}
+		return v
+	}
+	start := time.Now()
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(r.ts.URL+dashboard.Prefix),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="s0099"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first 100 of 1,000 rows shown %v after navigating", time.Since(start))
+	if n := eval(`document.querySelectorAll("#rows tr").length`); n != float64(100) {
+		t.Errorf("%v rows in the DOM, want one page of 100", n)
+	}
+	if got := eval(`document.getElementById("page-info").textContent`); got != "1–100 of 1000" {
+		t.Errorf("page info %q", got)
+	}
+	// Every stream moves while the page is open.
+	for range 3 {
+		for i := range 1000 {
+			r.deliver(t, fmt.Sprintf("s%04d", i), 1)
+		}
+	}
+	if err := chromedp.Do(bctx,
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="s0000"] .c-processed`)),
+		chromedp.KeyEvent("]"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="s0150"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`tr[data-id="s0000"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, _ := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(`tr[data-id="s0150"] .c-processed`)))
+		if v == "3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("s0150 shows %q processed, want 3", v)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := eval(`document.querySelectorAll("#rows tr").length`); n != float64(100) {
+		t.Errorf("%v rows in the DOM on page 2, want 100", n)
+	}
+	// The page answers at once: one evaluation's round trip.
+	t0 := time.Now()
+	eval(`1`)
+	t.Logf("a round trip to the page with 1,000 live streams took %v", time.Since(t0))
+}
+
+// TestAPI checks the JSON API: the session's CSRF token, the inspect map,
+// the buttons' POST refused without the token and applied with it, and the
+// event stream's first snapshot.
+func TestAPI(t *testing.T) {
+	r := newRig(t, 2)
+	r.deliver(t, "s0000", 2)
+	var sess struct{ CSRF, Version string }
+	getJSON(t, r.ts.URL+dashboard.PathSession, &sess)
+	if len(sess.CSRF) != 32 || sess.Version != "test" {
+		t.Fatalf("session %+v", sess)
+	}
+	var info provider.StreamInfo
+	getJSON(t, r.ts.URL+dashboard.PathStreams+"s0000", &info)
+	if info.StreamID != "s0000" || info.CurrentState == nil || info.Queue != nil {
+		t.Errorf("inspect %+v: want the state, not the queue", info)
+	}
+	post := func(op, csrf string) int {
+		req, _ := http.NewRequest(http.MethodPost, r.ts.URL+dashboard.PathStreams+"s0001/"+op, strings.NewReader("{}"))
+		if csrf != "" {
+			req.Header.Set("X-CSRF-Token", csrf)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("cancel", ""); code != http.StatusForbidden {
+		t.Errorf("cancel without the CSRF token: %d, want 403", code)
+	}
+	if code := post("cancel", strings.Repeat("0", 32)); code != http.StatusForbidden {
+		t.Errorf("cancel with a wrong CSRF token: %d, want 403", code)
+	}
+	if st, _ := r.h.Provider().Status("s0001"); st.State != provider.StateActive {
+		t.Fatalf("a refused cancel changed the stream: %+v", st)
+	}
+	for _, c := range []struct {
+		op    string
+		code  int
+		state provider.State
+	}{{"pause", 200, provider.StatePaused}, {"resume", 200, provider.StateActive}, {"cancel", 200, provider.StateCancelled}, {"pause", 409, provider.StateCancelled}, {"explode", 404, provider.StateCancelled}} {
+		if code := post(c.op, sess.CSRF); code != c.code {
+			t.Errorf("%s: %d, want %d", c.op, code, c.code)
+		}
+		if st, _ := r.h.Provider().Status("s0001"); st.State != c.state {
+			t.Errorf("after %s: %s, want %s", c.op, st.State, c.state)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.ts.URL+dashboard.PathEvents+"?stream=s0000", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("events Content-Type %q", ct)
+	}
+	buf := make([]byte, 0, 1<<16)
+	tmp := make([]byte, 4096)
+	for !strings.Contains(string(buf), "event: detail\n") {
+		n, err := resp.Body.Read(tmp)
+		buf = append(buf, tmp[:n]...)
+		if err != nil {
+			t.Fatalf("events: %v after %q", err, buf)
+		}
+	}
+	first, _, _ := strings.Cut(string(buf), "\n\n")
+	name, data, _ := strings.Cut(first, "\n")
+	if name != "event: snapshot" {
+		t.Fatalf("first event %q", name)
+	}
+	var snap struct {
+		Rows []struct {
+			ID        string
+			State     string
+			Processed int64
+		}
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(data, "data: ")), &snap); err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Rows) != 2 || snap.Rows[0].ID != "s0000" || snap.Rows[0].Processed != 2 || snap.Rows[1].State != "cancelled" {
+		t.Errorf("snapshot rows %+v", snap.Rows)
+	}
+	// An output of the watched stream arrives as it is published.
+	r.deliver(t, "s0000", 1)
+	for !strings.Contains(string(buf), "event: output\n") {
+		n, err := resp.Body.Read(tmp)
+		buf = append(buf, tmp[:n]...)
+		if err != nil {
+			t.Fatalf("events: %v, no output event in %q", err, buf)
+		}
+	}
+	if !strings.Contains(string(buf), `"output":{"n":3}`) {
+		t.Errorf("output event lacks the output: %s", buf)
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,112 @@
+package provider
+
+import (
+	"context"
+	"time"
+
+	"github.com/rtfshost/rtfshost/persistence"
+)
+
+// An Observer watches a provider's streams for metrics and traces
+// (host/observe implements it with Prometheus and OpenTelemetry); set it in
+// Options.Observer. The provider calls it from its streams' goroutines,
+// several at once, so implementations must be safe for concurrent use; the
+// calls of a StreamObserver come once per chunk and must be cheap and never
+// block. The provider never imports a metrics or tracing library itself.
+type Observer interface {
+	// StreamStarted is called once when a stream starts running: a new
+	// stream (ctx is StartRequest.Context, which carries the starting
+	// caller's trace context) or an unfinished stream that Recover runs
+	// again (ctx is context.Background()). A stream loaded for inspection
+	// only is not reported. It returns the stream's observer; nil means the
+	// stream is not observed.
+	StreamStarted(ctx context.Context, s StreamDesc) StreamObserver
+	// StoreCommitted reports one store commit of the provider's group
+	// committer (Options.Store), on the committer's goroutine.
+	StoreCommitted(c persistence.CommitInfo)
+	// LimitHit reports that a limit of the provider refused work: kind is
+	// "max-streams" (Options.MaxStreams).
+	LimitHit(kind string)
+}
+
+// StreamDesc describes an observed stream.
+type StreamDesc struct {
+	ID        string
+	Endpoint  string
+	Transport string // "sse", "mcp", "mcp-sse", "mock"...
+	Processor string
+	Recovered bool // run again by Recover after a restart
+}
+
+// A StreamObserver watches one stream. Its methods other than
+// TransportStarted and TransportEnded may be called from the stream's
+// transport goroutine, its worker and control calls at once.
+type StreamObserver interface {
+	// ChunkReceived reports a chunk of size bytes taken into the queue.
+	ChunkReceived(bytes int)
+	// ProcessorCalled reports one processor call: the chunk's seq, when the
+	// call began, how long it took and its error (nil for a result, even
+	// one that puts the stream in :error).
+	ProcessorCalled(seq int64, start time.Time, d time.Duration, err error)
+	// Directive reports a directive applied: action is "continue",
+	// "pause", "resume", "cancel" or "complete"; source is "processor",
+	// "control-chunk" (the chunk's own :action) or "request" (Pause,
+	// Resume, Cancel).
+	Directive(action, source string)
+	// ChunksDropped reports n queued chunks dropped by a cancel or an error.
+	ChunksDropped(n int)
+	// TransportStarted reports that the stream's transport starts reading
+	// its source; the transport runs under the context it returns (derived
+	// from ctx, e.g. with a span, whose trace context outgoing requests
+	// carry).
+	TransportStarted(ctx context.Context) context.Context
+	// Reconnecting reports that the transport retries after cause.
+	Reconnecting(attempt int, cause error)
+	// TransportEnded reports that the transport returned: nil when its
+	// source ended cleanly or the stream stopped it.
+	TransportEnded(err error)
+	// Ended reports the stream's end: a terminal status, or the status it
+	// had when the provider closed (not terminal). It is the last call.
+	Ended(st Status)
+}
+
+// nopObserver observes nothing: the default StreamObserver of a stream.
+type nopObserver struct{}
+
+func (nopObserver) ChunkReceived(int)                                      {}
+func (nopObserver) ProcessorCalled(int64, time.Time, time.Duration, error) {}
+func (nopObserver) Directive(string, string)                               {}
+func (nopObserver) ChunksDropped(int)                                      {}
+func (nopObserver) TransportStarted(ctx context.Context) context.Context   { return ctx }
+func (nopObserver) Reconnecting(int, error)                                {}
+func (nopObserver) TransportEnded(error)                                   {}
+func (nopObserver) Ended(Status)                                           {}
+
+// actionNames names the directives for observers.
+var actionNames = [...]string{actNone: "none", actContinue: "continue", actPause: "pause",
+	actResume: "resume", actCancel: "cancel", actComplete: "complete"}
+
+// observe asks the provider's observer for s's StreamObserver. Called by
+// launch, with s.mu held, before the stream's goroutines start.
+func (p *Provider) observe(ctx context.Context, s *stream, recovered bool) {
+	if p.opts.Observer == nil {
+		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	o := p.opts.Observer.StreamStarted(ctx, StreamDesc{
+		ID: s.id, Endpoint: s.def.endpoint, Transport: s.def.transport,
+		Processor: s.def.procName, Recovered: recovered,
+	})
+	if o != nil {
+		s.obs, s.observed = o, true
+	}
+}
+
+// limitHit reports a limit to the observer, if any.
+func (p *Provider) limitHit(kind string) {
+	if p.opts.Observer != nil {
+		p.opts.Observer.LimitHit(kind)
+	}
+}

@@ -1,0 +1,44 @@
+package mcp
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/rtfshost/rtfshost/transport"
+)
+
+// StreamableKind describes the MCP Streamable HTTP transport to a
+// transport.Catalog: :transport :mcp, chosen for an http(s) URL whose path
+// ends in /mcp.
+func StreamableKind() transport.Kind {
+	return transport.Kind{
+		Name:      "mcp",
+		Doc:       "one MCP tool call over Streamable HTTP: each progress notification is a chunk, the result the last",
+		Endpoint:  "the tool's name",
+		Target:    transport.TargetURL,
+		Detect:    func(u *url.URL) bool { return httpPathEnds(u, "/mcp") },
+		Detects:   "an http(s) URL whose path ends in /mcp",
+		Keys:      streamableKeys(),
+		Configure: configureStreamable,
+		Transport: Streamable{},
+	}
+}
+
+// LegacyKind describes the legacy MCP HTTP+SSE transport (2024-11-05) to a
+// transport.Catalog: :transport :mcp-sse, chosen for an http(s) URL whose
+// path ends in /mcp-sse.
+func LegacyKind() transport.Kind {
+	return transport.Kind{
+		Name:      "mcp-sse",
+		Doc:       "one MCP tool call over the legacy HTTP+SSE transport (protocol 2024-11-05)",
+		Endpoint:  "the tool's name",
+		Target:    transport.TargetURL,
+		Detect:    func(u *url.URL) bool { return httpPathEnds(u, "/mcp-sse") },
+		Detects:   "an http(s) URL whose path ends in /mcp-sse",
+		Transport: LegacySSE{},
+	}
+}
+
+func httpPathEnds(u *url.URL, suffix string) bool {
+	return (u.Scheme == "http" || u.Scheme == "https") && strings.HasSuffix(strings.TrimRight(u.Path, "/"), suffix)
+}

@@ -1,0 +1,301 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/internal/retry"
+	"github.com/rtfshost/rtfshost/transport/transporttest"
+)
+
+// stdioServerEnv makes the test binary an MCP server over stdio (go-sdk's
+// server on sdk.StdioTransport) instead of the tests; its value is the
+// server's behaviour: "normal", or "garbage" (it writes a non-JSON line to
+// stdout before each answer).
+const stdioServerEnv = "RTFSHOST_STDIO_SERVER"
+
+// countFileEnv names the file where the endless tool records how many
+// progress notifications it sent (8 bytes, little endian).
+const countFileEnv = "RTFSHOST_STDIO_COUNT"
+
+// stdioServerMain serves the tools of the stdio tests: count (n progress
+// notifications, then a result; isError with fail), endless (progress until
+// cancelled), crash (a progress notification, a stderr line, exit 4), hang
+// (never answers) and flood (one progress notification of n bytes).
+func stdioServerMain(mode string) int {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "stdio-test", Version: "1"}, nil)
+	counter := func() {}
+	if path := os.Getenv(countFileEnv); path != "" {
+		c, err := transporttest.Counter(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		counter = c
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "count"}, func(ctx context.Context, req *sdk.CallToolRequest, in countArgs) (*sdk.CallToolResult, any, error) {
+		for i := 1; i <= in.N; i++ {
+			if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(),
+				Progress: float64(i), Total: float64(in.N), Message: fmt.Sprintf("step %d", i)}); err != nil {
+				return nil, nil, err
+			}
+		}
+		if in.Fail {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "boom: bad input"}}}, nil, nil
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("counted %d", in.N)}}}, nil, nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "endless"}, func(ctx context.Context, req *sdk.CallToolRequest, _ map[string]any) (*sdk.CallToolResult, any, error) {
+		return endless(ctx, req, counter)
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "crash"}, func(ctx context.Context, req *sdk.CallToolRequest, _ map[string]any) (*sdk.CallToolResult, any, error) {
+		_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1})
+		time.Sleep(20 * time.Millisecond)
+		fmt.Fprintln(os.Stderr, "panic: the index is corrupt")
+		os.Exit(4)
+		return nil, nil, nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "hang"}, func(ctx context.Context, req *sdk.CallToolRequest, _ map[string]any) (*sdk.CallToolResult, any, error) {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "flood"}, func(ctx context.Context, req *sdk.CallToolRequest, in countArgs) (*sdk.CallToolResult, any, error) {
+		err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(),
+			Progress: 1, Message: strings.Repeat("x", in.N)})
+		return &sdk.CallToolResult{}, nil, err
+	})
+	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "stdio server:", err)
+	}
+	return 0
+}
+
+// endless sends progress notifications until ctx ends, calling sent after
+// each.
+func endless(ctx context.Context, req *sdk.CallToolRequest, sent func()) (*sdk.CallToolResult, any, error) {
+	for i := 1; ; i++ {
+		if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i)}); err != nil {
+			return nil, nil, err
+		}
+		sent()
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// stdioSpec is the Spec of a call of tool on the test binary as a stdio
+// server, configured through StdioKind as the provider does.
+func stdioSpec(t testing.TB, tool, args string, env map[string]string, extra map[string]string) transport.Spec {
+	t.Helper()
+	e := map[string]string{stdioServerEnv: "normal"}
+	for k, v := range env {
+		e[k] = v
+	}
+	keys := map[string]json.RawMessage{}
+	keys["command"], _ = json.Marshal(os.Args[0])
+	keys["args"], _ = json.Marshal([]string{"-test.run=^$"})
+	keys["env"], _ = json.Marshal(e)
+	for k, v := range extra {
+		keys[k] = json.RawMessage(v)
+	}
+	cfg, err := StdioKind().Configure(keys)
+	if err != nil {
+		t.Fatalf("configure: %v", err)
+	}
+	return transport.Spec{StreamID: "stdio-" + tool, Endpoint: tool, Arguments: []byte(args), Config: cfg}
+}
+
+func progressIndex(c transport.Chunk) (int, bool) {
+	if c.Event != "progress" {
+		return 0, false
+	}
+	var p struct{ Progress float64 }
+	if json.Unmarshal(c.Data, &p) != nil {
+		return 0, false
+	}
+	return int(p.Progress) - 1, true
+}
+
+func suiteMarker() (string, string) {
+	return "RTFSHOST_SUITE_MARK", strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
+// TestTransportSuiteStdio runs the transport suite on a go-sdk MCP server
+// launched from the test binary.
+func TestTransportSuiteStdio(t *testing.T) {
+	transporttest.Run(t, transporttest.Harness{
+		Finite: func(t *testing.T, n int) transporttest.Source {
+			k, v := suiteMarker()
+			return transporttest.Source{Transport: new(Stdio), Marker: k + "=" + v,
+				Spec: stdioSpec(t, "count", fmt.Sprintf(`{"n":%d}`, n), map[string]string{k: v}, nil)}
+		},
+		Endless: func(t *testing.T) transporttest.Source {
+			k, v := suiteMarker()
+			count := transporttest.NewCountFile(t)
+			return transporttest.Source{Transport: new(Stdio), Marker: k + "=" + v,
+				Spec:     stdioSpec(t, "endless", `{}`, map[string]string{k: v, countFileEnv: count.Path}, nil),
+				Produced: count.Produced}
+		},
+		Failing: func(t *testing.T) transporttest.Source {
+			k, v := suiteMarker()
+			return transporttest.Source{Transport: new(Stdio), Marker: k + "=" + v,
+				Spec: stdioSpec(t, "count", `{"n":2,"fail":true}`, map[string]string{k: v}, nil)}
+		},
+		Index: progressIndex,
+	})
+}
+
+// TestTransportSuiteStreamable and TestTransportSuiteLegacy run the suite on
+// go-sdk's HTTP handlers.
+func TestTransportSuiteStreamable(t *testing.T) { runHTTPSuite(t, false) }
+
+func TestTransportSuiteLegacy(t *testing.T) { runHTTPSuite(t, true) }
+
+func runHTTPSuite(t *testing.T, legacy bool) {
+	tr := func() transport.StreamTransport {
+		if legacy {
+			return LegacySSE{policy: fastPolicy}
+		}
+		return Streamable{policy: fastPolicy}
+	}
+	spec := func(s *sdkServer, tool, args string) transport.Spec {
+		sp := s.spec(tool, args)
+		if legacy {
+			sp.HTTP.ServerURL = s.http.URL + "/sse"
+		}
+		return sp
+	}
+	transporttest.Run(t, transporttest.Harness{
+		Finite: func(t *testing.T, n int) transporttest.Source {
+			s := newSDKServer(t, sdkConfig{legacy: legacy})
+			return transporttest.Source{Transport: tr(), Spec: spec(s, "count", fmt.Sprintf(`{"n":%d}`, n))}
+		},
+		Endless: func(t *testing.T) transporttest.Source {
+			s := newSDKServer(t, sdkConfig{legacy: legacy, noStore: true})
+			return transporttest.Source{Transport: tr(), Spec: spec(s, "endless", `{}`),
+				Produced: func() int { return int(s.produced.Load()) }}
+		},
+		Failing: func(t *testing.T) transporttest.Source {
+			s := newSDKServer(t, sdkConfig{legacy: legacy})
+			return transporttest.Source{Transport: tr(), Spec: spec(s, "count", `{"n":2,"fail":true}`)}
+		},
+		Index: progressIndex,
+	})
+}
+
+// TestStdioLikeMCP: the same tool over stdio delivers what :mcp delivers:
+// progress chunks with the notification's params, then the result.
+func TestStdioLikeMCP(t *testing.T) {
+	sink := &recSink{}
+	if err := new(Stdio).Run(context.Background(), stdioSpec(t, "count", `{"n":3}`, nil, nil), "", sink); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.events(); strings.Join(got, ",") != "progress,progress,progress,result" {
+		t.Fatalf("events %v", got)
+	}
+	var p struct {
+		Token   string  `json:"progressToken"`
+		Message string  `json:"message"`
+		Total   float64 `json:"total"`
+	}
+	if err := json.Unmarshal(sink.chunks[0].Data, &p); err != nil || p.Message != "step 1" || p.Total != 3 || !strings.HasPrefix(p.Token, "rtfs-") {
+		t.Fatalf("first progress %s (%v)", sink.chunks[0].Data, err)
+	}
+	if !strings.Contains(string(sink.last().Data), "counted 3") {
+		t.Fatalf("result %s", sink.last().Data)
+	}
+}
+
+// TestStdioServerCrash: a server that dies mid-call ends the stream with
+// an error naming the command, the exit status and the stderr tail, after
+// the chunks it sent; the tool is not called again.
+func TestStdioServerCrash(t *testing.T) {
+	sink := &recSink{}
+	err := new(Stdio).Run(context.Background(), stdioSpec(t, "crash", `{}`, nil, nil), "", sink)
+	for _, want := range []string{"exited with status 4", "before the tool's result", "panic: the index is corrupt", filepath.Base(os.Args[0])} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to say %q", err, want)
+		}
+	}
+	if got := sink.events(); len(got) != 1 {
+		t.Errorf("events %v, want the one progress sent before the crash", got)
+	}
+}
+
+// TestStdioRestartOnFailure: with :restart :on-failure the crashed server
+// is started again under the retry policy.
+func TestStdioRestartOnFailure(t *testing.T) {
+	sink := &recSink{}
+	tr := &Stdio{policy: retry.Policy{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 1}}
+	err := tr.Run(context.Background(), stdioSpec(t, "crash", `{}`, nil, map[string]string{"restart": `"on-failure"`}), "", sink)
+	if err == nil || !strings.Contains(err.Error(), "gave up after 1 retries") {
+		t.Fatalf("err = %v", err)
+	}
+	if got := sink.events(); len(got) != 2 {
+		t.Errorf("events %v, want one progress from each of the two starts", got)
+	}
+}
+
+// TestStdioHangCancels: a tool that never answers is cancelled promptly:
+// notifications/cancelled, stdin closed, the server gone.
+func TestStdioHangCancels(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := new(Stdio).Run(ctx, stdioSpec(t, "hang", `{}`, nil, nil), "", &recSink{})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
+		t.Fatalf("err = %v after %v", err, time.Since(start))
+	}
+}
+
+// TestStdioFloodIsBounded: a message longer than the limit is an error
+// naming the limit, not an unbounded buffer.
+func TestStdioFloodIsBounded(t *testing.T) {
+	spec := stdioSpec(t, "flood", `{"n":200000}`, nil, nil)
+	spec.MaxEventBytes = 64 << 10
+	err := new(Stdio).Run(context.Background(), spec, "", &recSink{})
+	if !errors.Is(err, transport.ErrEventTooLarge) || !strings.Contains(err.Error(), "65536 bytes") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestStdioResumedIsSourceLost: a call resumed after a host restart is not
+// made again.
+func TestStdioResumedIsSourceLost(t *testing.T) {
+	spec := stdioSpec(t, "count", `{"n":1}`, nil, nil)
+	spec.Resumed = true
+	if err := new(Stdio).Run(context.Background(), spec, "x", &recSink{}); !errors.Is(err, transport.ErrSourceLost) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// BenchmarkStdioProgress: progress notifications from a stdio server into a
+// counting sink. Reports chunks/s.
+func BenchmarkStdioProgress(b *testing.B) {
+	const n = 20000
+	spec := stdioSpec(b, "count", fmt.Sprintf(`{"n":%d}`, n), nil, nil)
+	b.ResetTimer()
+	for range b.N {
+		s := &countingSink{}
+		if err := new(Stdio).Run(context.Background(), spec, "", s); err != nil || s.n != n+1 {
+			b.Fatalf("err %v, %d chunks", err, s.n)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "chunks/s")
+}
+
+type countingSink struct{ n int }
+
+func (s *countingSink) Deliver(context.Context, transport.Chunk) error { s.n++; return nil }
