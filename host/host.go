@@ -9,7 +9,10 @@
 // program, the host serves it from the registry and resumes the program with
 // the answer, or throws the error into the program, where try/catch sees it.
 // A parked answer, such as :mcp.stream.await's, blocks Run until the answer
-// exists. Streams started by a program keep running after Run returns; Wait
+// exists. RunWith adjusts one run (its limits, a hook before each host call,
+// where its println lines go) and returns the program's globals too; the
+// loop itself is capabilities.Drive, which processors and the MCP server
+// share. Streams started by a program keep running after Run returns; Wait
 // waits for them and Close stops them.
 //
 // With a store (Options.Store) streams are durable, and a program parked on
