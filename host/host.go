@@ -225,6 +225,10 @@ func (h *Host) serve(ctx context.Context, r *run, out rtfs.Outcome) (rtfs.Value,
 	return h.serveCall(ctx, r, out, call)
 }
 
+// serveCall serves call from the registry, or, for println and log of a run
+// with RunOptions.Log, hands the line to it. A parked :mcp.stream.await of
+// a durable run interrupted by the host's close or ctx ends the run
+// (capabilities.Halt) with ErrParkInterrupted: the program stays stored.
 func (h *Host) serveCall(ctx context.Context, r *run, out rtfs.Outcome, call *capabilities.Call) (rtfs.Value, error) {
 	id := strings.TrimPrefix(call.ID, ":")
 	if id == LogCapability && r.opts.Log != nil {
