@@ -63,6 +63,7 @@ type streamLog struct {
 	outputs  []json.RawMessage
 	done     bool          // its JSON-RPC response is stored
 	changed  chan struct{} // closed and replaced at every append
+	mem      [][]byte      // without a store: the events, by index
 }
 
 // durableEvents is the mcp.EventStore of the stateful era, in the host's
@@ -76,12 +77,11 @@ type durableEvents struct {
 	loaded  bool
 	streams map[streamKey]*streamLog
 	bytes   map[string]int // per session
-	mem     map[string][]byte
 }
 
 func newDurableEvents(store persistence.Store, log func(string, ...any)) *durableEvents {
 	return &durableEvents{store: store, log: log, streams: make(map[streamKey]*streamLog),
-		bytes: make(map[string]int), mem: make(map[string][]byte)}
+		bytes: make(map[string]int)}
 }
 
 var _ mcp.EventStore = (*durableEvents)(nil)
@@ -200,7 +200,10 @@ func (l *streamLog) note(data []byte) {
 			Token    json.RawMessage `json:"progressToken"`
 			Progress float64         `json:"progress"`
 			Message  string          `json:"message"`
-			Meta     map[string]any  `json:"_meta"`
+			Meta     struct {        // metaStream and metaSeq
+				Stream string   `json:"rtfshost/stream-id"`
+				Seq    *float64 `json:"rtfshost/seq"`
+			} `json:"_meta"`
 		} `json:"params"`
 	}
 	if len(data) == 0 || json.Unmarshal(data, &m) != nil {
@@ -211,11 +214,11 @@ func (l *streamLog) note(data []byte) {
 		if m.Params.Token != nil {
 			l.token = compactJSON(m.Params.Token)
 		}
-		if id, ok := m.Params.Meta[metaStream].(string); ok {
+		if id := m.Params.Meta.Stream; id != "" {
 			l.streamID = id
 		}
-		if seq, ok := m.Params.Meta[metaSeq].(float64); ok {
-			l.seq = max(l.seq, int64(seq))
+		if seq := m.Params.Meta.Seq; seq != nil {
+			l.seq = max(l.seq, int64(*seq))
 		}
 		l.progress = max(l.progress, m.Params.Progress)
 		if m.Params.Message != "" && json.Valid([]byte(m.Params.Message)) {
@@ -244,25 +247,26 @@ func (d *durableEvents) Append(ctx context.Context, sessionID, streamID string, 
 	l := d.logOfLocked(k)
 	idx := l.next
 	l.next++
-	if d.bytes[sessionID]+len(data) > maxSessionEventBytes {
+	if l.lost || d.bytes[sessionID]+len(data) > maxSessionEventBytes {
 		l.lost = true
 		d.mu.Unlock()
 		return nil // the client can still read it live; a resume past it fails
 	}
 	d.bytes[sessionID] += len(data)
+	if d.store == nil { // no restart to prepare for: the event is kept, nothing noted
+		l.mem = append(l.mem, bytes.Clone(data))
+		close(l.changed)
+		l.changed = make(chan struct{})
+		d.mu.Unlock()
+		return nil
+	}
 	d.mu.Unlock()
-	key := eventKey(sessionID, streamID, idx)
-	if d.store != nil {
-		var b persistence.Batch
-		b.Put(key, encodeEvent(data))
-		if err := d.store.Commit(context.WithoutCancel(ctx), &b); err != nil {
-			return fmt.Errorf("storing an MCP event: %w", err)
-		}
+	var b persistence.Batch
+	b.Put(eventKey(sessionID, streamID, idx), encodeEvent(data))
+	if err := d.store.Commit(context.WithoutCancel(ctx), &b); err != nil {
+		return fmt.Errorf("storing an MCP event: %w", err)
 	}
 	d.mu.Lock()
-	if d.store == nil {
-		d.mem[string(key)] = bytes.Clone(data)
-	}
 	l.note(data)
 	close(l.changed)
 	l.changed = make(chan struct{})
@@ -300,13 +304,10 @@ func (d *durableEvents) events(ctx context.Context, session, stream string, inde
 	if d.store == nil {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		for i := index + 1; ; i++ {
-			data, ok := d.mem[string(eventKey(session, stream, i))]
-			if !ok {
-				return out
-			}
-			out = append(out, data)
+		if l := d.streams[streamKey{session, stream}]; l != nil && index+1 < len(l.mem) {
+			out = append(out, l.mem[max(index+1, 0):]...)
 		}
+		return out
 	}
 	_ = d.store.Scan(ctx, eventPrefixOf(session, stream), func(k, v []byte) error {
 		if _, _, idx, ok := parseEventKey(k); ok && idx > index {
@@ -328,11 +329,6 @@ func (d *durableEvents) SessionClosed(ctx context.Context, sessionID string) err
 		}
 	}
 	delete(d.bytes, sessionID)
-	for k := range d.mem {
-		if strings.HasPrefix(k, eventPrefix+sessionID+"\x00") {
-			delete(d.mem, k)
-		}
-	}
 	d.mu.Unlock()
 	if d.store == nil {
 		return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -246,5 +248,65 @@ func TestBothErasOnOneEndpoint(t *testing.T) {
 		if notes := log.waitFor(t, 4); len(notes) != 4 {
 			t.Errorf("%s client got %d progress notifications, want 4", tc.id, len(notes))
 		}
+	}
+}
+
+// flushCounter is a ResponseWriter that counts flushes.
+type flushCounter struct {
+	httptest.ResponseRecorder
+	mu      sync.Mutex
+	flushes int
+}
+
+func (f *flushCounter) Flush() {
+	f.mu.Lock()
+	f.flushes++
+	f.mu.Unlock()
+}
+
+func (f *flushCounter) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.flushes
+}
+
+// TestFlushesCoalesce: the response writer flushes a quiet stream's event
+// at once, lets a burst share one deferred flush, and flushes what is due
+// when the handler returns, after which no timer touches the response.
+func TestFlushesCoalesce(t *testing.T) {
+	fc := &flushCounter{ResponseRecorder: *httptest.NewRecorder()}
+	const window = 200 * time.Millisecond // long enough for a burst on a loaded machine
+	w := &retryWriter{ResponseWriter: fc, window: window}
+	w.Write([]byte("data: 1\n\n"))
+	w.Flush()
+	if fc.count() != 1 {
+		t.Fatalf("the first event: %d flushes, want 1 at once", fc.count())
+	}
+	for i := range 10 {
+		fmt.Fprintf(w, "data: %d\n\n", i)
+		w.Flush()
+	}
+	if fc.count() != 1 {
+		t.Fatalf("a burst flushed %d times at once, want its flush deferred", fc.count())
+	}
+	waitFor(t, "the deferred flush", func() bool { return fc.count() == 2 })
+	time.Sleep(2 * window)
+	if fc.count() != 2 {
+		t.Fatalf("%d flushes for one burst, want 2 in all", fc.count())
+	}
+	w.Write([]byte("data: quiet again\n\n"))
+	w.Flush() // the stream was quiet: at once
+	w.Write([]byte("data: last\n\n"))
+	w.Flush() // deferred
+	if fc.count() != 3 {
+		t.Fatalf("%d flushes, want 3 with the last one deferred", fc.count())
+	}
+	w.finish()
+	if fc.count() != 4 {
+		t.Fatalf("finish left the last event unflushed (%d flushes)", fc.count())
+	}
+	time.Sleep(2 * window)
+	if fc.count() != 4 {
+		t.Fatalf("a flush ran after finish (%d flushes)", fc.count())
 	}
 }
