@@ -171,6 +171,7 @@ func (s *Server) Close() error {
 	}
 	s.calls.Wait()
 	s.router.close()
+	s.events.close()
 	return nil
 }
 

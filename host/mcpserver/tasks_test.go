@@ -310,3 +310,32 @@ func TestFlushesCoalesce(t *testing.T) {
 		t.Fatalf("a flush ran after finish (%d flushes)", fc.count())
 	}
 }
+
+// TestWritesWaitForTheStore: what go-sdk writes reaches the client only
+// once the events written so far are stored, so a client never holds an
+// event a restarted server lacks.
+func TestWritesWaitForTheStore(t *testing.T) {
+	fc := &flushCounter{ResponseRecorder: *httptest.NewRecorder()}
+	entered, release := make(chan struct{}), make(chan struct{})
+	w := &retryWriter{ResponseWriter: fc, window: time.Hour, stored: func(context.Context) error {
+		close(entered)
+		<-release
+		return nil
+	}}
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		w.Write([]byte("id: 1\ndata: x\n\n"))
+		w.Flush()
+	}()
+	<-entered // the flush waits for the store now
+	if got := fc.Body.Len(); got != 0 || fc.count() != 0 {
+		t.Fatalf("the client got %d bytes and %d flushes before the event was stored", got, fc.count())
+	}
+	close(release)
+	<-flushed
+	if got := fc.Body.String(); got != "id: 1\ndata: x\n\n" || fc.count() != 1 {
+		t.Fatalf("after the store: body %q, %d flushes", got, fc.count())
+	}
+	w.finish()
+}
