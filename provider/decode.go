@@ -123,18 +123,7 @@ func (mb *metaBuilder) build(it *item) rtfs.Value {
 	if ms := it.received.UnixMilli(); mb.msVal == nil || ms != mb.ms {
 		mb.ms, mb.msVal = ms, rtfs.Int(ms)
 	}
-	if it.fd != "" {
-		return rtfs.MapOf(
-			rtfs.Keyword("stream-id"), mb.id,
-			rtfs.Keyword("seq"), rtfs.Int(it.seq),
-			rtfs.Keyword("event"), mb.eventVal,
-			rtfs.Keyword("id"), mb.idVal,
-			rtfs.Keyword("received-at-ms"), mb.msVal,
-			rtfs.Keyword("endpoint"), mb.endpoint,
-			rtfs.Keyword("fd"), fdValue(it.fd),
-		)
-	}
-	return rtfs.MapOf(
+	m := rtfs.MapOf(
 		rtfs.Keyword("stream-id"), mb.id,
 		rtfs.Keyword("seq"), rtfs.Int(it.seq),
 		rtfs.Keyword("event"), mb.eventVal,
@@ -142,6 +131,10 @@ func (mb *metaBuilder) build(it *item) rtfs.Value {
 		rtfs.Keyword("received-at-ms"), mb.msVal,
 		rtfs.Keyword("endpoint"), mb.endpoint,
 	)
+	if it.fd != "" { // a process transport's chunk
+		return m.Assoc(rtfs.Keyword("fd"), fdValue(it.fd))
+	}
+	return m
 }
 
 // fdValue is a process chunk's :fd, a keyword (:stdout, :stderr).
