@@ -1,11 +1,13 @@
 package rtfs
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
@@ -167,8 +169,7 @@ func (d *decoder) continuation() *Continuation {
 	parts := &contParts{}
 	k := &parts.k
 	k.prog = d.prog
-	k.globals = &parts.g
-	d.globalsInto(k.globals)
+	k.globals = d.sharedGlobals(&parts.g)
 	call := &parts.call
 	call.Capability = d.name()
 	line, col := d.uint(), d.uint()
@@ -200,6 +201,36 @@ func (d *decoder) globals() *Globals {
 	g := &Globals{}
 	if !d.globalsInto(g) {
 		return nil
+	}
+	return g
+}
+
+// decodedGlobals is a decoded globals section: its bytes, the Globals and
+// the values the decoder remembered while decoding it (the back-reference
+// table the rest of the continuation indexes).
+type decodedGlobals struct {
+	enc  []byte
+	g    *Globals
+	refs []Value
+}
+
+// sharedGlobals decodes the globals section, which opens a continuation,
+// into g, or returns the Globals of the program's previous continuation when
+// the section's bytes are the same: a processor's globals rarely change
+// from one chunk to the next, and decoding them is most of a continuation's
+// cost. Sharing is safe: Globals decoded from a continuation are never
+// written in place (a thread copies them on its first def).
+func (d *decoder) sharedGlobals(g *Globals) *Globals {
+	start := d.off
+	fresh := len(d.refs) == 0 // the section opens the continuation: nothing remembered yet
+	if last := d.prog.lastGlobals.Load(); fresh && last != nil && bytes.HasPrefix(d.buf[start:], last.enc) {
+		// The section is self-delimiting: the same bytes decode the same way.
+		d.off += len(last.enc)
+		d.refs = append(d.refs, last.refs...)
+		return last.g
+	}
+	if d.globalsInto(g) && fresh {
+		d.prog.lastGlobals.Store(&decodedGlobals{enc: bytes.Clone(d.buf[start:d.off]), g: g, refs: slices.Clone(d.refs)})
 	}
 	return g
 }

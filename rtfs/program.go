@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"github.com/rtfshost/rtfshost/rtfs/suggest"
 	"strings"
+	"sync/atomic"
 
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
@@ -42,6 +43,11 @@ type Program struct {
 	toplevel *funcInfo
 	extra    map[string]*Builtin // host-internal builtins (tests); nil normally
 	keywords map[string]Value    // the keyword constants, boxed once (for decoding)
+
+	// lastGlobals is the globals section of the continuation this program
+	// decoded last, decoded: the next continuation whose section has the
+	// same bytes shares it (continuation_decode.go).
+	lastGlobals atomic.Pointer[decodedGlobals]
 }
 
 // funcInfo is a compiled function with its constants turned into values.
