@@ -62,21 +62,38 @@ func vectorOwned(elems []Value) *Vector {
 	if tailoff == 0 {
 		return v
 	}
-	level := make([]*vnode, 0, tailoff/vwidth)
-	for i := 0; i < tailoff; i += vwidth {
-		level = append(level, &vnode{vals: elems[i : i+vwidth : i+vwidth]})
+	// The trie's nodes, and the pointers to them that their parents hold,
+	// come from two allocations, whatever the size: the leaves, then each
+	// level of parents up to the root.
+	total := 0
+	for width := tailoff / vwidth; ; width = (width + vmask) / vwidth {
+		total += width
+		if width == 1 && total > tailoff/vwidth {
+			break
+		}
 	}
+	nodes := make([]vnode, total)
+	ptrs := make([]*vnode, total)
+	next := 0 // the next free node and pointer
+	for i := 0; i < tailoff; i += vwidth {
+		nodes[next].vals = elems[i : i+vwidth : i+vwidth]
+		ptrs[next] = &nodes[next]
+		next++
+	}
+	level := ptrs[:next:next]
 	for {
-		parents := make([]*vnode, 0, (len(level)+vmask)/vwidth)
+		start := next
 		for i := 0; i < len(level); i += vwidth {
 			j := min(i+vwidth, len(level))
-			parents = append(parents, &vnode{kids: level[i:j:j]})
+			nodes[next].kids = level[i:j:j]
+			ptrs[next] = &nodes[next]
+			next++
 		}
-		if len(parents) == 1 {
-			v.root = parents[0]
+		if next-start == 1 {
+			v.root = ptrs[start]
 			return v
 		}
-		level = parents
+		level = ptrs[start:next:next]
 		v.shift += vbits
 	}
 }

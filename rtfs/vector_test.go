@@ -220,3 +220,32 @@ func TestVectorConjBranches(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorOwnedShapes: a vector built from a slice it takes over holds
+// every element at its index, and grows and changes like any vector, at
+// every size up to three trie levels.
+func TestVectorOwnedShapes(t *testing.T) {
+	for _, n := range []int{1, 31, 32, 33, 63, 64, 65, 1023, 1024, 1025, 1056, 1057, 32*32*32 + 40} {
+		elems := make([]Value, n)
+		for i := range elems {
+			elems[i] = Int(i)
+		}
+		v := vectorOwned(elems)
+		for i := 0; i < n; i++ {
+			if v.Index(i) != Int(i) {
+				t.Fatalf("n=%d: Index(%d) = %v", n, i, v.Index(i))
+			}
+		}
+		w := v.Conj(Int(n))
+		if w.Len() != n+1 || w.Index(n) != Int(n) || v.Len() != n {
+			t.Fatalf("n=%d: Conj gave len %d, last %v", n, w.Len(), w.Index(n))
+		}
+		u, err := v.Assoc(n/2, String("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Index(n/2) != String("x") || v.Index(n/2) != Int(n/2) {
+			t.Fatalf("n=%d: Assoc changed the original or missed its index", n)
+		}
+	}
+}
