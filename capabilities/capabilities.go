@@ -13,6 +13,11 @@
 // A handler answers at once (Now) or later (Later): a parked answer, such as
 // the one of :mcp.stream.await, carries a wait function that the host calls
 // when it is ready to block the program until the answer exists.
+//
+// Drive is the one loop that takes a suspended program from host call to
+// host call: the host's programs, the provider's processors and the MCP
+// server's programs all run through it, each with its own way of serving a
+// call.
 package capabilities
 
 import (
@@ -36,6 +41,9 @@ type Call struct {
 	Args    []rtfs.Value
 	Pos     syntax.Pos
 	Globals *rtfs.Globals
+	// Stream is the id of the stream whose processor made the call; empty
+	// for a program's call and a call from Go.
+	Stream string
 }
 
 // A Handler serves a capability. It runs on the goroutine of the program or

@@ -2,7 +2,9 @@ package capabilities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -215,5 +217,50 @@ func TestZeroRegistryAndNilCall(t *testing.T) {
 	}
 	if _, err := r.Dispatch(context.Background(), nil); err == nil {
 		t.Fatal("nil call accepted")
+	}
+}
+
+// TestCheckJSON: JSON arguments are checked against a schema as RTFS ones
+// are, and its JSON Schema gives every key its JSON types.
+func TestCheckJSON(t *testing.T) {
+	s := &Schema{Type: "map", Keys: []Key{
+		{Name: "endpoint", Type: "string", Required: true},
+		{Name: "queue-capacity", Type: "int", Min: AtLeast(1)},
+		{Name: "transport", Type: "keyword|string", Enum: []string{"sse", "mcp"}},
+		{Name: "initial-state", Type: "any"},
+		{Name: "ratio", Type: "number"},
+	}}
+	for _, tc := range []struct {
+		args string
+		want string // "" means success
+	}{
+		{`{"endpoint":"e","queue-capacity":4,"transport":"mcp","initial-state":[1],"ratio":0.5}`, ""},
+		{`{"endpoint":"e","initial-state":null}`, ""},
+		{`{}`, `argument "endpoint": missing required argument`},
+		{`{"endpoint":null}`, `argument "endpoint": missing required argument`},
+		{`{"endpoint":5}`, `argument "endpoint": expected a string, got number 5`},
+		{`{"endpoint":"e","queue-capacity":1.5}`, `expected an integer, got number 1.5`},
+		{`{"endpoint":"e","queue-capacity":0}`, `must be at least 1, got 0`},
+		{`{"endpoint":"e","transport":"pigeon"}`, `"pigeon" is not one of sse, mcp`},
+		{`{"endpoint":"e","endpiont":"x"}`, `argument "endpiont": unknown argument (did you mean "endpoint"?)`},
+	} {
+		var args map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(tc.args), &args); err != nil {
+			t.Fatal(err)
+		}
+		err := s.CheckJSON(args)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	props := s.JSONSchema()["properties"].(map[string]any)
+	for key, want := range map[string]string{"endpoint": "string", "queue-capacity": "integer", "transport": "string", "ratio": "number",
+		"initial-state": "[object array string number integer boolean null]"} {
+		if got := fmt.Sprint(props[key].(map[string]any)["type"]); got != want {
+			t.Errorf("%s: JSON type %s, want %s", key, got, want)
+		}
+	}
+	if m := props["queue-capacity"].(map[string]any)["minimum"]; m != int64(1) {
+		t.Errorf("queue-capacity minimum = %v", m)
 	}
 }

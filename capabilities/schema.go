@@ -36,9 +36,17 @@ type Key struct {
 	Type string
 	// Required makes the key mandatory; a nil value counts as missing.
 	Required bool
+	// Enum, when not empty, lists the accepted values of a string or keyword
+	// key (written without the colon).
+	Enum []string
+	// Min, when not nil, is the least accepted value of an int key.
+	Min *int64
 	// Doc describes the key.
 	Doc string
 }
+
+// AtLeast returns a Key.Min of n.
+func AtLeast(n int64) *int64 { return &n }
 
 // knownType reports whether name is a type name of Key.Type.
 func knownType(name string) bool {
@@ -138,6 +146,9 @@ func (s *Schema) checkKeys(id string, m *rtfs.Map) error {
 		if !typeMatches(k.Type, v) {
 			return &Error{Capability: id, Key: k.Name, Msg: fmt.Sprintf("expected %s, got %s", typeName(k.Type), describe(v))}
 		}
+		if msg := k.checkRange(v); msg != "" {
+			return &Error{Capability: id, Key: k.Name, Msg: msg}
+		}
 	}
 	if s.OtherKeys {
 		return nil
@@ -229,29 +240,35 @@ func describe(v rtfs.Value) string {
 	return v.Kind().String() + " " + s
 }
 
-// JSONSchema returns the schema as a JSON-Schema-like document (an "object"
-// with "properties" and "required" for a map argument), for listings and MCP
-// tool definitions. A nil schema gives an empty object schema that allows
-// anything.
-func (s *Schema) JSONSchema() map[string]any {
-	if s == nil || s.Type != "map" {
-		return map[string]any{"type": "object"}
+// checkRange reports a value outside k's Enum or below its Min ("" when it
+// is fine).
+func (k Key) checkRange(v rtfs.Value) string {
+	switch v := v.(type) {
+	case rtfs.String:
+		return k.checkEnum(string(v))
+	case rtfs.Keyword:
+		return k.checkEnum(string(v))
+	case rtfs.Int:
+		return k.checkMin(int64(v))
 	}
-	props := make(map[string]any, len(s.Keys))
-	var required []string
-	for _, k := range s.Keys {
-		p := map[string]any{"rtfsType": typeName(k.Type)}
-		if k.Doc != "" {
-			p["description"] = k.Doc
+	return ""
+}
+
+func (k Key) checkEnum(s string) string {
+	if len(k.Enum) == 0 {
+		return ""
+	}
+	for _, e := range k.Enum {
+		if e == s {
+			return ""
 		}
-		props[k.Name] = p
-		if k.Required {
-			required = append(required, k.Name)
-		}
 	}
-	doc := map[string]any{"type": "object", "properties": props, "additionalProperties": s.OtherKeys}
-	if len(required) > 0 {
-		doc["required"] = required
+	return fmt.Sprintf("%q is not one of %s", s, strings.Join(k.Enum, ", "))
+}
+
+func (k Key) checkMin(n int64) string {
+	if k.Min != nil && n < *k.Min {
+		return fmt.Sprintf("must be at least %d, got %d", *k.Min, n)
 	}
-	return doc
+	return ""
 }

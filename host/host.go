@@ -9,7 +9,10 @@
 // program, the host serves it from the registry and resumes the program with
 // the answer, or throws the error into the program, where try/catch sees it.
 // A parked answer, such as :mcp.stream.await's, blocks Run until the answer
-// exists. Streams started by a program keep running after Run returns; Wait
+// exists. RunWith adjusts one run (its limits, a hook before each host call,
+// where its println lines go) and returns the program's globals too; the
+// loop itself is capabilities.Drive, which processors and the MCP server
+// share. Streams started by a program keep running after Run returns; Wait
 // waits for them and Close stops them.
 //
 // With a store (Options.Store) streams are durable, and a program parked on
@@ -65,6 +68,9 @@ type Host struct {
 
 	outMu  sync.Mutex // serializes writes to stdout
 	stdout io.Writer
+
+	routesMu sync.Mutex
+	routes   map[string]*logRoute // by stream id (RouteLog)
 
 	store    persistence.Store // nil without persistence
 	ctx      context.Context   // ends at Close: bounds resumed programs
@@ -139,17 +145,52 @@ func (h *Host) Provider() *provider.Provider { return h.prov }
 // waits, Run returns an error wrapping ErrParkInterrupted and the program
 // stays stored, for Recover to resume after a restart.
 func (h *Host) Run(ctx context.Context, prog *rtfs.Program) (rtfs.Value, error) {
+	v, _, err := h.RunWith(ctx, prog, RunOptions{})
+	return v, err
+}
+
+// RunOptions adjust one run of RunWith; the zero value runs as Run does.
+type RunOptions struct {
+	// Limits bound the run; the zero value means the host's (Options.Limits).
+	Limits rtfs.Limits
+	// Before, when set, sees each host call of the program before the
+	// registry serves it, on the run's goroutine, and may replace c.Args. An
+	// error it returns is thrown into the program and the call is not
+	// served; otherwise after, when not nil, is called with the call's
+	// error (nil when it succeeded).
+	Before func(ctx context.Context, c *capabilities.Call) (after func(error), err error)
+	// Log, when set, receives each line the program prints with println or
+	// log (without its newline) instead of the host's Stdout, on the run's
+	// goroutine. Lines of the streams the program starts go where RouteLog
+	// says.
+	Log func(line string)
+	// Ephemeral keeps the run out of the store: a program waiting on
+	// :mcp.stream.await is not stored and does not outlive the run.
+	Ephemeral bool
+}
+
+// RunWith runs prog as Run does, adjusted by opts, and returns also the
+// program's global variables at its end (nil when it failed).
+func (h *Host) RunWith(ctx context.Context, prog *rtfs.Program, opts RunOptions) (rtfs.Value, *rtfs.Globals, error) {
 	if prog == nil {
-		return nil, errors.New("host: Run: nil program")
+		return nil, nil, errors.New("host: Run: nil program")
 	}
-	th := rtfs.NewThread(h.limits)
+	limits := opts.Limits
+	if limits == (rtfs.Limits{}) {
+		limits = h.limits
+	}
+	th := rtfs.NewThread(limits)
 	out, err := th.Run(ctx, prog)
 	r := newRun(prog)
-	v, err := h.drive(ctx, th, r, out, err)
+	r.opts = opts
+	out, err = h.drive(ctx, th, r, out, err)
 	if !errors.Is(err, ErrParkInterrupted) {
 		h.unpark(r, nil)
 	}
-	return v, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return out.Value, out.Globals, nil
 }
 
 // ErrParkInterrupted is wrapped by the error of a run whose program was
@@ -157,25 +198,45 @@ func (h *Host) Run(ctx context.Context, prog *rtfs.Program) (rtfs.Value, error) 
 // context ended. Recover resumes it.
 var ErrParkInterrupted = errors.New("the program parked on :mcp.stream.await was interrupted; it stays stored and resumes after Recover")
 
-// drive serves the host calls of a run from out (or err) to its end.
-func (h *Host) drive(ctx context.Context, th *rtfs.Thread, r *run, out rtfs.Outcome, err error) (rtfs.Value, error) {
-	for err == nil && out.Call != nil {
-		out, err = h.serve(ctx, th, r, out)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return out.Value, nil
+// drive serves the host calls of run r from out (or err) to its end.
+func (h *Host) drive(ctx context.Context, th *rtfs.Thread, r *run, out rtfs.Outcome, err error) (rtfs.Outcome, error) {
+	return capabilities.Drive(ctx, th, out, err, func(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error) {
+		return h.serve(ctx, r, out)
+	})
 }
 
-// serve performs the host call out is suspended at and resumes the program.
-// With a store, a program about to wait on :mcp.stream.await is parked
-// (stored) first; failing to store it is an error thrown into the program.
-func (h *Host) serve(ctx context.Context, th *rtfs.Thread, r *run, out rtfs.Outcome) (rtfs.Outcome, error) {
+// serve performs the host call out is suspended at for run r. With a store,
+// a program about to wait on :mcp.stream.await is parked (stored) first;
+// failing to store it is an error thrown into the program.
+func (h *Host) serve(ctx context.Context, r *run, out rtfs.Outcome) (rtfs.Value, error) {
 	hc := out.Call
 	call := &capabilities.Call{ID: hc.Capability, Args: hc.Args, Pos: hc.Pos, Globals: out.Globals}
+	if r.opts.Before != nil {
+		after, err := r.opts.Before(ctx, call)
+		if err != nil {
+			return nil, err
+		}
+		v, err := h.serveCall(ctx, r, out, call)
+		if after != nil {
+			after(err)
+		}
+		return v, err
+	}
+	return h.serveCall(ctx, r, out, call)
+}
+
+// serveCall serves call from the registry, or, for println and log of a run
+// with RunOptions.Log, hands the line to it. A parked :mcp.stream.await of
+// a durable run interrupted by the host's close or ctx ends the run
+// (capabilities.Halt) with ErrParkInterrupted: the program stays stored.
+func (h *Host) serveCall(ctx context.Context, r *run, out rtfs.Outcome, call *capabilities.Call) (rtfs.Value, error) {
+	id := strings.TrimPrefix(call.ID, ":")
+	if id == LogCapability && r.opts.Log != nil {
+		r.opts.Log(logLine(call.Args))
+		return rtfs.Nil, nil
+	}
 	ans, err := h.reg.Dispatch(ctx, call)
-	await := h.store != nil && ans.Parked() && strings.TrimPrefix(hc.Capability, ":") == provider.CapAwait
+	await := h.store != nil && !r.opts.Ephemeral && ans.Parked() && id == provider.CapAwait
 	if err == nil && await {
 		if perr := h.park(ctx, r, out); perr != nil {
 			err = &capabilities.Error{Capability: provider.CapAwait, Err: perr}
@@ -185,16 +246,10 @@ func (h *Host) serve(ctx context.Context, th *rtfs.Thread, r *run, out rtfs.Outc
 	if err == nil {
 		v, err = h.wait(ctx, call, ans)
 	}
-	if err != nil {
-		if await && r.parked && interrupted(ctx, err) {
-			return out, fmt.Errorf("host: run of %s, stream %q: %w: %w", r.prog.Name(), awaitedStream(hc.Args), ErrParkInterrupted, err)
-		}
-		if ctx.Err() != nil {
-			return out, fmt.Errorf("host call :%s at %s: %w", hc.Capability, hc.Pos, ctx.Err())
-		}
-		return th.ResumeError(ctx, out.Continuation, err)
+	if err != nil && await && r.parked && interrupted(ctx, err) {
+		return nil, capabilities.Halt(fmt.Errorf("host: run of %s, stream %q: %w: %w", r.prog.Name(), awaitedStream(call.Args), ErrParkInterrupted, err))
 	}
-	return th.Resume(ctx, out.Continuation, v)
+	return v, err
 }
 
 // wait obtains a parked answer's value: the program stays suspended until
@@ -248,9 +303,54 @@ func (h *Host) Close() error {
 	return err
 }
 
+// RouteLog sends the lines that the processor of stream id prints with
+// println or log to fn instead of the host's Stdout, until the returned
+// function is called. fn runs on the stream's goroutine, so it must not
+// block for long. The MCP server uses it to send a stream's lines to the
+// client that started it. It is safe for concurrent use.
+func (h *Host) RouteLog(id string, fn func(line string)) (stop func()) {
+	h.routesMu.Lock()
+	defer h.routesMu.Unlock()
+	if h.routes == nil {
+		h.routes = make(map[string]*logRoute)
+	}
+	r := &logRoute{fn: fn}
+	h.routes[id] = r
+	return func() {
+		h.routesMu.Lock()
+		defer h.routesMu.Unlock()
+		if h.routes[id] == r {
+			delete(h.routes, id)
+		}
+	}
+}
+
+type logRoute struct{ fn func(line string) }
+
 func (h *Host) logHandler(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+	line := logLine(c.Args)
+	if c.Stream != "" {
+		h.routesMu.Lock()
+		r := h.routes[c.Stream]
+		h.routesMu.Unlock()
+		if r != nil {
+			r.fn(line)
+			return capabilities.Now(rtfs.Nil), nil
+		}
+	}
+	h.outMu.Lock()
+	defer h.outMu.Unlock()
+	if _, err := io.WriteString(h.stdout, line+"\n"); err != nil {
+		return capabilities.Answer{}, fmt.Errorf("write log line: %w", err)
+	}
+	return capabilities.Now(rtfs.Nil), nil
+}
+
+// logLine is what println and log print for args: their values separated by
+// spaces, strings without quotes.
+func logLine(args []rtfs.Value) string {
 	var b strings.Builder
-	for i, a := range c.Args {
+	for i, a := range args {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
@@ -260,11 +360,5 @@ func (h *Host) logHandler(_ context.Context, c *capabilities.Call) (capabilities
 			b.WriteString(a.String())
 		}
 	}
-	b.WriteByte('\n')
-	h.outMu.Lock()
-	defer h.outMu.Unlock()
-	if _, err := io.WriteString(h.stdout, b.String()); err != nil {
-		return capabilities.Answer{}, fmt.Errorf("write log line: %w", err)
-	}
-	return capabilities.Now(rtfs.Nil), nil
+	return b.String()
 }

@@ -33,6 +33,7 @@ type run struct {
 	id     string
 	prog   *rtfs.Program
 	parked bool
+	opts   RunOptions
 }
 
 func newRun(prog *rtfs.Program) *run {
@@ -261,7 +262,7 @@ func (h *Host) resumeParked(r *run, streamID string, k *rtfs.Continuation) {
 	defer h.programs.done()
 	th := rtfs.NewThread(h.limits)
 	out := rtfs.Outcome{Call: k.Call(), Continuation: k, Globals: k.Globals()}
-	v, err := h.drive(h.ctx, th, r, out, nil)
+	out, err := h.drive(h.ctx, th, r, out, nil)
 	if errors.Is(err, ErrParkInterrupted) {
 		return // still parked: the next Recover resumes it
 	}
@@ -270,7 +271,7 @@ func (h *Host) resumeParked(r *run, streamID string, k *rtfs.Continuation) {
 		res.Err = err.Error()
 		h.log.Error("resumed program failed", "run", r.id, "program", res.Program, "err", err)
 	} else {
-		res.Value = v.String()
+		res.Value = out.Value.String()
 		h.log.Info("resumed program finished", "run", r.id, "program", res.Program, "value", res.Value)
 	}
 	h.unpark(r, &res)

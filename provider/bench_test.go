@@ -101,9 +101,12 @@ func BenchmarkPipelineRTFS(b *testing.B) {
 func timeProcessorCalls(b *testing.B, g *rtfs.Globals, n int) time.Duration {
 	fn, _ := g.Get("proc")
 	proc := newRTFSProcessor("proc", fn, g, rtfs.Limits{}, nil)
-	chunk := decodeChunk(new(rtfs.JSONDecoder), transport.Chunk{Data: benchChunk})
+	chunk := decodeChunk(new(rtfs.JSONDecoder), benchChunk, "")
 	mb := newMetaBuilder(rtfs.String("bench"), rtfs.String("bench"))
-	meta := mb.build(0, transport.Chunk{ID: "x", ReceivedAt: time.Now()})
+	var meta rtfs.Value = rtfs.Nil
+	if proc.wantsMeta() {
+		meta = mb.build(&item{id: "x", received: time.Now()})
+	}
 	var state rtfs.Value = rtfs.MapOf(rtfs.Keyword("readings"), rtfs.NewVector())
 	ctx := context.Background()
 	start := time.Now()
@@ -125,8 +128,9 @@ func BenchmarkPipelineGoNoop(b *testing.B) {
 }
 
 // BenchmarkProcessorCall: the RTFS processor call alone, as the worker makes
-// it (decoded chunk, metadata built once), threading the state; the
-// pipeline's host overhead is BenchmarkPipelineRTFS minus this.
+// it (decoded chunk, the metadata built once if the processor reads it: the
+// anchor processor does not), threading the state; the pipeline's host
+// overhead is BenchmarkPipelineRTFS minus this.
 func BenchmarkProcessorCall(b *testing.B) {
 	g := compileGlobals(b, anchorProcessor)
 	b.ReportAllocs()
@@ -134,15 +138,16 @@ func BenchmarkProcessorCall(b *testing.B) {
 	timeProcessorCalls(b, g, b.N)
 }
 
-// BenchmarkDecodeChunk: the per-chunk decode and metadata that Deliver does.
+// BenchmarkDecodeChunk: the per-chunk work of Deliver (decode and control
+// check) and of the worker (metadata, for a processor that reads it).
 func BenchmarkDecodeChunk(b *testing.B) {
 	c := transport.Chunk{Data: benchChunk, Event: "chunk", ID: "17", ReceivedAt: time.Now()}
 	mb := newMetaBuilder(rtfs.String("s"), rtfs.String("e"))
 	var dec rtfs.JSONDecoder
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		v := decodeChunk(&dec, c)
-		if controlAction(v) != actNone || mb.build(int64(i), c) == nil {
+		it := item{event: c.Event, id: c.ID, received: c.ReceivedAt, seq: int64(i)}
+		if it.chunk = decodeChunk(&dec, c.Data, c.Event); controlAction(it.chunk) != actNone || mb.build(&it) == nil {
 			b.Fatal("unexpected")
 		}
 	}

@@ -86,7 +86,7 @@ func (p *Provider) control(id, verb string, change func(*stream)) (Status, error
 	st := s.statusLocked()
 	s.mu.Unlock()
 	if s.ps != nil {
-		s.save(false)
+		s.ps.changed()
 	}
 	s.signal()
 	return st, nil

@@ -332,6 +332,12 @@ func TestErrorDropsTheQueue(t *testing.T) {
 	})
 	f.send(id, `{"n": 2}`)
 	f.send(id, `{"n": 3}`)
+	// Send returns once the mock's Run holds the chunk; wait until both
+	// are in the queue.
+	f.waitFor("two chunks queued", func() bool {
+		v, _ := f.p.Inspect(id, InspectOptions{})
+		return path(v, "stats", "queued-chunks") == rtfs.Int(2)
+	})
 	close(release)
 	if st := f.await(id); st.State != StateError {
 		t.Fatalf("status %+v", st)

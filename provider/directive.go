@@ -1,7 +1,7 @@
 package provider
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -9,6 +9,24 @@ import (
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
 )
+
+// A processor's result, parsed and applied in one place (DESIGN §4.2): the
+// worker hands apply the result of a chunk; apply reads its :state,
+// :output, :action and :config, and moves the stream's lifecycle.
+
+// lifecycle is a stream's status and the values its processor produced,
+// guarded by the stream's mu.
+type lifecycle struct {
+	st       State
+	msg      string
+	reason   string
+	state    rtfs.Value
+	lastOut  rtfs.Value // nil: no output yet
+	result   rtfs.Value
+	resumeAt time.Time // auto-resume deadline of a pause; zero if none
+	cursor   string    // ID of the last processed chunk
+	procNext int64     // seq after the last processed chunk
+}
 
 // An action is a directive of DESIGN §4.2.
 type action uint8
@@ -51,71 +69,33 @@ func parseAction(v rtfs.Value) (action, bool) {
 	return actNone, false
 }
 
-// controlAction returns the directive a control chunk carries: a map chunk
-// whose :action or "action" key holds one of the five directives, as a
-// keyword or a string. Any other chunk gives actNone.
-func controlAction(chunk rtfs.Value) action {
-	m, ok := chunk.(*rtfs.Map)
-	if !ok {
-		return actNone
+// A directive is a processor result's directive, parsed.
+type directive struct {
+	act    action
+	reason string        // the end reason if it ends the stream
+	after  time.Duration // :pause with :config {:resume-after-ms n}
+	timed  bool
+}
+
+// parseDirective reads a result's :action, else the chunk's own action
+// (chunkAct), and for a pause its :config {:resume-after-ms n}. An unknown
+// :action or a bad :config is an error naming what is valid.
+func parseDirective(m *rtfs.Map, chunkAct action) (directive, error) {
+	d := directive{act: chunkAct, reason: "control-chunk"}
+	if v, ok := m.GetKeyword("action"); ok && v != rtfs.Nil {
+		act, ok := parseAction(v)
+		if !ok {
+			return d, fmt.Errorf("unknown action %s; valid actions are %s", kindOf(v), validActions)
+		}
+		d.act, d.reason = act, "processor"
 	}
-	v, ok := m.GetKeyword("action")
-	if !ok {
-		if v, ok = m.Get(rtfs.String("action")); !ok {
-			return actNone
+	if d.act == actPause {
+		var err error
+		if d.after, d.timed, err = resumeAfter(m); err != nil {
+			return d, err
 		}
 	}
-	a, _ := parseAction(v)
-	return a
-}
-
-// decodeChunk turns a chunk's data into an RTFS value: JSON becomes a value
-// with keyword keys, anything else a string. For MCP progress chunks a JSON
-// :message is decoded in place. dec is the stream's decoder, which reuses the
-// keys it has seen (one allocation less per key and chunk).
-func decodeChunk(dec *rtfs.JSONDecoder, c transport.Chunk) rtfs.Value {
-	if !looksLikeJSON(c.Data) {
-		return rtfs.String(c.Data)
-	}
-	v, err := dec.Decode(c.Data)
-	if err != nil {
-		return rtfs.String(c.Data)
-	}
-	if c.Event == "progress" {
-		v = decodeMessage(dec, v)
-	}
-	return v
-}
-
-// looksLikeJSON is a cheap filter that spares FromJSON the plain-text chunks.
-func looksLikeJSON(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{', '[', '"', '-', 't', 'f', 'n':
-			return true
-		}
-		return c >= '0' && c <= '9'
-	}
-	return false
-}
-
-func decodeMessage(dec *rtfs.JSONDecoder, v rtfs.Value) rtfs.Value {
-	m, ok := v.(*rtfs.Map)
-	if !ok {
-		return v
-	}
-	msg, ok := m.GetKeyword("message")
-	s, isStr := msg.(rtfs.String)
-	if !ok || !isStr || !json.Valid([]byte(s)) || !looksLikeJSON([]byte(s)) {
-		return v
-	}
-	inner, err := dec.Decode([]byte(s))
-	if err != nil {
-		return v
-	}
-	return m.Assoc(rtfs.Keyword("message"), inner)
+	return d, nil
 }
 
 // resumeAfter reads :config {:resume-after-ms n} from a processor result.
@@ -138,6 +118,129 @@ func resumeAfter(res *rtfs.Map) (time.Duration, bool, error) {
 		return 0, false, fmt.Errorf("processor result :config :resume-after-ms must be a non-negative int, got %s", kindOf(v))
 	}
 	return time.Duration(n) * time.Millisecond, true, nil
+}
+
+// applyLocked applies the processor's result for it and returns the output
+// to publish, if any, with the stream's subscribers. A result that cannot be
+// applied puts the stream in :error and leaves the state as it was.
+func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (rtfs.Value, []*Subscription) {
+	if s.st.Terminal() || (err != nil && s.ctx.Err() != nil) {
+		return nil, nil // cancelled or closed while the processor ran
+	}
+	if err != nil {
+		s.fail("processor %s failed on chunk %d: %v", s.proc.name(), it.seq, err)
+		return nil, nil
+	}
+	m, ok := res.(*rtfs.Map)
+	if !ok {
+		s.fail("processor %s returned an invalid shape on chunk %d: expected a map {:state :action :output}, got %s", s.proc.name(), it.seq, kindOf(res))
+		return nil, nil
+	}
+	d, err := parseDirective(m, it.ctrl)
+	if err != nil {
+		s.fail("processor %s on chunk %d: %v", s.proc.name(), it.seq, err)
+		return nil, nil
+	}
+	s.countLocked(it)
+	s.cursor = it.cursor()
+	if it.seq >= s.procNext {
+		s.procNext = it.seq + 1
+	}
+	if it.journaled {
+		s.ps.processedLocked(it.seq)
+	}
+	if v, ok := m.GetKeyword("state"); ok {
+		s.state = v
+	}
+	var out rtfs.Value
+	if v, ok := m.GetKeyword("output"); ok && v != rtfs.Nil {
+		s.lastOut, out = v, v
+		s.stats.outputs++
+	}
+	s.obs.Directive(actionNames[d.act], d.reason)
+	s.directLocked(d, out)
+	return out, s.subs
+}
+
+// cursor is the chunk's ID, which becomes the stream's cursor once the
+// chunk is processed.
+func (it *item) cursor() string { return it.id }
+
+// directLocked applies a directive. out is the output of the result that
+// named it (nil if none).
+func (s *stream) directLocked(d directive, out rtfs.Value) {
+	switch d.act {
+	case actPause:
+		s.st, s.resumeAt = StatePaused, time.Time{}
+		if d.timed {
+			s.resumeAt = time.Now().Add(d.after)
+		}
+	case actResume:
+		s.st, s.resumeAt = StateActive, time.Time{}
+	case actCancel:
+		s.cancelLocked(d.reason)
+	case actComplete:
+		s.result = out
+		if s.result == nil {
+			s.result = s.lastOut
+		}
+		if s.result == nil {
+			s.result = rtfs.Nil
+		}
+		s.finishLocked(StateCompleted, d.reason, "")
+	}
+}
+
+// endOfSourceLocked ends a stream whose source ended and whose queue is
+// empty: :completed with the last output as :result after a clean end,
+// :error with the transport's message after a failure.
+func (s *stream) endOfSourceLocked() {
+	if s.srcErr != nil {
+		reason := "error"
+		if errors.Is(s.srcErr, transport.ErrSourceLost) {
+			reason = "source-lost" // docs/durability.md: a source that cannot resume
+		}
+		s.finishLocked(StateError, reason, "transport: "+s.srcErr.Error())
+		return
+	}
+	s.result = s.lastOut
+	if s.result == nil {
+		s.result = rtfs.Nil
+	}
+	s.finishLocked(StateCompleted, "source-ended", "")
+}
+
+// finishLocked moves the stream to a terminal state and stops its transport.
+func (s *stream) finishLocked(st State, reason, msg string) {
+	s.st, s.reason, s.msg = st, reason, msg
+	s.resumeAt = time.Time{}
+	s.roomMade()
+	s.cancel()
+}
+
+// cancelLocked cancels the stream, dropping and counting its queued chunks.
+func (s *stream) cancelLocked(reason string) {
+	s.dropQueueLocked()
+	s.finishLocked(StateCancelled, reason, "")
+}
+
+// fail puts the stream in :error with a formatted message. Like a cancel,
+// an error drops and counts the chunks still queued: no one will process
+// them (the final save deletes their journal entries).
+func (s *stream) fail(format string, args ...any) {
+	s.dropQueueLocked()
+	s.finishLocked(StateError, "error", fmt.Sprintf(format, args...))
+}
+
+// dropQueueLocked drops and counts the chunks still queued (those of the
+// queue and the control chunks that jumped it).
+func (s *stream) dropQueueLocked() {
+	n := s.queue.clear() + len(s.ctrl)
+	s.stats.dropped += int64(n)
+	s.ctrl = nil
+	if n > 0 {
+		s.obs.ChunksDropped(n)
+	}
 }
 
 // kindOf names a value for messages: its kind, and its printed form when short.

@@ -344,3 +344,26 @@ func TestControlAction(t *testing.T) {
 		}
 	}
 }
+
+// A control chunk is found from its raw bytes, escaped keys included.
+func TestControlFromBytes(t *testing.T) {
+	cases := []struct {
+		data  string
+		event string
+		want  action
+	}{
+		{`{"action":"pause"}`, "", actPause},
+		{`{ "n": 1, "action" : "resume" }`, "", actResume},
+		{`{"\u0061ction":"cancel"}`, "", actCancel},
+		{`{"n":1,"reaction":"pause"}`, "", actNone},
+		{`{"n":1}`, "", actNone},
+		{`action pause`, "", actNone},
+		{`{"message":"{\"action\":\"pause\"}"}`, "progress", actNone},
+	}
+	for _, c := range cases {
+		var dec rtfs.JSONDecoder
+		if got := controlAction(decodeChunk(&dec, []byte(c.data), c.event)); got != c.want {
+			t.Errorf("control action of %s = %d, want %d", c.data, got, c.want)
+		}
+	}
+}

@@ -157,8 +157,9 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 	}
 	if !opts.OmitQueue {
 		q := make([]QueuedInfo, 0, len(s.ctrl)+s.queue.len())
+		mb := newMetaBuilder(s.idVal, s.epVal)
 		add := func(it *item) {
-			q = append(q, QueuedInfo{JSONValue{it.chunk}, JSONValue{it.meta}, now.Sub(it.enqueued).Milliseconds()})
+			q = append(q, QueuedInfo{JSONValue{it.chunk}, JSONValue{mb.build(it)}, now.Sub(it.received).Milliseconds()})
 		}
 		for i := range s.ctrl {
 			add(&s.ctrl[i])
@@ -185,8 +186,8 @@ func (s *stream) statsInfoLocked() StatsInfo {
 		ms := s.stats.lastEvent.UnixMilli()
 		si.LastEventEpochMs = &ms
 	}
-	if span := s.stats.lastDone.Sub(s.stats.firstDone).Seconds(); s.stats.processed > 1 && span > 0 {
-		si.ChunksPerSecond = float64(s.stats.processed-1) / span
+	if span := s.stats.lastDone.Sub(s.stats.firstDone).Seconds(); s.stats.timed > s.stats.firstAt && span > 0 {
+		si.ChunksPerSecond = float64(s.stats.timed-s.stats.firstAt) / span
 	}
 	return si
 }

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/rtfshost/rtfshost/capabilities"
@@ -17,8 +16,14 @@ type processor interface {
 	// name is the processor's name for inspect output and messages.
 	name() string
 	// call runs the processor once. ctx ends when the stream is cancelled or
-	// the provider closes.
+	// the provider closes. meta is nil when wantsMeta is false.
 	call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error)
+	// wantsMeta reports whether the processor reads its metadata argument:
+	// the worker builds the metadata map only for one that does.
+	wantsMeta() bool
+	// function is the RTFS function value the processor calls, nil for a
+	// Go processor; a store keeps it when it cannot be named.
+	function() rtfs.Value
 }
 
 // goProcessor is a processor written in Go, for tests and benchmarks.
@@ -28,6 +33,10 @@ type goProcessor struct {
 }
 
 func (g *goProcessor) name() string { return g.label }
+
+func (g *goProcessor) wantsMeta() bool { return true }
+
+func (g *goProcessor) function() rtfs.Value { return nil }
 
 func (g *goProcessor) call(_ context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 	return g.fn(state, chunk, meta)
@@ -46,7 +55,9 @@ type rtfsProcessor struct {
 	limits  rtfs.Limits
 	caps    *capabilities.Registry
 	th      *rtfs.Thread
-	noMeta  bool // a (state chunk) processor: called without the metadata
+	noMeta  bool   // a (state chunk) processor: called without the metadata
+	meta    bool   // a (state chunk metadata) processor whose code reads its metadata
+	stream  string // the id of the stream it processes (set by newStream)
 }
 
 func newRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.Limits, caps *capabilities.Registry) *rtfsProcessor {
@@ -55,11 +66,18 @@ func newRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.
 		p.ret = cl.ReturnType()
 		// The spec's first processors take (state chunk): they get no metadata.
 		p.noMeta = !cl.Accepts(3) && cl.Accepts(2)
+		p.meta = !p.noMeta && cl.ReadsParam(2)
+	} else {
+		p.meta = true // a builtin: it may read anything
 	}
 	return p
 }
 
 func (p *rtfsProcessor) name() string { return p.label }
+
+func (p *rtfsProcessor) wantsMeta() bool { return p.meta }
+
+func (p *rtfsProcessor) function() rtfs.Value { return p.fn }
 
 func (p *rtfsProcessor) call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 	if p.th == nil {
@@ -72,10 +90,7 @@ func (p *rtfsProcessor) call(ctx context.Context, state, chunk, meta rtfs.Value)
 	} else {
 		out, err = p.th.Call(ctx, p.globals, p.fn, state, chunk, meta)
 	}
-	for err == nil && out.Call != nil {
-		out, err = p.serve(ctx, out)
-	}
-	if err != nil {
+	if out, err = capabilities.Drive(ctx, p.th, out, err, p.serve); err != nil {
 		return nil, err
 	}
 	if p.ret != nil {
@@ -86,22 +101,12 @@ func (p *rtfsProcessor) call(ctx context.Context, state, chunk, meta rtfs.Value)
 	return out.Value, nil
 }
 
-// serve performs the host call out is suspended at and resumes the processor
-// with its answer, or throws the error into it.
-func (p *rtfsProcessor) serve(ctx context.Context, out rtfs.Outcome) (rtfs.Outcome, error) {
+// serve performs the host call out is suspended at, from the stream's
+// registry.
+func (p *rtfsProcessor) serve(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error) {
 	hc := out.Call
-	var v rtfs.Value
-	var err error
 	if p.caps == nil {
-		err = &capabilities.Error{Capability: hc.Capability, Msg: "no capabilities are available to stream processors", Err: capabilities.ErrUnknown}
-	} else {
-		v, err = p.caps.Call(ctx, &capabilities.Call{ID: hc.Capability, Args: hc.Args, Pos: hc.Pos, Globals: out.Globals})
+		return nil, &capabilities.Error{Capability: hc.Capability, Msg: "no capabilities are available to stream processors", Err: capabilities.ErrUnknown}
 	}
-	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return out, err
-		}
-		return p.th.ResumeError(ctx, out.Continuation, err)
-	}
-	return p.th.Resume(ctx, out.Continuation, v)
+	return p.caps.Call(ctx, &capabilities.Call{ID: hc.Capability, Args: hc.Args, Pos: hc.Pos, Globals: out.Globals, Stream: p.stream})
 }

@@ -23,7 +23,7 @@ func TestMetaBuilderMapsAreIndependent(t *testing.T) {
 	}
 	var got []rtfs.Value
 	for i, c := range chunks {
-		got = append(got, mb.build(int64(i)+1000, c))
+		got = append(got, mb.build(&item{seq: int64(i) + 1000, event: c.Event, id: c.ID, received: c.ReceivedAt}))
 	}
 	for i, c := range chunks {
 		var event rtfs.Value = rtfs.Nil

@@ -88,41 +88,143 @@ func (c codec) unmarshalOpt(b []byte) (rtfs.Value, error) {
 	return c.unmarshal(b)
 }
 
+// keeper is all that a stream's chunk path asks of persistence: Deliver
+// (journal mode), the worker and the lifecycle reach the store through it
+// only. *streamStore implements it; a stream without a store has none.
+type keeper interface {
+	// journaling reports whether the stream journals its chunks (its
+	// source cannot replay).
+	journaling() bool
+	// journalLocked submits chunk c, numbered seq, to the journal; Deliver
+	// calls it, with the stream's mu held, before it queues the chunk.
+	journalLocked(ctx context.Context, seq int64, c transport.Chunk) error
+	// awaitJournal waits until every journal entry submitted so far is
+	// committed (Provider.Deliver's acknowledgement).
+	awaitJournal(ctx context.Context) error
+	// processedLocked records, under mu, that journaled chunk seq is
+	// processed: its entry goes with the next snapshot.
+	processedLocked(seq int64)
+	// changed says that the stream changed (a chunk processed, a pause...):
+	// a snapshot is taken and submitted now, or, while one is in flight,
+	// when it has committed.
+	changed()
+	// pendingLocked reports, under mu, whether a change waits for a
+	// snapshot that can be submitted now (the worker then calls save).
+	pendingLocked() bool
+	// save takes a snapshot and submits it if a change waits for one.
+	save()
+	// flush submits a snapshot of any change not stored yet, in flight or
+	// not (the worker is exiting).
+	flush()
+	// saveFinal commits the final snapshot of an ended stream, with the
+	// deletion of its journal, and waits for it.
+	saveFinal()
+	// err returns the first store error, after which nothing is saved.
+	err() error
+}
+
 // streamStore is the persistence state of one stream.
+//
+// Snapshots: the stream's progress (state, cursor, status, stats, outputs)
+// is taken under its mu after every change and submitted to the
+// provider's Committer, one snapshot in flight at a time: while one is in
+// flight, later changes only mark the stream dirty, and the next snapshot,
+// taken when the one in flight has committed, holds them all. Each
+// snapshot is consistent (the state after chunk N with chunk N's cursor),
+// snapshots are submitted in the order they were taken, and a snapshot is
+// encoded once per commit instead of once per chunk.
 type streamStore struct {
 	ps      *persister
+	s       *stream
 	codec   codec
 	progKey []byte
 	journal bool // the source cannot replay: chunks are journaled on arrival
 
-	save  sync.Mutex // serializes snapshot-and-submit, so snapshots commit in order
-	batch persistence.Batch
-	dlv   sync.Mutex // serializes journaled deliveries, so seqs are journaled in order
+	saving sync.Mutex // serializes snapshot-and-submit, so snapshots commit in order
+	batch  persistence.Batch
 
 	failed atomic.Pointer[error] // the first store error; the stream stops saving
-	done   func(error)           // Submit's callback, bound once
+	done   func(error)           // Submit's callback for snapshots, bound once
+	jdone  func(error)           // Submit's callback for journal entries, bound once
 
-	// Journal bookkeeping, guarded by the stream's mu.
+	dirty       atomic.Bool // a change is not in a submitted snapshot yet (cleared under mu)
+	inflight    atomic.Bool // a snapshot is submitted and not committed yet
+	manyDeletes atomic.Bool // deletes has reached maxSnapshotDeletes
+
+	// Guarded by the stream's mu.
 	lowWater int64   // every journaled seq below it is processed
 	extra    []int64 // processed seqs at or above lowWater, sorted
-	deletes  []int64 // journal entries processed since the last save
+	deletes  []int64 // journal entries processed since the last snapshot
 	accSeq   int64   // seq of the last chunk journaled; -1: none
 	accID    string  // its ID
 }
 
+var _ keeper = (*streamStore)(nil)
+
 func newStreamStore(ps *persister, s *stream, c codec, journal bool) *streamStore {
-	st := &streamStore{ps: ps, codec: c, progKey: streamKey(s.id, suffixProg), journal: journal, accSeq: -1}
+	st := &streamStore{ps: ps, s: s, codec: c, progKey: streamKey(s.id, suffixProg), journal: journal, accSeq: -1}
+	// The callbacks run on the Committer's goroutine and take no lock of
+	// the stream: a Deliver holding mu may be waiting for the Committer.
 	st.done = func(err error) {
 		if err != nil {
-			s.storeFailed(err)
+			st.fail(err)
+		}
+		st.inflight.Store(false)
+		if st.dirty.Load() {
+			s.signal()
+		}
+	}
+	st.jdone = func(err error) {
+		if err != nil {
+			st.fail(fmt.Errorf("journal a chunk of stream %q: %w", s.id, err))
 		}
 	}
 	return st
 }
 
-// markProcessedLocked records that journaled chunk seq is processed.
-func (st *streamStore) markProcessedLocked(seq int64) {
+func (st *streamStore) journaling() bool { return st.journal }
+
+// fail records the first store error and wakes the worker, which puts the
+// stream in :error. It takes no lock of the stream: the Committer calls it
+// from its goroutine.
+func (st *streamStore) fail(err error) {
+	st.failed.CompareAndSwap(nil, &err)
+	st.s.signal()
+}
+
+func (st *streamStore) err() error {
+	if e := st.failed.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+func (st *streamStore) journalLocked(ctx context.Context, seq int64, c transport.Chunk) error {
+	if err := st.err(); err != nil {
+		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.id, err)
+	}
+	rec := journalRecord{id: c.ID, event: c.Event, received: c.ReceivedAt.UnixNano(), data: c.Data}
+	var b persistence.Batch
+	b.Put(journalKey(st.s.id, seq), rec.encode())
+	if err := st.ps.com.Submit(ctx, &b, st.jdone); err != nil {
+		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.id, err)
+	}
+	st.accSeq, st.accID = seq, c.ID
+	return nil
+}
+
+func (st *streamStore) awaitJournal(ctx context.Context) error {
+	if err := st.ps.com.Flush(ctx); err != nil {
+		return fmt.Errorf("stream %q: wait for the journal: %w", st.s.id, err)
+	}
+	return st.err()
+}
+
+func (st *streamStore) processedLocked(seq int64) {
 	st.deletes = append(st.deletes, seq)
+	if len(st.deletes) >= maxSnapshotDeletes {
+		st.manyDeletes.Store(true)
+	}
 	if seq != st.lowWater {
 		i := sort.Search(len(st.extra), func(i int) bool { return st.extra[i] >= seq })
 		st.extra = append(st.extra, 0)
@@ -139,6 +241,110 @@ func (st *streamStore) markProcessedLocked(seq int64) {
 	}
 }
 
+func (st *streamStore) changed() {
+	st.dirty.Store(true)
+	switch {
+	case !st.inflight.Load():
+		st.submit(false)
+	case st.manyDeletes.Load():
+		st.submit(true) // a second snapshot in flight, so that batches stay small
+	}
+}
+
+// maxSnapshotDeletes bounds the journal deletes one progress batch carries,
+// so that a batch always fits in one store transaction; the rest go with
+// the next snapshot (a journal entry may be deleted later than the
+// snapshot of its effect, never earlier).
+const maxSnapshotDeletes = 1024
+
+func (st *streamStore) pendingLocked() bool {
+	return st.dirty.Load() && !st.inflight.Load() && st.failed.Load() == nil
+}
+
+func (st *streamStore) save() { st.submit(false) }
+
+func (st *streamStore) flush() { st.submit(true) }
+
+// submit takes a snapshot and submits it, if a change waits for one and,
+// unless force, no snapshot is in flight. After a store error the stream
+// saves nothing more.
+func (st *streamStore) submit(force bool) {
+	if st.failed.Load() != nil {
+		return
+	}
+	s := st.s
+	st.saving.Lock()
+	defer st.saving.Unlock()
+	if !st.dirty.Load() || (st.inflight.Load() && !force) {
+		return
+	}
+	s.mu.Lock()
+	st.dirty.Store(false) // under mu: a change applied after the snapshot sets it again
+	sn := st.snapshotLocked()
+	s.mu.Unlock()
+	st.inflight.Store(true)
+	b, err := st.progressBatch(&sn)
+	if err == nil {
+		err = st.ps.com.Submit(context.Background(), b, st.done)
+	}
+	if err != nil {
+		st.fail(err)
+		st.inflight.Store(false)
+	}
+}
+
+func (st *streamStore) saveFinal() {
+	if st.failed.Load() != nil {
+		return
+	}
+	s := st.s
+	st.saving.Lock()
+	defer st.saving.Unlock()
+	s.mu.Lock()
+	st.dirty.Store(false)
+	sn := st.snapshotLocked()
+	s.mu.Unlock()
+	b, err := st.progressBatch(&sn)
+	if err == nil && st.journal {
+		err = st.deleteJournal(b)
+	}
+	if err == nil {
+		err = st.ps.com.Commit(context.Background(), b)
+	}
+	if err != nil {
+		st.fail(err)
+	}
+}
+
+// progressBatch encodes a snapshot into the stream's batch: its progress
+// record and the deletes of the journal entries processed since the last.
+func (st *streamStore) progressBatch(sn *snapshot) (*persistence.Batch, error) {
+	val, err := sn.encode(st.codec)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", st.s.id, err)
+	}
+	b := &st.batch
+	b.Reset()
+	b.Put(st.progKey, val)
+	for _, seq := range sn.deletes {
+		b.Delete(journalKey(st.s.id, seq))
+	}
+	return b, nil
+}
+
+// deleteJournal adds the deletion of every journal entry of the stream to
+// b, once the entries submitted before are committed.
+func (st *streamStore) deleteJournal(b *persistence.Batch) error {
+	ctx := context.Background()
+	if err := st.ps.com.Flush(ctx); err != nil {
+		return err
+	}
+	return st.ps.store.Scan(ctx, journalPrefix(st.s.id), func(key, _ []byte) error {
+		b.Delete(append([]byte(nil), key...))
+		return nil
+	})
+}
+
 // processed reports whether journaled seq is processed according to a
 // progress record.
 func (r *progressRecord) processedSeq(seq int64) bool {
@@ -149,39 +355,17 @@ func (r *progressRecord) processedSeq(seq int64) bool {
 	return i < len(r.extra) && r.extra[i] == seq
 }
 
-// storeFailed records the first store error of s and wakes its worker, which
-// puts the stream in :error. It takes no lock of the stream: the Committer
-// calls it from its goroutine.
-func (s *stream) storeFailed(err error) {
-	s.ps.failed.CompareAndSwap(nil, &err)
-	s.signal()
-}
-
-// storeErr returns the stream's store error, if any.
-func (s *stream) storeErr() error {
-	if s.ps == nil {
-		return nil
-	}
-	if e := s.ps.failed.Load(); e != nil {
-		return *e
-	}
-	return nil
-}
-
 // snapshot is a progress record whose values are not encoded yet.
 type snapshot struct {
-	rec                     progressRecord
-	state, lastOut, result  rtfs.Value
-	deletes                 []int64
-	latency                 time.Duration
-	hasLatency              bool
-	lastEvent, resumeAtTime time.Time
+	rec                    progressRecord
+	state, lastOut, result rtfs.Value
+	deletes                []int64
 }
 
-// snapshotLocked copies what the progress record holds; values are immutable,
-// so they are encoded after mu is released.
-func (s *stream) snapshotLocked() snapshot {
-	st := s.ps
+// snapshotLocked copies what the progress record holds; values are
+// immutable, so they are encoded after mu is released.
+func (st *streamStore) snapshotLocked() snapshot {
+	s := st.s
 	sn := snapshot{
 		rec: progressRecord{
 			status: string(s.st), reason: s.reason, message: s.msg, cursor: s.cursor,
@@ -193,6 +377,12 @@ func (s *stream) snapshotLocked() snapshot {
 		state: s.state, lastOut: s.lastOut, result: s.result, deletes: st.deletes,
 	}
 	st.deletes = nil
+	if len(sn.deletes) > maxSnapshotDeletes {
+		st.deletes = append(st.deletes, sn.deletes[maxSnapshotDeletes:]...)
+		sn.deletes = sn.deletes[:maxSnapshotDeletes]
+		st.dirty.Store(true)
+	}
+	st.manyDeletes.Store(len(st.deletes) >= maxSnapshotDeletes)
 	if s.stats.hasLatency {
 		sn.rec.latencyNs = int64(s.stats.latency)
 	}
@@ -220,119 +410,15 @@ func (sn *snapshot) encode(c codec) ([]byte, error) {
 	return sn.rec.encode(), nil
 }
 
-// save commits the stream's progress: its state, cursor, status, stats and
-// outputs in one batch with the deletes of the journal entries processed
-// since the last save. final waits for the commit and also deletes every
-// journal entry left (the stream has ended); otherwise the batch is submitted
-// and a failure reaches the worker through storeFailed. After a store error
-// the stream saves nothing more.
-func (s *stream) save(final bool) {
-	st := s.ps
-	if st == nil || st.failed.Load() != nil {
-		return
-	}
-	st.save.Lock()
-	defer st.save.Unlock()
-	s.mu.Lock()
-	sn := s.snapshotLocked()
-	s.mu.Unlock()
-	val, err := sn.encode(st.codec)
-	if err != nil {
-		s.storeFailed(fmt.Errorf("stream %q: %w", s.id, err))
-		return
-	}
-	b := &st.batch
-	b.Reset()
-	b.Put(st.progKey, val)
-	for _, seq := range sn.deletes {
-		b.Delete(journalKey(s.id, seq))
-	}
-	if !final {
-		if err := st.ps.com.Submit(context.Background(), b, st.done); err != nil {
-			s.storeFailed(err)
-		}
-		return
-	}
-	if st.journal {
-		if err := s.deleteJournal(b); err != nil {
-			s.storeFailed(err)
-			return
-		}
-	}
-	if err := st.ps.com.Commit(context.Background(), b); err != nil {
-		s.storeFailed(err)
-	}
-}
-
-// deleteJournal adds the deletion of every journal entry of s to b.
-func (s *stream) deleteJournal(b *persistence.Batch) error {
-	return s.ps.ps.store.Scan(context.Background(), journalPrefix(s.id), func(key, _ []byte) error {
-		b.Delete(append([]byte(nil), key...))
-		return nil
-	})
-}
-
-// deliverJournaled is Deliver in journal mode: the chunk is committed to the
-// journal (durably, as the store makes commits) before it is queued and
-// before Deliver returns, so a crash cannot lose it.
-func (s *stream) deliverJournaled(ctx context.Context, c transport.Chunk, chunk rtfs.Value, ctrl action) error {
-	st := s.ps
-	st.dlv.Lock()
-	defer st.dlv.Unlock()
-	if c.ReceivedAt.IsZero() {
-		c.ReceivedAt = time.Now()
-	}
-	s.mu.Lock()
-	s.stats.bytes += int64(len(c.Data))
-	if err := s.waitRoomLocked(ctx, ctrl); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	seq := s.seq
-	s.seq++
-	s.mu.Unlock()
-	rec := journalRecord{id: c.ID, event: c.Event, received: c.ReceivedAt.UnixNano(), data: c.Data}
-	var b persistence.Batch
-	b.Put(journalKey(s.id, seq), rec.encode())
-	if err := st.ps.com.Commit(ctx, &b); err != nil {
-		if ctx.Err() == nil {
-			s.storeFailed(fmt.Errorf("journal chunk %d of stream %q: %w", seq, s.id, err))
-		}
-		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, s.id, err)
-	}
-	s.mu.Lock()
-	if s.st.Terminal() || s.ctx.Err() != nil {
-		state := s.st
-		s.mu.Unlock()
-		// The stream ended while the chunk was journaled: the chunk will
-		// never be processed, so its entry goes (the final save may have
-		// missed it).
-		b.Reset()
-		b.Delete(journalKey(s.id, seq))
-		if err := st.ps.com.Commit(context.Background(), &b); err != nil {
-			s.p.log.Warn("journal entry of an ended stream not deleted", "stream", s.id, "seq", seq, "err", err)
-		}
-		return fmt.Errorf("stream %q (%s): %w", s.id, state, errEnded)
-	}
-	s.obs.ChunkReceived(len(c.Data))
-	s.enqueueLocked(chunk, ctrl, c, seq, true)
-	st.accSeq, st.accID = seq, c.ID
-	wake := s.wakeLocked()
-	s.mu.Unlock()
-	if wake {
-		s.signal()
-	}
-	return nil
-}
-
 // startRecords builds the batch that Start commits: the program (once per
 // provider), the definition and the first progress record.
 func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, prog *rtfs.Program) (*persistence.Batch, error) {
-	c := s.ps.codec
+	st := s.ps.(*streamStore)
+	c := st.codec
 	def := defRecord{
 		order: s.started.UnixNano(), endpoint: s.def.endpoint, transport: s.def.transport,
 		serverURL: stripUserInfo(s.def.serverURL), procName: s.def.procName, capacity: int64(s.def.capacity),
-		journal: s.ps.journal, idleMs: idleMillis(s.def.idle),
+		journal: st.journal, idleMs: idleMillis(s.def.idle),
 	}
 	var err error
 	if len(s.def.keys) > 0 {
@@ -343,11 +429,11 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 	switch {
 	case req.goProc != nil:
 		def.procRef = procGo
-	case isName(req.Processor):
-		def.procRef, def.procData = procByName, []byte(textOf(req.Processor))
+	case processorName(req.Processor) != "":
+		def.procRef, def.procData = procByName, []byte(processorName(req.Processor))
 	default:
 		def.procRef = procByValue
-		if def.procData, err = c.marshal(s.proc.(*rtfsProcessor).fn); err != nil {
+		if def.procData, err = c.marshal(s.proc.function()); err != nil {
 			return nil, fmt.Errorf("encode processor: %w", err)
 		}
 	}
@@ -373,13 +459,13 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 	}
 	b.Put(streamKey(s.id, suffixDef), def.encode())
 	s.mu.Lock()
-	sn := s.snapshotLocked()
+	sn := st.snapshotLocked()
 	s.mu.Unlock()
 	val, err := sn.encode(c)
 	if err != nil {
 		return nil, err
 	}
-	b.Put(s.ps.progKey, val)
+	b.Put(st.progKey, val)
 	return b, nil
 }
 
@@ -398,18 +484,22 @@ func (p *Provider) commitStart(s *stream, b *persistence.Batch) error {
 	if err := p.ps.com.Commit(ctx, b); err != nil {
 		return fmt.Errorf("start stream %q: persist its definition: %w", s.id, err)
 	}
-	if prog := s.ps.codec.prog; prog != nil {
+	if prog := s.ps.(*streamStore).codec.prog; prog != nil {
 		p.ps.addProgram(prog)
 	}
 	return nil
 }
 
-func isName(v rtfs.Value) bool {
-	switch v.(type) {
-	case rtfs.Symbol, rtfs.String:
-		return true
+// processorName is the name a start request gives its processor by (a
+// symbol or a string), "" for a function value.
+func processorName(v rtfs.Value) string {
+	switch v := v.(type) {
+	case rtfs.Symbol:
+		return string(v)
+	case rtfs.String:
+		return string(v)
 	}
-	return false
+	return ""
 }
 
 // programOf returns the program a stream's processor belongs to: that of the

@@ -6,15 +6,38 @@ import (
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
-// An item is one decoded chunk waiting for, or going through, the processor.
+// The flow of a stream: the chunks between its transport and its worker.
+// Deliver (deliver.go) decodes each chunk (decode.go) and puts it in the
+// queue; the worker (worker.go) takes them in order. Everything here is
+// guarded by the stream's mu.
+type flow struct {
+	queue    ring
+	ctrl     []item        // control chunks that arrived while paused with a full queue
+	space    chan struct{} // closed when room is made, if a Deliver waits
+	wake     chan struct{} // buffered 1: wakes the worker
+	idle     bool          // the worker found nothing to do: the next chunk wakes it
+	lowWater int           // a Deliver waiting for room is released once the queue is this short
+	seq      int64         // seq of the next chunk
+
+	// The source.
+	startCursor string // the cursor the transport starts after
+	taskPresent bool
+	taskActive  bool
+	srcDone     bool  // the transport returned
+	srcErr      error // its failure, if it failed
+}
+
+// An item is one decoded chunk waiting for, or going through, the
+// processor, with what its metadata is built from (by the worker, and only
+// for a processor that reads it).
 type item struct {
 	chunk     rtfs.Value
-	meta      rtfs.Value
-	ctrl      action // the chunk's own directive, or actNone
+	event, id string
+	fd        string // the file descriptor of a process transport's chunk ("" for others)
+	received  time.Time
 	seq       int64
-	cursor    string
-	enqueued  time.Time
-	journaled bool // the chunk is in the stream's journal
+	ctrl      action // the chunk's own directive, or actNone
+	journaled bool   // the chunk is in the stream's journal
 }
 
 // A ring is the FIFO queue of a stream: a growable ring buffer whose size is
@@ -73,8 +96,8 @@ func (r *ring) removeAt(i int) item {
 	return it
 }
 
-// clear empties the queue, releasing its buffer, and returns how many items
-// it held.
+// clear empties the queue, releasing its buffer, and returns how many
+// items it held.
 func (r *ring) clear() int {
 	n := r.n
 	r.buf, r.head, r.n = nil, 0, 0

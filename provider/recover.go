@@ -222,8 +222,9 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	if d.order > 0 {
 		s.started = time.Unix(0, d.order)
 	}
-	s.ps = newStreamStore(p.ps, s, c, d.journal)
-	if err := s.restoreProgress(l); err != nil {
+	st := newStreamStore(p.ps, s, c, d.journal)
+	s.ps = st
+	if err := st.restoreProgress(l); err != nil {
 		s.cancel()
 		return nil, err
 	}
@@ -292,8 +293,9 @@ func (p *Provider) rebindProcessor(d *defRecord, prog *rtfs.Program, c codec) (p
 
 // restoreProgress sets the stream's status, state, stats and cursor from its
 // progress record, and queues its unprocessed journaled chunks.
-func (s *stream) restoreProgress(l *loaded) error {
-	r, c := l.progress, s.ps.codec
+func (st *streamStore) restoreProgress(l *loaded) error {
+	s := st.s
+	r, c := l.progress, st.codec
 	var err error
 	if s.state, err = c.unmarshal(r.state); err != nil {
 		return fmt.Errorf("decode state: %w", err)
@@ -308,7 +310,7 @@ func (s *stream) restoreProgress(l *loaded) error {
 	switch s.st {
 	case StateActive, StatePaused, StateCompleted, StateCancelled, StateError:
 	default:
-		return &persistence.CorruptRecordError{Key: s.ps.progKey, Reason: fmt.Sprintf("unknown status %q", r.status)}
+		return &persistence.CorruptRecordError{Key: st.progKey, Reason: fmt.Sprintf("unknown status %q", r.status)}
 	}
 	s.stats = stats{processed: r.processed, dropped: r.dropped, reconnects: r.reconnects, bytes: r.bytes, outputs: r.outputs}
 	if r.latencyNs >= 0 {
@@ -321,8 +323,8 @@ func (s *stream) restoreProgress(l *loaded) error {
 		s.resumeAt = time.UnixMilli(r.resumeAt)
 	}
 	s.procNext, s.seq, s.startCursor = r.procNext, r.procNext, r.cursor
-	if s.ps.journal {
-		s.restoreJournal(l)
+	if st.journal {
+		st.restoreJournal(l)
 	}
 	return nil
 }
@@ -330,8 +332,8 @@ func (s *stream) restoreProgress(l *loaded) error {
 // restoreJournal queues the journaled chunks the progress record does not
 // count as processed, in seq order, and sets the cursor the source resumes
 // after: that of the last chunk the stream took.
-func (s *stream) restoreJournal(l *loaded) {
-	r, st := l.progress, s.ps
+func (st *streamStore) restoreJournal(l *loaded) {
+	s, r := st.s, l.progress
 	st.accSeq, st.accID = r.accSeq, r.accID
 	next := r.procNext
 	if r.accSeq >= next {
@@ -347,10 +349,8 @@ func (s *stream) restoreJournal(l *loaded) {
 			low = e.seq
 		}
 		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received)}
-		s.decMu.Lock()
-		chunk := decodeChunk(&s.dec, c)
-		s.decMu.Unlock()
-		s.enqueueLocked(chunk, controlAction(chunk), c, e.seq, true)
+		chunk := decodeChunk(&s.dec, c.Data, c.Event)
+		s.enqueueLocked(c, chunk, controlAction(chunk), e.seq, true)
 		if e.seq >= next {
 			next = e.seq + 1
 		}

@@ -399,7 +399,7 @@ func (p *Provider) Deliver(ctx context.Context, id string, c transport.Chunk) er
 	if c.ReceivedAt.IsZero() {
 		c.ReceivedAt = time.Now()
 	}
-	return s.Deliver(ctx, c)
+	return s.deliverAck(ctx, c)
 }
 
 // keyError is a start error about one key of the start request.

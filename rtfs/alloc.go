@@ -1,9 +1,14 @@
 package rtfs
 
+import "sync/atomic"
+
 // Combined allocations for the hottest small values: an array-map and the
 // slice of its entries, or a vector and its tail, live in one allocation
 // (one malloc instead of two per map literal, assoc or conj). The slices
-// never grow in place; every update copies, so sharing stays safe.
+// never grow in place, except a Conj tail with room (newVectorRoom), whose
+// slots are claimed one by one with an atomic counter so that two vectors
+// never write the same slot; every other update copies, so sharing stays
+// safe.
 
 type mapBox1 struct {
 	m Map
@@ -179,6 +184,60 @@ func newVectorTail(n int) *Vector {
 		v = &b.v
 		v.tail = b.a[:n:n]
 	}
+	return v
+}
+
+// The boxes of newVectorRoom: a header and a tail with room to grow in
+// place, with the count of its claimed slots.
+type (
+	roomBox4 struct {
+		v     Vector
+		claim atomic.Int32
+		a     [4]Value
+	}
+	roomBox8 struct {
+		v     Vector
+		claim atomic.Int32
+		a     [8]Value
+	}
+	roomBox16 struct {
+		v     Vector
+		claim atomic.Int32
+		a     [16]Value
+	}
+	roomBox32 struct {
+		v     Vector
+		claim atomic.Int32
+		a     [32]Value
+	}
+)
+
+// newVectorRoom is newVectorTail for Conj: the tail of length n (1..32)
+// has room for about as many elements again (up to 32), which later Conjs
+// take in place (Vector.claim).
+func newVectorRoom(n int) *Vector {
+	var v *Vector
+	var claim *atomic.Int32
+	switch {
+	case n <= 2:
+		b := &roomBox4{}
+		v, claim = &b.v, &b.claim
+		v.tail = b.a[:n]
+	case n <= 4:
+		b := &roomBox8{}
+		v, claim = &b.v, &b.claim
+		v.tail = b.a[:n]
+	case n <= 8:
+		b := &roomBox16{}
+		v, claim = &b.v, &b.claim
+		v.tail = b.a[:n]
+	default:
+		b := &roomBox32{}
+		v, claim = &b.v, &b.claim
+		v.tail = b.a[:n]
+	}
+	claim.Store(int32(n))
+	v.claim = claim
 	return v
 }
 

@@ -1,6 +1,7 @@
 package rtfs
 
 import (
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
 	"github.com/rtfshost/rtfshost/rtfs/types"
 )
@@ -65,4 +66,24 @@ func (c *Closure) Accepts(n int) bool {
 		return selectArity(fi, n) != nil
 	}
 	return fi.code.NumParams == n || (fi.code.Variadic && n >= fi.code.NumParams)
+}
+
+// ReadsParam reports whether the function's code reads its i-th parameter
+// (0-based): a host may pass nil for a parameter the function never reads
+// and spare building the value. It is true when in doubt: for a multi-arity
+// or variadic function, an index out of range, or a parameter that a
+// destructuring pattern takes apart. Cost: one scan of the function's code.
+func (c *Closure) ReadsParam(i int) bool {
+	code := c.fn.code
+	if c.fn.arities != nil || code.Variadic || i < 0 || i >= code.NumParams {
+		return true
+	}
+	// Parameters take the first slots; only LOCAL reads a slot (a nested fn
+	// captures it through a LOCAL before its CLOSURE).
+	for _, ins := range code.Code {
+		if op, arg := compile.Decode(ins); op == compile.LOCAL && arg == i {
+			return true
+		}
+	}
+	return false
 }

@@ -262,15 +262,20 @@ func (e *encoder) floats(v *Vector) bool {
 	if n == 0 {
 		return false
 	}
-	for i := 0; i < n; i++ {
-		if _, ok := v.Index(i).(Float); !ok {
-			return false
-		}
-	}
+	start := len(e.buf)
 	e.buf = append(e.buf, tagFloats)
 	e.uint(uint64(n))
-	for i := 0; i < n; i++ {
-		e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(float64(v.Index(i).(Float))))
+	for i := 0; i < n; {
+		leaf := v.leafFor(i) // a leaf at a time: no walk from the root per element
+		for _, x := range leaf[i&vmask:] {
+			f, ok := x.(Float)
+			if !ok {
+				e.buf = e.buf[:start] // not all floats: the caller writes the vector as values
+				return false
+			}
+			e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(float64(f)))
+			i++
+		}
 	}
 	return true
 }

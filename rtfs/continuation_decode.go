@@ -1,11 +1,13 @@
 package rtfs
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
@@ -155,11 +157,15 @@ func (d *decoder) header(magic string) {
 
 const sha256Size = 32
 
-// contParts holds a decoded continuation's parts in one allocation.
+// contParts holds a decoded continuation's parts in one allocation, with
+// room for the frames, the call's arguments and the operand stack of a
+// typical processor suspended a few calls deep.
 type contParts struct {
-	k    Continuation
-	g    Globals
-	call HostCall
+	k      Continuation
+	g      Globals
+	call   HostCall
+	frames [4]frame
+	vals   [12]Value // the call's arguments, then the stack
 }
 
 func (d *decoder) continuation() *Continuation {
@@ -167,16 +173,16 @@ func (d *decoder) continuation() *Continuation {
 	parts := &contParts{}
 	k := &parts.k
 	k.prog = d.prog
-	k.globals = &parts.g
-	d.globalsInto(k.globals)
+	k.globals = d.sharedGlobals(&parts.g)
 	call := &parts.call
 	call.Capability = d.name()
 	line, col := d.uint(), d.uint()
 	call.Pos = syntax.MakePos(&d.prog.name, int32(min(line, math.MaxInt32)), int32(min(col, math.MaxInt32)))
-	call.Args = d.valueList()
+	room := parts.vals[:]
+	call.Args, room = d.valueListIn(room)
 	k.call = call
-	d.frames(k)
-	k.stack = d.valueList()
+	d.frames(k, parts.frames[:0:len(parts.frames)])
+	k.stack, _ = d.valueListIn(room)
 	nh := d.count(3)
 	if nh > 0 {
 		k.handlers = make([]handler, 0, nh)
@@ -200,6 +206,36 @@ func (d *decoder) globals() *Globals {
 	g := &Globals{}
 	if !d.globalsInto(g) {
 		return nil
+	}
+	return g
+}
+
+// decodedGlobals is a decoded globals section: its bytes, the Globals and
+// the values the decoder remembered while decoding it (the back-reference
+// table the rest of the continuation indexes).
+type decodedGlobals struct {
+	enc  []byte
+	g    *Globals
+	refs []Value
+}
+
+// sharedGlobals decodes the globals section, which opens a continuation,
+// into g, or returns the Globals of the program's previous continuation when
+// the section's bytes are the same: a processor's globals rarely change
+// from one chunk to the next, and decoding them is most of a continuation's
+// cost. Sharing is safe: Globals decoded from a continuation are never
+// written in place (a thread copies them on its first def).
+func (d *decoder) sharedGlobals(g *Globals) *Globals {
+	start := d.off
+	fresh := len(d.refs) == 0 // the section opens the continuation: nothing remembered yet
+	if last := d.prog.lastGlobals.Load(); fresh && last != nil && bytes.HasPrefix(d.buf[start:], last.enc) {
+		// The section is self-delimiting: the same bytes decode the same way.
+		d.off += len(last.enc)
+		d.refs = append(d.refs, last.refs...)
+		return last.g
+	}
+	if d.globalsInto(g) && fresh {
+		d.prog.lastGlobals.Store(&decodedGlobals{enc: bytes.Clone(d.buf[start:d.off]), g: g, refs: slices.Clone(d.refs)})
 	}
 	return g
 }
@@ -233,12 +269,17 @@ func (d *decoder) globalsInto(g *Globals) bool {
 	return d.err == nil
 }
 
-func (d *decoder) frames(k *Continuation) {
+// frames decodes the frames into room when they fit there.
+func (d *decoder) frames(k *Continuation, room []frame) {
 	n := d.count(4)
 	if d.err == nil && n == 0 {
 		d.fail("no frames")
 	}
-	k.frames = make([]frame, 0, n)
+	if n <= cap(room) {
+		k.frames = room
+	} else {
+		k.frames = make([]frame, 0, n)
+	}
 	for i := 0; i < n && d.err == nil; i++ {
 		fi := d.prog.funcs[d.index(len(d.prog.funcs), "function id")]
 		cl, ok := d.value(0).(*Closure)
@@ -250,12 +291,29 @@ func (d *decoder) frames(k *Continuation) {
 	}
 }
 
+// valueListIn decodes a value list into the start of room when it fits
+// there, and returns the list and what is left of room.
+func (d *decoder) valueListIn(room []Value) (list, rest []Value) {
+	n := d.count(1)
+	if d.err != nil {
+		return nil, room
+	}
+	if n > len(room) {
+		return d.values(make([]Value, n)), room
+	}
+	return d.values(room[:n:n]), room[n:]
+}
+
 func (d *decoder) valueList() []Value {
 	n := d.count(1)
 	if d.err != nil {
 		return nil
 	}
-	vs := make([]Value, n)
+	return d.values(make([]Value, n))
+}
+
+// values decodes len(vs) values into vs; nil on an error.
+func (d *decoder) values(vs []Value) []Value {
 	for i := range vs {
 		vs[i] = d.value(0)
 		if d.err != nil {
@@ -365,11 +423,7 @@ func (d *decoder) value(depth int) Value {
 	case tagString:
 		return String(d.str())
 	case tagKeyword:
-		b := d.bytes(d.count(1))
-		if v, ok := d.prog.keywords[string(b)]; ok {
-			return v
-		}
-		return Keyword(b)
+		return d.prog.internKeyword(d.bytes(d.count(1)))
 	case tagSymbol:
 		return Symbol(d.str())
 	case tagList, tagVector, tagSet, tagMap:
@@ -444,6 +498,9 @@ func (d *decoder) floats() Value {
 func (d *decoder) collection(tag byte, depth int) Value {
 	n := d.count(1)
 	if tag == tagMap {
+		if 0 < n && n <= arrayMapMax {
+			return d.smallMap(n, depth)
+		}
 		n *= 2
 	}
 	elems := make([]Value, 0, min(n, 1024))
@@ -469,6 +526,26 @@ func (d *decoder) collection(tag byte, depth int) Value {
 		return mapOwned(elems)
 	}
 	return MapOf(elems...)
+}
+
+// smallMap decodes a map of 1 to arrayMapMax entries straight into an
+// array-map, whose entries share its allocation (newArrayMap).
+func (d *decoder) smallMap(pairs, depth int) Value {
+	m := newArrayMap(pairs)
+	for i := range m.kvs {
+		v := d.value(depth + 1)
+		if v == nil {
+			if d.err == nil {
+				d.fail("collection element missing")
+			}
+			return nil
+		}
+		m.kvs[i] = v
+	}
+	if !distinctKeys(m.kvs) {
+		return MapOf(m.kvs...) // a later duplicate wins, as in a map literal
+	}
+	return m
 }
 
 func (d *decoder) closure(depth int) *Closure {

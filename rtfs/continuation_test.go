@@ -369,3 +369,58 @@ func TestContinuationValidation(t *testing.T) {
 		t.Errorf("the original: %v", err)
 	}
 }
+
+// TestDecodedGlobalsAreShared: two continuations decoded from the same
+// globals share one Globals, and a program resumed from one that defines a
+// global changes neither the other nor the shared Globals (copy on write);
+// a continuation whose globals differ decodes its own.
+func TestDecodedGlobalsAreShared(t *testing.T) {
+	p, err := Compile("shared.rtfs", []byte(`
+(def base {:n 10 :tags ["a" "b"]})
+(def total (+ (:n base) (call :echo 0)))
+(def base {:n 99})
+[total (:n base) (call :echo 1)]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	out, err := NewThread(Limits{}).Run(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := out.Continuation.MarshalBinary()
+	k1, err1 := UnmarshalContinuation(p, b)
+	k2, err2 := UnmarshalContinuation(p, b)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if k1.Globals() != k2.Globals() {
+		t.Fatal("the same globals section decoded twice gave two Globals")
+	}
+	r1, err := NewThread(Limits{}).Resume(ctx, k1, Int(5))
+	if err != nil || r1.Continuation == nil {
+		t.Fatalf("resume k1: %v %v", r1, err)
+	}
+	if v, _ := k2.Globals().Get("base"); v.String() != `{:n 10 :tags ["a" "b"]}` {
+		t.Fatalf("the shared globals changed under a resumed program: base = %v", v)
+	}
+	if v, _ := r1.Continuation.Globals().Get("base"); v.String() != "{:n 99}" {
+		t.Fatalf("the resumed program's own globals: base = %v", v)
+	}
+	b2, _ := r1.Continuation.MarshalBinary()
+	k3, err := UnmarshalContinuation(p, b2)
+	if err != nil || k3.Globals() == k1.Globals() {
+		t.Fatalf("different globals decoded as the shared ones: %v", err)
+	}
+	r3, err := NewThread(Limits{}).Resume(ctx, k3, Int(7))
+	if err != nil || r3.Value.String() != "[15 99 7]" {
+		t.Fatalf("resume k3: %v, %v", r3.Value, err)
+	}
+	r2, err := NewThread(Limits{}).Resume(ctx, k2, Int(1))
+	if err != nil || r2.Continuation == nil {
+		t.Fatalf("resume k2: %v %v", r2, err)
+	}
+	if r, err := NewThread(Limits{}).Resume(ctx, r2.Continuation, Int(2)); err != nil || r.Value.String() != "[11 99 2]" {
+		t.Fatalf("resume k2 to the end: %v, %v", r.Value, err)
+	}
+}

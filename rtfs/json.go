@@ -42,6 +42,21 @@ type JSONDecoder struct {
 	buf   []byte      // scratch for strings with escapes
 	keys  internTable // object keys: Keyword values
 	strs  internTable // short string values: String values
+	// last holds the keys of the previous document by their position in
+	// it: chunks of one stream usually have one shape, so the n-th key of
+	// a document is most often the n-th key of the one before, found by a
+	// comparison instead of a hash lookup.
+	last [16]Value
+	// lastStrs does the same for short string values, and says which
+	// position changed from one document to the next: a value there (a
+	// timestamp) is not interned, which would only churn the table.
+	lastStrs [16]strMemo
+}
+
+// A strMemo is the string value at one position of the previous document.
+type strMemo struct {
+	v        Value
+	changing bool // it differed from the one before
 }
 
 // Decode decodes one JSON text as FromJSON does. It does not retain data.
@@ -54,7 +69,7 @@ func (d *JSONDecoder) Decode(data []byte) (Value, error) {
 	if d.stack == nil {
 		d.stack = make([]Value, 0, min(32, len(data)/4+1))
 	}
-	p := jsonParser{data: data, stack: d.stack, buf: d.buf, keys: &d.keys, strs: &d.strs}
+	p := jsonParser{data: data, stack: d.stack, buf: d.buf, keys: &d.keys, strs: &d.strs, last: &d.last, lastStrs: &d.lastStrs}
 	v, err := p.decode()
 	d.keep(p.stack, p.buf)
 	return v, err
@@ -96,15 +111,19 @@ func (d *JSONDecoder) keep(stack []Value, buf []byte) {
 
 // jsonParser is the state of one FromJSON or Decode call.
 type jsonParser struct {
-	data  []byte
-	text  string  // string(data), made on first use for small inputs
-	stack []Value // the elements of open arrays and objects
-	buf   []byte  // the contents of a string with escapes
-	keys  *internTable
-	strs  *internTable // nil for FromJSON, which interns nothing
-	nums  numSlab      // boxes this call's numbers; dropped with the call
-	pos   int
-	depth int
+	data     []byte
+	text     string  // string(data), made on first use for small inputs
+	stack    []Value // the elements of open arrays and objects
+	buf      []byte  // the contents of a string with escapes
+	keys     *internTable
+	strs     *internTable // nil for FromJSON, which interns nothing
+	last     *[16]Value   // the previous document's keys by position; nil for FromJSON
+	nkey     int          // the keys decoded so far
+	lastStrs *[16]strMemo // the previous document's short strings; nil for FromJSON
+	nstr     int          // the short strings decoded so far
+	nums     numSlab      // boxes this call's numbers; dropped with the call
+	pos      int
+	depth    int
 }
 
 // jsonShareMax is the largest input whose decoded strings share one
@@ -254,7 +273,7 @@ func (p *jsonParser) key() (Value, error) {
 	}
 	var k Value
 	if p.keys != nil && len(b) <= maxInternKey {
-		k = p.keys.keyword(b)
+		k = p.internKey(b)
 	} else {
 		k = Keyword(p.newString(b, start))
 	}
@@ -265,6 +284,22 @@ func (p *jsonParser) key() (Value, error) {
 	p.pos++
 	p.skipSpace()
 	return k, nil
+}
+
+// internKey returns the interned keyword for b: the previous document's key
+// at the same position when it is the same, else the intern table's.
+func (p *jsonParser) internKey(b []byte) Value {
+	n := p.nkey
+	p.nkey++
+	if p.last == nil || n >= len(p.last) {
+		return p.keys.keyword(b)
+	}
+	if kw, ok := p.last[n].(Keyword); ok && string(kw) == string(b) {
+		return p.last[n]
+	}
+	k := p.keys.keyword(b)
+	p.last[n] = k
+	return k
 }
 
 // makeMap pops the keys and values above base into a map: an array-map in
@@ -334,9 +369,33 @@ func (p *jsonParser) stringValue() (Value, error) {
 		return nil, err
 	}
 	if p.strs != nil && len(b) <= maxInternString {
-		return p.strs.str(b), nil
+		return p.internStr(b), nil
 	}
 	return String(p.newString(b, start)), nil
+}
+
+// internStr returns the string value b: the previous document's value at
+// the same position when it is the same; a new string when the value at
+// this position keeps changing; else the intern table's.
+func (p *jsonParser) internStr(b []byte) Value {
+	n := p.nstr
+	p.nstr++
+	if p.lastStrs == nil || n >= len(p.lastStrs) {
+		return p.strs.str(b)
+	}
+	m := &p.lastStrs[n]
+	if s, ok := m.v.(String); ok && string(s) == string(b) {
+		m.changing = false
+		return m.v
+	}
+	var v Value
+	if m.changing {
+		v = String(b)
+	} else {
+		v = p.strs.str(b)
+	}
+	m.v, m.changing = v, m.v != nil
+	return v
 }
 
 // str decodes the string at the opening quote. b is its contents: a

@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"github.com/rtfshost/rtfshost/rtfs/suggest"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
@@ -42,6 +44,64 @@ type Program struct {
 	toplevel *funcInfo
 	extra    map[string]*Builtin // host-internal builtins (tests); nil normally
 	keywords map[string]Value    // the keyword constants, boxed once (for decoding)
+
+	// lastGlobals is the globals section of the continuation this program
+	// decoded last, decoded: the next continuation whose section has the
+	// same bytes shares it (continuation_decode.go).
+	lastGlobals atomic.Pointer[decodedGlobals]
+	// dataKeywords are keywords that continuations of the program held and
+	// its code does not name (a chunk's keys), boxed once (internKeyword).
+	// The map is replaced, never changed, so readers need no lock.
+	kwMu         sync.Mutex
+	dataKeywords atomic.Pointer[map[string]Value]
+}
+
+// maxDataKeywords bounds Program.dataKeywords: data with ever new keys
+// costs a box per decode beyond it, never unbounded memory (and a copy of
+// the map per new key below it).
+const maxDataKeywords = 4096
+
+func lenOf(m *map[string]Value) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
+}
+
+// internKeyword returns the keyword named b, boxed: one of the program's
+// constants, or one a continuation of it held before, so that the keys of
+// the data a processor keeps are boxed once rather than at every decode.
+// It is safe for concurrent use.
+func (p *Program) internKeyword(b []byte) Value {
+	if v, ok := p.keywords[string(b)]; ok {
+		return v
+	}
+	if m := p.dataKeywords.Load(); m != nil {
+		if v, ok := (*m)[string(b)]; ok {
+			return v
+		}
+	}
+	v := Keyword(b)
+	p.kwMu.Lock()
+	old := p.dataKeywords.Load()
+	if old != nil {
+		if x, ok := (*old)[string(b)]; ok { // another decoder boxed it meanwhile
+			p.kwMu.Unlock()
+			return x
+		}
+	}
+	if old == nil || len(*old) < maxDataKeywords {
+		m := make(map[string]Value, 1+lenOf(old))
+		if old != nil {
+			for k, x := range *old {
+				m[k] = x
+			}
+		}
+		m[string(b)] = v
+		p.dataKeywords.Store(&m)
+	}
+	p.kwMu.Unlock()
+	return v
 }
 
 // funcInfo is a compiled function with its constants turned into values.

@@ -19,6 +19,12 @@ type Vector struct {
 	root  *vnode  // never nil; an empty interior node when cnt <= 32
 	tail  []Value // the last 1..32 elements (0 only when empty)
 	hash  atomic.Uint64
+	// claim, when set, counts the slots of tail's backing array that
+	// vectors sharing it have taken: Conj appends in place, without
+	// copying the tail, when it can take the slot after its own elements
+	// (no other vector has); otherwise it copies. Slots past a vector's
+	// length are never read through it.
+	claim *atomic.Int32
 }
 
 // vnode is a trie node: interior nodes use kids, leaves hold 32 vals.
@@ -56,21 +62,38 @@ func vectorOwned(elems []Value) *Vector {
 	if tailoff == 0 {
 		return v
 	}
-	level := make([]*vnode, 0, tailoff/vwidth)
-	for i := 0; i < tailoff; i += vwidth {
-		level = append(level, &vnode{vals: elems[i : i+vwidth : i+vwidth]})
+	// The trie's nodes, and the pointers to them that their parents hold,
+	// come from two allocations, whatever the size: the leaves, then each
+	// level of parents up to the root.
+	total := 0
+	for width := tailoff / vwidth; ; width = (width + vmask) / vwidth {
+		total += width
+		if width == 1 && total > tailoff/vwidth {
+			break
+		}
 	}
+	nodes := make([]vnode, total)
+	ptrs := make([]*vnode, total)
+	next := 0 // the next free node and pointer
+	for i := 0; i < tailoff; i += vwidth {
+		nodes[next].vals = elems[i : i+vwidth : i+vwidth]
+		ptrs[next] = &nodes[next]
+		next++
+	}
+	level := ptrs[:next:next]
 	for {
-		parents := make([]*vnode, 0, (len(level)+vmask)/vwidth)
+		start := next
 		for i := 0; i < len(level); i += vwidth {
 			j := min(i+vwidth, len(level))
-			parents = append(parents, &vnode{kids: level[i:j:j]})
+			nodes[next].kids = level[i:j:j]
+			ptrs[next] = &nodes[next]
+			next++
 		}
-		if len(parents) == 1 {
-			v.root = parents[0]
+		if next-start == 1 {
+			v.root = ptrs[start]
 			return v
 		}
-		level = parents
+		level = ptrs[start:next:next]
 		v.shift += vbits
 	}
 }
@@ -105,12 +128,29 @@ func (v *Vector) Index(i int) Value {
 }
 
 // Conj returns a new vector with x appended. O(log32 n); one allocation
-// when the tail has room, which is 31 times out of 32.
+// when the tail has room, which is 31 times out of 32: the new vector's
+// header alone when x can go in place into the tail's backing array (the
+// usual case of a vector grown by Conj and conj'ed once), else the header
+// with a copy of the tail that leaves room to grow.
 func (v *Vector) Conj(x Value) *Vector {
-	if len(v.tail) < vwidth {
-		nv := newVectorTail(len(v.tail) + 1)
+	if n := len(v.tail); n < vwidth {
+		var nv *Vector
+		switch {
+		case v.claim == nil:
+			nv = newVectorRoom(n + 1)
+		case n < cap(v.tail) && v.claim.CompareAndSwap(int32(n), int32(n+1)):
+			t := v.tail[:n+1]
+			t[n] = x
+			return &Vector{cnt: v.cnt + 1, shift: v.shift, root: v.root, tail: t, claim: v.claim}
+		case n < cap(v.tail):
+			// Another vector took the slot: this one branches, and
+			// branches are copied at their size, as before room existed.
+			nv = newVectorTail(n + 1)
+		default:
+			nv = newVectorRoom(n + 1)
+		}
 		copy(nv.tail, v.tail)
-		nv.tail[len(v.tail)] = x
+		nv.tail[n] = x
 		nv.cnt, nv.shift, nv.root = v.cnt+1, v.shift, v.root
 		return nv
 	}
@@ -123,7 +163,7 @@ func (v *Vector) Conj(x Value) *Vector {
 	} else {
 		root = v.pushTail(shift, root, full)
 	}
-	nv := newVectorTail(1)
+	nv := newVectorRoom(1)
 	nv.tail[0] = x
 	nv.cnt, nv.shift, nv.root = v.cnt+1, shift, root
 	return nv

@@ -175,3 +175,77 @@ func TestNewVectorCopies(t *testing.T) {
 		t.Fatal("NewVector retained the caller's slice")
 	}
 }
+
+// Conj appends in place into a tail with room only once per slot: vectors
+// that branch from one vector each keep their own elements, from any
+// number of goroutines.
+func TestVectorConjBranches(t *testing.T) {
+	base := NewVector()
+	for i := 0; i < 5; i++ {
+		base = base.Conj(Int(i))
+	}
+	a, b := base.Conj(String("a")), base.Conj(String("b"))
+	a2 := a.Conj(String("a2"))
+	if a.Index(5) != String("a") || b.Index(5) != String("b") || a2.Index(5) != String("a") || a2.Index(6) != String("a2") {
+		t.Fatalf("branches mixed up: %v %v %v", a, b, a2)
+	}
+	if base.Len() != 5 || a.Len() != 6 || b.Len() != 6 {
+		t.Fatalf("lengths %d %d %d", base.Len(), a.Len(), b.Len())
+	}
+	// Concurrent branches from one vector: each sees its own element.
+	const n = 8
+	got := make([]*Vector, n)
+	done := make(chan int)
+	for g := 0; g < n; g++ {
+		go func(g int) {
+			v := base
+			for j := 0; j < 40; j++ {
+				v = v.Conj(Int(g*1000 + j))
+			}
+			got[g] = v
+			done <- g
+		}(g)
+	}
+	for i := 0; i < n; i++ {
+		<-done
+	}
+	for g, v := range got {
+		if v.Len() != 45 {
+			t.Fatalf("goroutine %d: length %d", g, v.Len())
+		}
+		for j := 0; j < 40; j++ {
+			if v.Index(5+j) != Int(g*1000+j) {
+				t.Fatalf("goroutine %d: element %d is %v", g, 5+j, v.Index(5+j))
+			}
+		}
+	}
+}
+
+// TestVectorOwnedShapes: a vector built from a slice it takes over holds
+// every element at its index, and grows and changes like any vector, at
+// every size up to three trie levels.
+func TestVectorOwnedShapes(t *testing.T) {
+	for _, n := range []int{1, 31, 32, 33, 63, 64, 65, 1023, 1024, 1025, 1056, 1057, 32*32*32 + 40} {
+		elems := make([]Value, n)
+		for i := range elems {
+			elems[i] = Int(i)
+		}
+		v := vectorOwned(elems)
+		for i := 0; i < n; i++ {
+			if v.Index(i) != Int(i) {
+				t.Fatalf("n=%d: Index(%d) = %v", n, i, v.Index(i))
+			}
+		}
+		w := v.Conj(Int(n))
+		if w.Len() != n+1 || w.Index(n) != Int(n) || v.Len() != n {
+			t.Fatalf("n=%d: Conj gave len %d, last %v", n, w.Len(), w.Index(n))
+		}
+		u, err := v.Assoc(n/2, String("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Index(n/2) != String("x") || v.Index(n/2) != Int(n/2) {
+			t.Fatalf("n=%d: Assoc changed the original or missed its index", n)
+		}
+	}
+}

@@ -203,3 +203,31 @@ type KeyUse struct {
 	Key
 	Transports []string
 }
+
+// RestartKey is the :restart start key of the transports whose source can
+// be started again after a failure (a program, an MCP tool call): :never,
+// the default, or :on-failure.
+func RestartKey() Key {
+	return Key{Name: "restart", Type: "keyword|string", Enum: []string{"never", "on-failure"},
+		Doc: ":on-failure starts the source again (the program, or the MCP tool call) when it fails or the host restarts; default :never"}
+}
+
+// ParseRestart reads :restart from a start call's transport keys: true for
+// :on-failure. The error names the key and the accepted values.
+func ParseRestart(keys map[string]json.RawMessage) (bool, error) {
+	raw, ok := keys["restart"]
+	if !ok || string(raw) == "null" {
+		return false, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return false, fmt.Errorf(":restart: want a keyword, got %s", raw)
+	}
+	switch strings.TrimPrefix(s, ":") {
+	case "", "never":
+		return false, nil
+	case "on-failure":
+		return true, nil
+	}
+	return false, fmt.Errorf(":restart: want :never or :on-failure, got %q", s)
+}

@@ -40,20 +40,51 @@ func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 
 // watchStream routes the events of stream id to the call. Call it before the
 // stream starts. It fails when another call watches a stream with that id.
+// What the stream's processor prints reaches the call's client too.
 func (c *call) watchStream(id string) error {
 	if !c.s.router.add(id, c.w) {
 		return fmt.Errorf("a stream with id %q is already running for another call", id)
 	}
+	c.w.route(id, c.s.host.RouteLog(id, func(line string) { c.w.pushLog(id, line) }))
 	return nil
 }
 
 // unwatchStream stops routing the events of stream id to the call.
-func (c *call) unwatchStream(id string) { c.s.router.remove(id, c.w) }
+func (c *call) unwatchStream(id string) {
+	c.s.router.remove(id, c.w)
+	c.w.unroute(id)
+}
 
 // release stops routing the events of every stream of the call.
 func (c *call) release() {
 	for _, id := range c.w.streams() {
-		c.s.router.remove(id, c.w)
+		c.unwatchStream(id)
+	}
+}
+
+// sendLogs sends the lines the call's program and streams printed, as
+// notifications/message at level info, to the call's client; go-sdk sends
+// them only at or above the level the client asked for (logging/setLevel,
+// or the request's _meta under 2026-07-28) and none before it asked. Lines
+// beyond the watch's bound are counted in one warning.
+func (c *call) sendLogs() {
+	lines, dropped := c.w.takeLogs()
+	if c.rep.session == nil {
+		return
+	}
+	for _, l := range lines {
+		logger := "rtfs.eval"
+		if l.stream != "" {
+			logger = "stream " + l.stream
+		}
+		if err := c.rep.session.Log(c.rep.ctx, &mcp.LoggingMessageParams{Level: "info", Logger: logger, Data: l.text}); err != nil {
+			c.s.log.Debug("log notification not sent", "err", err)
+			return
+		}
+	}
+	if dropped > 0 {
+		_ = c.rep.session.Log(c.rep.ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "rtfshost",
+			Data: fmt.Sprintf("%d printed lines were left out: the client read them more slowly than the program printed", dropped)})
 	}
 }
 
@@ -76,6 +107,7 @@ func (c *call) pump(ctx context.Context, wake <-chan struct{}, stop func(ends ma
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		c.sendLogs()
 		for _, ev := range c.w.take() {
 			switch ev.Kind {
 			case provider.EventOutput:
@@ -86,6 +118,7 @@ func (c *call) pump(ctx context.Context, wake <-chan struct{}, stop func(ends ma
 			}
 		}
 		if stop(ends) {
+			c.sendLogs()
 			c.rep.flush()
 			return ends, nil
 		}
@@ -178,4 +211,32 @@ func structured(b json.RawMessage, isError bool) *mcp.CallToolResult {
 		res.StructuredContent = json.RawMessage(t)
 	}
 	return res
+}
+
+// explicitSuccess is a receiving middleware that makes every successful
+// tools/call result say "isError": false on the wire, as seed 001 shows;
+// go-sdk leaves the field out when it is false.
+func explicitSuccess(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && r != nil && !r.IsError {
+			return succeeded{r}, nil
+		}
+		return res, err
+	}
+}
+
+// succeeded is a successful CallToolResult that marshals with an explicit
+// "isError": false.
+type succeeded struct{ *mcp.CallToolResult }
+
+func (s succeeded) MarshalJSON() ([]byte, error) {
+	b, err := s.CallToolResult.MarshalJSON()
+	if err != nil || len(b) < 2 || b[0] != '{' {
+		return b, err
+	}
+	if len(bytes.TrimSpace(b[1:len(b)-1])) == 0 {
+		return []byte(`{"isError":false}`), nil
+	}
+	return append([]byte(`{"isError":false,`), b[1:]...), nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rtfshost/rtfshost/host"
@@ -69,5 +71,39 @@ func TestChainFromReferenceServer(t *testing.T) {
 		if want := fmt.Sprintf(`{"n":%d,"progress":%d}`, i+1, i+1); n.Message != want || n.Progress != float64(i+1) {
 			t.Errorf("notification %d: %q progress %v, want %q", i, n.Message, n.Progress, want)
 		}
+	}
+}
+
+// chunkLog is a transport.Sink that keeps what it is given.
+type chunkLog struct{ chunks []transport.Chunk }
+
+func (c *chunkLog) Deliver(_ context.Context, ch transport.Chunk) error {
+	c.chunks = append(c.chunks, ch)
+	return nil
+}
+
+func (c *chunkLog) Reconnecting(int, time.Duration, error) {}
+
+// TestOwnClientSpeaksModernWithTasks: rtfshost's :mcp client against
+// rtfshost serve speaks 2026-07-28 (it declares the tasks extension), so
+// rtfs.eval answers with a task, which the client polls to its result.
+func TestOwnClientSpeaksModernWithTasks(t *testing.T) {
+	f := newFixture(t, Options{})
+	spec := transport.Spec{StreamID: "own", Endpoint: ToolEval, Arguments: []byte(`{"program":"(+ 40 2)"}`), RetryAttempts: 3,
+		HTTP: transport.HTTP{ServerURL: f.ts.URL + PathStreamable, Client: f.ts.Client()}}
+	sink := &chunkLog{}
+	if err := (tmcp.Streamable{}).Run(context.Background(), spec, "", sink); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var events []string
+	for _, c := range sink.chunks {
+		events = append(events, c.Event)
+	}
+	if len(events) < 2 || events[0] != "task" || events[len(events)-1] != "result" {
+		t.Fatalf("events %v", events)
+	}
+	last := string(sink.chunks[len(sink.chunks)-1].Data)
+	if !strings.Contains(last, `"structuredContent":{"value":42}`) || !strings.Contains(last, `"isError":false`) {
+		t.Fatalf("result %s", last)
 	}
 }

@@ -44,14 +44,35 @@ type fixture struct {
 	host *host.Host
 	srv  *Server
 	ts   *httptest.Server
+	// stdout is the host's Stdout: what programs print that no call routes
+	// to its client.
+	stdout *lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
-	f := &fixture{t: t, mock: &mock.Transport{}}
+	f := &fixture{t: t, mock: &mock.Transport{}, stdout: &lockedBuffer{}}
 	h, err := host.New(host.Options{
 		Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(f.mock))},
-		Stdout:  io.Discard,
+		Stdout:  f.stdout,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func (s *Server) newHandler() http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	mux := http.NewServeMux()
-	legacy := s.resumeAfterRestart(requireSession(s.rememberCall(announceTasks(jsonOnly(primeWithRetry(stateful))))))
+	legacy := s.resumeAfterRestart(requireSession(s.rememberCall(announceTasks(jsonOnly(s.primeWithRetry(stateful))))))
 	var mcpHandler http.Handler = s.serveTasks(routeEras(legacy, jsonOnly(stateless)))
 	if s.opts.Observer != nil {
 		mcpHandler = tagRequestID(mcpHandler)

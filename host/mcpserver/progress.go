@@ -40,14 +40,15 @@ type reporter struct {
 	log      *slog.Logger
 	obs      *observe.Observer // counts the first output left out; nil: none
 
-	outputs   []output
-	count     int64 // outputs seen
-	truncated int64 // outputs not kept because of max
-	sent      int64 // notifications sent
-	coalesced int64 // outputs folded into notifications without being sent alone
-	pending   *output
-	folded    int64 // outputs behind pending that were not sent
-	last      time.Time
+	outputs    []output
+	count      int64  // outputs seen
+	truncated  int64  // outputs not kept because of max
+	sent       int64  // notifications sent
+	coalesced  int64  // outputs folded into notifications without being sent alone
+	pending    output // the output of the next notification, when hasPending
+	hasPending bool
+	folded     int64 // outputs behind pending that were not sent
+	last       time.Time
 }
 
 // add records the output of ev and sends or schedules its notification. An
@@ -71,10 +72,10 @@ func (r *reporter) add(ev provider.Event) {
 	if r.token == nil {
 		return
 	}
-	if r.pending != nil {
+	if r.hasPending {
 		r.folded++
 	}
-	r.pending = &out
+	r.pending, r.hasPending = out, true
 	if r.interval <= 0 || time.Since(r.last) >= r.interval {
 		r.flush()
 	}
@@ -82,7 +83,7 @@ func (r *reporter) add(ev provider.Event) {
 
 // due returns when the pending notification must be sent, if one is pending.
 func (r *reporter) due() (time.Time, bool) {
-	if r.pending == nil {
+	if !r.hasPending {
 		return time.Time{}, false
 	}
 	return r.last.Add(r.interval), true
@@ -91,7 +92,7 @@ func (r *reporter) due() (time.Time, bool) {
 // flush sends the pending notification, if any. progress is the number of
 // outputs so far, so it rises with every notification.
 func (r *reporter) flush() {
-	if r.pending == nil {
+	if !r.hasPending {
 		return
 	}
 	out := r.pending
@@ -106,7 +107,7 @@ func (r *reporter) flush() {
 		},
 	}
 	r.coalesced += r.folded
-	r.pending, r.folded, r.last = nil, 0, time.Now()
+	r.pending, r.hasPending, r.folded, r.last = output{}, false, 0, time.Now()
 	r.sent++
 	if err := r.session.NotifyProgress(r.ctx, params); err != nil {
 		// The event store keeps what a dropped client missed; an error here

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -63,25 +64,57 @@ type streamLog struct {
 	outputs  []json.RawMessage
 	done     bool          // its JSON-RPC response is stored
 	changed  chan struct{} // closed and replaced at every append
+	mem      [][]byte      // without a store: the events, by index
 }
 
 // durableEvents is the mcp.EventStore of the stateful era, in the host's
-// store (or in memory without one). It is safe for concurrent use. Cost:
-// one store commit per event.
+// store (or in memory without one). It is safe for concurrent use. Events
+// are written behind, grouped by a Committer; the response writer waits
+// for them (sync) before the client may see them, so a burst of events
+// costs one group commit, and a client never holds an event id the store
+// lacks. A restarted server numbers new events past restartGap all the
+// same. Close it after the last Append.
 type durableEvents struct {
-	store persistence.Store
-	log   func(msg string, args ...any)
+	store   persistence.Store
+	com     *persistence.Committer // nil without a store
+	pending atomic.Int64           // events submitted and not yet committed
+	log     func(msg string, args ...any)
 
 	mu      sync.Mutex
 	loaded  bool
 	streams map[streamKey]*streamLog
 	bytes   map[string]int // per session
-	mem     map[string][]byte
 }
 
 func newDurableEvents(store persistence.Store, log func(string, ...any)) *durableEvents {
-	return &durableEvents{store: store, log: log, streams: make(map[streamKey]*streamLog),
-		bytes: make(map[string]int), mem: make(map[string][]byte)}
+	d := &durableEvents{store: store, log: log, streams: make(map[streamKey]*streamLog),
+		bytes: make(map[string]int)}
+	if store != nil {
+		d.com = persistence.NewCommitter(store, persistence.CommitterOptions{})
+	}
+	return d
+}
+
+// restartGap is how far past the last stored event a restarted server
+// numbers a stream's next event: more than the events a crash can leave
+// written but not stored.
+const restartGap = 1 << 20
+
+// sync waits until every event appended so far is stored; it returns at
+// once when none waits. A response writer calls it before the client may
+// see what it wrote (retryWriter).
+func (d *durableEvents) sync(ctx context.Context) error {
+	if d.com == nil || d.pending.Load() == 0 {
+		return nil
+	}
+	return d.com.Flush(ctx)
+}
+
+// close commits the events still pending and stops the committer.
+func (d *durableEvents) close() {
+	if d.com != nil {
+		_ = d.com.Close()
+	}
 }
 
 var _ mcp.EventStore = (*durableEvents)(nil)
@@ -121,7 +154,7 @@ func (d *durableEvents) load(ctx context.Context) {
 			newest[session] = at
 		}
 		l := d.logOfLocked(streamKey{session, stream})
-		l.next = max(l.next, idx+1)
+		l.next = max(l.next, idx+1+restartGap)
 		d.bytes[session] += len(data)
 		l.note(data)
 		return nil
@@ -200,7 +233,10 @@ func (l *streamLog) note(data []byte) {
 			Token    json.RawMessage `json:"progressToken"`
 			Progress float64         `json:"progress"`
 			Message  string          `json:"message"`
-			Meta     map[string]any  `json:"_meta"`
+			Meta     struct {        // metaStream and metaSeq
+				Stream string   `json:"rtfshost/stream-id"`
+				Seq    *float64 `json:"rtfshost/seq"`
+			} `json:"_meta"`
 		} `json:"params"`
 	}
 	if len(data) == 0 || json.Unmarshal(data, &m) != nil {
@@ -211,11 +247,11 @@ func (l *streamLog) note(data []byte) {
 		if m.Params.Token != nil {
 			l.token = compactJSON(m.Params.Token)
 		}
-		if id, ok := m.Params.Meta[metaStream].(string); ok {
+		if id := m.Params.Meta.Stream; id != "" {
 			l.streamID = id
 		}
-		if seq, ok := m.Params.Meta[metaSeq].(float64); ok {
-			l.seq = max(l.seq, int64(seq))
+		if seq := m.Params.Meta.Seq; seq != nil {
+			l.seq = max(l.seq, int64(*seq))
 		}
 		l.progress = max(l.progress, m.Params.Progress)
 		if m.Params.Message != "" && json.Valid([]byte(m.Params.Message)) {
@@ -244,29 +280,39 @@ func (d *durableEvents) Append(ctx context.Context, sessionID, streamID string, 
 	l := d.logOfLocked(k)
 	idx := l.next
 	l.next++
-	if d.bytes[sessionID]+len(data) > maxSessionEventBytes {
+	if l.lost || d.bytes[sessionID]+len(data) > maxSessionEventBytes {
 		l.lost = true
 		d.mu.Unlock()
 		return nil // the client can still read it live; a resume past it fails
 	}
 	d.bytes[sessionID] += len(data)
-	d.mu.Unlock()
-	key := eventKey(sessionID, streamID, idx)
-	if d.store != nil {
-		var b persistence.Batch
-		b.Put(key, encodeEvent(data))
-		if err := d.store.Commit(context.WithoutCancel(ctx), &b); err != nil {
-			return fmt.Errorf("storing an MCP event: %w", err)
-		}
-	}
-	d.mu.Lock()
-	if d.store == nil {
-		d.mem[string(key)] = bytes.Clone(data)
+	if d.store == nil { // no restart to prepare for: the event is kept, nothing noted
+		l.mem = append(l.mem, bytes.Clone(data))
+		close(l.changed)
+		l.changed = make(chan struct{})
+		d.mu.Unlock()
+		return nil
 	}
 	l.note(data)
 	close(l.changed)
 	l.changed = make(chan struct{})
 	d.mu.Unlock()
+	var b persistence.Batch
+	b.Put(eventKey(sessionID, streamID, idx), encodeEvent(data))
+	d.pending.Add(1)
+	err := d.com.Submit(context.WithoutCancel(ctx), &b, func(err error) {
+		d.pending.Add(-1)
+		if err != nil {
+			d.log("mcp events: storing an event", "session", sessionID, "err", err)
+			d.mu.Lock()
+			l.lost = true // a resume past it must fail, not skip it
+			d.mu.Unlock()
+		}
+	})
+	if err != nil {
+		d.pending.Add(-1)
+		return fmt.Errorf("storing an MCP event: %w", err)
+	}
 	return nil
 }
 
@@ -286,32 +332,39 @@ func (d *durableEvents) After(ctx context.Context, sessionID, streamID string, i
 			yield(nil, fmt.Errorf("stream %q of session %q: %w", streamID, sessionID, mcp.ErrEventsPurged))
 			return
 		}
-		for _, data := range d.events(ctx, sessionID, streamID, index) {
-			if !yield(data, nil) {
+		for _, ev := range d.events(ctx, sessionID, streamID, index) {
+			if !yield(ev.data, nil) {
 				return
 			}
 		}
 	}
 }
 
-// events returns the stored events of a stream after index.
-func (d *durableEvents) events(ctx context.Context, session, stream string, index int) [][]byte {
-	var out [][]byte
+// A storedEvent is an event of a stream and its index, which is its id's
+// number; indexes leave a gap where a server restarted (restartGap).
+type storedEvent struct {
+	idx  int
+	data []byte
+}
+
+// events returns the stored events of a stream after index, in order.
+func (d *durableEvents) events(ctx context.Context, session, stream string, index int) []storedEvent {
+	var out []storedEvent
 	if d.store == nil {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		for i := index + 1; ; i++ {
-			data, ok := d.mem[string(eventKey(session, stream, i))]
-			if !ok {
-				return out
+		if l := d.streams[streamKey{session, stream}]; l != nil {
+			for i := max(index+1, 0); i < len(l.mem); i++ {
+				out = append(out, storedEvent{i, l.mem[i]})
 			}
-			out = append(out, data)
 		}
+		return out
 	}
+	_ = d.com.Flush(ctx) // the events written behind, too
 	_ = d.store.Scan(ctx, eventPrefixOf(session, stream), func(k, v []byte) error {
 		if _, _, idx, ok := parseEventKey(k); ok && idx > index {
 			if _, data, err := decodeEvent(k, v); err == nil {
-				out = append(out, bytes.Clone(data))
+				out = append(out, storedEvent{idx, bytes.Clone(data)})
 			}
 		}
 		return nil
@@ -328,23 +381,21 @@ func (d *durableEvents) SessionClosed(ctx context.Context, sessionID string) err
 		}
 	}
 	delete(d.bytes, sessionID)
-	for k := range d.mem {
-		if strings.HasPrefix(k, eventPrefix+sessionID+"\x00") {
-			delete(d.mem, k)
-		}
-	}
 	d.mu.Unlock()
 	if d.store == nil {
 		return nil
 	}
 	var b persistence.Batch
 	prefix := []byte(eventPrefix + sessionID + "\x00")
-	err := d.store.Scan(ctx, prefix, func(k, _ []byte) error {
-		b.Delete(bytes.Clone(k))
-		return nil
-	})
+	err := d.com.Flush(ctx) // so that no event of the session is stored after the deletes
 	if err == nil {
-		err = d.store.Commit(context.WithoutCancel(ctx), &b)
+		err = d.store.Scan(ctx, prefix, func(k, _ []byte) error {
+			b.Delete(bytes.Clone(k))
+			return nil
+		})
+	}
+	if err == nil {
+		err = d.com.Commit(context.WithoutCancel(ctx), &b)
 	}
 	return err
 }
@@ -482,12 +533,12 @@ func (s *Server) serveResume(w http.ResponseWriter, r *http.Request, session, st
 		// stored after it is written by the next round.
 		changed := s.events.changedOf(session, stream)
 		l, _ := s.events.snapshot(session, stream)
-		for _, data := range s.events.events(r.Context(), session, stream, idx) {
-			idx++
-			if len(data) == 0 {
+		for _, ev := range s.events.events(r.Context(), session, stream, idx) {
+			idx = ev.idx
+			if len(ev.data) == 0 {
 				continue // the priming event
 			}
-			if _, err := fmt.Fprintf(w, "event: message\nid: %s_%d\ndata: %s\n\n", stream, idx, data); err != nil {
+			if _, err := fmt.Fprintf(w, "event: message\nid: %s_%d\ndata: %s\n\n", stream, idx, ev.data); err != nil {
 				return
 			}
 			_ = rc.Flush()

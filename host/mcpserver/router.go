@@ -95,6 +95,63 @@ type watch struct {
 	mu      sync.Mutex
 	ids     []string // every stream id added, in order
 	pending []provider.Event
+	logs    []logLine         // printed lines not yet sent, oldest first
+	dropped int               // lines left out since the last takeLogs
+	routes  map[string]func() // stops the log route of each stream
+}
+
+// A logLine is a line a program (stream "") or a stream's processor
+// printed.
+type logLine struct{ stream, text string }
+
+// maxPendingLogs bounds the printed lines a watch holds for its call.
+const maxPendingLogs = 1024
+
+// pushLog queues a printed line for the call; beyond maxPendingLogs it
+// counts the line as dropped. It never blocks.
+func (w *watch) pushLog(stream, text string) {
+	w.mu.Lock()
+	if len(w.logs) < maxPendingLogs {
+		w.logs = append(w.logs, logLine{stream, text})
+	} else {
+		w.dropped++
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeLogs returns the lines pushed since the last takeLogs and how many
+// were dropped.
+func (w *watch) takeLogs() ([]logLine, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l, d := w.logs, w.dropped
+	w.logs, w.dropped = nil, 0
+	return l, d
+}
+
+// route records the function that stops stream id's log route.
+func (w *watch) route(id string, stop func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.routes == nil {
+		w.routes = make(map[string]func())
+	}
+	w.routes[id] = stop
+}
+
+// unroute stops stream id's log route.
+func (w *watch) unroute(id string) {
+	w.mu.Lock()
+	stop := w.routes[id]
+	delete(w.routes, id)
+	w.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 func newWatch() *watch { return &watch{wake: make(chan struct{}, 1)} }

@@ -6,51 +6,42 @@ import (
 	"strings"
 
 	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
-// run runs prog to its value, serving each host call from the Server's
-// registry. A stream the program starts is watched by c from before it
-// starts, so the call sees every one of its outputs. It returns the value
-// and the program's globals at the end.
+// run runs prog to its value on the host (host.RunWith), serving each host
+// call from the Server's registry. A stream the program starts is watched by
+// c from before it starts, so the call sees every one of its outputs, and
+// what the program prints reaches the call's client (sendLogs). The run is
+// ephemeral: the call, not the store, answers for a program that awaits. It
+// returns the value and the program's globals at the end.
 func (c *call) run(ctx context.Context, prog *rtfs.Program) (rtfs.Value, *rtfs.Globals, error) {
-	th := rtfs.NewThread(c.s.opts.Limits)
-	out, err := th.Run(ctx, prog)
-	for err == nil && out.Call != nil {
-		v, cerr := c.hostCall(ctx, out)
-		if cerr != nil {
-			out, err = th.ResumeError(ctx, out.Continuation, cerr)
-		} else {
-			out, err = th.Resume(ctx, out.Continuation, v)
-		}
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return out.Value, out.Globals, nil
+	return c.s.host.RunWith(ctx, prog, host.RunOptions{
+		Limits:    c.s.opts.Limits,
+		Before:    c.beforeHostCall,
+		Log:       func(line string) { c.w.pushLog("", line) },
+		Ephemeral: true,
+	})
 }
 
-// hostCall serves the host call of a suspended outcome.
-func (c *call) hostCall(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error) {
-	hc := &capabilities.Call{
-		ID:      out.Call.Capability,
-		Args:    out.Call.Args,
-		Pos:     out.Call.Pos,
-		Globals: out.Globals,
+// beforeHostCall gives a :mcp.stream.start of the program a stream id, if it
+// has none, and watches that stream before it starts.
+func (c *call) beforeHostCall(_ context.Context, hc *capabilities.Call) (func(error), error) {
+	if strings.TrimPrefix(hc.ID, ":") != provider.CapStart {
+		return nil, nil
 	}
-	id := ""
-	if strings.TrimPrefix(hc.ID, ":") == provider.CapStart {
-		hc.Args, id = withStreamID(hc.Args, c.s.prov.NewStreamID)
-		if id != "" && c.watchStream(id) != nil {
-			id = "" // another call's stream: the capability reports the duplicate id
+	var id string
+	hc.Args, id = withStreamID(hc.Args, c.s.prov.NewStreamID)
+	if id == "" || c.watchStream(id) != nil {
+		return nil, nil // another call's stream: the capability reports the duplicate id
+	}
+	return func(err error) {
+		if err != nil {
+			c.unwatchStream(id)
 		}
-	}
-	v, err := c.s.caps.Call(ctx, hc)
-	if err != nil && id != "" {
-		c.unwatchStream(id)
-	}
-	return v, err
+	}, nil
 }
 
 // withStreamID returns the arguments of a :mcp.stream.start call with a

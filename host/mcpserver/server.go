@@ -136,6 +136,7 @@ func New(opts Options) (*Server, error) {
 		Instructions: instructions,
 		Capabilities: caps,
 	})
+	s.mcp.AddReceivingMiddleware(explicitSuccess)
 	s.tasks = newTasks(s, opts.Host.Store())
 	s.events = newDurableEvents(opts.Host.Store(), func(msg string, args ...any) { s.log.Error(msg, args...) })
 	s.addTools()
@@ -170,6 +171,7 @@ func (s *Server) Close() error {
 	}
 	s.calls.Wait()
 	s.router.close()
+	s.events.close()
 	return nil
 }
 

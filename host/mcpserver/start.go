@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
@@ -89,6 +90,12 @@ func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest,
 		StreamID:      a.str("stream-id"),
 		QueueCapacity: int(a.int("queue-capacity")),
 		Context:       ctx,
+	}
+	if raw, ok := a["idle-timeout-ms"]; ok && capabilities.JSONKind(raw) == "number" {
+		req.IdleTimeout = -1 // 0: no idle timeout
+		if n := a.int("idle-timeout-ms"); n > 0 {
+			req.IdleTimeout = time.Duration(n) * time.Millisecond
+		}
 	}
 	if raw, ok := a["initial-state"]; ok {
 		if req.InitialState, err = rtfs.FromJSON(raw); err != nil {

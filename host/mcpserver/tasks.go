@@ -210,7 +210,7 @@ func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, tt
 	if !ok || (tool != ToolStart && tool != ToolEval) {
 		return taskRecord{}, &rpcFailure{code: codeMethodNotFound, msg: fmt.Sprintf("tool %q does not run as a task (only %s and %s do)", tool, ToolStart, ToolEval)}
 	}
-	a, err := parseArgs(spec.name, spec.params, raw)
+	a, err := parseArgs(spec.name, spec.input, raw)
 	if err != nil {
 		return taskRecord{}, &rpcFailure{code: codeInvalidParams, msg: err.Error()}
 	}
@@ -281,7 +281,7 @@ func (t *tasks) followLocked(e *taskEntry, start args) {
 		}
 		if start != nil {
 			req, err := c.startRequest(ctx, start)
-			if err == nil && !t.cancelled(e) {
+			if err == nil {
 				_, err = t.s.prov.Start(req)
 			}
 			if err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,13 @@ func rpc(t *testing.T, url string, header map[string]string, method string, para
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
 	_, body := rawPost(t, url, string(b), header)
+	return decodeResponse(t, method, body)
+}
+
+// decodeResponse decodes the JSON-RPC response in body (JSON, or the
+// response event of an SSE body).
+func decodeResponse(t *testing.T, method, body string) (result map[string]any, rpcErr map[string]any) {
+	t.Helper()
 	if p := responseOf([]byte(body)); p != nil {
 		body = string(p)
 	}
@@ -240,4 +249,93 @@ func TestBothErasOnOneEndpoint(t *testing.T) {
 			t.Errorf("%s client got %d progress notifications, want 4", tc.id, len(notes))
 		}
 	}
+}
+
+// flushCounter is a ResponseWriter that counts flushes.
+type flushCounter struct {
+	httptest.ResponseRecorder
+	mu      sync.Mutex
+	flushes int
+}
+
+func (f *flushCounter) Flush() {
+	f.mu.Lock()
+	f.flushes++
+	f.mu.Unlock()
+}
+
+func (f *flushCounter) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.flushes
+}
+
+// TestFlushesCoalesce: the response writer flushes a quiet stream's event
+// at once, lets a burst share one deferred flush, and flushes what is due
+// when the handler returns, after which no timer touches the response.
+func TestFlushesCoalesce(t *testing.T) {
+	fc := &flushCounter{ResponseRecorder: *httptest.NewRecorder()}
+	const window = 200 * time.Millisecond // long enough for a burst on a loaded machine
+	w := &retryWriter{ResponseWriter: fc, window: window}
+	w.Write([]byte("data: 1\n\n"))
+	w.Flush()
+	if fc.count() != 1 {
+		t.Fatalf("the first event: %d flushes, want 1 at once", fc.count())
+	}
+	for i := range 10 {
+		fmt.Fprintf(w, "data: %d\n\n", i)
+		w.Flush()
+	}
+	if fc.count() != 1 {
+		t.Fatalf("a burst flushed %d times at once, want its flush deferred", fc.count())
+	}
+	waitFor(t, "the deferred flush", func() bool { return fc.count() == 2 })
+	time.Sleep(2 * window)
+	if fc.count() != 2 {
+		t.Fatalf("%d flushes for one burst, want 2 in all", fc.count())
+	}
+	w.Write([]byte("data: quiet again\n\n"))
+	w.Flush() // the stream was quiet: at once
+	w.Write([]byte("data: last\n\n"))
+	w.Flush() // deferred
+	if fc.count() != 3 {
+		t.Fatalf("%d flushes, want 3 with the last one deferred", fc.count())
+	}
+	w.finish()
+	if fc.count() != 4 {
+		t.Fatalf("finish left the last event unflushed (%d flushes)", fc.count())
+	}
+	time.Sleep(2 * window)
+	if fc.count() != 4 {
+		t.Fatalf("a flush ran after finish (%d flushes)", fc.count())
+	}
+}
+
+// TestWritesWaitForTheStore: what go-sdk writes reaches the client only
+// once the events written so far are stored, so a client never holds an
+// event a restarted server lacks.
+func TestWritesWaitForTheStore(t *testing.T) {
+	fc := &flushCounter{ResponseRecorder: *httptest.NewRecorder()}
+	entered, release := make(chan struct{}), make(chan struct{})
+	w := &retryWriter{ResponseWriter: fc, window: time.Hour, stored: func(context.Context) error {
+		close(entered)
+		<-release
+		return nil
+	}}
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		w.Write([]byte("id: 1\ndata: x\n\n"))
+		w.Flush()
+	}()
+	<-entered // the flush waits for the store now
+	if got := fc.Body.Len(); got != 0 || fc.count() != 0 {
+		t.Fatalf("the client got %d bytes and %d flushes before the event was stored", got, fc.count())
+	}
+	close(release)
+	<-flushed
+	if got := fc.Body.String(); got != "id: 1\ndata: x\n\n" || fc.count() != 1 {
+		t.Fatalf("after the store: body %q, %d flushes", got, fc.count())
+	}
+	w.finish()
 }

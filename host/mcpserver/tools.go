@@ -3,31 +3,33 @@ package mcpserver
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/host/observe"
 	"github.com/rtfshost/rtfshost/provider"
-	"github.com/rtfshost/rtfshost/transport"
 )
 
 // The names of the tools.
+// The stream tools have the ids of the capabilities they serve.
 const (
-	ToolStart   = "mcp.stream.start"
-	ToolInspect = "mcp.stream.inspect"
-	ToolStatus  = "mcp.stream.status"
-	ToolPause   = "mcp.stream.pause"
-	ToolResume  = "mcp.stream.resume"
-	ToolCancel  = "mcp.stream.cancel"
+	ToolStart   = provider.CapStart
+	ToolInspect = provider.CapInspect
+	ToolStatus  = provider.CapStatus
+	ToolPause   = provider.CapPause
+	ToolResume  = provider.CapResume
+	ToolCancel  = provider.CapCancel
 	ToolEval    = "rtfs.eval"
 	ToolRemove  = "mcp.stream.remove"
 )
 
-// A toolSpec is one tool: its MCP description, its parameters and the
-// function that runs a call with checked arguments.
+// A toolSpec is one tool: its MCP description, its input (in the schema
+// notation of the capabilities, so a tool that serves a capability takes
+// the capability's keys) and the function that runs a call with checked
+// arguments.
 type toolSpec struct {
 	name, title, desc string
-	params            []param
+	input             *capabilities.Schema
 	readOnly          bool
 	// output is the JSON schema of the tool's structuredContent (its
 	// outputSchema); hints are its annotations besides readOnly.
@@ -36,36 +38,52 @@ type toolSpec struct {
 	run    func(c *call, a args) (*mcp.CallToolResult, error)
 }
 
-func streamIDParam() param {
-	return param{name: "stream-id", typ: "string", required: true, doc: "The stream's id, as mcp.stream.start or mcp.stream.inspect report it."}
+// input returns the input of a tool: the keys of the capability id as the
+// host registered it (none for ""), each changed by adjust when given, then
+// extra.
+func (s *Server) input(id string, adjust func(*capabilities.Key), extra ...capabilities.Key) *capabilities.Schema {
+	var keys []capabilities.Key
+	if c, ok := s.caps.Lookup(id); ok && c.Input != nil {
+		keys = append(keys, c.Input.Keys...)
+	}
+	if adjust != nil {
+		for i := range keys {
+			adjust(&keys[i])
+		}
+	}
+	return &capabilities.Schema{Type: "map", Keys: append(keys, extra...)}
 }
 
-func timeoutParam() param {
-	return param{name: "timeout-ms", typ: "integer", min: 0,
-		doc: "Give up after this many milliseconds: the streams of the call are cancelled and the result has isError set. 0 or absent: no limit."}
+func streamIDKey() capabilities.Key {
+	return capabilities.Key{Name: "stream-id", Type: "string", Required: true, Doc: "The stream's id, as mcp.stream.start or mcp.stream.inspect report it."}
+}
+
+func timeoutKey() capabilities.Key {
+	return capabilities.Key{Name: "timeout-ms", Type: "int", Min: capabilities.AtLeast(0),
+		Doc: "Give up after this many milliseconds: the streams of the call are cancelled and the result has isError set. 0 or absent: no limit."}
 }
 
 func (s *Server) toolSpecs() []toolSpec {
 	yes, no := true, false
 	mutating := mcp.ToolAnnotations{DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}
 	return []toolSpec{
-		{name: ToolStart, title: "Start an RTFS stream processor", desc: startDesc, params: startParams(s.prov.Transports()), run: (*call).start,
+		{name: ToolStart, title: "Start an RTFS stream processor", desc: startDesc, input: s.startInput(), run: (*call).start,
 			output: startOutput, hints: mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes}},
-		{name: ToolInspect, title: "Inspect streams", readOnly: true, params: inspectParams(), run: (*call).inspect, output: objectOutput,
+		{name: ToolInspect, title: "Inspect streams", readOnly: true, input: s.input(provider.CapInspect, nil), run: (*call).inspect, output: objectOutput,
 			desc: "Returns the inspect map of one stream (with stream-id) or the summary of every stream: status, stats, queue, current and initial state, last output, result, cursor. Keywords appear as strings without the colon."},
-		{name: ToolStatus, title: "Stream status", readOnly: true, params: []param{streamIDParam()}, run: control(ToolStatus), output: statusOutput,
+		{name: ToolStatus, title: "Stream status", readOnly: true, input: s.input(ToolStatus, nil), run: control(ToolStatus), output: statusOutput,
 			desc: "Returns a stream's status: {stream-id, state (active, paused, completed, cancelled or error), message, end-reason, result}."},
-		{name: ToolPause, title: "Pause a stream", params: []param{streamIDParam()}, run: control(ToolPause), output: statusOutput, hints: mutating,
+		{name: ToolPause, title: "Pause a stream", input: s.input(ToolPause, nil), run: control(ToolPause), output: statusOutput, hints: mutating,
 			desc: "Pauses a stream: its processor stops taking chunks; once its queue is full the source is held back. Returns the status."},
-		{name: ToolResume, title: "Resume a stream", params: []param{streamIDParam()}, run: control(ToolResume), output: statusOutput, hints: mutating,
+		{name: ToolResume, title: "Resume a stream", input: s.input(ToolResume, nil), run: control(ToolResume), output: statusOutput, hints: mutating,
 			desc: "Resumes a paused stream; its queued chunks are processed in order at once. Returns the status."},
-		{name: ToolCancel, title: "Cancel a stream", params: []param{streamIDParam()}, run: control(ToolCancel), output: statusOutput,
+		{name: ToolCancel, title: "Cancel a stream", input: s.input(ToolCancel, nil), run: control(ToolCancel), output: statusOutput,
 			hints: mcp.ToolAnnotations{DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no},
 			desc:  "Cancels a stream: its source is closed and its queued chunks are dropped (and counted). Returns the status."},
-		{name: ToolEval, title: "Evaluate an RTFS program", desc: evalDesc, params: evalParams(), run: (*call).eval, output: evalOutput,
+		{name: ToolEval, title: "Evaluate an RTFS program", desc: evalDesc, input: s.input("", nil, evalKeys()...), run: (*call).eval, output: evalOutput,
 			hints: mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes}},
-		{name: ToolRemove, title: "Remove an ended stream", params: []param{streamIDParam(),
-			{name: "force", typ: "boolean", doc: "Also remove a stream that has not ended (it is cancelled first; its progress is lost)."}},
+		{name: ToolRemove, title: "Remove an ended stream", input: s.input("", nil, streamIDKey(),
+			capabilities.Key{Name: "force", Type: "bool", Doc: "Also remove a stream that has not ended (it is cancelled first; its progress is lost)."}),
 			run: (*call).remove, output: removeOutput, hints: mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &no},
 			desc: "Forgets an ended stream: its records leave the server's data directory and its id can be used again. Returns {stream-id, removed, was}."},
 	}
@@ -120,60 +138,39 @@ const evalDesc = `Evaluates an RTFS program and returns its value as JSON (keywo
 	`and with a progress token the outputs of the streams the program starts arrive as progress notifications. ` +
 	`A program error is a result with isError set, giving file:line:col.`
 
-// startParams are the start tool's parameters: the keys of every stream,
-// then the keys of the host's transports (from its catalog, so the schema
-// offers only what this server runs).
-func startParams(cat *transport.Catalog) []param {
-	ps := []param{
-		{name: "program", typ: "string", required: true, doc: "RTFS source defining the processor function (and anything it uses)."},
-		{name: "processor", typ: "string", required: true, doc: "The name of the processor function defined by program."},
-		{name: "endpoint", typ: "string", doc: "The stream's endpoint: a path under the server URL, an absolute URL, or an MCP tool name (every transport but exec needs one)."},
-		{name: "config", typ: "object", doc: "Query parameters of a raw SSE request, or the arguments of an MCP tool call."},
-		{name: "initial-state", typ: anyJSON, doc: "The processor's first state, any JSON value (default {}). Object keys become keywords."},
-		{name: "transport", typ: "string", enum: cat.Names(), doc: "The transport; default: chosen from the URL."},
-		{name: "server-url", typ: "string", doc: "The stream server's base URL; default: the host's."},
-		{name: "stream-id", typ: "string", doc: "The stream's id; default: generated."},
-		{name: "queue-capacity", typ: "integer", min: 1, doc: "The bound of the stream's queue (default 32)."},
-		{name: "detach", typ: "boolean", doc: "Return the stream's handle at once instead of waiting for the stream to end."},
-		timeoutParam(),
-		{name: "filename", typ: "string", doc: "The program's file name in error messages (default mcp-stream.rtfs)."},
-	}
-	for _, u := range cat.Keys() {
-		ps = append(ps, param{name: u.Name, typ: jsonType(u.Type), enum: u.Enum,
-			doc: u.Doc + " (transport " + strings.Join(u.Transports, ", ") + ")"})
-	}
-	return ps
+// startInput is the start tool's input: the program, then the keys of
+// :mcp.stream.start (those of every stream, then those of the host's
+// transports, so the schema offers only what this server runs), with the
+// processor named by a string, then the keys of a tool call.
+func (s *Server) startInput() *capabilities.Schema {
+	in := s.input(provider.CapStart, func(k *capabilities.Key) {
+		switch k.Name {
+		case "processor":
+			k.Type, k.Doc = "string", "The name of the processor function defined by program."
+		case "transport":
+			k.Enum = s.prov.Transports().Names()
+		case "initial-state":
+			k.Doc = "The processor's first state, any JSON value (default {}). Object keys become keywords."
+		case "queue-capacity":
+			k.Min = capabilities.AtLeast(1)
+		case "idle-timeout-ms":
+			k.Min = capabilities.AtLeast(0)
+		}
+	},
+		capabilities.Key{Name: "detach", Type: "bool", Doc: "Return the stream's handle at once instead of waiting for the stream to end."},
+		timeoutKey(),
+		capabilities.Key{Name: "filename", Type: "string", Doc: "The program's file name in error messages (default mcp-stream.rtfs)."},
+	)
+	program := capabilities.Key{Name: "program", Type: "string", Required: true, Doc: "RTFS source defining the processor function (and anything it uses)."}
+	in.Keys = append([]capabilities.Key{program}, in.Keys...)
+	return in
 }
 
-// jsonType is the JSON schema type of a transport key's RTFS type.
-func jsonType(rtfsType string) string {
-	switch rtfsType {
-	case "vector":
-		return "array"
-	case "map":
-		return "object"
-	case "int":
-		return "integer"
-	case "bool":
-		return "boolean"
-	}
-	return "string" // string, keyword, keyword|string
-}
-
-func evalParams() []param {
-	return []param{
-		{name: "program", typ: "string", required: true, doc: "The RTFS program to evaluate; its value is the last top-level form's."},
-		timeoutParam(),
-		{name: "filename", typ: "string", doc: "The program's file name in error messages (default eval.rtfs)."},
-	}
-}
-
-func inspectParams() []param {
-	return []param{
-		{name: "stream-id", typ: "string", doc: "Inspect this stream; without it, the summary of every stream."},
-		{name: "include-state", typ: "boolean", doc: "Include current-state (default true)."},
-		{name: "include-initial-state", typ: "boolean", doc: "Include initial-state (default true)."},
-		{name: "include-queue", typ: "boolean", doc: "Include the queue (default true)."},
+func evalKeys() []capabilities.Key {
+	return []capabilities.Key{
+		{Name: "program", Type: "string", Required: true, Doc: "The RTFS program to evaluate; its value is the last top-level form's."},
+		timeoutKey(),
+		{Name: "filename", Type: "string", Doc: "The program's file name in error messages (default eval.rtfs)."},
 	}
 }
 
@@ -184,7 +181,7 @@ func (s *Server) addTools() {
 			Name:        t.name,
 			Title:       t.title,
 			Description: t.desc,
-			InputSchema: schemaOf(t.params),
+			InputSchema: t.input.JSONSchema(),
 		}
 		hints := t.hints
 		if t.readOnly {
@@ -215,7 +212,7 @@ func (s *Server) toolHandler(t toolSpec) mcp.ToolHandler {
 		if req.Params != nil {
 			raw = req.Params.Arguments
 		}
-		a, err := parseArgs(t.name, t.params, raw)
+		a, err := parseArgs(t.name, t.input, raw)
 		if err != nil {
 			return nil, err
 		}

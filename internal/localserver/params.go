@@ -26,10 +26,6 @@ type streamParams struct {
 	size     int
 	retry    time.Duration // SSE only: a retry: field sent before the first event
 	faults   Faults
-	// key identifies the request for Faults' *Times counters: the endpoint and
-	// its canonical parameters, so a reconnect with the same parameters counts
-	// against the same budget.
-	key string
 }
 
 // lookupFunc returns the raw value of a parameter and whether it was given.

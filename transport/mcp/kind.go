@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/rtfshost/rtfshost/transport"
-	"github.com/rtfshost/rtfshost/transport/internal/proc"
 )
 
 // StreamableKind describes the MCP Streamable HTTP transport to a
@@ -21,9 +20,9 @@ func StreamableKind() transport.Kind {
 		Target:   transport.TargetURL,
 		Detect:   func(u *url.URL) bool { return httpPathEnds(u, "/mcp") },
 		Detects:  "an http(s) URL whose path ends in /mcp",
-		Keys:     []transport.Key{proc.RestartKey()},
+		Keys:     []transport.Key{transport.RestartKey()},
 		Configure: func(keys map[string]json.RawMessage) (any, error) {
-			restart, err := proc.ParseRestart(keys)
+			restart, err := transport.ParseRestart(keys)
 			if err != nil {
 				return nil, err
 			}

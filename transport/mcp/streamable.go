@@ -121,7 +121,7 @@ type streamRun struct {
 
 // Run implements transport.StreamTransport. Spec.ServerURL is the MCP
 // endpoint, Spec.Endpoint the tool name and Spec.Arguments its arguments;
-// Spec.Config may be a *StreamableConfig. With an empty cursor it starts a
+// Spec.Config may be a StreamableConfig or a pointer to one. With an empty cursor it starts a
 // new call; with a cursor from a previous chunk it resumes that call (a GET
 // on its session, or polling its task) or, for a 2026-07-28 call, sends it
 // again under the re-issue rule; it returns nil at once if the cursor is
@@ -141,6 +141,8 @@ func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string,
 		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger}, resumed: spec.Resumed, nextID: firstAuxID}
 	switch cfg := spec.Config.(type) {
 	case nil:
+	case StreamableConfig:
+		r.restart = cfg.Restart
 	case *StreamableConfig:
 		if cfg != nil {
 			r.restart = cfg.Restart

@@ -81,14 +81,6 @@ func (s *recSink) ids() []string {
 	return ids
 }
 
-func (s *recSink) datas() []string {
-	var ds []string
-	for _, c := range s.got() {
-		ds = append(ds, c.Data)
-	}
-	return ds
-}
-
 // script serves the n-th connection (from 1) to a test server.
 type script func(w http.ResponseWriter, r *http.Request, n int)
 

@@ -27,32 +27,8 @@ func Keys() []transport.Key {
 		{Name: "args", Type: "vector", Doc: "its arguments, strings"},
 		{Name: "env", Type: "map", Doc: "environment variables, merged over a minimal environment (PATH, HOME, LANG, ...)"},
 		{Name: "cwd", Type: "string", Doc: "its working directory (default the host's)"},
-		RestartKey(),
+		transport.RestartKey(),
 	}
-}
-
-// RestartKey is the :restart start key. The process transports and the
-// MCP Streamable transport (:mcp, whose 2026-07-28 calls cannot be resumed)
-// read it; both describe it with this one Key.
-func RestartKey() transport.Key {
-	return transport.Key{Name: "restart", Type: "keyword|string", Enum: []string{"never", "on-failure"},
-		Doc: ":on-failure starts the source again (with the retry policy) when it fails or the host restarts: the program (:stdio, :exec), or an MCP 2026-07-28 tool call whose response stream was lost (:mcp); default :never"}
-}
-
-// ParseRestart reads the :restart key of keys: true for :on-failure, false
-// for :never or when absent. The error names the key.
-func ParseRestart(keys map[string]json.RawMessage) (bool, error) {
-	var restart string
-	if err := field(keys, "restart", &restart); err != nil {
-		return false, err
-	}
-	switch strings.TrimPrefix(restart, ":") {
-	case "", "never":
-		return false, nil
-	case "on-failure":
-		return true, nil
-	}
-	return false, fmt.Errorf(":restart: want :never or :on-failure, got %q", restart)
 }
 
 // Config is what a process transport starts. It is a value, read-only once
@@ -95,8 +71,8 @@ func Parse(keys map[string]json.RawMessage) (Config, error) {
 	if err := field(keys, "cwd", &c.Dir); err != nil {
 		return c, err
 	}
-	restart, err := ParseRestart(keys)
-	c.Restart = restart
+	var err error
+	c.Restart, err = transport.ParseRestart(keys)
 	return c, err
 }
 
@@ -108,7 +84,7 @@ func field(keys map[string]json.RawMessage, name string, v any) error {
 		return nil
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		want := map[string]string{"command": "a string", "cwd": "a string", "restart": "a keyword",
+		want := map[string]string{"command": "a string", "cwd": "a string",
 			"args": "a vector of strings", "env": "a map of strings to strings"}[name]
 		return fmt.Errorf(":%s: want %s, got %s", name, want, raw)
 	}

@@ -1,0 +1,21 @@
+// Package peers runs the work of rtfshost's pipeline benchmarks
+// (provider.BenchmarkPipelineRTFS and BenchmarkProcessorCall) through two
+// other engines, so that run.sh can set rtfshost's figures beside theirs,
+// measured in the same run on the same machine:
+//
+//   - Redpanda Connect's engine, github.com/redpanda-data/benthos/v4, through
+//     its public/service API: a batched producer func, a `mapping`
+//     processor (Bloblang) and a batched consumer func;
+//   - go.starlark.net: the anchor processor written in Starlark, called
+//     alone (as BenchmarkProcessorCall calls the RTFS one) and behind a
+//     minimal host of a channel and a worker goroutine (as the provider
+//     runs a stream).
+//
+// The work per chunk is the anchor processor of
+// reference/interpreter-anchors.md §4.1: decode the JSON chunk
+// {"temp":21.5,"ts":12345,"sensor":"a"}, add its temp to a list of readings
+// kept in the state, output the count, and start over at 100 readings.
+//
+// This is a module of its own, so that the product's go.mod does not carry
+// the peers' dependencies; nothing in rtfshost imports it.
+package peers
