@@ -64,3 +64,29 @@ func BenchmarkStreamableLoopback(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*(benchEvents+1))/b.Elapsed().Seconds(), "chunks/s")
 }
+
+// BenchmarkCallOverhead measures one whole call of one progress event and
+// the result against a loopback server, per revision: a 2025-11-25 session
+// (server/discover refused, initialize, initialized, the standalone GET,
+// tools/call, DELETE) against 2026-07-28 (server/discover, tools/call).
+func BenchmarkCallOverhead(b *testing.B) {
+	for _, era := range []struct {
+		name   string
+		modern bool
+	}{{"session", false}, {"modern", true}} {
+		b.Run(era.name, func(b *testing.B) {
+			f := newFakeServer(b, &fakeServer{version: version20251125, modern: era.modern, call: func(w http.ResponseWriter, tok string) {
+				sseHeaders(w)
+				w.Write(progressBody(tok, 1))
+			}})
+			spec := transport.Spec{StreamID: "bench", Endpoint: "tool", HTTP: transport.HTTP{ServerURL: f.http.URL + "/mcp", Client: f.http.Client()}}
+			sink := &countSink{}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := (Streamable{}).Run(context.Background(), spec, "", sink); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

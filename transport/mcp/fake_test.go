@@ -18,6 +18,9 @@ type fakeServer struct {
 	http    *httptest.Server
 	log     wireLog
 	version string
+	// modern answers server/discover with 2026-07-28: no initialize, no
+	// session follows.
+	modern bool
 	// initFail lists statuses answered to the first initialize POSTs.
 	initFail []int
 	// initHook, if set, may answer an initialize POST itself (returning
@@ -119,6 +122,13 @@ func (f *fakeServer) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch m.Method {
+	case methodDiscover:
+		if !f.modern {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", contentJSON)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%d,"result":{"supportedVersions":[%q],"capabilities":{}}}`, discoverID, version20260728)
 	case methodInitialize:
 		f.mu.Lock()
 		n := f.initCount
