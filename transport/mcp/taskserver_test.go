@@ -222,9 +222,10 @@ func (f *taskServer) serveOther(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodGet:
 		sseHeaders(w)
-		w.(http.Flusher).Flush()
-		if created {
+		if created { // with the headers, so it is there when the client's wait for them ends
 			writeSSE(w, "", fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%q,"progress":1,"total":2,"message":"half way"}}`, tok))
+		} else {
+			w.(http.Flusher).Flush()
 		}
 		select {
 		case <-r.Context().Done():
