@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rtfshost/rtfshost/persistence"
 )
 
 // BenchmarkStartProgress measures one mcp.stream.start call, POSTed over
@@ -24,16 +26,27 @@ func BenchmarkStartProgress(b *testing.B) {
 	for _, bc := range []struct {
 		name     string
 		interval time.Duration
+		store    bool
 	}{
-		{"every", 0},
-		{"throttled", time.Hour},
+		{"every", 0, false},
+		{"throttled", time.Hour, false},
+		{"every-badger", 0, true}, // serve's default: the event store in a data directory
 	} {
-		b.Run(bc.name, func(b *testing.B) { benchStart(b, bc.interval) })
+		b.Run(bc.name, func(b *testing.B) { benchStart(b, bc.interval, bc.store) })
 	}
 }
 
-func benchStart(b *testing.B, interval time.Duration) {
-	f := newFixture(&testing.T{}, Options{ProgressInterval: interval})
+func benchStart(b *testing.B, interval time.Duration, withStore bool) {
+	var store persistence.Store
+	if withStore {
+		bs, err := persistence.OpenBadger(b.TempDir(), persistence.Options{GCInterval: -1, MinFreeBytes: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer bs.Close()
+		store = bs
+	}
+	f := newFixtureStore(&testing.T{}, Options{ProgressInterval: interval}, store)
 	defer func() {
 		f.srv.Close()
 		f.ts.Close()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/mock"
@@ -69,10 +70,18 @@ func (l *lockedBuffer) String() string {
 
 func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
+	return newFixtureStore(t, opts, nil)
+}
+
+// newFixtureStore is newFixture with the host's store (nil: none); the
+// caller closes the store after the fixture.
+func newFixtureStore(t *testing.T, opts Options, store persistence.Store) *fixture {
+	t.Helper()
 	f := &fixture{t: t, mock: &mock.Transport{}, stdout: &lockedBuffer{}}
 	h, err := host.New(host.Options{
 		Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(f.mock))},
 		Stdout:  f.stdout,
+		Store:   store,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,15 +19,13 @@ func jsonOnly(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, ok := readBody(w, r)
+		body, ok := requestBody(w, r)
 		if !ok {
 			return
 		}
-		body = withoutProgressToken(body)
 		r2 := r.Clone(r.Context())
 		r2.Header.Set("Accept", "application/json, text/event-stream")
-		r2.Body = io.NopCloser(bytes.NewReader(body))
-		r2.ContentLength = int64(len(body))
+		setBody(r2, withoutProgressToken(body))
 		rec := &recorder{header: http.Header{}}
 		next.ServeHTTP(rec, r2)
 		rec.replay(w)

@@ -1,6 +1,10 @@
 package mcpserver
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -51,4 +55,33 @@ func TestAcceptsJSONOnly(t *testing.T) {
 			t.Errorf("acceptsJSONOnly(%q) = %v", tc.accept, got)
 		}
 	}
+}
+
+// TestRequestBodyReadOnce: the first middleware that asks reads the body;
+// later ones get the same bytes without reading the connection again, and
+// the handler at the end still reads the whole body.
+func TestRequestBodyReadOnce(t *testing.T) {
+	src := &countingReader{r: strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", src)
+	w := httptest.NewRecorder()
+	first, ok1 := requestBody(w, r)
+	second, ok2 := requestBody(w, r)
+	if !ok1 || !ok2 || string(first) != string(second) || &first[0] != &second[0] {
+		t.Fatalf("bodies %q, %q", first, second)
+	}
+	reads := src.reads
+	rest, err := io.ReadAll(r.Body)
+	if err != nil || string(rest) != string(first) || src.reads != reads {
+		t.Fatalf("the handler read %q (%v) and the connection %d more times", rest, err, src.reads-reads)
+	}
+}
+
+type countingReader struct {
+	r     io.Reader
+	reads int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,13 +26,11 @@ func tagRequestID(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, ok := readBody(w, r)
+		body, ok := requestBody(w, r)
 		if !ok {
 			return
 		}
-		body = withRequestID(body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
+		setBody(r, withRequestID(body))
 		next.ServeHTTP(w, r)
 	})
 }

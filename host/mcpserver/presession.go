@@ -36,14 +36,12 @@ func requireSession(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, ok := readBody(w, r)
+		body, ok := requestBody(w, r)
 		if !ok {
 			return
 		}
 		refusal := refusalOf(body)
 		if refusal == nil {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -52,6 +50,35 @@ func requireSession(next http.Handler) http.Handler {
 		_, _ = w.Write(refusal)
 	})
 }
+
+// requestBody returns r's body, reading it (readBody) only for the first
+// middleware that asks: r.Body then holds the bytes (a bufferedBody), which
+// later middlewares and go-sdk read again without another read or copy. On
+// a read failure it has answered w and returns false.
+func requestBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if b, ok := r.Body.(*bufferedBody); ok {
+		return b.data, true
+	}
+	body, ok := readBody(w, r)
+	if ok {
+		setBody(r, body)
+	}
+	return body, ok
+}
+
+// setBody makes body r's body (a middleware that rewrites the request).
+func setBody(r *http.Request, body []byte) {
+	r.Body = &bufferedBody{Reader: bytes.NewReader(body), data: body}
+	r.ContentLength = int64(len(body))
+}
+
+// A bufferedBody is a request body held in memory.
+type bufferedBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (*bufferedBody) Close() error { return nil }
 
 // readBody reads r's body up to maxRequestBody bytes. On failure it answers
 // 413 (too large) or 400 and returns false.

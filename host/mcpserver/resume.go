@@ -430,12 +430,10 @@ func (s *Server) rememberCall(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, ok := readBody(w, r)
+		body, ok := requestBody(w, r)
 		if !ok {
 			return
 		}
-		r.Body = readCloser{bytes.NewReader(body)}
-		r.ContentLength = int64(len(body))
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`

@@ -605,17 +605,12 @@ func (s *Server) serveTasks(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, ok := readBody(w, r)
+		body, ok := requestBody(w, r)
 		if !ok {
 			return
 		}
-		restore := func() {
-			r.Body = readCloser{bytes.NewReader(body)}
-			r.ContentLength = int64(len(body))
-		}
 		var req taskRequest
 		if json.Unmarshal(body, &req) != nil || req.ID == nil {
-			restore()
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -625,7 +620,6 @@ func (s *Server) serveTasks(next http.Handler) http.Handler {
 			req.Method == "tools/call" && modern && req.wantsTasks() && (req.Params.Name == ToolStart || req.Params.Name == ToolEval):
 		case strings.HasPrefix(req.Method, "tasks/"):
 		default:
-			restore()
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -754,11 +748,6 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, result any, err error) 
 	_, _ = w.Write(b)
 }
 
-// readCloser gives a bytes.Reader a no-op Close.
-type readCloser struct{ *bytes.Reader }
-
-func (readCloser) Close() error { return nil }
-
 // toolSpec returns the spec of the tool named name.
 func (s *Server) toolSpec(name string) (toolSpec, bool) {
 	for _, t := range s.toolSpecs() {
@@ -783,12 +772,10 @@ func announceTasks(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, ok := readBody(w, r)
+		body, ok := requestBody(w, r)
 		if !ok {
 			return
 		}
-		r.Body = readCloser{bytes.NewReader(body)}
-		r.ContentLength = int64(len(body))
 		var m rpcMessage
 		if json.Unmarshal(body, &m) != nil || (m.Method != "initialize" && m.Method != "tools/list") {
 			next.ServeHTTP(w, r)
