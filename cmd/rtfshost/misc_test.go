@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/rtfshost/rtfshost/cluster"
 )
 
 // Issue 14 items 2 and 12: check names what it cannot read, and --version
@@ -38,5 +43,82 @@ func TestVersionFlag(t *testing.T) {
 	a := newApp(strings.NewReader(""), &stdout, &stderr)
 	if code := a.execute(context.Background(), []string{"--version"}); code != exitOK || stdout.String() != "rtfshost "+version+"\n" {
 		t.Errorf("--version: exit %d, %q %q", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestNatsd: rtfshost natsd serves JetStream on the address it is given,
+// keeps what it acknowledged across a restart, and refuses a missing --data.
+func TestNatsd(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	for round := range 2 {
+		var out, errOut lockedWriter
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan int, 1)
+		go func() {
+			done <- newApp(strings.NewReader(""), &out, &errOut).execute(ctx, []string{"natsd", "--data", dir, "--listen", addr})
+		}()
+		c := waitCluster(t, addr)
+		if round == 0 {
+			l, err := c.Claim(context.Background(), "s")
+			if err == nil {
+				err = c.Commit(context.Background(), l, []byte("kept"))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if rec, err := c.Load(context.Background(), "s"); err != nil || string(rec) != "kept" {
+			t.Fatalf("after a restart of natsd: %q, %v", rec, err)
+		}
+		c.Close()
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Fatalf("natsd exited %d: %s", code, errOut.String())
+		}
+		if !strings.Contains(out.String(), "JetStream listening on nats://"+addr) {
+			t.Errorf("natsd said %q", out.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := newApp(strings.NewReader(""), &out, &errOut).execute(context.Background(), []string{"natsd"}); code != exitProgramError || !strings.Contains(errOut.String(), "--data") {
+		t.Fatalf("natsd without --data: exit %d, %s", code, errOut.String())
+	}
+}
+
+// lockedWriter is a buffer a command may write from another goroutine.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+func waitCluster(t *testing.T, addr string) *cluster.Cluster {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := cluster.Connect(context.Background(), cluster.Options{URLs: []string{"nats://" + addr}, Node: "test", ConnectTimeout: time.Second})
+		if err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("natsd never answered: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
