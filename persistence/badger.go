@@ -360,10 +360,11 @@ func (s *BadgerStore) collect() {
 	}
 }
 
-// batchLimits returns half of what one Badger transaction holds: Badger
+// BatchLimits returns half of what one Badger transaction holds: Badger
 // refuses a transaction beyond 15% of the memtable size or that many bytes
-// divided by the skiplist node size in entries.
-func (s *BadgerStore) batchLimits() (ops, bytes int) {
+// divided by the skiplist node size in entries. It is safe for concurrent
+// use and costs nothing.
+func (s *BadgerStore) BatchLimits() (ops, bytes int) {
 	maxBytes := int(s.memTableSize * 15 / 100)
 	return maxBytes / skl.MaxNodeSize / 2, maxBytes / 2
 }

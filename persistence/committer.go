@@ -115,15 +115,10 @@ func NewCommitter(store Store, opts CommitterOptions) *Committer {
 	return c
 }
 
-// limitedStore is implemented by stores that know how much one commit holds.
-type limitedStore interface {
-	batchLimits() (ops, bytes int)
-}
-
 func (o CommitterOptions) withDefaults(store Store) CommitterOptions {
 	ops, bytes := 4096, 512<<10
-	if ls, ok := store.(limitedStore); ok {
-		ops, bytes = ls.batchLimits()
+	if ls, ok := store.(Limited); ok {
+		ops, bytes = ls.BatchLimits()
 	}
 	if o.MaxDelay == 0 {
 		o.MaxDelay = time.Millisecond

@@ -194,11 +194,12 @@ func (f *flusher) chunk(reqs []request) int {
 }
 
 // commitChunk commits reqs in one store commit and delivers the outcome. When
-// the store finds the commit too large, it retries each request alone, so one
-// oversized batch fails alone.
+// the store finds the commit too large, or fenced (it writes records of a
+// stream another host took over), it retries each request alone, so one
+// oversized or fenced batch fails alone.
 func (f *flusher) commitChunk(ops []Op, reqs []request) {
 	err := f.commit(ops[reqs[0].start:reqs[len(reqs)-1].end], reqs)
-	if err != nil && len(reqs) > 1 && errors.Is(err, ErrBatchTooLarge) {
+	if err != nil && len(reqs) > 1 && (errors.Is(err, ErrBatchTooLarge) || errors.Is(err, ErrFenced)) {
 		for i := range reqs {
 			f.commitChunk(ops, reqs[i:i+1])
 		}

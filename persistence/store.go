@@ -53,7 +53,19 @@ var (
 	// ErrStopScan is returned by a Scan callback to end the scan early; Scan
 	// then returns nil.
 	ErrStopScan = errors.New("stop scan")
+	// ErrFenced reports a commit refused because it writes records this
+	// process no longer owns: a store shared by several hosts (package
+	// cluster) gave them to another host. Nothing of the batch is applied;
+	// the writer must stop using those records.
+	ErrFenced = errors.New("fenced: another host owns these records now")
 )
+
+// A Limited store knows how much one commit holds; a Committer in front of
+// it keeps its group commits within BatchLimits. ops bounds the operations,
+// bytes the key and value bytes of one Commit.
+type Limited interface {
+	BatchLimits() (ops, bytes int)
+}
 
 // An Op is one operation of a Batch: a put of Value under Key, or, when Delete
 // is set, the removal of Key.

@@ -1,0 +1,276 @@
+// Package cluster lets several rtfshost hosts share their streams through
+// NATS JetStream, so that a stream outlives the machine that runs it.
+//
+// One JetStream stream (Options.Stream, "RTFSHOST" by default, keeping the
+// last message of each subject) holds everything the hosts share:
+//
+//   - rtfshost.kv.<key>: the records. Store is a persistence.Store over
+//     these subjects: the provider's stream records (definition, state,
+//     cursor, journal), programs, parked continuations, MCP tasks and
+//     events all live here, so any host can load any stream. A Commit is one
+//     JetStream atomic batch.
+//   - rtfshost.own.<stream id>: who owns a stream: the owner's node name and
+//     incarnation. Its sequence number is the fencing token. Every write
+//     to a stream's records carries the token it expects (JetStream's
+//     expected-last-subject-sequence check on the ownership subject), so the
+//     server refuses, in the same step as the write, a commit of a host
+//     that lost the stream: the commit fails with persistence.ErrFenced.
+//   - rtfshost.node.<incarnation>: a host's heartbeat, a message with a
+//     per-message TTL (Options.LeaseTTL) that the host republishes every
+//     third of it. A host is alive while its heartbeat lives. Ownership is
+//     a lease held through the owner's heartbeat: when the heartbeat
+//     expires, every stream the host owned may be claimed by another host.
+//   - rtfshost.ctl.<incarnation>: a host's control inbox (request-reply),
+//     through which other hosts reach the streams it runs.
+//
+// The main types are Cluster, a host's membership (its connection, node
+// name, incarnation and heartbeat), and Store. docs/cluster.md has the
+// design, what each guarantee rests on and the failure matrix.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Options configure Connect. Only URLs and Node are required.
+type Options struct {
+	// URLs are the NATS servers, e.g. "nats://127.0.0.1:4222".
+	URLs []string
+	// Node names this host in ownership records, logs and inspect. Two
+	// live hosts should not share a name (they would still be kept apart:
+	// ownership is by incarnation).
+	Node string
+	// Stream is the JetStream stream that holds the cluster's subjects
+	// (default "RTFSHOST"). Connect creates it when missing.
+	Stream string
+	// Replicas is the stream's replication factor when Connect creates it
+	// (default 1; a production NATS cluster wants 3).
+	Replicas int
+	// LeaseTTL is how long a host's heartbeat lives without renewal, and so
+	// how long its streams wait before another host may take them (default
+	// 5 s; at least 1 s, JetStream's smallest message TTL). The heartbeat is
+	// renewed every third of it.
+	LeaseTTL time.Duration
+	// ConnectTimeout bounds the first connection (default 5 s).
+	ConnectTimeout time.Duration
+	// KeyOwner maps a record's key to the stream that owns it; writes of
+	// such keys are fenced by that stream's ownership. Keys it reports no
+	// stream for (programs, tasks, events) are written unfenced. Nil fences
+	// nothing. The host passes provider.KeyOwner.
+	KeyOwner func(key []byte) (streamID string, ok bool)
+	// Logger receives the cluster's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Errors of this package; test with errors.Is.
+var (
+	// ErrOwned: the stream is owned by another live host.
+	ErrOwned = errors.New("the stream is owned by another live host")
+	// ErrUnreachable: no NATS server answered.
+	ErrUnreachable = errors.New("NATS is unreachable")
+)
+
+// A Cluster is one host's membership in a cluster: its connection to NATS,
+// its node name and incarnation (a random id new at every Connect), its
+// heartbeat and the streams it owns. It is safe for concurrent use. Connect
+// starts the heartbeat goroutine; Close stops it.
+type Cluster struct {
+	opts Options
+	inc  string // incarnation
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	st   jetstream.Stream
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	owned  map[string]uint64 // stream id → fencing token
+	ctlSub *nats.Subscription
+
+	stop      chan struct{}
+	stopBeat  sync.Once
+	closeOnce sync.Once
+	done      chan struct{} // closed when the heartbeat goroutine exits
+}
+
+// Connect joins the cluster at opts.URLs: it connects, creates the
+// JetStream stream if missing, publishes the host's first heartbeat and
+// starts renewing it. Its error names the URLs and wraps ErrUnreachable
+// when no server answers. Cost: a few round trips.
+func Connect(ctx context.Context, opts Options) (*Cluster, error) {
+	if len(opts.URLs) == 0 {
+		return nil, errors.New("cluster: no NATS URL given (--cluster nats://HOST:4222)")
+	}
+	if opts.Node == "" {
+		return nil, errors.New("cluster: no node name given (--node NAME)")
+	}
+	if strings.ContainsAny(opts.Node, "\n") {
+		return nil, fmt.Errorf("cluster: node name %q contains a newline", opts.Node)
+	}
+	if opts.Stream == "" {
+		opts.Stream = "RTFSHOST"
+	}
+	if opts.Replicas <= 0 {
+		opts.Replicas = 1
+	}
+	if opts.LeaseTTL == 0 {
+		opts.LeaseTTL = 5 * time.Second
+	}
+	if opts.LeaseTTL < time.Second {
+		return nil, fmt.Errorf("cluster: lease TTL %v is below JetStream's smallest message TTL, 1s", opts.LeaseTTL)
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 5 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	urls := strings.Join(opts.URLs, ",")
+	nc, err := nats.Connect(urls, nats.Name("rtfshost "+opts.Node), nats.Timeout(opts.ConnectTimeout),
+		nats.RetryOnFailedConnect(false), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connecting to NATS at %s: %w: %w", urls, ErrUnreachable, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("cluster: JetStream at %s: %w", urls, err)
+	}
+	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:               opts.Stream,
+		Subjects:           []string{"rtfshost.kv.>", "rtfshost.own.>", "rtfshost.node.>"},
+		Storage:            jetstream.FileStorage,
+		Replicas:           opts.Replicas,
+		MaxMsgsPerSubject:  1,
+		AllowMsgTTL:        true,
+		AllowDirect:        true,
+		AllowAtomicPublish: true,
+	})
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("cluster: the JetStream stream %s at %s (JetStream enabled? nats-server 2.12 or later?): %w", opts.Stream, urls, err)
+	}
+	c := &Cluster{
+		opts: opts, inc: subjectSafe(opts.Node) + "-" + randomHex(6), nc: nc, js: js, st: st, log: log,
+		owned: map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if err := c.beat(ctx); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("cluster: first heartbeat at %s: %w", urls, err)
+	}
+	go c.heartbeat()
+	return c, nil
+}
+
+// subjectSafe maps a node name to a subject token: letters, digits, '-'
+// and '_' are kept, anything else becomes '_'.
+func subjectSafe(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Node returns this host's node name.
+func (c *Cluster) Node() string { return c.opts.Node }
+
+// Incarnation returns this host's incarnation: its node name and a random
+// suffix chosen at Connect.
+func (c *Cluster) Incarnation() string { return c.inc }
+
+// LeaseTTL returns how long a silent host keeps its streams.
+func (c *Cluster) LeaseTTL() time.Duration { return c.opts.LeaseTTL }
+
+// Connected reports whether the connection to NATS is up now.
+func (c *Cluster) Connected() bool { return c.nc.IsConnected() }
+
+func nodeSubject(inc string) string { return "rtfshost.node." + inc }
+
+// beat publishes the heartbeat.
+func (c *Cluster) beat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.LeaseTTL/3)
+	defer cancel()
+	_, err := c.js.Publish(ctx, nodeSubject(c.inc), []byte(c.opts.Node), jetstream.WithMsgTTL(c.opts.LeaseTTL))
+	return err
+}
+
+// heartbeat renews the heartbeat every third of the TTL until Close.
+func (c *Cluster) heartbeat() {
+	defer close(c.done)
+	t := time.NewTicker(c.opts.LeaseTTL / 3)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		err := c.beat(context.Background())
+		switch {
+		case err != nil && !failing:
+			c.log.Warn("cluster: heartbeat not renewed; other hosts take this host's streams when it expires", "err", err)
+		case err == nil && failing:
+			c.log.Info("cluster: heartbeat renewed again")
+		}
+		failing = err != nil
+	}
+}
+
+// Close leaves the cluster: it stops the heartbeat and the control inbox,
+// removes the heartbeat (so other hosts take the streams it still owns at
+// once; call ReleaseAll first to hand them over cleanly) and closes the
+// connection. It is idempotent.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		c.stopHeartbeat()
+		c.mu.Lock()
+		if c.ctlSub != nil {
+			_ = c.ctlSub.Unsubscribe()
+		}
+		c.mu.Unlock()
+		if c.nc.IsConnected() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = c.st.Purge(ctx, jetstream.WithPurgeSubject(nodeSubject(c.inc)))
+			cancel()
+		}
+		c.nc.Close()
+	})
+	return nil
+}
+
+// stopHeartbeat stops renewing the heartbeat and waits for the goroutine.
+func (c *Cluster) stopHeartbeat() {
+	c.stopBeat.Do(func() { close(c.stop) })
+	<-c.done
+}
+
+// alive returns the incarnations whose heartbeat lives.
+func (c *Cluster) alive(ctx context.Context) (map[string]bool, error) {
+	live := map[string]bool{}
+	err := c.lastPerSubject(ctx, "rtfshost.node.>", func(m *jetstream.RawStreamMsg) error {
+		live[strings.TrimPrefix(m.Subject, "rtfshost.node.")] = true
+		return nil
+	})
+	return live, err
+}

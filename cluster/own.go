@@ -1,0 +1,230 @@
+package cluster
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Ownership: rtfshost.own.<hex id> holds "node\nincarnation" while a host
+// owns the stream, an empty body once its owner handed it over (any host
+// may claim it at once), and nothing for a stream no one needs to run (it
+// ended, or was never claimed).
+
+func ownSubject(id string) string { return "rtfshost.own." + hex.EncodeToString([]byte(id)) }
+
+// An Owner is who owns a stream, as its ownership record says.
+type Owner struct {
+	Node        string // "" when no host owns it
+	Incarnation string
+	Alive       bool // the owner's heartbeat lives
+}
+
+func parseOwner(body []byte) Owner {
+	node, inc, _ := strings.Cut(string(body), "\n")
+	return Owner{Node: node, Incarnation: inc}
+}
+
+// Claim makes this host the owner of stream id, before it writes the
+// stream's records: at once when no host owns it, when its owner handed it
+// over, or when the owner's heartbeat has expired; the ownership record is
+// replaced with a compare-and-set, so of several hosts claiming one stream
+// one wins. A stream this incarnation owns already is kept. It fails with
+// an error wrapping ErrOwned while another live host owns the stream. Cost:
+// two or three round trips.
+func (c *Cluster) Claim(ctx context.Context, id string) error {
+	subj := ownSubject(id)
+	var last uint64
+	m, err := c.st.GetLastMsgForSubject(ctx, subj)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return fmt.Errorf("cluster: claim stream %q: read its owner: %w", id, err)
+	default:
+		last = m.Sequence
+		o := parseOwner(m.Data)
+		if o.Incarnation == c.inc {
+			c.setToken(id, last)
+			return nil
+		}
+		if o.Incarnation != "" {
+			live, err := c.isAlive(ctx, o.Incarnation)
+			if err != nil {
+				return fmt.Errorf("cluster: claim stream %q: %w", id, err)
+			}
+			if live {
+				return fmt.Errorf("cluster: claim stream %q: %w (%s)", id, ErrOwned, o.Node)
+			}
+		}
+	}
+	ack, err := c.js.Publish(ctx, subj, []byte(c.opts.Node+"\n"+c.inc), jetstream.WithExpectLastSequencePerSubject(last))
+	if err != nil {
+		if isWrongLastSequence(err) {
+			return fmt.Errorf("cluster: claim stream %q: %w (another host claimed it first)", id, ErrOwned)
+		}
+		return fmt.Errorf("cluster: claim stream %q: %w", id, err)
+	}
+	c.setToken(id, ack.Sequence)
+	c.log.Info("cluster: stream claimed", "stream", id)
+	return nil
+}
+
+func (c *Cluster) isAlive(ctx context.Context, inc string) (bool, error) {
+	_, err := c.st.GetLastMsgForSubject(ctx, nodeSubject(inc))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read the heartbeat of %s: %w", inc, err)
+	}
+	return true, nil
+}
+
+func (c *Cluster) setToken(id string, tok uint64) {
+	c.mu.Lock()
+	c.owned[id] = tok
+	c.mu.Unlock()
+}
+
+// token returns the fencing token of a stream this host owns.
+func (c *Cluster) token(id string) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tok, ok := c.owned[id]
+	return tok, ok
+}
+
+// Release gives stream id up. With ended set (the stream finished) its
+// ownership record is removed: no host needs to run it. Otherwise it is
+// handed over: the record is emptied, and the first host to look claims
+// it without waiting for a TTL. Either way only while this host still owns
+// it (compare-and-set). Cost: one round trip.
+func (c *Cluster) Release(ctx context.Context, id string, ended bool) error {
+	c.mu.Lock()
+	tok, ok := c.owned[id]
+	delete(c.owned, id)
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if ended {
+		err := c.st.DeleteMsg(ctx, tok)
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("cluster: release stream %q: %w", id, err)
+		}
+		return nil
+	}
+	_, err := c.js.Publish(ctx, ownSubject(id), nil, jetstream.WithExpectLastSequencePerSubject(tok))
+	if err != nil && !isWrongLastSequence(err) {
+		return fmt.Errorf("cluster: hand stream %q over: %w", id, err)
+	}
+	return nil
+}
+
+// Forget drops stream id from the streams this host owns, without writing:
+// its commit was fenced, another host owns it now.
+func (c *Cluster) Forget(id string) {
+	c.mu.Lock()
+	delete(c.owned, id)
+	c.mu.Unlock()
+}
+
+// Owned returns the ids of the streams this host owns, sorted.
+func (c *Cluster) Owned() []string {
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.owned))
+	for id := range c.owned {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	sort.Strings(ids)
+	return ids
+}
+
+// ReleaseAll hands every stream this host owns over (a host leaving
+// cleanly), after the host has stopped them and committed their progress.
+func (c *Cluster) ReleaseAll(ctx context.Context) error {
+	var errs []error
+	for _, id := range c.Owned() {
+		errs = append(errs, c.Release(ctx, id, false))
+	}
+	return errors.Join(errs...)
+}
+
+// OwnerOf returns who owns stream id.
+func (c *Cluster) OwnerOf(ctx context.Context, id string) (Owner, error) {
+	m, err := c.st.GetLastMsgForSubject(ctx, ownSubject(id))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return Owner{}, nil
+	case err != nil:
+		return Owner{}, fmt.Errorf("cluster: the owner of stream %q: %w", id, err)
+	}
+	o := parseOwner(m.Data)
+	if o.Incarnation != "" {
+		if o.Alive, err = c.isAlive(ctx, o.Incarnation); err != nil {
+			return Owner{}, fmt.Errorf("cluster: the owner of stream %q: %w", id, err)
+		}
+	}
+	return o, nil
+}
+
+// Orphans returns the streams that need a host: handed over, or owned by a
+// host whose heartbeat expired. Cost: two scans of the cluster's
+// ownership and heartbeat subjects.
+func (c *Cluster) Orphans(ctx context.Context) ([]string, error) {
+	live, err := c.alive(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list live hosts: %w", err)
+	}
+	var ids []string
+	err = c.lastPerSubject(ctx, "rtfshost.own.>", func(m *jetstream.RawStreamMsg) error {
+		o := parseOwner(m.Data)
+		if o.Incarnation != "" && (o.Incarnation == c.inc || live[o.Incarnation]) {
+			return nil
+		}
+		raw, err := hex.DecodeString(strings.TrimPrefix(m.Subject, "rtfshost.own."))
+		if err != nil {
+			return nil // not ours
+		}
+		ids = append(ids, string(raw))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list stream owners: %w", err)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Load counts the streams each live host owns, by node name (for
+// placement and inspect).
+func (c *Cluster) Load(ctx context.Context) (map[string]int, error) {
+	live, err := c.alive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	load := map[string]int{}
+	for inc := range live {
+		load[inc] = 0
+	}
+	err = c.lastPerSubject(ctx, "rtfshost.own.>", func(m *jetstream.RawStreamMsg) error {
+		if o := parseOwner(m.Data); live[o.Incarnation] {
+			load[o.Incarnation]++
+		}
+		return nil
+	})
+	return load, err
+}
+
+// isWrongLastSequence reports a failed expected-last-sequence check.
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}

@@ -1,0 +1,409 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/rtfshost/rtfshost/persistence"
+)
+
+// A Store is a persistence.Store on the cluster's JetStream stream: one
+// subject per key (rtfshost.kv.<key>), keeping its last value. It is what a
+// host of the cluster gives its provider, MCP server and parked programs
+// instead of a Badger store. It is safe for concurrent use. It does not own
+// the Cluster: Close the Store, then the Cluster.
+//
+// Commit is one JetStream atomic batch (all of it or none is stored, and
+// readers see all of it or none), acknowledged once the server has stored
+// it as its storage settings say (docs/cluster.md: with sync_interval
+// always, on disk). A write to a stream's records (Options.KeyOwner) is
+// fenced by the stream's ownership: refused by the server, with
+// persistence.ErrFenced, unless this host still owns the stream. While NATS
+// cannot be reached Commit waits and retries with backoff, so a stream
+// stops taking chunks instead of failing, until ctx ends or Close.
+//
+// Scan reads the last value of every matching key; a scan of at most 1024
+// keys is one isolated read (a snapshot), a larger one is made of several
+// such reads (each key as it was at one of them). Get and Scan read from
+// the stream's leader or a current replica (JetStream direct get).
+type Store struct {
+	c      *Cluster
+	closed atomic.Bool
+	stop   chan struct{}
+}
+
+// Store returns the cluster's record store. Every call returns a new Store
+// over the same records.
+func (c *Cluster) Store() *Store { return &Store{c: c, stop: make(chan struct{})} }
+
+var _ persistence.Store = (*Store)(nil)
+var _ persistence.Limited = (*Store)(nil)
+
+// maxBatch is what one atomic batch may hold: nats-server's default limit
+// is 1000 messages; one is kept spare.
+const maxBatch = 999
+
+// BatchLimits bounds a group commit to what one atomic batch holds: 999
+// messages and 4 MiB (a message may be up to the server's max_payload, 1 MiB
+// by default).
+func (s *Store) BatchLimits() (ops, bytes int) { return maxBatch, 4 << 20 }
+
+// Key encoding: a key is split after every '/' and NUL byte; each piece is
+// a subject token made of the separator before it ('k' for the first piece,
+// 's' after '/', 'z' after NUL) and the piece in hex. The mapping is one to
+// one, keeps pieces that a prefix ends on as whole tokens (so a prefix scan
+// is a subject filter), and makes any byte string a valid subject.
+const kvRoot = "rtfshost.kv"
+
+func keySubject(key []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(kvRoot) + 2*len(key) + 8)
+	sb.WriteString(kvRoot)
+	sb.WriteString(".k")
+	start := 0
+	for i, b := range key {
+		if b != '/' && b != 0 {
+			continue
+		}
+		sb.WriteString(hex.EncodeToString(key[start:i]))
+		sb.WriteByte('.')
+		if b == '/' {
+			sb.WriteByte('s')
+		} else {
+			sb.WriteByte('z')
+		}
+		start = i + 1
+	}
+	sb.WriteString(hex.EncodeToString(key[start:]))
+	return sb.String()
+}
+
+func subjectKey(subj string) ([]byte, bool) {
+	rest, ok := strings.CutPrefix(subj, kvRoot+".")
+	if !ok {
+		return nil, false
+	}
+	var key []byte
+	for i, tok := range strings.Split(rest, ".") {
+		if tok == "" {
+			return nil, false
+		}
+		switch {
+		case i == 0 && tok[0] == 'k':
+		case i > 0 && tok[0] == 's':
+			key = append(key, '/')
+		case i > 0 && tok[0] == 'z':
+			key = append(key, 0)
+		default:
+			return nil, false
+		}
+		piece, err := hex.DecodeString(tok[1:])
+		if err != nil {
+			return nil, false
+		}
+		key = append(key, piece...)
+	}
+	return key, true
+}
+
+// prefixFilter returns a subject filter that matches every key starting
+// with prefix (and maybe others, which Scan drops): the tokens of the whole
+// pieces of prefix, then '>'.
+func prefixFilter(prefix []byte) string {
+	i := bytes.LastIndexAny(prefix, "/\x00")
+	if i < 0 {
+		return kvRoot + ".>"
+	}
+	subj := keySubject(prefix[:i+1]) // ends with the token of an empty last piece
+	return subj[:strings.LastIndexByte(subj, '.')] + ".>"
+}
+
+// Headers of the record messages.
+const (
+	opHeader  = "Rtfs-Op" // "del" on a deletion marker
+	tombstone = "del"
+)
+
+// Commit stores b atomically (see Store). It fails with an error wrapping
+// persistence.ErrFenced when b writes records of a stream this host does
+// not own, persistence.ErrBatchTooLarge beyond BatchLimits, ErrClosed after
+// Close. Cost: an atomic batch, two round trips to the stream's leader.
+func (s *Store) Commit(ctx context.Context, b *persistence.Batch) error {
+	if s.closed.Load() {
+		return fmt.Errorf("cluster: commit: %w", persistence.ErrClosed)
+	}
+	ops := lastPerKey(b.Ops())
+	if len(ops) == 0 {
+		return nil
+	}
+	if len(ops) > maxBatch {
+		return fmt.Errorf("cluster: commit of %d operations: %w (at most %d)", len(ops), persistence.ErrBatchTooLarge, maxBatch)
+	}
+	fences := map[string]uint64{}
+	msgs := make([]*nats.Msg, len(ops))
+	for i, op := range ops {
+		if len(op.Key) == 0 {
+			return fmt.Errorf("cluster: commit: operation %d has an empty key", i)
+		}
+		m := nats.NewMsg(keySubject(op.Key))
+		if op.Delete {
+			m.Header.Set(opHeader, tombstone)
+			m.Header.Set(jetstream.MsgTTLHeader, "60s")
+		} else {
+			m.Data = op.Value
+		}
+		if owner := s.c.opts.KeyOwner; owner != nil {
+			if id, ok := owner(op.Key); ok {
+				tok, mine := s.c.token(id)
+				if !mine {
+					return fmt.Errorf("cluster: commit to stream %q: this host does not own it: %w", id, persistence.ErrFenced)
+				}
+				fences[id] = tok
+				m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(tok, 10))
+				m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, ownSubject(id))
+			}
+		}
+		msgs[i] = m
+	}
+	return s.retry(ctx, "commit", func(ctx context.Context) error {
+		_, err := jetstreamext.PublishMsgBatch(ctx, s.c.js, msgs)
+		if err != nil && isWrongLastSequence(err) {
+			// Confirm: the check also fails while another batch on the
+			// same ownership subject is in process on a clustered stream.
+			if id, ok := s.c.fencedAmong(ctx, fences); ok {
+				s.c.Forget(id)
+				return backoff.Permanent(fmt.Errorf("cluster: commit to stream %q: another host owns it now: %w", id, persistence.ErrFenced))
+			}
+		}
+		return err
+	})
+}
+
+// lastPerKey returns ops with only the last operation on each key, in the
+// order of those last operations.
+func lastPerKey(ops []persistence.Op) []persistence.Op {
+	last := make(map[string]int, len(ops))
+	for i, op := range ops {
+		last[string(op.Key)] = i
+	}
+	if len(last) == len(ops) {
+		return ops
+	}
+	out := make([]persistence.Op, 0, len(last))
+	for i, op := range ops {
+		if last[string(op.Key)] == i {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// fencedAmong returns a stream of fences whose ownership record is no longer
+// at its token.
+func (c *Cluster) fencedAmong(ctx context.Context, fences map[string]uint64) (string, bool) {
+	for id, tok := range fences {
+		m, err := c.st.GetLastMsgForSubject(ctx, ownSubject(id))
+		if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence != tok) {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// retry runs op until it succeeds, fails permanently, ctx ends or the store
+// closes, waiting with backoff between attempts. Errors of the server that
+// retrying cannot change are permanent; losing NATS is not.
+func (s *Store) retry(ctx context.Context, what string, op func(context.Context) error) error {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 50*time.Millisecond, 2*time.Second, 0
+	logged := false
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := op(actx)
+		cancel()
+		var perm *backoff.PermanentError
+		switch {
+		case err == nil:
+			if logged {
+				s.c.log.Info("cluster: the store answers again", "op", what)
+			}
+			return nil
+		case errors.As(err, &perm):
+			return perm.Err
+		case !transient(err):
+			return fmt.Errorf("cluster: %s: %w", what, err)
+		}
+		if !logged {
+			s.c.log.Warn("cluster: the store does not answer; retrying", "op", what, "err", err)
+			logged = true
+		}
+		select {
+		case <-time.After(bo.NextBackOff()):
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %s: %w (last error: %w)", what, ctx.Err(), err)
+		case <-s.stop:
+			return fmt.Errorf("cluster: %s: %w (last error: %w)", what, persistence.ErrClosed, err)
+		}
+	}
+}
+
+// transient reports an error that retrying may cure: NATS or the stream's
+// leader not reachable now, a request timed out, a batch cut.
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jetstream.JSErrCodeStreamWrongLastSequenceConstant,
+			jetstreamext.JSErrCodeBatchPublishIncomplete,
+			jetstreamext.JSErrCodeAtomicPublishTooManyInflight,
+			jetstreamext.JSErrCodeBatchPublishTooManyInflight,
+			jetstream.JSErrCodeStreamWrongLastSequence:
+			return true
+		}
+		return apiErr.Code == 503 || apiErr.Code == 408
+	}
+	for _, t := range []error{nats.ErrTimeout, context.DeadlineExceeded, nats.ErrNoResponders,
+		jetstream.ErrNoStreamResponse, nats.ErrDisconnected, nats.ErrConnectionReconnecting,
+		jetstreamext.ErrInvalidBatchAck} {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Get returns the value of key, or an error wrapping ErrNotFound. Cost: one
+// round trip.
+func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("cluster: get: %w", persistence.ErrClosed)
+	}
+	if len(key) == 0 {
+		return nil, errors.New("cluster: get: empty key")
+	}
+	var val []byte
+	err := s.retry(ctx, "get", func(ctx context.Context) error {
+		m, err := s.c.st.GetLastMsgForSubject(ctx, keySubject(key))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			return backoff.Permanent(fmt.Errorf("cluster: get %q: %w", key, persistence.ErrNotFound))
+		case err != nil:
+			return err
+		case m.Header.Get(opHeader) == tombstone:
+			return backoff.Permanent(fmt.Errorf("cluster: get %q: %w", key, persistence.ErrNotFound))
+		}
+		val = append([]byte{}, m.Data...)
+		return nil
+	})
+	return val, err
+}
+
+// Scan calls fn for every key starting with prefix, in key order (see
+// Store for what it sees). Cost: one read per 1024 matching keys, plus one
+// listing of the matching subjects when there are more.
+func (s *Store) Scan(ctx context.Context, prefix []byte, fn func(key, value []byte) error) error {
+	if s.closed.Load() {
+		return fmt.Errorf("cluster: scan: %w", persistence.ErrClosed)
+	}
+	type kv struct{ k, v []byte }
+	var all []kv
+	err := s.retry(ctx, "scan", func(ctx context.Context) error {
+		all = all[:0]
+		return s.c.lastPerSubject(ctx, prefixFilter(prefix), func(m *jetstream.RawStreamMsg) error {
+			k, ok := subjectKey(m.Subject)
+			if !ok || !bytes.HasPrefix(k, prefix) || m.Header.Get(opHeader) == tombstone {
+				return nil
+			}
+			all = append(all, kv{k, m.Data})
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	sort.Slice(all, func(i, j int) bool { return bytes.Compare(all[i].k, all[j].k) < 0 })
+	for _, e := range all {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("cluster: scan: %w", err)
+		}
+		if err := fn(e.k, e.v); err != nil {
+			if errors.Is(err, persistence.ErrStopScan) {
+				return nil
+			}
+			return fmt.Errorf("cluster: scan: at key %q: %w", e.k, err)
+		}
+	}
+	return nil
+}
+
+// Close makes later calls fail with ErrClosed and ends the retries of calls
+// in progress. It does not close the Cluster. It is idempotent.
+func (s *Store) Close() error {
+	if s.closed.CompareAndSwap(false, true) {
+		close(s.stop)
+	}
+	return nil
+}
+
+// maxMulti is how many subjects one multi-last direct get answers
+// (nats-server's limit is 1024).
+const maxMulti = 1000
+
+// lastPerSubject calls fn with the last message of every subject matching
+// filter: one direct get when at most 1024 subjects match, else the
+// subjects are listed and read a batch at a time.
+func (c *Cluster) lastPerSubject(ctx context.Context, filter string, fn func(*jetstream.RawStreamMsg) error) error {
+	err := c.multiLast(ctx, []string{filter}, fn)
+	if !errors.Is(err, jetstreamext.ErrBatchUnsupported) {
+		return err // done, or failed; ErrBatchUnsupported is how a "413 Too Many Results" surfaces
+	}
+	info, err := c.st.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return fmt.Errorf("list the subjects %s: %w", filter, err)
+	}
+	subjects := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		subjects = append(subjects, subj)
+	}
+	sort.Strings(subjects)
+	for len(subjects) > 0 {
+		n := min(len(subjects), maxMulti)
+		if err := c.multiLast(ctx, subjects[:n], fn); err != nil {
+			return err
+		}
+		subjects = subjects[n:]
+	}
+	return nil
+}
+
+func (c *Cluster) multiLast(ctx context.Context, subjects []string, fn func(*jetstream.RawStreamMsg) error) error {
+	msgs, err := jetstreamext.GetLastMsgsFor(ctx, c.js, c.opts.Stream, subjects)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", subjects[0], err)
+	}
+	for m, err := range msgs {
+		if errors.Is(err, jetstreamext.ErrNoMessages) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}

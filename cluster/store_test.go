@@ -1,0 +1,191 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"go.uber.org/goleak"
+
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/persistence/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// natsServer starts an embedded nats-server with JetStream on 127.0.0.1
+// port 0, its data in a temporary directory; the test stops it.
+func natsServer(t testing.TB) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// keyOwner makes keys "s/<id>/..." belong to stream <id>.
+func keyOwner(key []byte) (string, bool) {
+	rest, ok := bytes.CutPrefix(key, []byte("s/"))
+	if !ok {
+		return "", false
+	}
+	id, _, ok := bytes.Cut(rest, []byte("/"))
+	return string(id), ok
+}
+
+func join(t testing.TB, s *server.Server, node string, owner func([]byte) (string, bool)) *Cluster {
+	t.Helper()
+	c, err := Connect(context.Background(), Options{URLs: []string{s.ClientURL()}, Node: node,
+		LeaseTTL: time.Second, KeyOwner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestStoreSuite runs the store conformance suite on the JetStream store,
+// each case on a nats-server of its own.
+func TestStoreSuite(t *testing.T) {
+	storetest.TestStore(t, func(t *testing.T) persistence.Store {
+		return join(t, natsServer(t), "a", nil).Store()
+	})
+}
+
+func TestKeySubject(t *testing.T) {
+	for _, k := range []string{"a", "/", "a/b", "stream/x.y*z>\x00p", "stream/\x00j\x00\x00\x01", "x//y\x00\x00"} {
+		subj := keySubject([]byte(k))
+		back, ok := subjectKey(subj)
+		if !ok || string(back) != k {
+			t.Errorf("%q → %s → %q, %v", k, subj, back, ok)
+		}
+	}
+	if got := prefixFilter([]byte("stream/ab\x00j")); got != "rtfshost.kv.k73747265616d.s6162.>" {
+		t.Errorf("prefixFilter = %s", got)
+	}
+}
+
+// TestScanBeyondOneRead: a scan of more keys than one direct get answers
+// (1024) reads them in batches and still returns all, in order.
+func TestScanBeyondOneRead(t *testing.T) {
+	s := natsServer(t)
+	st := join(t, s, "a", nil).Store()
+	ctx := context.Background()
+	const n = 2500
+	for i := 0; i < n; i += 500 {
+		var b persistence.Batch
+		for j := i; j < i+500; j++ {
+			b.Put(fmt.Appendf(nil, "big/%05d", j), fmt.Appendf(nil, "%d", j))
+		}
+		if err := st.Commit(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := 0
+	err := st.Scan(ctx, []byte("big/"), func(k, v []byte) error {
+		if want := fmt.Sprintf("big/%05d", i); string(k) != want || string(v) != fmt.Sprint(i) {
+			return fmt.Errorf("key %d: %s=%s, want %s", i, k, v, want)
+		}
+		i++
+		return nil
+	})
+	if err != nil || i != n {
+		t.Fatalf("scan: %v after %d keys, want %d", err, i, n)
+	}
+}
+
+// TestFencing: a host writes a stream's records only while it owns the
+// stream. When its heartbeat expires another host claims the stream, and
+// the first host's next commit is refused by the server (ErrFenced),
+// leaving the new owner's record in place; records of no stream are not
+// fenced.
+func TestFencing(t *testing.T) {
+	s := natsServer(t)
+	ctx := context.Background()
+	a, b := join(t, s, "a", keyOwner), join(t, s, "b", keyOwner)
+	sa, sb := a.Store(), b.Store()
+	put := func(st *Store, kv ...string) error {
+		var batch persistence.Batch
+		for i := 0; i < len(kv); i += 2 {
+			batch.Put([]byte(kv[i]), []byte(kv[i+1]))
+		}
+		return st.Commit(ctx, &batch)
+	}
+	const id = "x.y* >z"
+	if err := put(sa, "s/"+id+"/state", "1"); !errors.Is(err, persistence.ErrFenced) {
+		t.Fatalf("a wrote a stream it does not own: %v", err)
+	}
+	if err := a.Claim(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Claim(ctx, id); !errors.Is(err, ErrOwned) {
+		t.Fatalf("b claimed a live host's stream: %v", err)
+	}
+	if err := put(sa, "s/"+id+"/state", "1", "free", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := b.OwnerOf(ctx, id); o.Node != "a" || !o.Alive {
+		t.Fatalf("owner %+v, want a, alive", o)
+	}
+	// a stops renewing its heartbeat (a paused or partitioned host).
+	a.stopHeartbeat()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		orphans, err := b.Orphans(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(orphans) == 1 && orphans[0] == id {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a's stream is not an orphan after its heartbeat expired: %v", orphans)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := b.Claim(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := put(sb, "s/"+id+"/state", "2"); err != nil {
+		t.Fatal(err)
+	}
+	// The zombie's commit, a stream record and a free one in one batch:
+	// refused as a whole.
+	if err := put(sa, "s/"+id+"/state", "zombie", "free", "zombie"); !errors.Is(err, persistence.ErrFenced) {
+		t.Fatalf("the zombie's commit: %v, want ErrFenced", err)
+	}
+	for k, want := range map[string]string{"s/" + id + "/state": "2", "free": "a"} {
+		if v, err := sb.Get(ctx, []byte(k)); err != nil || string(v) != want {
+			t.Fatalf("%s = %q, %v; want %q", k, v, err, want)
+		}
+	}
+	if got := a.Owned(); len(got) != 0 {
+		t.Fatalf("a still believes it owns %v", got)
+	}
+	// A handover: b releases, a claims at once.
+	if err := b.Release(ctx, id, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Claim(ctx, id); err != nil {
+		t.Fatalf("claim after a handover: %v", err)
+	}
+	if err := a.Release(ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	if orphans, err := b.Orphans(ctx); err != nil || len(orphans) != 0 {
+		t.Fatalf("an ended stream is an orphan: %v %v", orphans, err)
+	}
+}
