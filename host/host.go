@@ -32,8 +32,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/cluster"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -79,6 +81,9 @@ type Host struct {
 	parked   atomic.Int64 // programs of Run waiting on a parked host call (await)
 
 	closeStore func() error // closes the store Open opened; nil otherwise
+
+	cl          *cluster.Cluster // nil for a host alone with its store (cluster.go)
+	clusterLoop *clusterLoop
 }
 
 // Parked returns how many programs run by Run are waiting on a parked host
@@ -291,9 +296,30 @@ func (h *Host) Wait(ctx context.Context) error {
 // :mcp.stream.await stays stored) and returns when all the host's goroutines
 // have exited. It closes the store only when Open opened it.
 func (h *Host) Close() error {
+	if h.clusterLoop != nil {
+		h.clusterLoop.stopLoop()
+		h.clusterLoop = nil
+	}
 	h.cancel()
+	var giveUp *time.Timer
+	if h.cl != nil && h.closeStore != nil {
+		// While NATS is unreachable, commits wait for it; a closing host
+		// waits closeGrace, then gives up (what is not committed is
+		// processed again by the host that takes the streams over).
+		giveUp = time.AfterFunc(closeGrace, func() { _ = h.store.Close() })
+	}
 	err := h.prov.Close()
+	if giveUp != nil {
+		giveUp.Stop()
+	}
 	h.programs.close()
+	if h.cl != nil {
+		// The streams and parked programs stopped with their progress
+		// committed: hand them over to the other hosts at once.
+		if cerr := h.leaveCluster(); cerr != nil && err == nil {
+			err = fmt.Errorf("host: leaving the cluster: %w", cerr)
+		}
+	}
 	if h.closeStore != nil {
 		if cerr := h.closeStore(); cerr != nil && err == nil {
 			err = fmt.Errorf("host: closing the store: %w", cerr)
@@ -302,6 +328,10 @@ func (h *Host) Close() error {
 	}
 	return err
 }
+
+// closeGrace is how long Close waits for the commits of a host in a
+// cluster while NATS does not answer.
+const closeGrace = 10 * time.Second
 
 // RouteLog sends the lines that the processor of stream id prints with
 // println or log to fn instead of the host's Stdout, until the returned

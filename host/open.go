@@ -1,8 +1,11 @@
 package host
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
+	"github.com/rtfshost/rtfshost/cluster"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/exec"
@@ -37,6 +40,12 @@ type OpenOptions struct {
 	DataDir string
 	// SyncWrites syncs every commit of the store in DataDir to disk.
 	SyncWrites bool
+	// Cluster, when set, makes the host one of a cluster sharing NATS
+	// JetStream (docs/cluster.md): Open joins it, its records live there
+	// (DataDir and Store must be empty), and the host runs the streams it
+	// owns, takes over those of hosts that die and hands its own over at
+	// Close. Its KeyOwner is set by Open.
+	Cluster *cluster.Options
 }
 
 // Open assembles a Host as the command line does: the transports default to
@@ -47,6 +56,9 @@ type OpenOptions struct {
 func Open(opts OpenOptions) (*Host, error) {
 	if opts.Streams.Transports == nil {
 		opts.Streams.Transports = DefaultTransports()
+	}
+	if opts.Cluster != nil {
+		return openCluster(opts)
 	}
 	var own *persistence.BadgerStore
 	if opts.DataDir != "" {
@@ -68,6 +80,36 @@ func Open(opts OpenOptions) (*Host, error) {
 	}
 	if own != nil {
 		h.closeStore = own.Close
+	}
+	return h, nil
+}
+
+// openCluster joins the cluster of opts and opens a host on its store.
+func openCluster(opts OpenOptions) (*Host, error) {
+	if opts.DataDir != "" || opts.Store != nil || opts.Streams.Store != nil {
+		return nil, errors.New("host: open: a host in a cluster keeps its records in JetStream; give no data directory or store")
+	}
+	copts := *opts.Cluster
+	copts.KeyOwner = keyOwner
+	if copts.Logger == nil {
+		copts.Logger = opts.Logger
+	}
+	cl, err := cluster.Connect(context.Background(), copts)
+	if err != nil {
+		return nil, fmt.Errorf("host: open: %w", err)
+	}
+	st := cl.Store()
+	opts.Store = st
+	opts.Streams.Cluster = peers{cl}
+	h, err := New(opts.Options)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	h.cl, h.closeStore = cl, st.Close
+	if err := h.startCluster(cl); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("host: open: %w", err)
 	}
 	return h, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rtfshost/rtfshost/cluster"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -139,6 +140,11 @@ func (h *Host) park(ctx context.Context, r *run, out rtfs.Outcome) error {
 	}
 	rec := parkedRecord{name: r.prog.Name(), hash: r.prog.Hash(), source: r.prog.Source(),
 		streamID: awaitedStream(out.Call.Args), parkedAt: time.Now().UnixMilli(), cont: cont}
+	if h.cl != nil {
+		if err := h.cl.Claim(ctx, runOwner(r.id)); err != nil {
+			return fmt.Errorf("persist the parked program: %w", err)
+		}
+	}
 	var b persistence.Batch
 	b.Put([]byte(parkedPrefix+r.id), rec.encode())
 	if err := h.store.Commit(ctx, &b); err != nil {
@@ -164,6 +170,9 @@ func (h *Host) unpark(r *run, outcome *ResumedProgram) {
 		return
 	}
 	r.parked = false
+	if h.cl != nil {
+		_ = h.cl.Release(context.Background(), runOwner(r.id), true)
+	}
 }
 
 // awaitedStream reads :stream-id from an await call's arguments.
@@ -219,7 +228,9 @@ func (h *Host) Recover(ctx context.Context) error {
 	}
 	progs := map[string]*rtfs.Program{}
 	err := h.store.Scan(ctx, []byte(parkedPrefix), func(key, value []byte) error {
-		if err := h.resumeRecord(progs, key, value); err != nil {
+		if err := h.resumeRecord(progs, key, value); errors.Is(err, cluster.ErrOwned) {
+			return nil // another host runs it
+		} else if err != nil {
 			h.log.Error("parked program not resumed", "key", string(key), "err", err)
 			errs = append(errs, fmt.Errorf("host: resume parked program %q: %w", key, err))
 		}
@@ -250,6 +261,11 @@ func (h *Host) resumeRecord(progs map[string]*rtfs.Program, key, value []byte) e
 		return fmt.Errorf("decode the continuation: %w", err)
 	}
 	r := &run{id: strings.TrimPrefix(string(key), parkedPrefix), prog: prog, parked: true}
+	if h.cl != nil {
+		if err := h.cl.Claim(h.ctx, runOwner(r.id)); err != nil {
+			return err
+		}
+	}
 	if !h.programs.add() {
 		return errors.New("the host is closed")
 	}

@@ -209,7 +209,7 @@ func (p *Provider) capControl(op func(string) (Status, error)) capabilities.Hand
 func (p *Provider) capAwait(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
 	m := argMap(c)
 	id := stringField(m, "stream-id")
-	if _, err := p.lookup(id); err != nil {
+	if _, err := p.lookup(id); err != nil && p.opts.Cluster == nil {
 		return capabilities.Answer{}, &capabilities.Error{Capability: CapAwait, Key: "stream-id", Msg: err.Error()}
 	}
 	var timeout time.Duration

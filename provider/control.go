@@ -8,34 +8,65 @@ import (
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
-// Status returns the status of stream id.
+// Status returns the status of stream id. With Options.Cluster, a stream
+// another host runs is asked there.
 func (p *Provider) Status(id string) (Status, error) {
 	s, err := p.lookup(id)
 	if err != nil {
-		return Status{}, err
+		return p.forward(id, "status", err)
 	}
 	return s.status(), nil
 }
+
+// forward runs verb on stream id, which this provider does not run (lookup
+// said so with notHere): on its owner (Options.Cluster), or here once
+// loaded from the store. Without a cluster it returns notHere.
+func (p *Provider) forward(id, verb string, notHere error) (Status, error) {
+	if p.opts.Cluster == nil {
+		return Status{}, notHere
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, forwardTimeout)
+	defer cancel()
+	a, s, err := p.remote(ctx, Request{Verb: verb, StreamID: id})
+	switch {
+	case err != nil:
+		return Status{}, err
+	case s == nil:
+		return a.Status, nil
+	case verb == "status":
+		return s.status(), nil
+	case verb == "cancel":
+		return p.Cancel(id)
+	}
+	return p.control(id, verb, nil)
+}
+
+// forwardTimeout bounds a request forwarded to another host.
+const forwardTimeout = 10 * time.Second
 
 // Pause pauses stream id: its worker stops taking chunks from the queue (the
 // transport blocks once the queue is full); control chunks are still
 // processed. Pausing a paused stream changes nothing; pausing an ended one is
 // an error.
 func (p *Provider) Pause(id string) (Status, error) {
-	return p.control(id, "pause", func(s *stream) {
-		s.obs.Directive("pause", "request")
-		s.st, s.resumeAt = StatePaused, time.Time{}
-	})
+	return p.control(id, "pause", pauseChange)
+}
+
+func pauseChange(s *stream) {
+	s.obs.Directive("pause", "request")
+	s.st, s.resumeAt = StatePaused, time.Time{}
 }
 
 // Resume resumes a paused stream id: its backlog drains in order at once.
 // Resuming an active stream changes nothing; resuming an ended one is an
 // error.
 func (p *Provider) Resume(id string) (Status, error) {
-	return p.control(id, "resume", func(s *stream) {
-		s.obs.Directive("resume", "request")
-		s.st, s.resumeAt = StateActive, time.Time{}
-	})
+	return p.control(id, "resume", resumeChange)
+}
+
+func resumeChange(s *stream) {
+	s.obs.Directive("resume", "request")
+	s.st, s.resumeAt = StateActive, time.Time{}
 }
 
 // Cancel cancels stream id: its transport stops, its queued chunks are
@@ -44,7 +75,7 @@ func (p *Provider) Resume(id string) (Status, error) {
 func (p *Provider) Cancel(id string) (Status, error) {
 	s, err := p.lookup(id)
 	if err != nil {
-		return Status{}, err
+		return p.forward(id, "cancel", err)
 	}
 	s.mu.Lock()
 	if s.dormant {
@@ -68,9 +99,12 @@ func errDormant(id, verb string) error {
 }
 
 func (p *Provider) control(id, verb string, change func(*stream)) (Status, error) {
+	if change == nil {
+		change = map[string]func(*stream){"pause": pauseChange, "resume": resumeChange}[verb]
+	}
 	s, err := p.lookup(id)
 	if err != nil {
-		return Status{}, err
+		return p.forward(id, verb, err)
 	}
 	s.mu.Lock()
 	if s.dormant {
@@ -98,12 +132,18 @@ func (p *Provider) control(id, verb string, change func(*stream)) (Status, error
 func (p *Provider) Await(ctx context.Context, id string) (rtfs.Value, error) {
 	s, err := p.lookup(id)
 	if err != nil {
-		return nil, err
+		if p.opts.Cluster == nil {
+			return nil, err
+		}
+		return p.awaitRemote(ctx, id)
 	}
 	select {
 	case <-s.done:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	if s.moved.Load() {
+		return p.awaitRemote(ctx, id)
 	}
 	st := s.status()
 	if st.State != StateCompleted {

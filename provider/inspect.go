@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"time"
@@ -22,7 +23,19 @@ type InspectOptions struct {
 func (p *Provider) Inspect(id string, opts InspectOptions) (rtfs.Value, error) {
 	s, err := p.lookup(id)
 	if err != nil {
-		return nil, err
+		if p.opts.Cluster == nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(p.ctx, forwardTimeout)
+		defer cancel()
+		a, s, err := p.remote(ctx, Request{Verb: "inspect", StreamID: id, Inspect: opts})
+		switch {
+		case err != nil:
+			return nil, err
+		case s == nil:
+			return a.Inspect, nil
+		}
+		return s.inspect(opts, time.Now()), nil
 	}
 	return s.inspect(opts, time.Now()), nil
 }

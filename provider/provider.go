@@ -104,6 +104,11 @@ type Options struct {
 	// Observer, when set, is told what the streams do, for metrics and
 	// traces (see Observer); nil observes nothing.
 	Observer Observer
+	// Cluster, when set, says that Store is shared with other hosts
+	// (cluster.go, docs/cluster.md): the provider runs a stream only while
+	// it owns it, and forwards requests on streams other hosts run. Nil:
+	// this provider is alone with its store.
+	Cluster Cluster
 }
 
 // A Provider manages streams. It is safe for concurrent use. Its zero value is

@@ -62,7 +62,9 @@ func (p *Provider) Recover(ctx context.Context) error {
 		if p.has(l.id) {
 			continue
 		}
-		if err := p.restore(ctx, l); err != nil {
+		if err := p.restore(ctx, l); errors.Is(err, ErrOwned) {
+			continue // another host runs it
+		} else if err != nil {
 			p.log.Error("stream not recovered", "stream", l.id, "err", err)
 			errs = append(errs, err)
 		}
@@ -164,11 +166,21 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 	case l.progress == nil:
 		return wrap(&persistence.CorruptRecordError{Key: streamKey(l.id, suffixProg), Reason: "the stream's progress record is missing"})
 	}
-	s, err := p.rebuild(ctx, l)
-	if err != nil {
-		return wrap(err)
+	run := !State(l.progress.status).Terminal() && p.cfg.autoConnect
+	if run {
+		if err := p.claim(ctx, l.id); err != nil {
+			return wrap(err)
+		}
 	}
-	if err := p.registerRecovered(s); err != nil {
+	s, err := p.rebuild(ctx, l)
+	if err == nil {
+		err = p.registerRecovered(s)
+	}
+	if err != nil {
+		if run && p.opts.Cluster != nil {
+			// Another host may manage where this one cannot.
+			_ = p.opts.Cluster.Release(ctx, l.id, false)
+		}
 		return wrap(err)
 	}
 	return nil

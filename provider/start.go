@@ -93,8 +93,22 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 			return "", err
 		}
 	}
+	claimed := false
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if p.opts.Cluster != nil && p.ps != nil && !p.has(s.id) {
+		if err := p.claim(ctx, s.id); err != nil {
+			s.cancel()
+			return "", &keyError{"stream-id", err}
+		}
+		claimed = true
+	}
 	if err := p.register(s, batch, true); err != nil {
 		s.cancel()
+		if claimed {
+			// The id is taken (a stored stream): give up the claim.
+			_ = p.opts.Cluster.Release(ctx, s.id, true)
+		}
 		return "", err
 	}
 	p.launch(s)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -86,6 +87,10 @@ type stream struct {
 	exited    bool // the worker has exited; subs stays nil
 	dormant   bool // recovered without connecting: inspect only
 	recovered bool // rebuilt from the store after a restart (transport.Spec.Resumed)
+
+	// moved: another host took the stream over (a commit was fenced); it
+	// stops here without writing and leaves the provider (cluster.go).
+	moved atomic.Bool
 
 	// obs observes the stream (nopObserver when nothing does); it is set by
 	// launch under mu before the stream's goroutines start, and observed

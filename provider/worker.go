@@ -161,6 +161,11 @@ func (s *stream) nextLocked() step {
 		return step{kind: stepStop}
 	}
 	if err := s.storeErr(); err != nil {
+		if movedErr(err) {
+			s.moved.Store(true)
+			s.msg = "another host took the stream over; it stopped here: " + err.Error()
+			return step{kind: stepStop}
+		}
 		s.fail("persistence failed, the stream stopped (its last committed state and cursor are kept): %v", err)
 		return step{kind: stepStop}
 	}
@@ -227,7 +232,8 @@ func (s *stream) exit() {
 	s.cancel()
 	terminal := s.st.Terminal()
 	s.mu.Unlock()
-	if s.ps != nil {
+	moved := s.moved.Load()
+	if s.ps != nil && !moved {
 		if terminal {
 			s.saveFinal()
 		} else {
@@ -240,11 +246,17 @@ func (s *stream) exit() {
 	s.subs, s.exited = nil, true
 	s.mu.Unlock()
 	s.obs.Ended(st)
-	if st.State.Terminal() {
+	if st.State.Terminal() && !moved {
 		s.publish(s.p.ctx, subs, Event{Kind: EventEnd, StreamID: s.id, Seq: -1, Status: st})
 	}
 	for _, sub := range subs {
 		sub.Close()
+	}
+	if moved || (terminal && s.storeErr() == nil) {
+		s.release()
+	}
+	if moved {
+		s.p.forget(s)
 	}
 	close(s.done)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/cluster"
+	"github.com/rtfshost/rtfshost/persistence"
 )
 
 // Issue 14 items 2 and 12: check names what it cannot read, and --version
@@ -64,15 +65,14 @@ func TestNatsd(t *testing.T) {
 			done <- newApp(strings.NewReader(""), &out, &errOut).execute(ctx, []string{"natsd", "--data", dir, "--listen", addr})
 		}()
 		c := waitCluster(t, addr)
+		st := c.Store()
 		if round == 0 {
-			l, err := c.Claim(context.Background(), "s")
-			if err == nil {
-				err = c.Commit(context.Background(), l, []byte("kept"))
-			}
-			if err != nil {
+			var b persistence.Batch
+			b.Put([]byte("k"), []byte("kept"))
+			if err := st.Commit(context.Background(), &b); err != nil {
 				t.Fatal(err)
 			}
-		} else if rec, err := c.Load(context.Background(), "s"); err != nil || string(rec) != "kept" {
+		} else if rec, err := st.Get(context.Background(), []byte("k")); err != nil || string(rec) != "kept" {
 			t.Fatalf("after a restart of natsd: %q, %v", rec, err)
 		}
 		c.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rtfshost/rtfshost/cluster"
 	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/host/dashboard"
 	"github.com/rtfshost/rtfshost/host/mcpserver"
@@ -30,6 +32,10 @@ type serveOptions struct {
 	maxSessionCalls  int
 	obs              obsFlags
 	noUI             bool
+	cluster          []string
+	node             string
+	leaseTTL         time.Duration
+	replicas         int
 }
 
 // The environment variables of serve's egress policy (comma-separated
@@ -79,6 +85,10 @@ as "Authorization: Bearer <token>".`,
 	f.IntVar(&o.maxStreams, "max-streams", 1000, "most streams running at once; a start beyond it is refused (0: no limit)")
 	f.IntVar(&o.maxSessionCalls, "max-session-calls", mcpserver.DefaultMaxCallsPerSession, "most tool calls one MCP session has in flight at once")
 	f.BoolVar(&o.noUI, "no-ui", false, "do not serve the web dashboard at /ui/")
+	f.StringSliceVar(&o.cluster, "cluster", nil, "join a cluster of hosts on NATS JetStream at these URLs, e.g. nats://127.0.0.1:4222 (comma-separated); records live there instead of --data (docs/cluster.md)")
+	f.StringVar(&o.node, "node", "", "this host's name in the cluster (default: the machine's host name)")
+	f.DurationVar(&o.leaseTTL, "lease-ttl", 5*time.Second, "with --cluster: how long a silent host keeps its streams before another takes them (at least 1s)")
+	f.IntVar(&o.replicas, "cluster-replicas", 1, "with --cluster: replicas of the JetStream stream when this host creates it (3 on a NATS cluster)")
 	addObsFlags(cmd, &o.obs, false)
 	a.addRuntimeFlags(cmd, true)
 	return cmd
@@ -118,7 +128,22 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		return withCode(exitStreamFailed, err)
 	}
 	defer emb.Close()
-	h, err := a.openHost(host.Options{
+	var clusterOpts *cluster.Options
+	if len(o.cluster) > 0 {
+		if cmd.Flags().Changed("data") {
+			return withCode(exitProgramError, errors.New("--cluster and --data: a host in a cluster keeps its records in JetStream; give one"))
+		}
+		node := o.node
+		if node == "" {
+			if node, err = os.Hostname(); err != nil {
+				return withCode(exitProgramError, fmt.Errorf("--node: no node name given and the host name is unknown: %w", err))
+			}
+		}
+		clusterOpts = &cluster.Options{URLs: o.cluster, Node: node, LeaseTTL: o.leaseTTL, Replicas: o.replicas, Logger: logger}
+	} else if cmd.Flags().Changed("node") || cmd.Flags().Changed("lease-ttl") {
+		return withCode(exitProgramError, errors.New("--node and --lease-ttl need --cluster"))
+	}
+	h, err := a.openHostIn(clusterOpts, host.Options{
 		Streams: provider.Options{
 			ServerURL: a.flags.serverURL, Logger: logger,
 			Egress: policy, Limits: a.rt.limits(), IdleTimeout: a.rt.idle(), MaxStreams: o.maxStreams,
@@ -153,7 +178,11 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	// Streams an earlier run, resume or serve left unfinished carry on here.
 	if err := h.Recover(cmd.Context()); err != nil {
-		fmt.Fprintln(a.stderr, "rtfshost: recovering the streams of", a.flags.dataDir+":", err)
+		where := a.flags.dataDir
+		if clusterOpts != nil {
+			where = "the cluster"
+		}
+		fmt.Fprintln(a.stderr, "rtfshost: recovering the streams of", where+":", err)
 	}
 	fmt.Fprintf(a.stdout, "rtfshost MCP server listening on http://%s%s (legacy SSE: http://%s%s)\n",
 		ln.Addr(), mcpserver.PathStreamable, ln.Addr(), mcpserver.PathSSE)

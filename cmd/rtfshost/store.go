@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/rtfshost/rtfshost/cluster"
 	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/persistence"
 )
@@ -48,7 +49,17 @@ func (a *app) checkDataDir() error {
 // which the host closes. A data directory that another rtfshost holds is
 // a clear error.
 func (a *app) openHost(opts host.Options) (*host.Host, error) {
-	h, err := host.Open(host.OpenOptions{Options: opts, DataDir: a.flags.dataDir, SyncWrites: a.flags.sync})
+	return a.openHostIn(nil, opts)
+}
+
+// openHostIn is openHost, or, with cl, a host in that cluster (serve
+// --cluster), whose records live in JetStream instead of --data.
+func (a *app) openHostIn(cl *cluster.Options, opts host.Options) (*host.Host, error) {
+	oo := host.OpenOptions{Options: opts, DataDir: a.flags.dataDir, SyncWrites: a.flags.sync}
+	if cl != nil {
+		oo.DataDir, oo.Cluster = "", cl
+	}
+	h, err := host.Open(oo)
 	if err != nil {
 		var le *persistence.LockedError
 		if errors.As(err, &le) {

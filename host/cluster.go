@@ -1,0 +1,191 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rtfshost/rtfshost/cluster"
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// A host in a cluster (OpenOptions.Cluster, docs/cluster.md): its records
+// live in JetStream (cluster.Store), it runs the streams and parked
+// programs it owns, answers other hosts' requests on them, takes over those
+// of hosts that died, and hands its own over when it closes.
+
+// runOwner is the ownership id of a parked program: a NUL (which no stream
+// id holds) and its run id.
+func runOwner(runID string) string { return "\x00run/" + runID }
+
+// keyOwner maps a record's key to the stream or parked program it belongs
+// to, for fencing: the provider's stream records, and the host's parked
+// and resumed-program records.
+func keyOwner(key []byte) (string, bool) {
+	if id, ok := provider.KeyOwner(key); ok {
+		return id, true
+	}
+	for _, prefix := range []string{parkedPrefix, resumedPrefix} {
+		if rest, ok := bytes.CutPrefix(key, []byte(prefix)); ok {
+			return runOwner(string(rest)), true
+		}
+	}
+	return "", false
+}
+
+// peers is the provider's view of the cluster (provider.Cluster).
+type peers struct{ cl *cluster.Cluster }
+
+func (p peers) Claim(ctx context.Context, id string) error {
+	err := p.cl.Claim(ctx, id)
+	if errors.Is(err, cluster.ErrOwned) {
+		return fmt.Errorf("%w: %w", provider.ErrOwned, err)
+	}
+	return err
+}
+
+func (p peers) Release(ctx context.Context, id string, ended bool) error {
+	return p.cl.Release(ctx, id, ended)
+}
+
+func (p peers) Forget(id string) { p.cl.Forget(id) }
+
+func (p peers) Forward(ctx context.Context, req provider.Request) (provider.Answer, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return provider.Answer{}, err
+	}
+	reply, err := p.cl.Ask(ctx, req.StreamID, body)
+	if errors.Is(err, cluster.ErrNoOwner) {
+		return provider.Answer{}, fmt.Errorf("%w: %w", provider.ErrNotRunning, err)
+	}
+	if err != nil {
+		return provider.Answer{}, err
+	}
+	a, err := provider.DecodeAnswer(reply)
+	if err != nil && strings.Contains(err.Error(), provider.ErrNotRunning.Error()) {
+		// The owner stopped running it between our look and its answer.
+		return provider.Answer{}, fmt.Errorf("%w: %w", provider.ErrNotRunning, err)
+	}
+	return a, err
+}
+
+// answer serves another host's request on a stream this host runs.
+func (h *Host) answer(ctx context.Context, body []byte) []byte {
+	var req provider.Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		return provider.EncodeAnswer(provider.Answer{}, fmt.Errorf("decode the request: %w", err))
+	}
+	return provider.EncodeAnswer(h.prov.Answer(ctx, req))
+}
+
+// clusterLoop takes over the streams and parked programs of hosts that
+// died (or handed them over), every third of the lease TTL, until the host
+// closes.
+type clusterLoop struct {
+	h    *Host
+	cl   *cluster.Cluster
+	wg   sync.WaitGroup
+	stop chan struct{}
+}
+
+func (h *Host) startCluster(cl *cluster.Cluster) error {
+	if err := cl.Serve(h.answer); err != nil {
+		return err
+	}
+	l := &clusterLoop{h: h, cl: cl, stop: make(chan struct{})}
+	h.clusterLoop = l
+	l.wg.Add(1)
+	go l.run()
+	return nil
+}
+
+func (l *clusterLoop) run() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.cl.LeaseTTL() / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.takeOver()
+	}
+}
+
+// takeOver claims and runs what no live host runs.
+func (l *clusterLoop) takeOver() {
+	ctx, cancel := context.WithTimeout(l.h.ctx, l.cl.LeaseTTL())
+	defer cancel()
+	orphans, err := l.cl.Orphans(ctx)
+	if err != nil {
+		l.h.log.Warn("cluster: looking for streams without a host", "err", err)
+		return
+	}
+	for _, id := range orphans {
+		if ctx.Err() != nil {
+			return
+		}
+		if run, ok := strings.CutPrefix(id, runOwner("")); ok {
+			if err := l.h.resumeOrphan(ctx, run); err != nil && !errors.Is(err, cluster.ErrOwned) {
+				l.h.log.Warn("cluster: parked program not taken over", "run", run, "err", err)
+			}
+			continue
+		}
+		err := l.h.prov.RecoverStream(ctx, id)
+		switch {
+		case err == nil:
+			l.h.log.Info("cluster: stream taken over", "stream", id)
+		case errors.Is(err, provider.ErrOwned), slices.Contains(l.h.prov.StreamIDs(), id):
+		case errors.Is(err, provider.ErrNotPersisted):
+			// An ownership record whose stream was never stored (a start
+			// that failed): drop it.
+			_ = l.cl.Claim(ctx, id)
+			_ = l.cl.Release(ctx, id, true)
+		default:
+			l.h.log.Warn("cluster: stream not taken over", "stream", id, "err", err)
+		}
+	}
+}
+
+// resumeOrphan claims the parked program run and resumes it here.
+func (h *Host) resumeOrphan(ctx context.Context, run string) error {
+	if err := h.cl.Claim(ctx, runOwner(run)); err != nil {
+		return err
+	}
+	value, err := h.store.Get(ctx, []byte(parkedPrefix+run))
+	if err != nil {
+		// It finished meanwhile; nothing to resume.
+		return h.cl.Release(ctx, runOwner(run), true)
+	}
+	return h.resumeRecord(map[string]*rtfs.Program{}, []byte(parkedPrefix+run), value)
+}
+
+// stopCluster stops taking over, after which the host closes its provider;
+// leaveCluster then hands every stream and parked program over and leaves.
+func (l *clusterLoop) stopLoop() {
+	close(l.stop)
+	l.wg.Wait()
+}
+
+func (h *Host) leaveCluster() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := h.cl.ReleaseAll(ctx)
+	if cerr := h.cl.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Cluster returns the cluster this host belongs to, nil for a host alone
+// with its store.
+func (h *Host) Cluster() *cluster.Cluster { return h.cl }

@@ -1,0 +1,261 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// Sharing a store with other hosts (package cluster, docs/cluster.md).
+// Several providers on several machines share one Store; each stream runs
+// on one of them, its owner. A provider claims a stream before it writes
+// its first record (Start, Recover), releases it when it ends, and stops it
+// locally, writing nothing, when the store refuses its commit because
+// another host took the stream over (persistence.ErrFenced). Requests for a
+// stream another host runs are forwarded to that host.
+
+// A Cluster is what a provider asks of the hosts it shares its Store with
+// (Options.Cluster). The host implements it over package cluster; its
+// methods are called from any goroutine and must be safe for concurrent
+// use.
+type Cluster interface {
+	// Claim makes this host the owner of stream id before the provider
+	// writes the stream's records. It fails with an error wrapping
+	// ErrOwned when another live host owns the stream.
+	Claim(ctx context.Context, id string) error
+	// Release gives up stream id: ended (its records need no host any
+	// more) or handed over to whichever host claims it next.
+	Release(ctx context.Context, id string, ended bool) error
+	// Forget drops stream id without writing: another host owns it now.
+	Forget(id string)
+	// Forward runs req on the host that owns req.StreamID and returns its
+	// answer (that host's Provider.Answer). It fails with an error
+	// wrapping ErrNotRunning when no live host runs the stream.
+	Forward(ctx context.Context, req Request) (Answer, error)
+}
+
+// ErrOwned is wrapped by Cluster.Claim's error when another live host owns
+// the stream.
+var ErrOwned = errors.New("another host owns the stream")
+
+// ErrNotRunning is wrapped by Cluster.Forward's error when no live host runs
+// the stream (it ended, or its owner died and no host has claimed it yet).
+var ErrNotRunning = errors.New("no live host runs the stream")
+
+// ErrMoved is wrapped by the error of a request on a stream that this host
+// stopped because another host took it over (its lease was lost).
+var ErrMoved = errors.New("the stream moved to another host")
+
+// A Request is a request on a stream that may run on another host: Verb is
+// "status", "pause", "resume", "cancel" or "inspect".
+type Request struct {
+	Verb     string         `json:"verb"`
+	StreamID string         `json:"stream"`
+	Inspect  InspectOptions `json:"inspect"`
+}
+
+// An Answer is a host's answer to a Request: the stream's status after it,
+// and for "inspect" the inspect map.
+type Answer struct {
+	Status  Status
+	Inspect rtfs.Value
+}
+
+// wireAnswer is the encoded form of an Answer: values in rtfs's binary
+// encoding.
+type wireAnswer struct {
+	ID      string `json:"id"`
+	State   State  `json:"state"`
+	Message string `json:"message,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Result  []byte `json:"result,omitempty"`
+	Inspect []byte `json:"inspect,omitempty"`
+	Err     string `json:"err,omitempty"`
+}
+
+// EncodeAnswer encodes a's answer, or err, for the wire. Values that cannot
+// be encoded (closures) become an error answer.
+func EncodeAnswer(a Answer, err error) []byte {
+	w := wireAnswer{ID: a.Status.StreamID, State: a.Status.State, Message: a.Status.Message, Reason: a.Status.EndReason}
+	if err == nil && a.Status.Result != nil {
+		w.Result, err = rtfs.MarshalValue(a.Status.Result)
+	}
+	if err == nil && a.Inspect != nil {
+		w.Inspect, err = rtfs.MarshalValue(a.Inspect)
+	}
+	if err != nil {
+		w = wireAnswer{Err: err.Error()}
+	}
+	out, _ := json.Marshal(w)
+	return out
+}
+
+// DecodeAnswer decodes what EncodeAnswer made; an error answer becomes the
+// error.
+func DecodeAnswer(data []byte) (Answer, error) {
+	var w wireAnswer
+	if err := json.Unmarshal(data, &w); err != nil {
+		return Answer{}, fmt.Errorf("decode a host's answer: %w", err)
+	}
+	if w.Err != "" {
+		return Answer{}, errors.New(w.Err)
+	}
+	a := Answer{Status: Status{StreamID: w.ID, State: w.State, Message: w.Message, EndReason: w.Reason}}
+	var err error
+	if len(w.Result) > 0 {
+		if a.Status.Result, err = rtfs.UnmarshalValue(w.Result); err != nil {
+			return Answer{}, fmt.Errorf("decode a host's answer: result: %w", err)
+		}
+	}
+	if len(w.Inspect) > 0 {
+		if a.Inspect, err = rtfs.UnmarshalValue(w.Inspect); err != nil {
+			return Answer{}, fmt.Errorf("decode a host's answer: inspect: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// Answer runs req on a stream this provider runs, for another host of the
+// cluster (it is never forwarded again). It fails with an error wrapping
+// ErrNotRunning when this provider does not run the stream.
+func (p *Provider) Answer(_ context.Context, req Request) (Answer, error) {
+	s, err := p.lookup(req.StreamID)
+	if err != nil || s.moved.Load() {
+		return Answer{}, fmt.Errorf("stream %q: %w here", req.StreamID, ErrNotRunning)
+	}
+	var st Status
+	switch req.Verb {
+	case "status":
+		st = s.status()
+	case "pause":
+		st, err = p.Pause(req.StreamID)
+	case "resume":
+		st, err = p.Resume(req.StreamID)
+	case "cancel":
+		st, err = p.Cancel(req.StreamID)
+	case "inspect":
+		return Answer{Status: s.status(), Inspect: s.inspect(req.Inspect, time.Now())}, nil
+	default:
+		return Answer{}, fmt.Errorf("unknown request %q", req.Verb)
+	}
+	return Answer{Status: st}, err
+}
+
+// KeyOwner returns the stream whose records include key: the keys a
+// provider writes under "stream/<id>\x00". Package cluster fences writes
+// of such keys by the stream's ownership. It costs a scan of key.
+func KeyOwner(key []byte) (string, bool) {
+	rest, ok := bytes.CutPrefix(key, []byte(streamPrefix))
+	if !ok {
+		return "", false
+	}
+	i := bytes.IndexByte(rest, 0)
+	if i < 0 {
+		return "", false
+	}
+	return string(rest[:i]), true
+}
+
+// claim makes this host the owner of stream id, when the provider shares
+// its store.
+func (p *Provider) claim(ctx context.Context, id string) error {
+	if p.opts.Cluster == nil {
+		return nil
+	}
+	if err := p.opts.Cluster.Claim(ctx, id); err != nil {
+		return fmt.Errorf("stream %q: %w", id, err)
+	}
+	return nil
+}
+
+// release gives up an ended stream, or forgets one that moved.
+func (s *stream) release() {
+	c := s.p.opts.Cluster
+	if c == nil {
+		return
+	}
+	if s.moved.Load() {
+		c.Forget(s.id)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Release(ctx, s.id, true); err != nil {
+		s.p.log.Warn("cluster: an ended stream not released", "stream", s.id, "err", err)
+	}
+}
+
+// forget removes a stream that moved to another host from this provider,
+// once its goroutines have exited.
+func (p *Provider) forget(s *stream) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.streams[s.id] == s {
+		delete(p.streams, s.id)
+	}
+	for i, o := range p.order {
+		if o == s {
+			p.order = append(p.order[:i:i], p.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// movedErr reports whether err says that another host took the stream over.
+func movedErr(err error) bool { return errors.Is(err, persistence.ErrFenced) }
+
+// remote runs req for a stream this provider does not run: on the host
+// that runs it, or, when no live host does, here, after loading it from
+// the store (an ended stream becomes inspectable; an unfinished one whose
+// owner died is claimed and runs here).
+func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, error) {
+	if p.opts.Cluster == nil || p.ps == nil {
+		return Answer{}, nil, fmt.Errorf("no stream with id %q", req.StreamID)
+	}
+	a, err := p.opts.Cluster.Forward(ctx, req)
+	if err == nil || !errors.Is(err, ErrNotRunning) {
+		return a, nil, err
+	}
+	if err := p.RecoverStream(ctx, req.StreamID); err != nil && !p.has(req.StreamID) {
+		if errors.Is(err, ErrNotPersisted) {
+			return Answer{}, nil, fmt.Errorf("no stream with id %q", req.StreamID)
+		}
+		return Answer{}, nil, err
+	}
+	s, err := p.lookup(req.StreamID)
+	return Answer{}, s, err
+}
+
+// awaitRemote waits for a stream another host runs to end, asking its
+// owner every pollEvery; when the stream comes to this provider (its owner
+// died) it waits for it here.
+func (p *Provider) awaitRemote(ctx context.Context, id string) (rtfs.Value, error) {
+	const pollEvery = 200 * time.Millisecond
+	for {
+		if p.has(id) {
+			return p.Await(ctx, id)
+		}
+		a, s, err := p.remote(ctx, Request{Verb: "status", StreamID: id})
+		switch {
+		case err != nil:
+			return nil, err
+		case s != nil:
+			return p.Await(ctx, id)
+		case a.Status.State == StateCompleted:
+			return a.Status.Result, nil
+		case a.Status.State.Terminal():
+			return nil, a.Status.err()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pollEvery):
+		}
+	}
+}
