@@ -3,7 +3,10 @@ package host_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +17,8 @@ import (
 	"github.com/rtfshost/rtfshost/internal/localserver"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/mock"
 )
 
 // natsServer starts an embedded nats-server with JetStream on 127.0.0.1
@@ -39,14 +44,24 @@ func natsServer(t testing.TB) *server.Server {
 // server at src.
 func clusterHost(t *testing.T, ns *server.Server, node, src string) *host.Host {
 	t.Helper()
-	h, err := host.Open(host.OpenOptions{
-		Options: host.Options{Streams: provider.Options{ServerURL: src, LookupEnv: env(nil)}},
-		Cluster: &cluster.Options{URLs: []string{ns.ClientURL()}, Node: node, LeaseTTL: time.Second},
-	})
+	h, _, err := openClusterHost(ns.ClientURL(), node, src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// openClusterHost opens a host of the cluster at natsURL with the default
+// transports and a mock one (a source that cannot replay), reading the
+// reference server at src, with a lease TTL of 1 s.
+func openClusterHost(natsURL, node, src string) (*host.Host, *mock.Transport, error) {
+	mk := &mock.Transport{}
+	h, err := host.Open(host.OpenOptions{
+		Options: host.Options{Streams: provider.Options{ServerURL: src, LookupEnv: env(nil),
+			Transports: transport.NewCatalog(append(host.DefaultTransports().Kinds(), mock.Kind(mk))...)}},
+		Cluster: &cluster.Options{URLs: []string{natsURL}, Node: node, LeaseTTL: time.Second},
+	})
+	return h, mk, err
 }
 
 // sumProgram starts a stream of the reference server's counter that sums
@@ -56,11 +71,25 @@ const sumProgram = `
 (defn proc [state chunk meta]
   (let [n (get-in chunk [:chunk :n] 0)]
     {:state {:count (inc (:count state)) :sum (+ (:sum state) n)} :output n}))
-(call :mcp.stream.start {:stream-id "sums" :endpoint "counter.v1" :transport :sse :processor proc
+(call :mcp.stream.start {:stream-id %q :endpoint "counter.v1" :transport %s :processor proc
                          :initial-state {:count 0 :sum 0}
-                         :config {:limit %d :interval_ms 3}})`
+                         :config {:limit %d :interval_ms %d}})`
 
-func processed(t *testing.T, h *host.Host, id string) int64 {
+// sumsOf compiles sumProgram for stream id over transport (:sse or :mock).
+func sumsOf(t testing.TB, id, transport string, limit, intervalMs int) *rtfs.Program {
+	t.Helper()
+	prog, err := rtfs.Compile(id+".rtfs", fmt.Appendf(nil, sumProgram, id, transport, limit, intervalMs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog
+}
+
+// wantSums is the final state of a sums stream of limit chunks, each
+// counted once.
+func wantSums(limit int) string { return fmt.Sprintf("{:count %d :sum %d}", limit, limit*(limit+1)/2) }
+
+func processed(t testing.TB, h *host.Host, id string) int64 {
 	v, err := h.Provider().Inspect(id, provider.InspectOptions{})
 	if err != nil {
 		return -1
@@ -86,11 +115,7 @@ func TestClusterHandover(t *testing.T) {
 	defer b.Close()
 
 	const limit = 400
-	prog, err := rtfs.Compile("sums.rtfs", fmt.Appendf(nil, sumProgram, limit))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Run(context.Background(), prog); err != nil {
+	if _, err := a.Run(context.Background(), sumsOf(t, "sums", ":sse", limit, 3)); err != nil {
 		a.Close()
 		t.Fatal(err)
 	}
@@ -130,8 +155,7 @@ func TestClusterHandover(t *testing.T) {
 	}
 	v, _ = b.Provider().Inspect("sums", provider.InspectOptions{})
 	state := fmt.Sprint(get(v, "current-state"))
-	want := fmt.Sprintf("{:count %d :sum %d}", limit, limit*(limit+1)/2)
-	if state != want {
+	if want := wantSums(limit); state != want {
 		t.Fatalf("final state %s, want %s: a chunk was lost or counted twice", state, want)
 	}
 	if n := processed(t, b, "sums"); n != limit {
@@ -143,4 +167,215 @@ func TestClusterHandover(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(get(v, "status", "state")), "completed") {
 		t.Fatalf("status %v", get(v, "status"))
 	}
+}
+
+// startSource starts the reference server; the test closes it.
+func startSource(t testing.TB) string {
+	t.Helper()
+	src := localserver.New(localserver.Options{})
+	if err := src.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return src.URL() + "/sse"
+}
+
+// awaitSums waits for stream id to end, asked through h (which forwards to
+// its owner), and checks its final state and count.
+func awaitSums(t testing.TB, h *host.Host, id string, limit int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := h.Provider().Await(ctx, id); err != nil {
+		t.Fatalf("await %s: %v", id, err)
+	}
+	v, err := h.Provider().Inspect(id, provider.InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(get(v, "current-state")), wantSums(limit); got != want {
+		t.Fatalf("stream %s ended with %s, want %s: a chunk was lost or counted twice", id, got, want)
+	}
+	if n := get(v, "stats", "processed-chunks"); n != rtfs.Int(limit) {
+		t.Fatalf("stream %s processed %v chunks, want %d", id, n, limit)
+	}
+}
+
+// takenOver waits until h runs stream id and has processed a chunk of its
+// own, and returns when that happened.
+func takenOver(t testing.TB, h *host.Host, id string) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	first := int64(-1)
+	for time.Now().Before(deadline) {
+		if slices.Contains(h.Provider().StreamIDs(), id) {
+			n := processed(t, h, id)
+			if first < 0 {
+				first = n
+			} else if n > first {
+				return time.Now()
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("%s was not taken over", id)
+	return time.Time{}
+}
+
+// TestClusterKillOwner: the owner of a stream, a child process, is killed
+// with SIGKILL mid-stream; the other host takes the stream over once the
+// owner's heartbeat expires, and the final state equals the uninterrupted
+// run's: over a source that replays from the cursor (SSE) and over one that
+// cannot (journal mode: the chunks the owner had journaled and not
+// processed are processed by the new owner, and its producer resumes after
+// the last one journaled).
+func TestClusterKillOwner(t *testing.T) {
+	for _, tc := range []struct{ name, transport string }{{"sse", ":sse"}, {"journal", ":mock"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := natsServer(t)
+			url := startSource(t)
+			const limit = 400
+			a := startClusterChild(t, childSpec{NATS: ns.ClientURL(), Node: "a", Src: url, Transport: tc.transport,
+				IDs: []string{"k"}, Limit: limit, Interval: 3})
+			b, mk, err := openClusterHost(ns.ClientURL(), "b", url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			stopFeed := feedAll(context.Background(), mk, []string{"k"}, limit, 3)
+			defer stopFeed()
+			waitUntil(t, "a to process 60 chunks", func() bool { return processed(t, b, "k") >= 60 })
+			if ids := b.Provider().StreamIDs(); len(ids) != 0 {
+				t.Fatalf("b runs %v before the kill", ids)
+			}
+			a.kill()
+			killed := time.Now()
+			t.Logf("failover: %v from SIGKILL to the first chunk processed by b (lease TTL 1s)", takenOver(t, b, "k").Sub(killed))
+			awaitSums(t, b, "k", limit)
+		})
+	}
+}
+
+// TestClusterZombie: the owner is stopped (SIGSTOP) past its lease; the
+// other host takes the stream over; when the owner continues (SIGCONT) its
+// next commit is refused by JetStream, so it stops the stream locally
+// ("moved"), and the final state is the one of a single run.
+func TestClusterZombie(t *testing.T) {
+	ns := natsServer(t)
+	url := startSource(t)
+	const limit = 500
+	a := startClusterChild(t, childSpec{NATS: ns.ClientURL(), Node: "a", Src: url, Transport: ":sse",
+		IDs: []string{"z"}, Limit: limit, Interval: 3})
+	b := clusterHost(t, ns, "b", url)
+	defer b.Close()
+	waitUntil(t, "a to process 60 chunks", func() bool { return processed(t, b, "z") >= 60 })
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	takenOver(t, b, "z")
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.waitLine("moved z", 20*time.Second); !ok {
+		t.Fatal("the zombie did not stop its stream after it was taken over")
+	}
+	awaitSums(t, b, "z", limit)
+	a.stop()
+}
+
+// TestClusterNATSRestart: NATS goes away under load and comes back on the
+// same address and storage. Commits wait meanwhile (the streams stop
+// taking chunks) and go on after; hosts whose heartbeat expired in the
+// outage may lose streams to each other, fenced. Every stream ends with
+// every chunk counted once.
+func TestClusterNATSRestart(t *testing.T) {
+	dir := t.TempDir()
+	ns1, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns1.Start()
+	if !ns1.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	port := ns1.Addr().(*net.TCPAddr).Port
+	url := startSource(t)
+	natsURL := ns1.ClientURL()
+	a, _, err := openClusterHost(natsURL, "a", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, _, err := openClusterHost(natsURL, "b", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const limit = 300
+	ids := []string{"r1", "r2", "r3", "r4"}
+	for i, id := range ids {
+		h := []*host.Host{a, b}[i%2]
+		if _, err := h.Run(context.Background(), sumsOf(t, id, ":sse", limit, 5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "the streams to process 40 chunks", func() bool { return processed(t, a, "r1") >= 40 })
+	ns1.Shutdown()
+	ns1.WaitForShutdown()
+	time.Sleep(1500 * time.Millisecond)
+	ns2, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns2.Start()
+	if !ns2.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not restart")
+	}
+	defer func() {
+		a.Close()
+		b.Close()
+		ns2.Shutdown()
+		ns2.WaitForShutdown()
+	}()
+	for _, id := range ids {
+		awaitSums(t, a, id, limit)
+	}
+}
+
+// TestCluster1000Streams: 1,000 streams over 3 hosts, one of them (a
+// child process) killed mid-way: the other two take its streams over and
+// every stream completes with every chunk counted once.
+func TestCluster1000Streams(t *testing.T) {
+	ns := natsServer(t)
+	url := startSource(t)
+	const n, limit = 1000, 30
+	var ids [3][]string
+	for i := range n {
+		ids[i%3] = append(ids[i%3], fmt.Sprintf("s%04d", i))
+	}
+	a := clusterHost(t, ns, "a", url)
+	defer a.Close()
+	b := clusterHost(t, ns, "b", url)
+	defer b.Close()
+	c := startClusterChild(t, childSpec{NATS: ns.ClientURL(), Node: "c", Src: url, Transport: ":sse",
+		IDs: ids[2], Limit: limit, Interval: 20})
+	for i, h := range []*host.Host{a, b} {
+		for _, id := range ids[i] {
+			if _, err := h.Run(context.Background(), sumsOf(t, id, ":sse", limit, 20)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	c.kill()
+	for i := range ids {
+		for _, id := range ids[i] {
+			awaitSums(t, []*host.Host{a, b}[i%2], id, limit)
+		}
+	}
+	var ran [2]int
+	for i, h := range []*host.Host{a, b} {
+		ran[i] = len(h.Provider().StreamIDs())
+	}
+	t.Logf("streams loaded at the end: a %d, b %d", ran[0], ran[1])
 }

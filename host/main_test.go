@@ -16,6 +16,9 @@ import (
 const stdioServerEnv = "RTFSHOST_HOST_TEST_STDIO_SERVER"
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(clusterChildEnv); spec != "" {
+		os.Exit(runClusterChild(spec))
+	}
 	if os.Getenv(stdioServerEnv) != "" {
 		srv := localserver.New(localserver.Options{})
 		err := srv.ServeStdio(context.Background(), os.Stdin, os.Stdout)

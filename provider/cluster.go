@@ -224,7 +224,7 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, er
 	}
 	if err := p.RecoverStream(ctx, req.StreamID); err != nil && !p.has(req.StreamID) {
 		if errors.Is(err, ErrNotPersisted) {
-			return Answer{}, nil, fmt.Errorf("no stream with id %q", req.StreamID)
+			return Answer{}, nil, fmt.Errorf("no stream with id %q: %w", req.StreamID, err)
 		}
 		return Answer{}, nil, err
 	}
@@ -234,7 +234,8 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, er
 
 // awaitRemote waits for a stream another host runs to end, asking its
 // owner every pollEvery; when the stream comes to this provider (its owner
-// died) it waits for it here.
+// died) it waits for it here. Failures to ask (NATS unreachable, the owner
+// just died) are retried until ctx ends.
 func (p *Provider) awaitRemote(ctx context.Context, id string) (rtfs.Value, error) {
 	const pollEvery = 200 * time.Millisecond
 	for {
@@ -243,8 +244,10 @@ func (p *Provider) awaitRemote(ctx context.Context, id string) (rtfs.Value, erro
 		}
 		a, s, err := p.remote(ctx, Request{Verb: "status", StreamID: id})
 		switch {
-		case err != nil:
+		case errors.Is(err, ErrNotPersisted):
 			return nil, err
+		case err != nil:
+			p.log.Debug("await: asking the stream's host failed; retrying", "stream", id, "err", err)
 		case s != nil:
 			return p.Await(ctx, id)
 		case a.Status.State == StateCompleted:
@@ -255,6 +258,8 @@ func (p *Provider) awaitRemote(ctx context.Context, id string) (rtfs.Value, erro
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-p.ctx.Done():
+			return nil, ErrClosed
 		case <-time.After(pollEvery):
 		}
 	}

@@ -240,6 +240,7 @@ func (s *stream) exit() {
 			s.ps.flush()
 		}
 	}
+	moved = s.moved.Load() // saveFinal may have found it moved
 	s.mu.Lock()
 	st := s.statusLocked()
 	subs := s.subs
@@ -269,6 +270,10 @@ func (s *stream) saveFinal() {
 	s.ps.saveFinal()
 	err := s.storeErr()
 	if err == nil {
+		return
+	}
+	if movedErr(err) {
+		s.moved.Store(true) // its end is another host's to reach
 		return
 	}
 	s.mu.Lock()
