@@ -69,6 +69,11 @@ type Options struct {
 	// stream for (programs, tasks, events) are written unfenced. Nil fences
 	// nothing. The host passes provider.KeyOwner.
 	KeyOwner func(key []byte) (streamID string, ok bool)
+	// Balanced spreads new streams by load: a stream started on a host
+	// that owns more streams than the least loaded live host (by more
+	// than one) is offered to that host (package host does it).
+	// Otherwise a stream stays on the host that started it.
+	Balanced bool
 	// Logger receives the cluster's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -197,6 +202,9 @@ func (c *Cluster) Node() string { return c.opts.Node }
 // Incarnation returns this host's incarnation: its node name and a random
 // suffix chosen at Connect.
 func (c *Cluster) Incarnation() string { return c.inc }
+
+// Balanced reports Options.Balanced.
+func (c *Cluster) Balanced() bool { return c.opts.Balanced }
 
 // LeaseTTL returns how long a silent host keeps its streams.
 func (c *Cluster) LeaseTTL() time.Duration { return c.opts.LeaseTTL }

@@ -12,9 +12,11 @@ import (
 )
 
 // Ownership: rtfshost.own.<hex id> holds "node\nincarnation" while a host
-// owns the stream, an empty body once its owner handed it over (any host
-// may claim it at once), and nothing for a stream no one needs to run (it
-// ended, or was never claimed).
+// owns the stream; "\n\nincarnation" once its owner offered it to that
+// host (placement: only that host claims it while it lives); an empty body
+// once its owner handed it over (any host may claim it at once); and
+// nothing for a stream no one needs to run (it ended, or was never
+// claimed).
 
 func ownSubject(id string) string { return "rtfshost.own." + hex.EncodeToString([]byte(id)) }
 
@@ -22,12 +24,14 @@ func ownSubject(id string) string { return "rtfshost.own." + hex.EncodeToString(
 type Owner struct {
 	Node        string // "" when no host owns it
 	Incarnation string
-	Alive       bool // the owner's heartbeat lives
+	Alive       bool   // the owner's heartbeat lives
+	OfferedTo   string // the incarnation a stream without owner is offered to
 }
 
 func parseOwner(body []byte) Owner {
-	node, inc, _ := strings.Cut(string(body), "\n")
-	return Owner{Node: node, Incarnation: inc}
+	node, rest, _ := strings.Cut(string(body), "\n")
+	inc, offer, _ := strings.Cut(rest, "\n")
+	return Owner{Node: node, Incarnation: inc, OfferedTo: offer}
 }
 
 // Claim makes this host the owner of stream id, before it writes the
@@ -52,13 +56,13 @@ func (c *Cluster) Claim(ctx context.Context, id string) error {
 			c.setToken(id, last)
 			return nil
 		}
-		if o.Incarnation != "" {
-			live, err := c.isAlive(ctx, o.Incarnation)
+		if holder := o.Incarnation + o.OfferedTo; holder != "" && holder != c.inc {
+			live, err := c.isAlive(ctx, holder)
 			if err != nil {
 				return fmt.Errorf("cluster: claim stream %q: %w", id, err)
 			}
 			if live {
-				return fmt.Errorf("cluster: claim stream %q: %w (%s)", id, ErrOwned, o.Node)
+				return fmt.Errorf("cluster: claim stream %q: %w (%s)", id, ErrOwned, holder)
 			}
 		}
 	}
@@ -126,6 +130,25 @@ func (c *Cluster) Release(ctx context.Context, id string, ended bool) error {
 	return nil
 }
 
+// Offer hands stream id over to the host of incarnation to (placement):
+// only that host claims it while it lives; if it dies first, any host
+// may. Only while this host still owns it (compare-and-set). Cost: one
+// round trip.
+func (c *Cluster) Offer(ctx context.Context, id, to string) error {
+	c.mu.Lock()
+	tok, ok := c.owned[id]
+	delete(c.owned, id)
+	c.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("cluster: offer stream %q: this host does not own it", id)
+	}
+	_, err := c.js.Publish(ctx, ownSubject(id), []byte("\n\n"+to), jetstream.WithExpectLastSequencePerSubject(tok))
+	if err != nil && !isWrongLastSequence(err) {
+		return fmt.Errorf("cluster: offer stream %q to %s: %w", id, to, err)
+	}
+	return nil
+}
+
 // Forget drops stream id from the streams this host owns, without writing:
 // its commit was fenced, another host owns it now.
 func (c *Cluster) Forget(id string) {
@@ -174,9 +197,9 @@ func (c *Cluster) OwnerOf(ctx context.Context, id string) (Owner, error) {
 	return o, nil
 }
 
-// Orphans returns the streams that need a host: handed over, or owned by a
-// host whose heartbeat expired. Cost: two scans of the cluster's
-// ownership and heartbeat subjects.
+// Orphans returns the streams that need a host: handed over, offered to
+// this host, or owned by (or offered to) a host whose heartbeat expired.
+// Cost: two scans of the cluster's ownership and heartbeat subjects.
 func (c *Cluster) Orphans(ctx context.Context) ([]string, error) {
 	live, err := c.alive(ctx)
 	if err != nil {
@@ -187,6 +210,9 @@ func (c *Cluster) Orphans(ctx context.Context) ([]string, error) {
 		o := parseOwner(m.Data)
 		if o.Incarnation != "" && (o.Incarnation == c.inc || live[o.Incarnation]) {
 			return nil
+		}
+		if o.OfferedTo != "" && o.OfferedTo != c.inc && live[o.OfferedTo] {
+			return nil // offered to another live host
 		}
 		raw, err := hex.DecodeString(strings.TrimPrefix(m.Subject, "rtfshost.own."))
 		if err != nil {
@@ -202,8 +228,9 @@ func (c *Cluster) Orphans(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// Load counts the streams each live host owns, by node name (for
-// placement and inspect).
+// Load counts the streams each live host owns (offers included), by
+// incarnation; every live host is in the map. For placement. Cost: two
+// scans of the cluster's ownership and heartbeat subjects.
 func (c *Cluster) Load(ctx context.Context) (map[string]int, error) {
 	live, err := c.alive(ctx)
 	if err != nil {
@@ -214,8 +241,8 @@ func (c *Cluster) Load(ctx context.Context) (map[string]int, error) {
 		load[inc] = 0
 	}
 	err = c.lastPerSubject(ctx, "rtfshost.own.>", func(m *jetstream.RawStreamMsg) error {
-		if o := parseOwner(m.Data); live[o.Incarnation] {
-			load[o.Incarnation]++
+		if o := parseOwner(m.Data); live[o.Incarnation+o.OfferedTo] {
+			load[o.Incarnation+o.OfferedTo]++
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -41,9 +42,53 @@ func keyOwner(key []byte) (string, bool) {
 }
 
 // peers is the provider's view of the cluster (provider.Cluster).
-type peers struct{ cl *cluster.Cluster }
+type peers struct {
+	cl    *cluster.Cluster
+	local func() []string // the streams this host runs (Provider.Live)
 
-func (p peers) Claim(ctx context.Context, id string) error {
+	mu     sync.Mutex
+	load   map[string]int // streams per live incarnation, for Place
+	loadAt time.Time
+}
+
+// loadTTL is how long Place trusts the load it read.
+const loadTTL = 500 * time.Millisecond
+
+// Place offers a stream just started here to the least loaded live host
+// when this host runs more than one stream more than it (cluster.Options
+// Balanced). This host's load is what it runs now; the others' is read at
+// most every loadTTL, plus the streams offered to them since.
+func (p *peers) Place(ctx context.Context, id string) (string, error) {
+	if !p.cl.Balanced() {
+		return "", nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.load == nil || time.Since(p.loadAt) > loadTTL {
+		load, err := p.cl.Load(ctx)
+		if err != nil {
+			return "", err
+		}
+		p.load, p.loadAt = load, time.Now()
+	}
+	me := p.cl.Incarnation()
+	p.load[me] = len(p.local())
+	best, least := "", p.load[me]
+	for inc, n := range p.load {
+		if inc != me && (n < least || n == least && best != "" && inc < best) {
+			best, least = inc, n
+		}
+	}
+	if best == "" || p.load[me]-least <= 1 {
+		return "", nil
+	}
+	p.load[best]++
+	return best, nil
+}
+
+func (p *peers) Offer(ctx context.Context, id, to string) error { return p.cl.Offer(ctx, id, to) }
+
+func (p *peers) Claim(ctx context.Context, id string) error {
 	err := p.cl.Claim(ctx, id)
 	if errors.Is(err, cluster.ErrOwned) {
 		return fmt.Errorf("%w: %w", provider.ErrOwned, err)
@@ -51,13 +96,13 @@ func (p peers) Claim(ctx context.Context, id string) error {
 	return err
 }
 
-func (p peers) Release(ctx context.Context, id string, ended bool) error {
+func (p *peers) Release(ctx context.Context, id string, ended bool) error {
 	return p.cl.Release(ctx, id, ended)
 }
 
-func (p peers) Forget(id string) { p.cl.Forget(id) }
+func (p *peers) Forget(id string) { p.cl.Forget(id) }
 
-func (p peers) Forward(ctx context.Context, req provider.Request) (provider.Answer, error) {
+func (p *peers) Forward(ctx context.Context, req provider.Request) (provider.Answer, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return provider.Answer{}, err
@@ -94,13 +139,14 @@ type clusterLoop struct {
 	cl   *cluster.Cluster
 	wg   sync.WaitGroup
 	stop chan struct{}
+	seen map[string]int // orphans left to other hosts, by rounds (takeOver's goroutine only)
 }
 
 func (h *Host) startCluster(cl *cluster.Cluster) error {
 	if err := cl.Serve(h.answer); err != nil {
 		return err
 	}
-	l := &clusterLoop{h: h, cl: cl, stop: make(chan struct{})}
+	l := &clusterLoop{h: h, cl: cl, stop: make(chan struct{}), seen: map[string]int{}}
 	h.clusterLoop = l
 	l.wg.Add(1)
 	go l.run()
@@ -121,7 +167,11 @@ func (l *clusterLoop) run() {
 	}
 }
 
-// takeOver claims and runs what no live host runs.
+// takeOver claims and runs what no live host runs: up to this host's fair
+// share (the streams of the live hosts and the orphans, divided by the
+// live hosts), in random order, so that the hosts left spread the streams
+// of one that died; an orphan left to the others for maxLeft rounds is
+// taken anyway.
 func (l *clusterLoop) takeOver() {
 	ctx, cancel := context.WithTimeout(l.h.ctx, l.cl.LeaseTTL())
 	defer cancel()
@@ -130,10 +180,32 @@ func (l *clusterLoop) takeOver() {
 		l.h.log.Warn("cluster: looking for streams without a host", "err", err)
 		return
 	}
+	if len(orphans) == 0 {
+		clear(l.seen)
+		return
+	}
+	load, err := l.cl.Load(ctx)
+	if err != nil {
+		l.h.log.Warn("cluster: reading the hosts' load", "err", err)
+		return
+	}
+	total := len(orphans)
+	for _, n := range load {
+		total += n
+	}
+	hosts := max(len(load), 1)
+	room := (total+hosts-1)/hosts - load[l.cl.Incarnation()]
+	rand.Shuffle(len(orphans), func(i, j int) { orphans[i], orphans[j] = orphans[j], orphans[i] })
+	left := map[string]int{}
 	for _, id := range orphans {
 		if ctx.Err() != nil {
 			return
 		}
+		if room <= 0 && l.seen[id] < maxLeft {
+			left[id] = l.seen[id] + 1
+			continue
+		}
+		room--
 		if run, ok := strings.CutPrefix(id, runOwner("")); ok {
 			if err := l.h.resumeOrphan(ctx, run); err != nil && !errors.Is(err, cluster.ErrOwned) {
 				l.h.log.Warn("cluster: parked program not taken over", "run", run, "err", err)
@@ -154,7 +226,12 @@ func (l *clusterLoop) takeOver() {
 			l.h.log.Warn("cluster: stream not taken over", "stream", id, "err", err)
 		}
 	}
+	l.seen = left
 }
+
+// maxLeft is how many rounds a host leaves an orphan to hosts with more
+// room before it takes it itself.
+const maxLeft = 3
 
 // resumeOrphan claims the parked program run and resumes it here.
 func (h *Host) resumeOrphan(ctx context.Context, run string) error {

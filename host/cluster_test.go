@@ -55,11 +55,17 @@ func clusterHost(t *testing.T, ns *server.Server, node, src string) *host.Host {
 // transports and a mock one (a source that cannot replay), reading the
 // reference server at src, with a lease TTL of 1 s.
 func openClusterHost(natsURL, node, src string) (*host.Host, *mock.Transport, error) {
+	return openClusterHostBalanced(natsURL, node, src, false)
+}
+
+// openClusterHostBalanced is openClusterHost; balanced spreads new streams
+// by load.
+func openClusterHostBalanced(natsURL, node, src string, balanced bool) (*host.Host, *mock.Transport, error) {
 	mk := &mock.Transport{}
 	h, err := host.Open(host.OpenOptions{
 		Options: host.Options{Streams: provider.Options{ServerURL: src, LookupEnv: env(nil),
 			Transports: transport.NewCatalog(append(host.DefaultTransports().Kinds(), mock.Kind(mk))...)}},
-		Cluster: &cluster.Options{URLs: []string{natsURL}, Node: node, LeaseTTL: time.Second},
+		Cluster: &cluster.Options{URLs: []string{natsURL}, Node: node, LeaseTTL: time.Second, Balanced: balanced},
 	})
 	return h, mk, err
 }
@@ -373,9 +379,39 @@ func TestCluster1000Streams(t *testing.T) {
 			awaitSums(t, []*host.Host{a, b}[i%2], id, limit)
 		}
 	}
-	var ran [2]int
-	for i, h := range []*host.Host{a, b} {
-		ran[i] = len(h.Provider().StreamIDs())
+}
+
+// TestClusterBalancedPlacement: with balanced placement, streams all
+// started on one host are offered to the less loaded hosts, which take
+// them over from their cursor: each host ends up running about a third,
+// and every stream completes with every chunk counted once.
+func TestClusterBalancedPlacement(t *testing.T) {
+	ns := natsServer(t)
+	url := startSource(t)
+	var hosts []*host.Host
+	for _, node := range []string{"a", "b", "c"} {
+		h, _, err := openClusterHostBalanced(ns.ClientURL(), node, url, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		hosts = append(hosts, h)
 	}
-	t.Logf("streams loaded at the end: a %d, b %d", ran[0], ran[1])
+	const n, limit = 30, 150
+	for i := range n {
+		if _, err := hosts[0].Run(context.Background(), sumsOf(t, fmt.Sprintf("p%02d", i), ":sse", limit, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "the streams to spread", func() bool {
+		for _, h := range hosts {
+			if k := len(h.Provider().StreamIDs()); k < n/3-1 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range n {
+		awaitSums(t, hosts[0], fmt.Sprintf("p%02d", i), limit)
+	}
 }

@@ -100,12 +100,14 @@ func openCluster(opts OpenOptions) (*Host, error) {
 	}
 	st := cl.Store()
 	opts.Store = st
-	opts.Streams.Cluster = peers{cl}
+	pe := &peers{cl: cl}
+	opts.Streams.Cluster = pe
 	h, err := New(opts.Options)
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
+	pe.local = h.prov.Live
 	h.cl, h.closeStore = cl, st.Close
 	if err := h.startCluster(cl); err != nil {
 		h.Close()

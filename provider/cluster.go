@@ -38,6 +38,12 @@ type Cluster interface {
 	// answer (that host's Provider.Answer). It fails with an error
 	// wrapping ErrNotRunning when no live host runs the stream.
 	Forward(ctx context.Context, req Request) (Answer, error)
+	// Place says where stream id, just started here, should run: "" for
+	// this host, else the host to offer it to (placement by load).
+	Place(ctx context.Context, id string) (string, error)
+	// Offer hands stream id over to host to, after the provider stopped
+	// it with its progress committed.
+	Offer(ctx context.Context, id, to string) error
 }
 
 // ErrOwned is wrapped by Cluster.Claim's error when another live host owns
@@ -191,6 +197,46 @@ func (s *stream) release() {
 	}
 }
 
+// place runs after a fresh stream started without a local follower
+// (StartRequest.Local): when the cluster says another host should run it,
+// the stream stops here with its progress committed and is offered to that
+// host, which takes it over from its cursor.
+func (p *Provider) place(s *stream) {
+	defer p.wg.Done()
+	ctx, cancel := context.WithTimeout(p.ctx, forwardTimeout)
+	defer cancel()
+	to, err := p.opts.Cluster.Place(ctx, s.id)
+	if err != nil {
+		p.log.Warn("cluster: placement failed; the stream stays here", "stream", s.id, "err", err)
+	}
+	if err != nil || to == "" {
+		return
+	}
+	s.handingOver.Store(true)
+	s.cancel()
+	select {
+	case <-s.done:
+	case <-p.ctx.Done():
+		return
+	}
+	if s.status().State.Terminal() {
+		s.handingOver.Store(false) // it ended before it stopped: nothing to hand over
+		return
+	}
+	err = p.ps.com.Flush(ctx)
+	if err == nil {
+		err = p.opts.Cluster.Offer(ctx, s.id, to)
+	}
+	p.forget(s)
+	if err != nil {
+		// Not handed over: it runs here again, from its committed cursor.
+		p.log.Warn("cluster: a stream not handed over; it goes on here", "stream", s.id, "to", to, "err", err)
+		if err := p.RecoverStream(ctx, s.id); err != nil {
+			p.log.Error("cluster: a stream neither handed over nor resumed", "stream", s.id, "err", err)
+		}
+	}
+}
+
 // forget removes a stream that moved to another host from this provider,
 // once its goroutines have exited.
 func (p *Provider) forget(s *stream) {
@@ -239,7 +285,7 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, er
 func (p *Provider) awaitRemote(ctx context.Context, id string) (rtfs.Value, error) {
 	const pollEvery = 200 * time.Millisecond
 	for {
-		if p.has(id) {
+		if _, err := p.lookup(id); err == nil {
 			return p.Await(ctx, id)
 		}
 		a, s, err := p.remote(ctx, Request{Verb: "status", StreamID: id})

@@ -142,7 +142,7 @@ func (p *Provider) Await(ctx context.Context, id string) (rtfs.Value, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if s.moved.Load() {
+	if s.moved.Load() || s.handingOver.Load() {
 		return p.awaitRemote(ctx, id)
 	}
 	st := s.status()

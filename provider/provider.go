@@ -221,12 +221,13 @@ func (p *Provider) Close() error {
 	return err
 }
 
-// lookup returns the stream with the given id.
+// lookup returns the stream with the given id, unless it is leaving for
+// another host of the cluster (cluster.go).
 func (p *Provider) lookup(id string) (*stream, error) {
 	p.mu.Lock()
 	s, ok := p.streams[id]
 	p.mu.Unlock()
-	if !ok {
+	if !ok || s.moved.Load() || s.handingOver.Load() {
 		return nil, fmt.Errorf("no stream with id %q", id)
 	}
 	return s, nil

@@ -54,6 +54,12 @@ type StartRequest struct {
 	// the idle timeout.
 	IdleTimeout time.Duration
 
+	// Local keeps the stream on this host even when the cluster places
+	// streams by load (Options.Cluster): the caller follows its outputs
+	// here (an MCP call reporting progress). Without a cluster it changes
+	// nothing.
+	Local bool
+
 	// Context carries the starting caller's trace context to the
 	// Observer (the stream's span is its child); nil means none. It does
 	// not bound the stream.
@@ -112,7 +118,22 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 		return "", err
 	}
 	p.launch(s)
+	if claimed && !req.Local && p.startPlacing() {
+		go p.place(s)
+	}
 	return s.id, nil
+}
+
+// startPlacing counts a placement goroutine in p.wg, unless the provider
+// is closed.
+func (p *Provider) startPlacing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	return true
 }
 
 func (p *Provider) newStream(req StartRequest) (*stream, error) {

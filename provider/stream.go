@@ -91,6 +91,9 @@ type stream struct {
 	// moved: another host took the stream over (a commit was fenced); it
 	// stops here without writing and leaves the provider (cluster.go).
 	moved atomic.Bool
+	// handingOver: placement stops the stream here to offer it to another
+	// host (cluster.go); its end is not published.
+	handingOver atomic.Bool
 
 	// obs observes the stream (nopObserver when nothing does); it is set by
 	// launch under mu before the stream's goroutines start, and observed

@@ -36,6 +36,7 @@ type serveOptions struct {
 	node             string
 	leaseTTL         time.Duration
 	replicas         int
+	placement        string
 }
 
 // The environment variables of serve's egress policy (comma-separated
@@ -88,6 +89,7 @@ as "Authorization: Bearer <token>".`,
 	f.StringSliceVar(&o.cluster, "cluster", nil, "join a cluster of hosts on NATS JetStream at these URLs, e.g. nats://127.0.0.1:4222 (comma-separated); records live there instead of --data (docs/cluster.md)")
 	f.StringVar(&o.node, "node", "", "this host's name in the cluster (default: the machine's host name)")
 	f.DurationVar(&o.leaseTTL, "lease-ttl", 5*time.Second, "with --cluster: how long a silent host keeps its streams before another takes them (at least 1s)")
+	f.StringVar(&o.placement, "placement", "local", "with --cluster: where a new stream runs: local (the host that started it) or balanced (spread by load)")
 	f.IntVar(&o.replicas, "cluster-replicas", 1, "with --cluster: replicas of the JetStream stream when this host creates it (3 on a NATS cluster)")
 	addObsFlags(cmd, &o.obs, false)
 	a.addRuntimeFlags(cmd, true)
@@ -139,9 +141,17 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 				return withCode(exitProgramError, fmt.Errorf("--node: no node name given and the host name is unknown: %w", err))
 			}
 		}
-		clusterOpts = &cluster.Options{URLs: o.cluster, Node: node, LeaseTTL: o.leaseTTL, Replicas: o.replicas, Logger: logger}
-	} else if cmd.Flags().Changed("node") || cmd.Flags().Changed("lease-ttl") {
-		return withCode(exitProgramError, errors.New("--node and --lease-ttl need --cluster"))
+		if o.placement != "local" && o.placement != "balanced" {
+			return withCode(exitProgramError, fmt.Errorf("--placement %q: give local or balanced", o.placement))
+		}
+		clusterOpts = &cluster.Options{URLs: o.cluster, Node: node, LeaseTTL: o.leaseTTL, Replicas: o.replicas,
+			Balanced: o.placement == "balanced", Logger: logger}
+	} else {
+		for _, f := range []string{"node", "lease-ttl", "placement", "cluster-replicas"} {
+			if cmd.Flags().Changed(f) {
+				return withCode(exitProgramError, fmt.Errorf("--%s needs --cluster", f))
+			}
+		}
 	}
 	h, err := a.openHostIn(clusterOpts, host.Options{
 		Streams: provider.Options{

@@ -90,6 +90,7 @@ func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest,
 		StreamID:      a.str("stream-id"),
 		QueueCapacity: int(a.int("queue-capacity")),
 		Context:       ctx,
+		Local:         !a.bool("detach", false), // this call follows its outputs here
 	}
 	if raw, ok := a["idle-timeout-ms"]; ok && capabilities.JSONKind(raw) == "number" {
 		req.IdleTimeout = -1 // 0: no idle timeout
