@@ -342,11 +342,14 @@ func startServeChild(t *testing.T, token string, args ...string) (string, func()
 	return base, stop
 }
 
-// startServeChildData is startServeChild on the data directory dir; it
-// also returns a function that kills the server with SIGKILL and reaps it.
+// startServeChildData is startServeChild on the data directory dir (none
+// when dir is ""); it also returns a function that kills the server with
+// SIGKILL and reaps it.
 func startServeChildData(t *testing.T, token, dir string, args ...string) (string, func(), func()) {
 	t.Helper()
-	args = append(args, "--data", dir)
+	if dir != "" {
+		args = append(args, "--data", dir)
+	}
 	argsJSON, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSubprocess$")
 	cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argsJSON), tokenEnv+"="+token)

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"go.uber.org/goleak"
+
+	"github.com/rtfshost/rtfshost/host/mcpserver"
+	"github.com/rtfshost/rtfshost/internal/localserver"
+)
+
+// TestServeCluster: two "rtfshost serve --cluster" processes share an
+// embedded NATS. A stream started through one answers status, pause,
+// resume and inspect through the other (forwarded to its owner); when its
+// owner leaves with SIGTERM, the other takes it over and finishes it.
+func TestServeCluster(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	src := localserver.New(localserver.Options{})
+	if err := src.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	serve := func(node string) (string, func()) {
+		base, stop, _ := startServeChildData(t, "", "", "serve", "--listen", "127.0.0.1:0", "--server-url", src.URL()+"/sse",
+			"--cluster", ns.ClientURL(), "--node", node, "--lease-ttl", "1s")
+		return base, stop
+	}
+	a, stopA := serve("a")
+	b, stopB := serve("b")
+	defer stopB()
+	ctx := context.Background()
+	program := `(defn step [state chunk meta] {:state (+ state (:n (:chunk chunk))) :output (:n (:chunk chunk))})`
+	text, err := callServer(ctx, a, mcpserver.ToolStart, map[string]any{
+		"program": program, "processor": "step", "endpoint": "counter.v1", "transport": "sse", "stream-id": "shared",
+		"config": map[string]any{"limit": 400, "interval_ms": 5}, "initial-state": 0, "detach": true,
+	})
+	if err != nil || !strings.Contains(text, `"shared"`) {
+		stopA()
+		t.Fatalf("start on a: %s %v", text, err)
+	}
+	state := func(server string) string {
+		t.Helper()
+		text, err := callServer(ctx, server, mcpserver.ToolStatus, map[string]any{"stream-id": "shared"})
+		if err != nil {
+			t.Fatalf("status on %s: %v", server, err)
+		}
+		var st struct{ State string }
+		_ = json.Unmarshal([]byte(text), &st)
+		return st.State
+	}
+	if got := state(b); got != "active" {
+		t.Fatalf("status on b: %q", got)
+	}
+	if _, err := callServer(ctx, b, mcpserver.ToolPause, map[string]any{"stream-id": "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(a); got != "paused" {
+		t.Fatalf("a's stream is %q after b paused it", got)
+	}
+	if _, err := callServer(ctx, b, mcpserver.ToolResume, map[string]any{"stream-id": "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	stopA() // SIGTERM: a hands its stream over
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		text, err := callServer(ctx, b, mcpserver.ToolInspect, map[string]any{"stream-id": "shared", "include-queue": false})
+		if err == nil && strings.Contains(text, `"completed"`) {
+			if want := `"current-state":80200`; !strings.Contains(text, want) {
+				t.Fatalf("inspect on b after the end lacks %s:\n%s", want, text)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream did not complete on b: %s %v", text, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestServeClusterUnreachable: serve --cluster with no NATS at the URL
+// fails at once with an error that names the URL.
+func TestServeClusterUnreachable(t *testing.T) {
+	var out, errOut lockedWriter
+	code := newApp(strings.NewReader(""), &out, &errOut).execute(context.Background(),
+		[]string{"serve", "--listen", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node", "x"})
+	if code != exitStreamFailed || !strings.Contains(errOut.String(), "nats://127.0.0.1:1") || !strings.Contains(errOut.String(), "unreachable") {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+}
