@@ -23,6 +23,7 @@ type recordingStore struct {
 	*persistence.MemStore
 	gate   chan struct{}
 	maxOps int
+	fenced string // a commit with this key fails with ErrFenced
 
 	mu      sync.Mutex
 	commits [][]string
@@ -41,6 +42,9 @@ func (r *recordingStore) Commit(ctx context.Context, b *persistence.Batch) error
 	}
 	var ops []string
 	for _, op := range b.Ops() {
+		if r.fenced != "" && string(op.Key) == r.fenced {
+			return fmt.Errorf("recording store: %s: %w", op.Key, persistence.ErrFenced)
+		}
 		if op.Delete {
 			ops = append(ops, "-"+string(op.Key))
 		} else {
@@ -225,6 +229,28 @@ func TestCommitterTooLargeFallsBackToSingleBatches(t *testing.T) {
 		t.Fatalf("callbacks = %v, want nil, ErrBatchTooLarge, nil", errs)
 	}
 	if got, want := store.recorded(), []string{"a=1 b=1 c=1", "d=1"}; !slices.Equal(got, want) {
+		t.Fatalf("store commits = %q, want %q", got, want)
+	}
+}
+
+// TestCommitterFencedFallsBackToSingleBatches: a store shared by hosts
+// refuses a group commit that writes a record this host no longer owns;
+// the group is retried batch by batch and only the fenced batch fails.
+func TestCommitterFencedFallsBackToSingleBatches(t *testing.T) {
+	store := newRecordingStore()
+	store.fenced = "theirs"
+	c := persistence.NewCommitter(store, held)
+	defer c.Close()
+	var out outcomes
+	submit(t, c, batchOf("a", "1"), out.cb())
+	submit(t, c, batchOf("theirs", "x", "b", "1"), out.cb())
+	submit(t, c, batchOf("c", "1"), out.cb())
+	flush(t, c)
+	errs := out.get()
+	if len(errs) != 3 || errs[0] != nil || !errors.Is(errs[1], persistence.ErrFenced) || errs[2] != nil {
+		t.Fatalf("callbacks = %v, want nil, ErrFenced, nil", errs)
+	}
+	if got, want := store.recorded(), []string{"a=1", "c=1"}; !slices.Equal(got, want) {
 		t.Fatalf("store commits = %q, want %q", got, want)
 	}
 }
