@@ -145,18 +145,33 @@ func (s *Store) Commit(ctx context.Context, b *persistence.Batch) error {
 	if s.closed.Load() {
 		return fmt.Errorf("cluster: commit: %w", persistence.ErrClosed)
 	}
+	w, err := s.prepare(b)
+	if err != nil || len(w.msgs) == 0 {
+		return err
+	}
+	return s.retry(ctx, "commit", func(ctx context.Context) error {
+		return s.fenced(ctx, w, w.publish(ctx, s.c.js))
+	})
+}
+
+// A write is a batch made into messages: one per key, each fenced by the
+// ownership of the stream the key belongs to.
+type write struct {
+	msgs   []*nats.Msg
+	fences map[string]uint64 // stream id → token
+}
+
+// prepare makes b into a write, or fails with ErrFenced when b writes a
+// stream this host does not own.
+func (s *Store) prepare(b *persistence.Batch) (write, error) {
 	ops := lastPerKey(b.Ops())
-	if len(ops) == 0 {
-		return nil
-	}
 	if len(ops) > maxBatch {
-		return fmt.Errorf("cluster: commit of %d operations: %w (at most %d)", len(ops), persistence.ErrBatchTooLarge, maxBatch)
+		return write{}, fmt.Errorf("cluster: commit of %d operations: %w (at most %d)", len(ops), persistence.ErrBatchTooLarge, maxBatch)
 	}
-	fences := map[string]uint64{}
-	msgs := make([]*nats.Msg, len(ops))
+	w := write{msgs: make([]*nats.Msg, len(ops))}
 	for i, op := range ops {
 		if len(op.Key) == 0 {
-			return fmt.Errorf("cluster: commit: operation %d has an empty key", i)
+			return write{}, fmt.Errorf("cluster: commit: operation %d has an empty key", i)
 		}
 		m := nats.NewMsg(keySubject(op.Key))
 		if op.Delete {
@@ -169,27 +184,47 @@ func (s *Store) Commit(ctx context.Context, b *persistence.Batch) error {
 			if id, ok := owner(op.Key); ok {
 				tok, mine := s.c.token(id)
 				if !mine {
-					return fmt.Errorf("cluster: commit to stream %q: this host does not own it: %w", id, persistence.ErrFenced)
+					return write{}, fmt.Errorf("cluster: commit to stream %q: this host does not own it: %w", id, persistence.ErrFenced)
 				}
-				fences[id] = tok
+				if w.fences == nil {
+					w.fences = map[string]uint64{}
+				}
+				w.fences[id] = tok
 				m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(tok, 10))
 				m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, ownSubject(id))
 			}
 		}
-		msgs[i] = m
+		w.msgs[i] = m
 	}
-	return s.retry(ctx, "commit", func(ctx context.Context) error {
-		_, err := jetstreamext.PublishMsgBatch(ctx, s.c.js, msgs)
-		if err != nil && isWrongLastSequence(err) {
-			// Confirm: the check also fails while another batch on the
-			// same ownership subject is in process on a clustered stream.
-			if id, ok := s.c.fencedAmong(ctx, fences); ok {
-				s.c.Forget(id)
-				return backoff.Permanent(fmt.Errorf("cluster: commit to stream %q: another host owns it now: %w", id, persistence.ErrFenced))
-			}
-		}
+	return w, nil
+}
+
+// publish stores w and waits for the acknowledgement: one message by a
+// plain publish (atomic by itself, without the staging of a batch on the
+// server), more as an atomic batch.
+func (w write) publish(ctx context.Context, js jetstream.JetStream) error {
+	if len(w.msgs) == 1 {
+		_, err := js.PublishMsg(ctx, w.msgs[0], jetstream.WithRetryAttempts(0))
 		return err
-	})
+	}
+	_, err := jetstreamext.PublishMsgBatch(ctx, js, w.msgs, jetstreamext.BatchFlowControl{AckFirst: false})
+	return err
+}
+
+// fenced turns err, a failed expected-sequence check of w, into a
+// permanent ErrFenced once the ownership record confirms that another
+// host took one of w's streams over (the check also fails while another
+// batch on the same ownership subject is in process on a clustered
+// stream: that is retried). Other errors are returned as they are.
+func (s *Store) fenced(ctx context.Context, w write, err error) error {
+	if err == nil || !isWrongLastSequence(err) {
+		return err
+	}
+	if id, ok := s.c.fencedAmong(ctx, w.fences); ok {
+		s.c.Forget(id)
+		return backoff.Permanent(fmt.Errorf("cluster: commit to stream %q: another host owns it now: %w", id, persistence.ErrFenced))
+	}
+	return err
 }
 
 // lastPerKey returns ops with only the last operation on each key, in the

@@ -167,9 +167,13 @@ func TestCommitterNeverSplitsBatch(t *testing.T) {
 	submit(t, c, batchOf("y", "1"), nil)
 	submit(t, c, batchOf("x", "2"), nil)
 	flush(t, c)
+	// The flusher may take the pending set while x=2 is still being
+	// submitted (the five-operation batch wakes it): x=1 then goes in a
+	// commit of its own, never skipped.
 	want := []string{"s=1 c=1", "s=2 c=2", "k1=v k2=v k3=v k4=v k5=v", "x=2 y=1"}
-	if got := store.recorded(); !slices.Equal(got, want) {
-		t.Fatalf("store commits = %q\nwant %q", got, want)
+	taken := []string{"s=1 c=1", "s=2 c=2", "k1=v k2=v k3=v k4=v k5=v", "x=1 y=1", "x=2"}
+	if got := store.recorded(); !slices.Equal(got, want) && !slices.Equal(got, taken) {
+		t.Fatalf("store commits = %q\nwant %q\n  or %q", got, want, taken)
 	}
 }
 

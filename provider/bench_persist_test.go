@@ -14,8 +14,10 @@ import (
 )
 
 // BenchmarkPipelinePersist runs the anchor processor's pipeline on the mock
-// transport over 1 and 100 streams, without a store and with Badger (in
-// b.TempDir), with and without SyncWrites. "cursor" commits the state and the
+// transport over 1 and 100 streams, without a store, with Badger (in
+// b.TempDir), with and without SyncWrites, and with the JetStream store of
+// a cluster (package cluster, an embedded nats-server syncing every write,
+// as rtfshost natsd runs it). "cursor" commits the state and the
 // cursor of every chunk (the mock posing as a source that replays, as SSE
 // and MCP are); "journal" also journals every chunk durably before Deliver
 // returns (the mock as it is: a source that cannot replay). It reports
@@ -23,7 +25,7 @@ import (
 func BenchmarkPipelinePersist(b *testing.B) {
 	g := compileGlobals(b, anchorProcessor)
 	for _, streams := range []int{1, 100} {
-		for _, store := range []string{"none", "badger", "badger-sync"} {
+		for _, store := range []string{"none", "badger", "badger-sync", "jetstream"} {
 			for _, mode := range []string{"cursor", "journal"} {
 				if store == "none" && mode == "journal" {
 					continue
@@ -42,13 +44,19 @@ func runPersistPipeline(b *testing.B, g *rtfs.Globals, streams int, store, mode 
 		st = tr
 	}
 	opts := Options{LookupEnv: noEnv, Transports: catalogOf(map[string]transport.StreamTransport{"mock": st}), QueueCapacity: 256}
-	if store != "none" {
+	switch store {
+	case "badger", "badger-sync":
 		bs, err := persistence.OpenBadger(b.TempDir(), persistence.Options{SyncWrites: store == "badger-sync", GCInterval: -1, MinFreeBytes: -1})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer bs.Close()
 		opts.Store = bs
+	case "jetstream":
+		cl, js := benchCluster(b)
+		defer cl.Close()
+		defer js.Close()
+		opts.Store, opts.Cluster = js, clusterOf{cl}
 	}
 	p := New(opts)
 	defer p.Close()

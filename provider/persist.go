@@ -21,6 +21,10 @@ import (
 type persister struct {
 	store persistence.Store
 	com   *persistence.Committer
+	// maxDeletes bounds the journal deletes one batch carries, so that a
+	// batch always fits in one store transaction: maxSnapshotDeletes, or
+	// less for a store whose commits hold less (persistence.Limited).
+	maxDeletes int
 
 	mu       sync.Mutex
 	programs map[string]*rtfs.Program // by hash: saved (or loaded) by this provider
@@ -31,10 +35,16 @@ func newPersister(store persistence.Store, obs Observer) *persister {
 	if obs != nil {
 		copts.OnCommit = obs.StoreCommitted
 	}
+	maxDeletes := maxSnapshotDeletes
+	if l, ok := store.(persistence.Limited); ok {
+		ops, _ := l.BatchLimits()
+		maxDeletes = max(1, min(maxDeletes, ops-8)) // room for the progress record and the start batch
+	}
 	return &persister{
-		store:    store,
-		com:      persistence.NewCommitter(store, copts),
-		programs: make(map[string]*rtfs.Program),
+		store:      store,
+		com:        persistence.NewCommitter(store, copts),
+		maxDeletes: maxDeletes,
+		programs:   make(map[string]*rtfs.Program),
 	}
 }
 
@@ -149,7 +159,7 @@ type streamStore struct {
 
 	dirty       atomic.Bool // a change is not in a submitted snapshot yet (cleared under mu)
 	inflight    atomic.Bool // a snapshot is submitted and not committed yet
-	manyDeletes atomic.Bool // deletes has reached maxSnapshotDeletes
+	manyDeletes atomic.Bool // deletes has reached the persister's maxDeletes
 
 	// Guarded by the stream's mu.
 	lowWater int64   // every journaled seq below it is processed
@@ -222,7 +232,7 @@ func (st *streamStore) awaitJournal(ctx context.Context) error {
 
 func (st *streamStore) processedLocked(seq int64) {
 	st.deletes = append(st.deletes, seq)
-	if len(st.deletes) >= maxSnapshotDeletes {
+	if len(st.deletes) >= st.ps.maxDeletes {
 		st.manyDeletes.Store(true)
 	}
 	if seq != st.lowWater {
@@ -251,10 +261,10 @@ func (st *streamStore) changed() {
 	}
 }
 
-// maxSnapshotDeletes bounds the journal deletes one progress batch carries,
-// so that a batch always fits in one store transaction; the rest go with
-// the next snapshot (a journal entry may be deleted later than the
-// snapshot of its effect, never earlier).
+// maxSnapshotDeletes bounds the journal deletes one progress batch carries
+// (persister.maxDeletes may lower it), so that a batch always fits in one
+// store transaction; the rest go with the next snapshot (a journal entry
+// may be deleted later than the snapshot of its effect, never earlier).
 const maxSnapshotDeletes = 1024
 
 func (st *streamStore) pendingLocked() bool {
@@ -305,11 +315,22 @@ func (st *streamStore) saveFinal() {
 	sn := st.snapshotLocked()
 	s.mu.Unlock()
 	b, err := st.progressBatch(&sn)
+	var rest [][]byte
 	if err == nil && st.journal {
-		err = st.deleteJournal(b)
+		rest, err = st.journalKeys()
 	}
-	if err == nil {
-		err = st.ps.com.Commit(context.Background(), b)
+	// The final record goes with as many journal deletes as one batch
+	// holds; the rest are deleted after it, a batch at a time (the entries
+	// of an ended stream are never read again).
+	for err == nil {
+		for len(rest) > 0 && b.Len() <= st.ps.maxDeletes {
+			b.Delete(rest[0])
+			rest = rest[1:]
+		}
+		if err = st.ps.com.Commit(context.Background(), b); err != nil || len(rest) == 0 {
+			break
+		}
+		b.Reset()
 	}
 	if err != nil {
 		st.fail(err)
@@ -332,17 +353,19 @@ func (st *streamStore) progressBatch(sn *snapshot) (*persistence.Batch, error) {
 	return b, nil
 }
 
-// deleteJournal adds the deletion of every journal entry of the stream to
-// b, once the entries submitted before are committed.
-func (st *streamStore) deleteJournal(b *persistence.Batch) error {
+// journalKeys returns the keys of every journal entry of the stream, once
+// the entries submitted before are committed.
+func (st *streamStore) journalKeys() ([][]byte, error) {
 	ctx := context.Background()
 	if err := st.ps.com.Flush(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	return st.ps.store.Scan(ctx, journalPrefix(st.s.id), func(key, _ []byte) error {
-		b.Delete(append([]byte(nil), key...))
+	var keys [][]byte
+	err := st.ps.store.Scan(ctx, journalPrefix(st.s.id), func(key, _ []byte) error {
+		keys = append(keys, append([]byte(nil), key...))
 		return nil
 	})
+	return keys, err
 }
 
 // processed reports whether journaled seq is processed according to a
@@ -377,12 +400,12 @@ func (st *streamStore) snapshotLocked() snapshot {
 		state: s.state, lastOut: s.lastOut, result: s.result, deletes: st.deletes,
 	}
 	st.deletes = nil
-	if len(sn.deletes) > maxSnapshotDeletes {
-		st.deletes = append(st.deletes, sn.deletes[maxSnapshotDeletes:]...)
-		sn.deletes = sn.deletes[:maxSnapshotDeletes]
+	if limit := st.ps.maxDeletes; len(sn.deletes) > limit {
+		st.deletes = append(st.deletes, sn.deletes[limit:]...)
+		sn.deletes = sn.deletes[:limit]
 		st.dirty.Store(true)
 	}
-	st.manyDeletes.Store(len(st.deletes) >= maxSnapshotDeletes)
+	st.manyDeletes.Store(len(st.deletes) >= st.ps.maxDeletes)
 	if s.stats.hasLatency {
 		sn.rec.latencyNs = int64(s.stats.latency)
 	}
