@@ -415,3 +415,43 @@ func TestClusterBalancedPlacement(t *testing.T) {
 		awaitSums(t, hosts[0], fmt.Sprintf("p%02d", i), limit)
 	}
 }
+
+// BenchmarkFailover measures the failover time with a lease TTL of 1 s:
+// from the SIGKILL of a stream's owner (a child process) to the first
+// chunk the other host processes. Run it with -benchtime=5x; it reports
+// ms/failover (ns/op is the whole cycle, start to takeover).
+func BenchmarkFailover(b *testing.B) {
+	ns := natsServer(b)
+	url := startSource(b)
+	h, _, err := openClusterHost(ns.ClientURL(), "b", url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		id := fmt.Sprintf("f%d", i)
+		a := startClusterChild(b, childSpec{NATS: ns.ClientURL(), Node: fmt.Sprintf("a%d", i), Src: url, Transport: ":sse",
+			IDs: []string{id}, Limit: 100000, Interval: 2})
+		waitUntilTB(b, "the child to process 20 chunks", func() bool { return processed(b, h, id) >= 20 })
+		a.kill()
+		killed := time.Now()
+		total += takenOver(b, h, id).Sub(killed)
+		if _, err := h.Provider().Cancel(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/failover")
+}
+
+// waitUntilTB is waitUntil for benchmarks too.
+func waitUntilTB(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
