@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -454,4 +455,42 @@ func waitUntilTB(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestClusterParkedProgramMoves: a program parked on :mcp.stream.await on
+// a host that leaves is taken over with its stream by another host, which
+// resumes it when the stream ends; its outcome is stored once.
+func TestClusterParkedProgramMoves(t *testing.T) {
+	ns := natsServer(t)
+	url := startSource(t)
+	a := clusterHost(t, ns, "a", url)
+	b := clusterHost(t, ns, "b", url)
+	defer b.Close()
+	const limit = 300
+	src := fmt.Sprintf(sumProgram, "pk", ":sse", limit, 5) + `
+(let [st (call :mcp.stream.await {:stream-id "pk"})] {:awaited true})`
+	prog, err := rtfs.Compile("parked.rtfs", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { _, err := a.Run(context.Background(), prog); runErr <- err }()
+	waitUntil(t, "a to process 30 chunks", func() bool { return processed(t, a, "pk") >= 30 })
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-runErr; !errors.Is(err, host.ErrParkInterrupted) {
+		t.Fatalf("Run on a after Close = %v, want ErrParkInterrupted", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitUntil(t, "b to take the parked program over", func() bool {
+		res, err := b.ResumedPrograms(ctx)
+		return err == nil && len(res) == 1
+	})
+	res, _ := b.ResumedPrograms(ctx)
+	if r := res[0]; r.Err != "" || r.Value != "{:awaited true}" || r.StreamID != "pk" {
+		t.Fatalf("resumed program = %+v", r)
+	}
+	awaitSums(t, b, "pk", limit)
 }
