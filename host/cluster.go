@@ -114,21 +114,76 @@ func (p *peers) Forward(ctx context.Context, req provider.Request) (provider.Ans
 	if err != nil {
 		return provider.Answer{}, err
 	}
-	a, err := provider.DecodeAnswer(reply)
-	if err != nil && strings.Contains(err.Error(), provider.ErrNotRunning.Error()) {
-		// The owner stopped running it between our look and its answer.
-		return provider.Answer{}, fmt.Errorf("%w: %w", provider.ErrNotRunning, err)
+	return decodeAnswer(reply)
+}
+
+// wireAnswer is the encoded form of an Answer: values in rtfs's binary
+// encoding.
+type wireAnswer struct {
+	ID      string         `json:"id"`
+	State   provider.State `json:"state"`
+	Message string         `json:"message,omitempty"`
+	Reason  string         `json:"reason,omitempty"`
+	Result  []byte         `json:"result,omitempty"`
+	Inspect []byte         `json:"inspect,omitempty"`
+	Err     string         `json:"err,omitempty"`
+	// NotRunning: the host asked does not run the stream (it stopped
+	// between the asker's look at the owner and the answer).
+	NotRunning bool `json:"not-running,omitempty"`
+}
+
+// encodeAnswer encodes a's answer, or err, for the wire. Values that cannot
+// be encoded (closures) become an error answer.
+func encodeAnswer(a provider.Answer, err error) []byte {
+	w := wireAnswer{ID: a.Status.StreamID, State: a.Status.State, Message: a.Status.Message, Reason: a.Status.EndReason}
+	if err == nil && a.Status.Result != nil {
+		w.Result, err = rtfs.MarshalValue(a.Status.Result)
 	}
-	return a, err
+	if err == nil && a.Inspect != nil {
+		w.Inspect, err = rtfs.MarshalValue(a.Inspect)
+	}
+	if err != nil {
+		w = wireAnswer{Err: err.Error(), NotRunning: errors.Is(err, provider.ErrNotRunning)}
+	}
+	out, _ := json.Marshal(w)
+	return out
+}
+
+// decodeAnswer decodes what encodeAnswer made; an error answer becomes the
+// error.
+func decodeAnswer(data []byte) (provider.Answer, error) {
+	var w wireAnswer
+	if err := json.Unmarshal(data, &w); err != nil {
+		return provider.Answer{}, fmt.Errorf("decode a host's answer: %w", err)
+	}
+	switch {
+	case w.NotRunning:
+		return provider.Answer{}, fmt.Errorf("%w: %s", provider.ErrNotRunning, w.Err)
+	case w.Err != "":
+		return provider.Answer{}, errors.New(w.Err)
+	}
+	a := provider.Answer{Status: provider.Status{StreamID: w.ID, State: w.State, Message: w.Message, EndReason: w.Reason}}
+	var err error
+	if len(w.Result) > 0 {
+		if a.Status.Result, err = rtfs.UnmarshalValue(w.Result); err != nil {
+			return provider.Answer{}, fmt.Errorf("decode a host's answer: result: %w", err)
+		}
+	}
+	if len(w.Inspect) > 0 {
+		if a.Inspect, err = rtfs.UnmarshalValue(w.Inspect); err != nil {
+			return provider.Answer{}, fmt.Errorf("decode a host's answer: inspect: %w", err)
+		}
+	}
+	return a, nil
 }
 
 // answer serves another host's request on a stream this host runs.
 func (h *Host) answer(ctx context.Context, body []byte) []byte {
 	var req provider.Request
 	if err := json.Unmarshal(body, &req); err != nil {
-		return provider.EncodeAnswer(provider.Answer{}, fmt.Errorf("decode the request: %w", err))
+		return encodeAnswer(provider.Answer{}, fmt.Errorf("decode the request: %w", err))
 	}
-	return provider.EncodeAnswer(h.prov.Answer(ctx, req))
+	return encodeAnswer(h.prov.Answer(ctx, req))
 }
 
 // clusterLoop takes over the streams and parked programs of hosts that

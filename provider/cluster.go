@@ -3,7 +3,6 @@ package provider
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -54,10 +53,6 @@ var ErrOwned = errors.New("another host owns the stream")
 // the stream (it ended, or its owner died and no host has claimed it yet).
 var ErrNotRunning = errors.New("no live host runs the stream")
 
-// ErrMoved is wrapped by the error of a request on a stream that this host
-// stopped because another host took it over (its lease was lost).
-var ErrMoved = errors.New("the stream moved to another host")
-
 // A Request is a request on a stream that may run on another host: Verb is
 // "status", "pause", "resume", "cancel" or "inspect".
 type Request struct {
@@ -71,60 +66,6 @@ type Request struct {
 type Answer struct {
 	Status  Status
 	Inspect rtfs.Value
-}
-
-// wireAnswer is the encoded form of an Answer: values in rtfs's binary
-// encoding.
-type wireAnswer struct {
-	ID      string `json:"id"`
-	State   State  `json:"state"`
-	Message string `json:"message,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Result  []byte `json:"result,omitempty"`
-	Inspect []byte `json:"inspect,omitempty"`
-	Err     string `json:"err,omitempty"`
-}
-
-// EncodeAnswer encodes a's answer, or err, for the wire. Values that cannot
-// be encoded (closures) become an error answer.
-func EncodeAnswer(a Answer, err error) []byte {
-	w := wireAnswer{ID: a.Status.StreamID, State: a.Status.State, Message: a.Status.Message, Reason: a.Status.EndReason}
-	if err == nil && a.Status.Result != nil {
-		w.Result, err = rtfs.MarshalValue(a.Status.Result)
-	}
-	if err == nil && a.Inspect != nil {
-		w.Inspect, err = rtfs.MarshalValue(a.Inspect)
-	}
-	if err != nil {
-		w = wireAnswer{Err: err.Error()}
-	}
-	out, _ := json.Marshal(w)
-	return out
-}
-
-// DecodeAnswer decodes what EncodeAnswer made; an error answer becomes the
-// error.
-func DecodeAnswer(data []byte) (Answer, error) {
-	var w wireAnswer
-	if err := json.Unmarshal(data, &w); err != nil {
-		return Answer{}, fmt.Errorf("decode a host's answer: %w", err)
-	}
-	if w.Err != "" {
-		return Answer{}, errors.New(w.Err)
-	}
-	a := Answer{Status: Status{StreamID: w.ID, State: w.State, Message: w.Message, EndReason: w.Reason}}
-	var err error
-	if len(w.Result) > 0 {
-		if a.Status.Result, err = rtfs.UnmarshalValue(w.Result); err != nil {
-			return Answer{}, fmt.Errorf("decode a host's answer: result: %w", err)
-		}
-	}
-	if len(w.Inspect) > 0 {
-		if a.Inspect, err = rtfs.UnmarshalValue(w.Inspect); err != nil {
-			return Answer{}, fmt.Errorf("decode a host's answer: inspect: %w", err)
-		}
-	}
-	return a, nil
 }
 
 // Answer runs req on a stream this provider runs, for another host of the
