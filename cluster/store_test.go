@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/rtfshost/rtfshost/cluster/clustertest"
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/persistence"
@@ -16,25 +18,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// natsServer starts an embedded nats-server with JetStream on 127.0.0.1
-// port 0, its data in a temporary directory; the test stops it.
-func natsServer(t testing.TB) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
-}
 
 // keyOwner makes keys "s/<id>/..." belong to stream <id>.
 func keyOwner(key []byte) (string, bool) {
@@ -61,7 +44,7 @@ func join(t testing.TB, s *server.Server, node string, owner func([]byte) (strin
 // each case on a nats-server of its own.
 func TestStoreSuite(t *testing.T) {
 	storetest.TestStore(t, func(t *testing.T) persistence.Store {
-		return join(t, natsServer(t), "a", nil).Store()
+		return join(t, clustertest.Server(t, clustertest.Options{}), "a", nil).Store()
 	})
 }
 
@@ -81,7 +64,7 @@ func TestKeySubject(t *testing.T) {
 // TestScanBeyondOneRead: a scan of more keys than one direct get answers
 // (1024) reads them in batches and still returns all, in order.
 func TestScanBeyondOneRead(t *testing.T) {
-	s := natsServer(t)
+	s := clustertest.Server(t, clustertest.Options{})
 	st := join(t, s, "a", nil).Store()
 	ctx := context.Background()
 	const n = 2500
@@ -113,7 +96,7 @@ func TestScanBeyondOneRead(t *testing.T) {
 // leaving the new owner's record in place; records of no stream are not
 // fenced.
 func TestFencing(t *testing.T) {
-	s := natsServer(t)
+	s := clustertest.Server(t, clustertest.Options{})
 	ctx := context.Background()
 	a, b := join(t, s, "a", keyOwner), join(t, s, "b", keyOwner)
 	sa, sb := a.Store(), b.Store()

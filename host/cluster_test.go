@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/rtfshost/rtfshost/cluster"
+	"github.com/rtfshost/rtfshost/cluster/clustertest"
 	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/internal/localserver"
 	"github.com/rtfshost/rtfshost/provider"
@@ -21,25 +22,6 @@ import (
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/mock"
 )
-
-// natsServer starts an embedded nats-server with JetStream on 127.0.0.1
-// port 0, its data in a temporary directory; the test stops it.
-func natsServer(t testing.TB) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
-}
 
 // clusterHost opens a host of the cluster at ns, reading the reference
 // server at src.
@@ -110,7 +92,7 @@ func processed(t testing.TB, h *host.Host, id string) int64 {
 // owner); when a leaves cleanly, b takes it over at once (no TTL to wait)
 // from the committed cursor, and it ends with every chunk counted once.
 func TestClusterHandover(t *testing.T) {
-	ns := natsServer(t)
+	ns := clustertest.Server(t, clustertest.Options{})
 	src := localserver.New(localserver.Options{})
 	if err := src.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
@@ -239,7 +221,7 @@ func takenOver(t testing.TB, h *host.Host, id string) time.Time {
 func TestClusterKillOwner(t *testing.T) {
 	for _, tc := range []struct{ name, transport string }{{"sse", ":sse"}, {"journal", ":mock"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := natsServer(t)
+			ns := clustertest.Server(t, clustertest.Options{})
 			url := startSource(t)
 			const limit = 400
 			a := startClusterChild(t, childSpec{NATS: ns.ClientURL(), Node: "a", Src: url, Transport: tc.transport,
@@ -268,7 +250,7 @@ func TestClusterKillOwner(t *testing.T) {
 // next commit is refused by JetStream, so it stops the stream locally
 // ("moved"), and the final state is the one of a single run.
 func TestClusterZombie(t *testing.T) {
-	ns := natsServer(t)
+	ns := clustertest.Server(t, clustertest.Options{})
 	url := startSource(t)
 	const limit = 500
 	a := startClusterChild(t, childSpec{NATS: ns.ClientURL(), Node: "a", Src: url, Transport: ":sse",
@@ -297,14 +279,7 @@ func TestClusterZombie(t *testing.T) {
 // every chunk counted once.
 func TestClusterNATSRestart(t *testing.T) {
 	dir := t.TempDir()
-	ns1, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns1.Start()
-	if !ns1.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
+	ns1 := clustertest.Server(t, clustertest.Options{Dir: dir})
 	port := ns1.Addr().(*net.TCPAddr).Port
 	url := startSource(t)
 	natsURL := ns1.ClientURL()
@@ -330,20 +305,7 @@ func TestClusterNATSRestart(t *testing.T) {
 	ns1.Shutdown()
 	ns1.WaitForShutdown()
 	time.Sleep(1500 * time.Millisecond)
-	ns2, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns2.Start()
-	if !ns2.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not restart")
-	}
-	defer func() {
-		a.Close()
-		b.Close()
-		ns2.Shutdown()
-		ns2.WaitForShutdown()
-	}()
+	clustertest.Server(t, clustertest.Options{Dir: dir, Port: port})
 	for _, id := range ids {
 		awaitSums(t, a, id, limit)
 	}
@@ -353,7 +315,7 @@ func TestClusterNATSRestart(t *testing.T) {
 // child process) killed mid-way: the other two take its streams over and
 // every stream completes with every chunk counted once.
 func TestCluster1000Streams(t *testing.T) {
-	ns := natsServer(t)
+	ns := clustertest.Server(t, clustertest.Options{})
 	url := startSource(t)
 	const n, limit = 1000, 30
 	var ids [3][]string
@@ -387,7 +349,7 @@ func TestCluster1000Streams(t *testing.T) {
 // them over from their cursor: each host ends up running about a third,
 // and every stream completes with every chunk counted once.
 func TestClusterBalancedPlacement(t *testing.T) {
-	ns := natsServer(t)
+	ns := clustertest.Server(t, clustertest.Options{})
 	url := startSource(t)
 	var hosts []*host.Host
 	for _, node := range []string{"a", "b", "c"} {
@@ -422,7 +384,7 @@ func TestClusterBalancedPlacement(t *testing.T) {
 // chunk the other host processes. Run it with -benchtime=5x; it reports
 // ms/failover (ns/op is the whole cycle, start to takeover).
 func BenchmarkFailover(b *testing.B) {
-	ns := natsServer(b)
+	ns := clustertest.Server(b, clustertest.Options{})
 	url := startSource(b)
 	h, _, err := openClusterHost(ns.ClientURL(), "b", url)
 	if err != nil {
@@ -434,7 +396,7 @@ func BenchmarkFailover(b *testing.B) {
 		id := fmt.Sprintf("f%d", i)
 		a := startClusterChild(b, childSpec{NATS: ns.ClientURL(), Node: fmt.Sprintf("a%d", i), Src: url, Transport: ":sse",
 			IDs: []string{id}, Limit: 100000, Interval: 2})
-		waitUntilTB(b, "the child to process 20 chunks", func() bool { return processed(b, h, id) >= 20 })
+		waitUntil(b, "the child to process 20 chunks", func() bool { return processed(b, h, id) >= 20 })
 		a.kill()
 		killed := time.Now()
 		total += takenOver(b, h, id).Sub(killed)
@@ -445,23 +407,11 @@ func BenchmarkFailover(b *testing.B) {
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/failover")
 }
 
-// waitUntilTB is waitUntil for benchmarks too.
-func waitUntilTB(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestClusterParkedProgramMoves: a program parked on :mcp.stream.await on
 // a host that leaves is taken over with its stream by another host, which
 // resumes it when the stream ends; its outcome is stored once.
 func TestClusterParkedProgramMoves(t *testing.T) {
-	ns := natsServer(t)
+	ns := clustertest.Server(t, clustertest.Options{})
 	url := startSource(t)
 	a := clusterHost(t, ns, "a", url)
 	b := clusterHost(t, ns, "b", url)

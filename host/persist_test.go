@@ -47,7 +47,7 @@ func countKeys(t *testing.T, store persistence.Store, prefix string) int {
 	return n
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
+func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

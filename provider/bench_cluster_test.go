@@ -3,29 +3,18 @@ package provider
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/rtfshost/rtfshost/cluster"
+	"github.com/rtfshost/rtfshost/cluster/clustertest"
 )
 
-// benchCluster starts an embedded nats-server with JetStream in b.TempDir,
-// syncing every write as rtfshost natsd does, and joins it; the benchmark
-// closes both. The server stops at the end of the benchmark.
+// benchCluster starts an embedded nats-server with JetStream, syncing every
+// write as rtfshost natsd does, and joins it; the benchmark closes the
+// cluster and the store, the server stops at its end.
 func benchCluster(b *testing.B) (*cluster.Cluster, *cluster.Store) {
 	b.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: b.TempDir(), SyncAlways: os.Getenv("BENCH_NOSYNC") == "", NoSigs: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		b.Fatal("nats-server did not start")
-	}
-	b.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	ns := clustertest.Server(b, clustertest.Options{Sync: true})
 	cl, err := cluster.Connect(context.Background(), cluster.Options{URLs: []string{ns.ClientURL()}, Node: "bench", KeyOwner: KeyOwner})
 	if err != nil {
 		b.Fatal(err)

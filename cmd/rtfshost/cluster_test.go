@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"go.uber.org/goleak"
 
+	"github.com/rtfshost/rtfshost/cluster/clustertest"
 	"github.com/rtfshost/rtfshost/host/mcpserver"
 	"github.com/rtfshost/rtfshost/internal/localserver"
 )
@@ -19,16 +19,9 @@ import (
 // resume and inspect through the other (forwarded to its owner); when its
 // owner leaves with SIGTERM, the other takes it over and finishes it.
 func TestServeCluster(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after the server's own cleanup
+	ns := clustertest.Server(t, clustertest.Options{})
 	src := localserver.New(localserver.Options{})
 	if err := src.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
