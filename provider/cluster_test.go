@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,6 +91,9 @@ func TestClusterFencedStreamMoves(t *testing.T) {
 		}
 		return Answer{Status: st}, nil
 	}
+	sub, err := f.p.Subscribe(id, SubscribeOptions{})
+	must(t, err)
+	defer sub.Close()
 	// From now on every commit is fenced, as for a host that lost the
 	// stream: JetStream refuses each of them.
 	fs.FailAfter(0, fmt.Errorf("cluster: commit to stream %q: %w", id, persistence.ErrFenced))
@@ -99,6 +103,13 @@ func TestClusterFencedStreamMoves(t *testing.T) {
 		t.Fatalf("%d commits after the fence, want none", n-failed-commits)
 	}
 	fs.Heal()
+	var last Event
+	for ev := range sub.C() {
+		last = ev
+	}
+	if last.Kind != EventEnd || last.Status.State.Terminal() || !strings.Contains(last.Status.Message, "moved to another host") {
+		t.Fatalf("the subscription's last event: %+v", last)
+	}
 	claimed, released, forgot := c.log()
 	if !slices.Equal(claimed, []string{id}) || len(released) != 0 || !slices.Equal(forgot, []string{id}) {
 		t.Fatalf("claimed %v released %v forgot %v", claimed, released, forgot)

@@ -15,7 +15,10 @@ type EventKind uint8
 const (
 	// EventOutput carries a processor's non-nil :output.
 	EventOutput EventKind = iota + 1
-	// EventEnd is the last event of a stream: it reached a terminal state.
+	// EventEnd is the last event of a stream: it reached a terminal state;
+	// or, on a provider sharing its store with other hosts
+	// (Options.Cluster), it moved to another host: its Status.State is
+	// then not terminal and Status.Message says so.
 	EventEnd
 )
 

@@ -247,7 +247,11 @@ func (s *stream) exit() {
 	s.subs, s.exited = nil, true
 	s.mu.Unlock()
 	s.obs.Ended(st)
-	if st.State.Terminal() && !moved {
+	switch {
+	case moved:
+		st.Message = "the stream moved to another host of the cluster (this host lost it); ask any host for it"
+		s.publish(s.p.ctx, subs, Event{Kind: EventEnd, StreamID: s.id, Seq: -1, Status: st})
+	case st.State.Terminal():
 		s.publish(s.p.ctx, subs, Event{Kind: EventEnd, StreamID: s.id, Seq: -1, Status: st})
 	}
 	for _, sub := range subs {
