@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,6 +171,9 @@ func (t *tasks) load(ctx context.Context) {
 // drives: a stream task whose stream was recovered is followed to its end;
 // any other ends as failed.
 func (t *tasks) resumeLocked(e *taskEntry) {
+	if e.rec.StreamID != "" && t.clustered() && !t.runsHere(e.rec.StreamID) {
+		return // another host drives it; refresh reads what it stores
+	}
 	if e.rec.StreamID != "" {
 		if st, err := t.s.prov.Status(e.rec.StreamID); err == nil {
 			if st.State.Terminal() {
@@ -185,6 +189,49 @@ func (t *tasks) resumeLocked(e *taskEntry) {
 		return
 	}
 	t.finishLocked(e, taskErrorResult("the server restarted while the program ran; an rtfs.eval task does not survive a restart"), provider.StateError)
+}
+
+// In a cluster (docs/cluster.md) the task records are shared by every host,
+// and a stream task is driven by the host that runs its stream. The other
+// hosts answer for it from its record, read again from the store at each
+// look, and take it over when its stream comes to them.
+
+// clustered reports whether the server's host shares its store with other
+// hosts.
+func (t *tasks) clustered() bool { return t.s.host.Cluster() != nil }
+
+// runsHere reports whether this host runs stream id.
+func (t *tasks) runsHere(id string) bool { return slices.Contains(t.s.prov.Live(), id) }
+
+// refreshLocked reads task id's record from the store when this host does
+// not drive it (another host of the cluster may have created or changed
+// it), and drives it once its stream runs here. It returns the entry, nil
+// when the store has no such task.
+func (t *tasks) refreshLocked(ctx context.Context, id string) *taskEntry {
+	e := t.byID[id]
+	if e != nil && (e.running || e.rec.terminal()) {
+		return e
+	}
+	data, err := t.store.Get(ctx, []byte(taskPrefix+id))
+	if err != nil {
+		return e
+	}
+	_, payload, err := persistence.DecodeRecord([]byte(taskPrefix+id), data, kindTask, taskVersion)
+	var rec taskRecord
+	if err != nil || json.Unmarshal(payload, &rec) != nil {
+		return e
+	}
+	if e == nil {
+		e = &taskEntry{done: make(chan struct{})}
+		t.byID[id] = e
+	}
+	e.rec = rec
+	if rec.terminal() {
+		close(e.done)
+		return e
+	}
+	t.resumeLocked(e)
+	return e
 }
 
 // save stores rec; without a store it does nothing.
@@ -301,6 +348,14 @@ func (t *tasks) followLocked(e *taskEntry, start args) {
 			return // Close: the stream stays stored, and so does the task
 		}
 		st := ends[id]
+		if !st.State.Terminal() {
+			// The stream moved to another host of the cluster: the task
+			// goes on there (refresh drives it where the stream runs).
+			t.mu.Lock()
+			e.running = false
+			t.mu.Unlock()
+			return
+		}
 		t.finish(e, streamTaskResult(c.streamResult(st), e.rec.ID), st.State)
 	}()
 }
@@ -389,6 +444,9 @@ func (t *tasks) lookup(ctx context.Context, id string) (*taskEntry, error) {
 	t.load(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.store != nil && t.clustered() {
+		t.refreshLocked(ctx, id)
+	}
 	e, ok := t.byID[id]
 	if ok && time.Since(e.rec.Created) > e.rec.TTL && e.rec.terminal() {
 		delete(t.byID, id)
@@ -432,17 +490,33 @@ func (t *tasks) cancelTask(ctx context.Context, id string) (taskRecord, error) {
 	return rec, nil
 }
 
-// wait blocks until the task ends or ctx does.
+// wait blocks until the task ends or ctx does. In a cluster, a task that
+// another host drives is read again from the store every clusterPoll.
 func (t *tasks) wait(ctx context.Context, e *taskEntry) (taskRecord, error) {
-	select {
-	case <-e.done:
-	case <-ctx.Done():
-		return taskRecord{}, ctx.Err()
+	for done := false; !done; {
+		var tick <-chan time.Time
+		if t.store != nil && t.clustered() {
+			tick = time.After(clusterPoll)
+		}
+		select {
+		case <-e.done:
+			done = true
+		case <-tick:
+			t.mu.Lock()
+			t.refreshLocked(ctx, e.rec.ID)
+			t.mu.Unlock()
+		case <-ctx.Done():
+			return taskRecord{}, ctx.Err()
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return e.rec, nil
 }
+
+// clusterPoll is how often a task another host drives is read again while
+// tasks/result waits for it.
+const clusterPoll = 500 * time.Millisecond
 
 // snapshot returns e's record, its message refreshed from its stream.
 func (t *tasks) snapshot(e *taskEntry) taskRecord {

@@ -1,0 +1,81 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rtfshost/rtfshost/cluster"
+	"github.com/rtfshost/rtfshost/cluster/clustertest"
+	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/mock"
+)
+
+// newClusterFixture is newFixture on a host of the cluster at natsURL.
+func newClusterFixture(t *testing.T, natsURL, node string) *fixture {
+	t.Helper()
+	f := &fixture{t: t, mock: &mock.Transport{}, stdout: &lockedBuffer{}}
+	h, err := host.Open(host.OpenOptions{
+		Options: host.Options{Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(f.mock))}, Stdout: f.stdout},
+		Cluster: &cluster.Options{URLs: []string{natsURL}, Node: node, LeaseTTL: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.host = h
+	if f.srv, err = New(Options{Host: h}); err != nil {
+		h.Close()
+		t.Fatal(err)
+	}
+	f.ts = httptest.NewServer(f.srv.Handler())
+	t.Cleanup(func() {
+		f.srv.Close()
+		f.ts.Close()
+		f.host.Close()
+	})
+	return f
+}
+
+// TestTasksInCluster: a task created on one host of a cluster is answered
+// by another, from the record its driver stores: tasks/get while it works,
+// tasks/result once its stream, run by the first host, has ended.
+func TestTasksInCluster(t *testing.T) {
+	ns := clustertest.Server(t, clustertest.Options{})
+	a := newClusterFixture(t, ns.ClientURL(), "a")
+	b := newClusterFixture(t, ns.ClientURL(), "b")
+	urlA, urlB := a.ts.URL+PathStreamable, b.ts.URL+PathStreamable
+	ha, hb := legacyInit(t, urlA), legacyInit(t, urlB)
+	// b has looked at its tasks before a creates one.
+	if _, e := rpc(t, urlB, hb, methodTasksGet, map[string]any{"taskId": "ct1"}); e == nil {
+		t.Fatal("tasks/get of a task no host made answered")
+	}
+	created, e := rpc(t, urlA, ha, "tools/call", map[string]any{"name": ToolStart, "arguments": startArgs("ct1"), "task": map[string]any{}})
+	if task, _ := created["task"].(map[string]any); e != nil || task["taskId"] != "ct1" {
+		t.Fatalf("CreateTaskResult = %v, error %v", created, e)
+	}
+	if got, e := rpc(t, urlB, hb, methodTasksGet, map[string]any{"taskId": "ct1"}); e != nil || got["status"] != "working" {
+		t.Fatalf("tasks/get on b = %v, %v", got, e)
+	}
+	done := make(chan map[string]any, 1)
+	go func() {
+		res, _ := rpc(t, urlB, hb, methodTasksResult, map[string]any{"taskId": "ct1"})
+		done <- res
+	}()
+	a.feed(context.Background(), "ct1", append(values(3), end)...)
+	select {
+	case res := <-done:
+		if res["isError"] != false || !strings.Contains(fmt.Sprint(res["content"]), `"total":4`) {
+			t.Fatalf("tasks/result on b = %v", res)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("tasks/result on b did not return after the stream ended on a")
+	}
+	if ids := b.host.Provider().Live(); len(ids) != 0 {
+		t.Fatalf("b runs %v; the stream is a's", ids)
+	}
+}
