@@ -75,6 +75,20 @@ func TestTasksInCluster(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Fatal("tasks/result on b did not return after the stream ended on a")
 	}
+	// A task b has never been asked about is in its list; cancelled
+	// through b, its stream on a is cancelled.
+	rpc(t, urlA, ha, "tools/call", map[string]any{"name": ToolStart, "arguments": startArgs("ct2"), "task": map[string]any{}})
+	list, _ := rpc(t, urlB, hb, methodTasksList, map[string]any{})
+	if s := fmt.Sprint(list["tasks"]); !strings.Contains(s, "taskId:ct1") || !strings.Contains(s, "taskId:ct2") {
+		t.Fatalf("tasks/list on b = %v", list)
+	}
+	if got, e := rpc(t, urlB, hb, methodTasksCancel, map[string]any{"taskId": "ct2"}); e != nil || got["status"] != "cancelled" {
+		t.Fatalf("tasks/cancel on b = %v, %v", got, e)
+	}
+	waitFor(t, "a's stream to be cancelled", func() bool {
+		st, err := a.host.Provider().Status("ct2")
+		return err == nil && st.State == provider.StateCancelled
+	})
 	if ids := b.host.Provider().Live(); len(ids) != 0 {
 		t.Fatalf("b runs %v; the stream is a's", ids)
 	}

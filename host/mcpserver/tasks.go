@@ -542,7 +542,21 @@ func (t *tasks) list(ctx context.Context, cursor string) ([]taskRecord, string, 
 		}
 		start = n
 	}
+	var ids []string
+	if t.store != nil && t.clustered() {
+		// Tasks other hosts made since this one loaded its table.
+		err := t.store.Scan(ctx, []byte(taskPrefix), func(k, _ []byte) error {
+			ids = append(ids, strings.TrimPrefix(string(k), taskPrefix))
+			return nil
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("reading the stored tasks: %w", err)
+		}
+	}
 	t.mu.Lock()
+	for _, id := range ids {
+		t.refreshLocked(ctx, id)
+	}
 	recs := make([]taskRecord, 0, len(t.byID))
 	for _, e := range t.byID {
 		recs = append(recs, e.rec)
