@@ -37,6 +37,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -101,6 +102,8 @@ type Cluster struct {
 	mu     sync.Mutex
 	owned  map[string]uint64 // stream id → fencing token
 	ctlSub *nats.Subscription
+
+	claims, fenced atomic.Uint64 // for Stats
 
 	stop      chan struct{}
 	stopBeat  sync.Once
@@ -202,6 +205,22 @@ func (c *Cluster) Node() string { return c.opts.Node }
 // Incarnation returns this host's incarnation: its node name and a random
 // suffix chosen at Connect.
 func (c *Cluster) Incarnation() string { return c.inc }
+
+// Stats counts what this host did in the cluster since Connect.
+type Stats struct {
+	Owned  int    // streams and parked programs it owns now
+	Claims uint64 // ownerships it took (starts, takeovers, handovers received)
+	Fenced uint64 // commits refused because another host had taken the stream
+}
+
+// Stats returns the host's counters. It is safe for concurrent use and
+// costs a lock.
+func (c *Cluster) Stats() Stats {
+	c.mu.Lock()
+	n := len(c.owned)
+	c.mu.Unlock()
+	return Stats{Owned: n, Claims: c.claims.Load(), Fenced: c.fenced.Load()}
+}
 
 // Balanced reports Options.Balanced.
 func (c *Cluster) Balanced() bool { return c.opts.Balanced }

@@ -74,7 +74,8 @@ func (c *Cluster) Claim(ctx context.Context, id string) error {
 		return fmt.Errorf("cluster: claim stream %q: %w", id, err)
 	}
 	c.setToken(id, ack.Sequence)
-	c.log.Info("cluster: stream claimed", "stream", id)
+	c.claims.Add(1)
+	c.log.Debug("cluster: stream claimed", "stream", id)
 	return nil
 }
 

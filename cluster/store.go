@@ -222,6 +222,7 @@ func (s *Store) fenced(ctx context.Context, w write, err error) error {
 	}
 	if id, ok := s.c.fencedAmong(ctx, w.fences); ok {
 		s.c.Forget(id)
+		s.c.fenced.Add(1)
 		return backoff.Permanent(fmt.Errorf("cluster: commit to stream %q: another host owns it now: %w", id, persistence.ErrFenced))
 	}
 	return err

@@ -261,6 +261,7 @@ func (s *stream) exit() {
 		s.release()
 	}
 	if moved {
+		s.p.log.Warn("cluster: another host took the stream over; it stopped here without writing", "stream", s.id, "err", s.storeErr())
 		s.p.forget(s)
 	}
 	close(s.done)

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +84,15 @@ func TestServeCluster(t *testing.T) {
 			t.Fatalf("the stream did not complete on b: %s %v", text, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	resp, err := http.Get(strings.TrimSuffix(b, mcpserver.PathStreamable) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`(?m)^rtfshost_cluster_claims_total [1-9]`).Match(metrics) || !strings.Contains(string(metrics), "rtfshost_cluster_owned 0") {
+		t.Fatalf("b's cluster metrics after it took the stream over and finished it:\n%s", regexp.MustCompile(`(?m)^rtfshost_cluster.*$`).FindAll(metrics, -1))
 	}
 }
 

@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/rtfshost/rtfshost/cluster"
 	"github.com/rtfshost/rtfshost/host/dashboard"
 	"github.com/rtfshost/rtfshost/host/mcpserver"
 	"github.com/rtfshost/rtfshost/host/observe"
@@ -144,4 +146,29 @@ func (ob *observability) serveRoutes(ctx context.Context, p *provider.Provider, 
 	)
 	stop := context.AfterFunc(ctx, func() { _ = d.Close() })
 	return routes, func() { stop(); _ = d.Close() }, nil
+}
+
+// watchCluster adds the metrics of a host in a cluster to /metrics:
+// rtfshost_cluster_owned (streams and parked programs this host owns),
+// rtfshost_cluster_claims_total and rtfshost_cluster_fenced_total.
+func (ob *observability) watchCluster(cl *cluster.Cluster) error {
+	if ob == nil || cl == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtfshost_cluster_owned",
+			Help: "Streams and parked programs this host owns in its cluster."},
+			func() float64 { return float64(cl.Stats().Owned) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rtfshost_cluster_claims_total",
+			Help: "Ownerships this host took: streams it started, took over or was handed."},
+			func() float64 { return float64(cl.Stats().Claims) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rtfshost_cluster_fenced_total",
+			Help: "Commits refused because another host had taken the stream over."},
+			func() float64 { return float64(cl.Stats().Fenced) }),
+	} {
+		if err := ob.obs.Registry().Register(c); err != nil {
+			return fmt.Errorf("cluster metrics: %w", err)
+		}
+	}
+	return nil
 }

@@ -167,6 +167,9 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		return err
 	}
 	defer h.Close()
+	if err := ob.watchCluster(h.Cluster()); err != nil {
+		return withCode(exitStreamFailed, err)
+	}
 	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI)
 	if err != nil {
 		return withCode(exitStreamFailed, err)
