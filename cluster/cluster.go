@@ -35,6 +35,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +67,17 @@ type Options struct {
 	LeaseTTL time.Duration
 	// ConnectTimeout bounds the first connection (default 5 s).
 	ConnectTimeout time.Duration
+	// Credentials is a NATS credentials file (a user JWT and its NKey
+	// seed), for a NATS that requires one; "" for none. A user and
+	// password, or a token, may also be given in the URLs; they are never
+	// written in errors or logs.
+	Credentials string
+	// RootCA is a PEM file of the certificate authorities that sign the
+	// NATS servers' TLS certificates ("" trusts the system's).
+	RootCA string
+	// Domain is the JetStream domain the hosts share ("" for the
+	// account's default).
+	Domain string
 	// KeyOwner maps a record's key to the stream that owns it; writes of
 	// such keys are fenced by that stream's ownership. Keys it reports no
 	// stream for (programs, tasks, events) are written unfenced. Nil fences
@@ -144,27 +157,30 @@ func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	urls := strings.Join(opts.URLs, ",")
-	nc, err := nats.Connect(urls, nats.Name("rtfshost "+opts.Node), nats.Timeout(opts.ConnectTimeout),
-		nats.RetryOnFailedConnect(false), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
-	if err != nil {
-		return nil, fmt.Errorf("cluster: connecting to NATS at %s: %w: %w", urls, ErrUnreachable, err)
+	urls := redactURLs(opts.URLs)
+	nopts := []nats.Option{nats.Name("rtfshost " + opts.Node), nats.Timeout(opts.ConnectTimeout),
+		nats.RetryOnFailedConnect(false), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	if opts.Credentials != "" {
+		nopts = append(nopts, nats.UserCredentials(opts.Credentials))
 	}
-	js, err := jetstream.New(nc)
+	if opts.RootCA != "" {
+		nopts = append(nopts, nats.RootCAs(opts.RootCA))
+	}
+	nc, err := nats.Connect(strings.Join(opts.URLs, ","), nopts...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connecting to NATS at %s: %w: %w", urls, ErrUnreachable, redactErr(err, opts.URLs))
+	}
+	var js jetstream.JetStream
+	if opts.Domain != "" {
+		js, err = jetstream.NewWithDomain(nc, opts.Domain)
+	} else {
+		js, err = jetstream.New(nc)
+	}
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("cluster: JetStream at %s: %w", urls, err)
 	}
-	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:               opts.Stream,
-		Subjects:           []string{"rtfshost.kv.>", "rtfshost.own.>", "rtfshost.node.>"},
-		Storage:            jetstream.FileStorage,
-		Replicas:           opts.Replicas,
-		MaxMsgsPerSubject:  1,
-		AllowMsgTTL:        true,
-		AllowDirect:        true,
-		AllowAtomicPublish: true,
-	})
+	st, err := ensureStream(ctx, js, opts)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("cluster: the JetStream stream %s at %s (JetStream enabled? nats-server 2.12 or later?): %w", opts.Stream, urls, err)
@@ -179,6 +195,67 @@ func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	go c.heartbeat()
 	return c, nil
+}
+
+// ensureStream returns the cluster's JetStream stream, creating it with
+// opts.Replicas when missing. An existing stream keeps its replicas; the
+// settings the cluster needs are put back if someone changed them.
+func ensureStream(ctx context.Context, js jetstream.JetStream, opts Options) (jetstream.Stream, error) {
+	cfg := jetstream.StreamConfig{
+		Name:               opts.Stream,
+		Subjects:           []string{"rtfshost.kv.>", "rtfshost.own.>", "rtfshost.node.>"},
+		Storage:            jetstream.FileStorage,
+		Replicas:           opts.Replicas,
+		MaxMsgsPerSubject:  1,
+		AllowMsgTTL:        true,
+		AllowDirect:        true,
+		AllowAtomicPublish: true,
+	}
+	st, err := js.CreateStream(ctx, cfg)
+	if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return st, err
+	}
+	if st, err = js.Stream(ctx, opts.Stream); err != nil {
+		return nil, err
+	}
+	have := st.CachedInfo().Config
+	if slices.Equal(have.Subjects, cfg.Subjects) && have.Storage == cfg.Storage && have.MaxMsgsPerSubject == 1 &&
+		have.AllowMsgTTL && have.AllowDirect && have.AllowAtomicPublish {
+		return st, nil
+	}
+	cfg.Replicas = have.Replicas
+	return js.UpdateStream(ctx, cfg)
+}
+
+// redactURLs joins urls for errors and logs, without their user
+// information (a user and password, or a token).
+func redactURLs(urls []string) string {
+	out := make([]string, len(urls))
+	for i, raw := range urls {
+		out[i] = raw
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			u.User = nil
+			out[i] = u.String()
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// redactErr removes the user information of urls from err's text, for a
+// client library that may quote a URL it was given.
+func redactErr(err error, urls []string) error {
+	msg := err.Error()
+	for _, raw := range urls {
+		if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+			if s := u.User.String(); s != "" {
+				msg = strings.ReplaceAll(msg, s, "REDACTED")
+			}
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
 }
 
 // subjectSafe maps a node name to a subject token: letters, digits, '-'

@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/rtfshost/rtfshost/cluster/clustertest"
 	"go.uber.org/goleak"
@@ -170,5 +173,47 @@ func TestFencing(t *testing.T) {
 	}
 	if orphans, err := b.Orphans(ctx); err != nil || len(orphans) != 0 {
 		t.Fatalf("an ended stream is an orphan: %v %v", orphans, err)
+	}
+}
+
+// TestConnectAuth: a NATS that requires a user and password is joined with
+// them in the URL; a wrong password is an error that names the server but
+// never the password.
+func TestConnectAuth(t *testing.T) {
+	s := clustertest.Server(t, clustertest.Options{User: "rtfs", Password: "s3cret-pw"})
+	addr := strings.TrimPrefix(s.ClientURL(), "nats://")
+	c, err := Connect(context.Background(), Options{URLs: []string{"nats://rtfs:s3cret-pw@" + addr}, Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	_, err = Connect(context.Background(), Options{URLs: []string{"nats://rtfs:wrong-pw@" + addr}, Node: "a"})
+	if err == nil || !errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "wrong-pw") || !strings.Contains(err.Error(), "nats://"+addr) {
+		t.Fatalf("a wrong password: %v", err)
+	}
+}
+
+// TestStreamSettingsPutBack: a JetStream stream of the cluster's name whose
+// settings someone changed gets back those the cluster needs (here atomic
+// batches); its replicas are left alone.
+func TestStreamSettingsPutBack(t *testing.T) {
+	s := clustertest.Server(t, clustertest.Options{})
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RTFSHOST", Subjects: []string{"rtfshost.kv.>", "rtfshost.own.>", "rtfshost.node.>"},
+		Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1, AllowMsgTTL: true, AllowDirect: true}); err != nil {
+		t.Fatal(err)
+	}
+	c := join(t, s, "a", nil)
+	var b persistence.Batch
+	b.Put([]byte("a"), []byte("1"))
+	b.Put([]byte("b"), []byte("2"))
+	if err := c.Store().Commit(ctx, &b); err != nil {
+		t.Fatalf("a two-key commit after the settings were put back: %v", err)
 	}
 }

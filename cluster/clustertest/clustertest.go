@@ -19,6 +19,8 @@ type Options struct {
 	Port int    // 0: a free port
 	Dir  string // "": t.TempDir()
 	Sync bool   // sync every write to disk before acknowledging it
+	// User and Password, when set, are required of every client.
+	User, Password string
 }
 
 // Server starts a nats-server with JetStream as opts say and stops it when
@@ -35,7 +37,7 @@ func Server(t testing.TB, opts Options) *server.Server {
 		dir = t.TempDir()
 	}
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir,
-		SyncAlways: opts.Sync, NoSigs: true})
+		SyncAlways: opts.Sync, NoSigs: true, Username: opts.User, Password: opts.Password})
 	if err != nil {
 		t.Fatal(err)
 	}

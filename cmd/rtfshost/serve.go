@@ -37,6 +37,9 @@ type serveOptions struct {
 	leaseTTL         time.Duration
 	replicas         int
 	placement        string
+	natsCreds        string
+	natsCA           string
+	natsDomain       string
 }
 
 // The environment variables of serve's egress policy (comma-separated
@@ -90,6 +93,9 @@ as "Authorization: Bearer <token>".`,
 	f.StringVar(&o.node, "node", "", "this host's name in the cluster (default: the machine's host name)")
 	f.DurationVar(&o.leaseTTL, "lease-ttl", 5*time.Second, "with --cluster: how long a silent host keeps its streams before another takes them (at least 1s)")
 	f.StringVar(&o.placement, "placement", "local", "with --cluster: where a new stream runs: local (the host that started it) or balanced (spread by load)")
+	f.StringVar(&o.natsCreds, "nats-creds", "", "with --cluster: a NATS credentials file (user JWT and NKey seed); a user and password may instead be given in the URL")
+	f.StringVar(&o.natsCA, "nats-ca", "", "with --cluster: PEM file of the authorities that sign the NATS servers' TLS certificates")
+	f.StringVar(&o.natsDomain, "nats-domain", "", "with --cluster: the JetStream domain the hosts share")
 	f.IntVar(&o.replicas, "cluster-replicas", 1, "with --cluster: replicas of the JetStream stream when this host creates it (3 on a NATS cluster)")
 	addObsFlags(cmd, &o.obs, false)
 	a.addRuntimeFlags(cmd, true)
@@ -145,9 +151,9 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 			return withCode(exitProgramError, fmt.Errorf("--placement %q: give local or balanced", o.placement))
 		}
 		clusterOpts = &cluster.Options{URLs: o.cluster, Node: node, LeaseTTL: o.leaseTTL, Replicas: o.replicas,
-			Balanced: o.placement == "balanced", Logger: logger}
+			Balanced: o.placement == "balanced", Credentials: o.natsCreds, RootCA: o.natsCA, Domain: o.natsDomain, Logger: logger}
 	} else {
-		for _, f := range []string{"node", "lease-ttl", "placement", "cluster-replicas"} {
+		for _, f := range []string{"node", "lease-ttl", "placement", "cluster-replicas", "nats-creds", "nats-ca", "nats-domain"} {
 			if cmd.Flags().Changed(f) {
 				return withCode(exitProgramError, fmt.Errorf("--%s needs --cluster", f))
 			}
