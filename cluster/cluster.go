@@ -194,6 +194,7 @@ func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: first heartbeat at %s: %w", urls, err)
 	}
 	go c.heartbeat()
+	log.Info("cluster: joined", "node", opts.Node, "incarnation", c.inc, "nats", urls, "stream", opts.Stream, "lease-ttl", opts.LeaseTTL)
 	return c, nil
 }
 
