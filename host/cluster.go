@@ -120,13 +120,14 @@ func (p *peers) Forward(ctx context.Context, req provider.Request) (provider.Ans
 // wireAnswer is the encoded form of an Answer: values in rtfs's binary
 // encoding.
 type wireAnswer struct {
-	ID      string         `json:"id"`
-	State   provider.State `json:"state"`
-	Message string         `json:"message,omitempty"`
-	Reason  string         `json:"reason,omitempty"`
-	Result  []byte         `json:"result,omitempty"`
-	Inspect []byte         `json:"inspect,omitempty"`
-	Err     string         `json:"err,omitempty"`
+	ID      string               `json:"id"`
+	State   provider.State       `json:"state"`
+	Message string               `json:"message,omitempty"`
+	Reason  string               `json:"reason,omitempty"`
+	Result  []byte               `json:"result,omitempty"`
+	Inspect []byte               `json:"inspect,omitempty"`
+	Info    *provider.StreamInfo `json:"info,omitempty"`
+	Err     string               `json:"err,omitempty"`
 	// NotRunning: the host asked does not run the stream (it stopped
 	// between the asker's look at the owner and the answer).
 	NotRunning bool `json:"not-running,omitempty"`
@@ -135,7 +136,7 @@ type wireAnswer struct {
 // encodeAnswer encodes a's answer, or err, for the wire. Values that cannot
 // be encoded (closures) become an error answer.
 func encodeAnswer(a provider.Answer, err error) []byte {
-	w := wireAnswer{ID: a.Status.StreamID, State: a.Status.State, Message: a.Status.Message, Reason: a.Status.EndReason}
+	w := wireAnswer{ID: a.Status.StreamID, State: a.Status.State, Message: a.Status.Message, Reason: a.Status.EndReason, Info: a.Info}
 	if err == nil && a.Status.Result != nil {
 		w.Result, err = rtfs.MarshalValue(a.Status.Result)
 	}
@@ -162,7 +163,7 @@ func decodeAnswer(data []byte) (provider.Answer, error) {
 	case w.Err != "":
 		return provider.Answer{}, errors.New(w.Err)
 	}
-	a := provider.Answer{Status: provider.Status{StreamID: w.ID, State: w.State, Message: w.Message, EndReason: w.Reason}}
+	a := provider.Answer{Status: provider.Status{StreamID: w.ID, State: w.State, Message: w.Message, EndReason: w.Reason}, Info: w.Info}
 	var err error
 	if len(w.Result) > 0 {
 		if a.Status.Result, err = rtfs.UnmarshalValue(w.Result); err != nil {

@@ -62,9 +62,11 @@ type Request struct {
 }
 
 // An Answer is a host's answer to a Request: the stream's status after it,
-// and for "inspect" the inspect map.
+// and for "inspect" its snapshot (Info) and inspect map (Inspect, its
+// Value).
 type Answer struct {
 	Status  Status
+	Info    *StreamInfo
 	Inspect rtfs.Value
 }
 
@@ -87,7 +89,8 @@ func (p *Provider) Answer(_ context.Context, req Request) (Answer, error) {
 	case "cancel":
 		st, err = p.Cancel(req.StreamID)
 	case "inspect":
-		return Answer{Status: s.status(), Inspect: s.inspect(req.Inspect, time.Now())}, nil
+		in := s.info(req.Inspect, time.Now())
+		return Answer{Status: s.status(), Info: &in, Inspect: in.Value()}, nil
 	default:
 		return Answer{}, fmt.Errorf("unknown request %q", req.Verb)
 	}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -107,7 +108,21 @@ func (j JSONValue) value() rtfs.Value { return orNil(j.V) }
 func (p *Provider) Info(id string, opts InspectOptions) (StreamInfo, error) {
 	s, err := p.lookup(id)
 	if err != nil {
-		return StreamInfo{}, err
+		if p.opts.Cluster == nil {
+			return StreamInfo{}, err
+		}
+		ctx, cancel := context.WithTimeout(p.ctx, forwardTimeout)
+		defer cancel()
+		a, s, err := p.remote(ctx, Request{Verb: "inspect", StreamID: id, Inspect: opts})
+		switch {
+		case err != nil:
+			return StreamInfo{}, err
+		case s == nil && a.Info == nil:
+			return StreamInfo{}, fmt.Errorf("stream %q: its host sent no snapshot", id)
+		case s == nil:
+			return *a.Info, nil
+		}
+		return s.info(opts, time.Now()), nil
 	}
 	return s.info(opts, time.Now()), nil
 }

@@ -125,6 +125,10 @@ type Provider struct {
 	closed  bool
 	streams map[string]*stream
 	order   []*stream
+	// restoring holds the ids being restored (recover.go), so that two
+	// recoveries of one stream (a takeover and a request, in a cluster)
+	// do not both rebuild it.
+	restoring map[string]bool
 
 	allSubs atomic.Pointer[[]*Subscription] // subscribers to every stream
 

@@ -155,9 +155,28 @@ func (l *loaded) add(key, value []byte, suffix byte, seq int64) error {
 	return &persistence.CorruptRecordError{Key: key, Reason: fmt.Sprintf("unknown record suffix %q", suffix)}
 }
 
-// restore rebuilds one loaded stream and registers it.
+// restore rebuilds one loaded stream and registers it. A stream that is
+// being restored meanwhile, or is loaded, is left alone (an error says so).
 func (p *Provider) restore(ctx context.Context, l *loaded) error {
 	wrap := func(err error) error { return fmt.Errorf("provider: recover stream %q: %w", l.id, err) }
+	p.mu.Lock()
+	_, loaded := p.streams[l.id]
+	busy := p.restoring[l.id]
+	if !loaded && !busy {
+		if p.restoring == nil {
+			p.restoring = make(map[string]bool)
+		}
+		p.restoring[l.id] = true
+	}
+	p.mu.Unlock()
+	if loaded || busy {
+		return wrap(errors.New("it is already loaded, or being loaded"))
+	}
+	defer func() {
+		p.mu.Lock()
+		delete(p.restoring, l.id)
+		p.mu.Unlock()
+	}()
 	switch {
 	case l.err != nil:
 		return wrap(l.err)

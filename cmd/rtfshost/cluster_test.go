@@ -70,8 +70,23 @@ func TestServeCluster(t *testing.T) {
 	if _, err := callServer(ctx, b, mcpserver.ToolResume, map[string]any{"stream-id": "shared"}); err != nil {
 		t.Fatal(err)
 	}
+	// Paused again, so that it cannot end on a before a leaves: a paused
+	// stream is handed over paused, and b resumes it.
+	if _, err := callServer(ctx, b, mcpserver.ToolPause, map[string]any{"stream-id": "shared"}); err != nil {
+		t.Fatal(err)
+	}
 	stopA() // SIGTERM: a hands its stream over
 	deadline := time.Now().Add(30 * time.Second)
+	for {
+		text, err := callServer(ctx, b, mcpserver.ToolResume, map[string]any{"stream-id": "shared"})
+		if err == nil && strings.Contains(text, `"active"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b did not resume the stream handed over: %s %v", text, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	for {
 		text, err := callServer(ctx, b, mcpserver.ToolInspect, map[string]any{"stream-id": "shared", "include-queue": false})
 		if err == nil && strings.Contains(text, `"completed"`) {

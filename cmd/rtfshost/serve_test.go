@@ -355,6 +355,9 @@ func startServeChildData(t *testing.T, token, dir string, args ...string) (strin
 	cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argsJSON), tokenEnv+"="+token)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	if os.Getenv("RTFSHOST_TEST_SERVE_STDERR") != "" {
+		cmd.Stderr = os.Stderr // to watch the server's logs while debugging a test
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -388,7 +388,20 @@ func (t *tasks) evalLocked(e *taskEntry, spec toolSpec, a args) {
 func (t *tasks) cancelled(e *taskEntry) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return e.rec.Status == taskCancelled
+	if e.rec.Status == taskCancelled {
+		return true
+	}
+	if t.store == nil || !t.clustered() {
+		return false
+	}
+	// Another host may have cancelled it through the stored record.
+	data, err := t.store.Get(t.s.ctx, []byte(taskPrefix+e.rec.ID))
+	if err != nil {
+		return false
+	}
+	var rec taskRecord
+	_, payload, err := persistence.DecodeRecord([]byte(taskPrefix+e.rec.ID), data, kindTask, taskVersion)
+	return err == nil && json.Unmarshal(payload, &rec) == nil && rec.Status == taskCancelled
 }
 
 // setMessage updates a running task's status message.
@@ -479,16 +492,49 @@ func (t *tasks) cancelTask(ctx context.Context, id string) (taskRecord, error) {
 	close(e.done)
 	rec, cancel := e.rec, e.cancel
 	t.mu.Unlock()
-	if rec.StreamID != "" {
-		_, _ = t.s.prov.Cancel(rec.StreamID)
-	} else if cancel != nil {
-		cancel()
-	}
 	if err := t.save(ctx, rec); err != nil {
 		return taskRecord{}, fmt.Errorf("storing the cancelled task: %w", err)
 	}
+	switch {
+	case rec.StreamID != "" && t.clustered() && t.store != nil:
+		t.cancelStream(rec.StreamID)
+	case rec.StreamID != "":
+		_, _ = t.s.prov.Cancel(rec.StreamID)
+	case cancel != nil:
+		cancel()
+	}
 	return rec, nil
 }
+
+// cancelStream cancels a task's stream in a cluster, where it may run on
+// another host and may not have started yet (the host that drives the
+// task starts it, then looks at the stored record again): it is asked
+// until it is cancelled or ended, for at most cancelPatience, on a
+// goroutine of the server.
+func (t *tasks) cancelStream(id string) {
+	if _, err := t.s.prov.Cancel(id); err == nil {
+		return
+	}
+	t.s.calls.Add(1)
+	go func() {
+		defer t.s.calls.Done()
+		deadline := time.Now().Add(cancelPatience)
+		for time.Now().Before(deadline) {
+			select {
+			case <-t.s.ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if _, err := t.s.prov.Cancel(id); err == nil {
+				return
+			}
+		}
+		t.s.log.Warn("mcp tasks: a cancelled task's stream was not found to cancel", "stream", id)
+	}()
+}
+
+// cancelPatience bounds how long a cancelled task's stream is looked for.
+const cancelPatience = 10 * time.Second
 
 // wait blocks until the task ends or ctx does. In a cluster, a task that
 // another host drives is read again from the store every clusterPoll.
