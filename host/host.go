@@ -20,6 +20,12 @@
 // Recover recovers the streams and resumes the parked programs when their
 // streams end (ResumedProgram reports their outcome). docs/durability.md
 // states the guarantees.
+//
+// Open with OpenOptions.Cluster makes the host one of several sharing their
+// streams on NATS JetStream (package cluster, cluster.go, docs/cluster.md):
+// it runs the streams and parked programs it owns, answers other hosts'
+// requests on them, takes over those of hosts that die, and hands its own
+// over at Close.
 package host
 
 import (
