@@ -51,6 +51,9 @@ type JSONDecoder struct {
 	// position changed from one document to the next: a value there (a
 	// timestamp) is not interned, which would only churn the table.
 	lastStrs [16]strMemo
+	// nums boxes the numbers, its unused cells carried over from one
+	// document to the next.
+	nums numSlab
 }
 
 // A strMemo is the string value at one position of the previous document.
@@ -62,16 +65,19 @@ type strMemo struct {
 // Decode decodes one JSON text as FromJSON does. It does not retain data.
 // Cost: one allocation per map and per vector of up to 32 elements; the
 // numbers outside the runtime's small-integer cache (0 to 255) share
-// backing arrays (one allocation for the first 4, then arrays of 8, 16, ...
-// up to 256), so a retained number keeps at most 2 KiB alive; strings and
-// keys seen before cost none.
+// backing arrays of 4, 8, 16, ... up to 256 cells, whose unused cells the
+// next call goes on with (so a stream of small documents allocates one
+// every few documents), and a retained number keeps at most 2 KiB alive;
+// strings and keys seen before cost none.
 func (d *JSONDecoder) Decode(data []byte) (Value, error) {
 	if d.stack == nil {
 		d.stack = make([]Value, 0, min(32, len(data)/4+1))
 	}
-	p := jsonParser{data: data, stack: d.stack, buf: d.buf, keys: &d.keys, strs: &d.strs, last: &d.last, lastStrs: &d.lastStrs}
+	d.nums.carry = true
+	p := jsonParser{data: data, stack: d.stack, buf: d.buf, keys: &d.keys, strs: &d.strs, last: &d.last, lastStrs: &d.lastStrs, nums: d.nums}
 	v, err := p.decode()
 	d.keep(p.stack, p.buf)
+	d.nums = p.nums
 	return v, err
 }
 
@@ -121,7 +127,7 @@ type jsonParser struct {
 	nkey     int          // the keys decoded so far
 	lastStrs *[16]strMemo // the previous document's short strings; nil for FromJSON
 	nstr     int          // the short strings decoded so far
-	nums     numSlab      // boxes this call's numbers; dropped with the call
+	nums     numSlab      // boxes the numbers; a JSONDecoder's goes on with the next call
 	pos      int
 	depth    int
 }
