@@ -47,7 +47,11 @@ const (
 // included (as function id and captured values). Values shared between
 // slots are written once per slot.
 func (k *Continuation) MarshalBinary() ([]byte, error) {
-	e := &encoder{buf: make([]byte, 0, 1024)}
+	size := int(min(k.prog.contSize.Load(), 64<<10)) // a huge one is no guide
+	if size == 0 {
+		size = 1024
+	}
+	e := &encoder{buf: make([]byte, 0, size+size/16+16)}
 	e.header(contMagic, k.prog)
 	e.globals(k.globals)
 	e.str(k.call.Capability)
@@ -70,6 +74,9 @@ func (k *Continuation) MarshalBinary() ([]byte, error) {
 	}
 	if e.err != nil {
 		return nil, fmt.Errorf("rtfs: marshal continuation: %w", e.err)
+	}
+	if n := int64(len(e.buf)); n != k.prog.contSize.Load() {
+		k.prog.contSize.Store(n)
 	}
 	return e.buf, nil
 }

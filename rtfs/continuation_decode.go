@@ -50,7 +50,8 @@ func UnmarshalContinuation(p *Program, b []byte) (k *Continuation, err error) {
 			k, err = nil, fmt.Errorf("rtfs: unmarshal continuation: internal error: %v", r)
 		}
 	}()
-	d := &decoder{buf: b, prog: p, refs: make([]Value, 0, 8)}
+	d := &decoder{buf: b, prog: p}
+	d.refs = d.refsRoom[:0]
 	k = d.continuation()
 	if d.err != nil {
 		return nil, fmt.Errorf("rtfs: unmarshal continuation: %w", d.err)
@@ -64,6 +65,9 @@ type decoder struct {
 	prog *Program
 	err  error
 	refs []Value // decoded collections and closures, for tagRef
+	// refsRoom holds the first references (one allocation with the
+	// decoder, not two).
+	refsRoom [8]Value
 }
 
 func (d *decoder) fail(format string, args ...any) {

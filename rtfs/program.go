@@ -49,6 +49,10 @@ type Program struct {
 	// decoded last, decoded: the next continuation whose section has the
 	// same bytes shares it (continuation_decode.go).
 	lastGlobals atomic.Pointer[decodedGlobals]
+	// contSize is the length of the continuation of this program last
+	// marshalled: the next one, usually about as long, is encoded into a
+	// buffer of that size rather than a fixed one.
+	contSize atomic.Int64
 	// dataKeywords are keywords that continuations of the program held and
 	// its code does not name (a chunk's keys), boxed once (internKeyword).
 	// The map is replaced, never changed, so readers need no lock.
