@@ -1,6 +1,7 @@
 package rtfs
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -88,7 +89,50 @@ func (e *encoder) header(magic string, p *Program) {
 	e.buf = append(e.buf, p.hashRaw[:]...)
 }
 
+// An encodedGlobals is the globals section of a continuation as encoded,
+// and the collections and closures the encoder remembered while writing it,
+// in order (the back-references the rest of the continuation may use).
+type encodedGlobals struct {
+	enc  []byte
+	refs []Value
+}
+
+// globals writes the globals section. The section opens a continuation,
+// so it is encoded with nothing remembered yet and always the same way:
+// the encoding of g is kept with g and copied the next time.
 func (e *encoder) globals(g *Globals) {
+	if e.nseen == 0 && e.err == nil {
+		if c := g.enc.Load(); c != nil {
+			e.buf = append(e.buf, c.enc...)
+			for _, v := range c.refs {
+				e.remember(v)
+			}
+			return
+		}
+		start := len(e.buf)
+		e.globalsSection(g)
+		if e.err == nil {
+			g.enc.Store(&encodedGlobals{enc: bytes.Clone(e.buf[start:]), refs: e.remembered()})
+		}
+		return
+	}
+	e.globalsSection(g)
+}
+
+// remembered returns the values remembered so far, by index.
+func (e *encoder) remembered() []Value {
+	if e.nseen == 0 {
+		return nil
+	}
+	refs := make([]Value, e.nseen)
+	copy(refs, e.recent[:min(e.nseen, len(e.recent))])
+	for v, i := range e.seen {
+		refs[i] = v
+	}
+	return refs
+}
+
+func (e *encoder) globalsSection(g *Globals) {
 	e.uint(uint64(len(g.values)))
 	k := 0 // leading globals that still hold their initial values
 	for k < len(g.values) && g.values[k] != nil && g.values[k] == g.prog.init[k] {

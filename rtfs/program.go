@@ -362,6 +362,11 @@ func (p *Program) Source() []byte { return p.src }
 type Globals struct {
 	prog   *Program
 	values []Value // nil entries are undefined
+	// enc is the globals section of a continuation, as encoded the first
+	// time: a Globals is never written once made (a thread copies it on
+	// its first def), so every continuation that holds it encodes the
+	// same section (continuation_codec.go).
+	enc atomic.Pointer[encodedGlobals]
 }
 
 // Program returns the program the globals belong to.
