@@ -308,14 +308,6 @@ func (d *decoder) valueListIn(room []Value) (list, rest []Value) {
 	return d.values(room[:n:n]), room[n:]
 }
 
-func (d *decoder) valueList() []Value {
-	n := d.count(1)
-	if d.err != nil {
-		return nil
-	}
-	return d.values(make([]Value, n))
-}
-
 // values decodes len(vs) values into vs; nil on an error.
 func (d *decoder) values(vs []Value) []Value {
 	for i := range vs {
