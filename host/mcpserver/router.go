@@ -183,7 +183,9 @@ func (w *watch) take(done []provider.Event) []provider.Event {
 	return evs
 }
 
-// maxKeptEvents bounds the array a watch keeps for its next batch.
+// maxKeptEvents bounds the array a watch keeps for its next batch (16,384
+// events of 128 bytes, 2 MiB: a call whose pump falls behind a firehose
+// reuses arrays of that size rather than allocating them per batch).
 const maxKeptEvents = 1 << 14
 
 // streams returns the ids of the streams added to w.

@@ -64,8 +64,10 @@ type retryWriter struct {
 	err       error       // the first error of the underlying writer
 }
 
-// maxSpareBuf bounds the array a retryWriter keeps between flushes.
-const maxSpareBuf = 4 << 20
+// maxSpareBuf bounds the array a retryWriter keeps between flushes (1 MiB:
+// a busy response holds at most that beside the buffer being filled; a
+// window's burst beyond it is allocated afresh each time).
+const maxSpareBuf = 1 << 20
 
 var (
 	primeEvent = []byte("event: prime\n")
