@@ -62,3 +62,46 @@ func TestContinuationGlobalsEncodedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestContinuationKeywordsByPosition: the decoder looks a continuation's
+// keywords up by position in the program's previous one first; a
+// continuation whose keys differ at the same positions still decodes its
+// own keys, whatever was decoded before it.
+func TestContinuationKeywordsByPosition(t *testing.T) {
+	p, err := Compile("kws.rtfs", []byte(`(defn proc [c] (call :echo c))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	th := NewThread(Limits{})
+	top, err := th.Run(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, _ := top.Globals.Get("proc")
+	chunks := []*Map{
+		MapOf(Keyword("a"), Int(1), Keyword("b"), Int(2)),
+		MapOf(Keyword("x"), Int(1), Keyword("b"), Int(2)),
+		MapOf(Keyword("x"), Int(1), Keyword("b"), Int(2), Keyword("c"), Keyword("d")),
+		MapOf(Keyword("a"), Keyword("a")),
+	}
+	data := make([][]byte, len(chunks))
+	for i, c := range chunks {
+		out, err := th.Call(ctx, top.Globals, proc, c)
+		if err != nil || out.Continuation == nil {
+			t.Fatalf("call: %v, %v", out, err)
+		}
+		if data[i], err = out.Continuation.MarshalBinary(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, i := range []int{0, 1, 1, 2, 0, 3, 2, 3, 1} {
+		k, err := UnmarshalContinuation(p, data[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := k.call.Args[0]; !Equal(got, chunks[i]) {
+			t.Fatalf("continuation %d decoded %v, want %v", i, got, chunks[i])
+		}
+	}
+}

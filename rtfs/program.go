@@ -49,6 +49,9 @@ type Program struct {
 	// decoded last, decoded: the next continuation whose section has the
 	// same bytes shares it (continuation_decode.go).
 	lastGlobals atomic.Pointer[decodedGlobals]
+	// lastKeywords are the keywords of the continuation of this program
+	// decoded last, in order (decoder.keyword).
+	lastKeywords atomic.Pointer[[]Value]
 	// contSize is the length of the continuation of this program last
 	// marshalled: the next one, usually about as long, is encoded into a
 	// buffer of that size rather than a fixed one.
