@@ -73,13 +73,30 @@ func controlAction(chunk rtfs.Value) action {
 	if !ok {
 		return actNone
 	}
-	v, ok := m.GetKeyword("action")
-	if !ok {
-		if v, ok = m.Get(rtfs.String("action")); !ok {
-			return actNone
+	// One pass over the entries (most chunks have no action): :action,
+	// else "action".
+	var kw, str rtfs.Value
+	m.Range(func(k, v rtfs.Value) bool {
+		switch k := k.(type) {
+		case rtfs.Keyword:
+			if k == "action" {
+				kw = v
+				return false
+			}
+		case rtfs.String:
+			if k == "action" {
+				str = v
+			}
 		}
+		return true
+	})
+	if kw == nil {
+		kw = str
 	}
-	a, _ := parseAction(v)
+	if kw == nil {
+		return actNone
+	}
+	a, _ := parseAction(kw)
 	return a
 }
 

@@ -66,7 +66,9 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 		}
 	}
 	s.seq++
-	s.obs.ChunkReceived(len(c.Data))
+	if s.observed {
+		s.obs.ChunkReceived(len(c.Data))
+	}
 	s.enqueueLocked(c, chunk, ctrl, seq, journal)
 	wake := s.wakeLocked()
 	s.mu.Unlock()

@@ -77,12 +77,39 @@ type directive struct {
 	timed  bool
 }
 
+// A result is the parts of a processor's result map the stream reads,
+// found in one pass over its entries (nil: absent).
+type result struct {
+	state, output, action, config rtfs.Value
+}
+
+// resultOf reads the :state, :output, :action and :config of m.
+func resultOf(m *rtfs.Map) result {
+	var r result
+	m.Range(func(k, v rtfs.Value) bool {
+		if kw, ok := k.(rtfs.Keyword); ok {
+			switch kw {
+			case "state":
+				r.state = v
+			case "output":
+				r.output = v
+			case "action":
+				r.action = v
+			case "config":
+				r.config = v
+			}
+		}
+		return true
+	})
+	return r
+}
+
 // parseDirective reads a result's :action, else the chunk's own action
 // (chunkAct), and for a pause its :config {:resume-after-ms n}. An unknown
 // :action or a bad :config is an error naming what is valid.
-func parseDirective(m *rtfs.Map, chunkAct action) (directive, error) {
+func parseDirective(r *result, chunkAct action) (directive, error) {
 	d := directive{act: chunkAct, reason: "control-chunk"}
-	if v, ok := m.GetKeyword("action"); ok && v != rtfs.Nil {
+	if v := r.action; v != nil && v != rtfs.Nil {
 		act, ok := parseAction(v)
 		if !ok {
 			return d, fmt.Errorf("unknown action %s; valid actions are %s", kindOf(v), validActions)
@@ -91,18 +118,18 @@ func parseDirective(m *rtfs.Map, chunkAct action) (directive, error) {
 	}
 	if d.act == actPause {
 		var err error
-		if d.after, d.timed, err = resumeAfter(m); err != nil {
+		if d.after, d.timed, err = resumeAfter(r.config); err != nil {
 			return d, err
 		}
 	}
 	return d, nil
 }
 
-// resumeAfter reads :config {:resume-after-ms n} from a processor result.
-// ok is false when there is none; an invalid value is an error.
-func resumeAfter(res *rtfs.Map) (time.Duration, bool, error) {
-	cfg, ok := res.GetKeyword("config")
-	if !ok || cfg == rtfs.Nil {
+// resumeAfter reads {:resume-after-ms n} from a processor result's
+// :config (nil when it has none). ok is false when there is none; an
+// invalid value is an error.
+func resumeAfter(cfg rtfs.Value) (time.Duration, bool, error) {
+	if cfg == nil || cfg == rtfs.Nil {
 		return 0, false, nil
 	}
 	cm, isMap := cfg.(*rtfs.Map)
@@ -136,7 +163,8 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (rtfs.Value, [
 		s.fail("processor %s returned an invalid shape on chunk %d: expected a map {:state :action :output}, got %s", s.proc.name(), it.seq, kindOf(res))
 		return nil, nil
 	}
-	d, err := parseDirective(m, it.ctrl)
+	r := resultOf(m)
+	d, err := parseDirective(&r, it.ctrl)
 	if err != nil {
 		s.fail("processor %s on chunk %d: %v", s.proc.name(), it.seq, err)
 		return nil, nil
@@ -149,15 +177,17 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (rtfs.Value, [
 	if it.journaled {
 		s.ps.processedLocked(it.seq)
 	}
-	if v, ok := m.GetKeyword("state"); ok {
-		s.state = v
+	if r.state != nil {
+		s.state = r.state
 	}
 	var out rtfs.Value
-	if v, ok := m.GetKeyword("output"); ok && v != rtfs.Nil {
+	if v := r.output; v != nil && v != rtfs.Nil {
 		s.lastOut, out = v, v
 		s.stats.outputs++
 	}
-	s.obs.Directive(actionNames[d.act], d.reason)
+	if s.observed {
+		s.obs.Directive(actionNames[d.act], d.reason)
+	}
 	s.directLocked(d, out)
 	return out, s.subs
 }

@@ -40,27 +40,40 @@ const (
 	maxNumSlab = 256
 )
 
-// A numSlab boxes the Int and Float values of one decoded document from
+// A numSlab boxes the Int and Float values of decoded documents from
 // shared backing arrays, so that the numbers of a small document cost one
 // allocation instead of one each (as boxFloats does for a run of floats).
 // Each cell is written once, before its value is published, and never
-// again; a numSlab belongs to one decoding call and is dropped with it, so
-// no cell is ever reused. The arrays hold no pointers; the garbage
-// collector keeps each one alive while any value boxed from it is
-// reachable, so a retained number pins at most one array (2 KiB at most).
-// The zero value is ready to use.
+// again: cells are handed out in order and never reused. A FromJSON call's
+// numSlab is dropped with the call; a JSONDecoder's carries its unused
+// cells over to the next document, so that a stream of small documents
+// costs an allocation every few documents rather than one each. The
+// arrays hold no pointers; the garbage collector keeps each one alive
+// while any value boxed from it is reachable, so a retained number pins at
+// most one array (2 KiB at most). The zero value is ready to use.
 type numSlab struct {
 	cells []uint64 // the unused cells of the current array
 	size  int      // the size of the last array (0 before the first)
+	carry bool     // the unused cells serve later documents (JSONDecoder)
 }
+
+// maxCarriedSlab bounds the arrays of a numSlab that carries cells over:
+// a stream of small documents needs no more to allocate rarely, and each
+// of a host's many decoders keeps one.
+const maxCarriedSlab = 64
 
 // cell returns an unused cell. At most hint more cells will be needed
 // (hint >= 1): arrays grow from 4 cells, doubling up to 256, but are never
-// longer than hint.
+// longer than hint unless the numSlab carries cells over (then up to
+// maxCarriedSlab, or hint if larger).
 func (s *numSlab) cell(hint int) unsafe.Pointer {
 	if len(s.cells) == 0 {
 		s.size = min(max(2*s.size, minNumSlab), maxNumSlab)
-		s.cells = make([]uint64, min(s.size, max(hint, 1)))
+		n := min(s.size, max(hint, 1))
+		if s.carry {
+			n = max(n, min(s.size, maxCarriedSlab))
+		}
+		s.cells = make([]uint64, n)
 	}
 	c := &s.cells[0]
 	s.cells = s.cells[1:]

@@ -1,6 +1,7 @@
 package rtfs
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,7 +48,11 @@ const (
 // included (as function id and captured values). Values shared between
 // slots are written once per slot.
 func (k *Continuation) MarshalBinary() ([]byte, error) {
-	e := &encoder{buf: make([]byte, 0, 1024)}
+	size := int(min(k.prog.contSize.Load(), 64<<10)) // a huge one is no guide
+	if size == 0 {
+		size = 1024
+	}
+	e := &encoder{buf: make([]byte, 0, size+size/16+16)}
 	e.header(contMagic, k.prog)
 	e.globals(k.globals)
 	e.str(k.call.Capability)
@@ -71,6 +76,9 @@ func (k *Continuation) MarshalBinary() ([]byte, error) {
 	if e.err != nil {
 		return nil, fmt.Errorf("rtfs: marshal continuation: %w", e.err)
 	}
+	if n := int64(len(e.buf)); n != k.prog.contSize.Load() {
+		k.prog.contSize.Store(n)
+	}
 	return e.buf, nil
 }
 
@@ -81,7 +89,50 @@ func (e *encoder) header(magic string, p *Program) {
 	e.buf = append(e.buf, p.hashRaw[:]...)
 }
 
+// An encodedGlobals is the globals section of a continuation as encoded,
+// and the collections and closures the encoder remembered while writing it,
+// in order (the back-references the rest of the continuation may use).
+type encodedGlobals struct {
+	enc  []byte
+	refs []Value
+}
+
+// globals writes the globals section. The section opens a continuation,
+// so it is encoded with nothing remembered yet and always the same way:
+// the encoding of g is kept with g and copied the next time.
 func (e *encoder) globals(g *Globals) {
+	if e.nseen == 0 && e.err == nil {
+		if c := g.enc.Load(); c != nil {
+			e.buf = append(e.buf, c.enc...)
+			for _, v := range c.refs {
+				e.remember(v)
+			}
+			return
+		}
+		start := len(e.buf)
+		e.globalsSection(g)
+		if e.err == nil {
+			g.enc.Store(&encodedGlobals{enc: bytes.Clone(e.buf[start:]), refs: e.remembered()})
+		}
+		return
+	}
+	e.globalsSection(g)
+}
+
+// remembered returns the values remembered so far, by index.
+func (e *encoder) remembered() []Value {
+	if e.nseen == 0 {
+		return nil
+	}
+	refs := make([]Value, e.nseen)
+	copy(refs, e.recent[:min(e.nseen, len(e.recent))])
+	for v, i := range e.seen {
+		refs[i] = v
+	}
+	return refs
+}
+
+func (e *encoder) globalsSection(g *Globals) {
 	e.uint(uint64(len(g.values)))
 	k := 0 // leading globals that still hold their initial values
 	for k < len(g.values) && g.values[k] != nil && g.values[k] == g.prog.init[k] {

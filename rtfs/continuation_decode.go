@@ -50,10 +50,17 @@ func UnmarshalContinuation(p *Program, b []byte) (k *Continuation, err error) {
 			k, err = nil, fmt.Errorf("rtfs: unmarshal continuation: internal error: %v", r)
 		}
 	}()
-	d := &decoder{buf: b, prog: p, refs: make([]Value, 0, 8)}
+	d := &decoder{buf: b, prog: p, memoKws: true}
+	d.refs = d.refsRoom[:0]
+	if m := p.lastKeywords.Load(); m != nil {
+		d.kwMemo = *m
+	}
 	k = d.continuation()
 	if d.err != nil {
 		return nil, fmt.Errorf("rtfs: unmarshal continuation: %w", d.err)
+	}
+	if d.kwNew != nil && len(d.kwNew) <= maxKeywordMemo {
+		p.lastKeywords.Store(&d.kwNew)
 	}
 	return k, nil
 }
@@ -64,6 +71,54 @@ type decoder struct {
 	prog *Program
 	err  error
 	refs []Value // decoded collections and closures, for tagRef
+	// refsRoom holds the first references (one allocation with the
+	// decoder, not two).
+	refsRoom [8]Value
+
+	// The keywords of a continuation are looked up by position first: the
+	// program's previous continuation most often held the same keywords in
+	// the same order (kwMemo, Program.lastKeywords), and comparing with the
+	// one at the same position is cheaper than the intern tables' lookup.
+	// kwNew collects this continuation's keywords from the first that
+	// differs, to remember them instead. Only UnmarshalContinuation
+	// (memoKws) does this.
+	memoKws bool
+	kwMemo  []Value
+	nkw     int
+	kwNew   []Value
+}
+
+// maxKeywordMemo bounds the keywords a program remembers by position.
+const maxKeywordMemo = 256
+
+// keyword returns the keyword named b, boxed (Program.internKeyword).
+func (d *decoder) keyword(b []byte) Value {
+	if !d.memoKws {
+		return d.prog.internKeyword(b)
+	}
+	i := d.nkw
+	d.nkw++
+	var v Value
+	if kw, ok := d.memoAt(i); ok && string(kw) == string(b) {
+		v = d.kwMemo[i]
+	} else {
+		v = d.prog.internKeyword(b)
+		if d.kwNew == nil {
+			d.kwNew = append(make([]Value, 0, i+16), d.kwMemo[:min(i, len(d.kwMemo))]...)
+		}
+	}
+	if d.kwNew != nil {
+		d.kwNew = append(d.kwNew, v)
+	}
+	return v
+}
+
+func (d *decoder) memoAt(i int) (Keyword, bool) {
+	if i >= len(d.kwMemo) {
+		return "", false
+	}
+	kw, ok := d.kwMemo[i].(Keyword)
+	return kw, ok
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -304,14 +359,6 @@ func (d *decoder) valueListIn(room []Value) (list, rest []Value) {
 	return d.values(room[:n:n]), room[n:]
 }
 
-func (d *decoder) valueList() []Value {
-	n := d.count(1)
-	if d.err != nil {
-		return nil
-	}
-	return d.values(make([]Value, n))
-}
-
 // values decodes len(vs) values into vs; nil on an error.
 func (d *decoder) values(vs []Value) []Value {
 	for i := range vs {
@@ -423,7 +470,7 @@ func (d *decoder) value(depth int) Value {
 	case tagString:
 		return String(d.str())
 	case tagKeyword:
-		return d.prog.internKeyword(d.bytes(d.count(1)))
+		return d.keyword(d.bytes(d.count(1)))
 	case tagSymbol:
 		return Symbol(d.str())
 	case tagList, tagVector, tagSet, tagMap:

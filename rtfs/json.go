@@ -51,6 +51,9 @@ type JSONDecoder struct {
 	// position changed from one document to the next: a value there (a
 	// timestamp) is not interned, which would only churn the table.
 	lastStrs [16]strMemo
+	// nums boxes the numbers, its unused cells carried over from one
+	// document to the next.
+	nums numSlab
 }
 
 // A strMemo is the string value at one position of the previous document.
@@ -62,16 +65,19 @@ type strMemo struct {
 // Decode decodes one JSON text as FromJSON does. It does not retain data.
 // Cost: one allocation per map and per vector of up to 32 elements; the
 // numbers outside the runtime's small-integer cache (0 to 255) share
-// backing arrays (one allocation for the first 4, then arrays of 8, 16, ...
-// up to 256), so a retained number keeps at most 2 KiB alive; strings and
-// keys seen before cost none.
+// backing arrays of 4, 8, 16, ... up to 256 cells, whose unused cells the
+// next call goes on with (so a stream of small documents allocates one
+// every few documents), and a retained number keeps at most 2 KiB alive;
+// strings and keys seen before cost none.
 func (d *JSONDecoder) Decode(data []byte) (Value, error) {
 	if d.stack == nil {
 		d.stack = make([]Value, 0, min(32, len(data)/4+1))
 	}
-	p := jsonParser{data: data, stack: d.stack, buf: d.buf, keys: &d.keys, strs: &d.strs, last: &d.last, lastStrs: &d.lastStrs}
+	d.nums.carry = true
+	p := jsonParser{data: data, stack: d.stack, buf: d.buf, keys: &d.keys, strs: &d.strs, last: &d.last, lastStrs: &d.lastStrs, nums: d.nums}
 	v, err := p.decode()
 	d.keep(p.stack, p.buf)
+	d.nums = p.nums
 	return v, err
 }
 
@@ -121,7 +127,7 @@ type jsonParser struct {
 	nkey     int          // the keys decoded so far
 	lastStrs *[16]strMemo // the previous document's short strings; nil for FromJSON
 	nstr     int          // the short strings decoded so far
-	nums     numSlab      // boxes this call's numbers; dropped with the call
+	nums     numSlab      // boxes the numbers; a JSONDecoder's goes on with the next call
 	pos      int
 	depth    int
 }
@@ -238,11 +244,17 @@ func (p *jsonParser) object() (Value, error) {
 		return nil, err
 	}
 	defer func() { p.depth-- }()
-	base := len(p.stack)
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
 		return emptyMap, nil
 	}
+	// The entries of an object small enough for an array-map are gathered
+	// in small, on the goroutine's stack, where storing them costs no
+	// write barrier and leaves nothing to clear; a larger object's go on
+	// the parser's stack.
+	var small [2 * arrayMapMax]Value
+	n := 0 // entries in small; -1 once they moved to p.stack
+	base := len(p.stack)
 	for {
 		k, err := p.key()
 		if err != nil {
@@ -252,14 +264,37 @@ func (p *jsonParser) object() (Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.stack = append(p.stack, k, v)
+		switch {
+		case n >= 0 && n < arrayMapMax:
+			small[2*n], small[2*n+1] = k, v
+			n++
+		case n >= 0:
+			p.stack = append(append(p.stack, small[:2*n]...), k, v)
+			n = -1
+		default:
+			p.stack = append(p.stack, k, v)
+		}
 		if done, err := p.separator('}'); done || err != nil {
 			if err != nil {
 				return nil, err
 			}
+			if n >= 0 {
+				return smallMap(small[:2*n]), nil
+			}
 			return p.makeMap(base), nil
 		}
 	}
+}
+
+// smallMap returns the map of the 1 to arrayMapMax entries in kvs, an
+// array-map in one allocation unless a key repeats. kvs is not retained.
+func smallMap(kvs []Value) *Map {
+	if !distinctKeys(kvs) {
+		return MapOf(kvs...)
+	}
+	m := newArrayMap(len(kvs) / 2)
+	copy(m.kvs, kvs)
+	return m
 }
 
 // key decodes an object key and the ':' after it.
@@ -556,6 +591,9 @@ func (p *jsonParser) number() (Value, error) {
 			return p.nums.int(Int(n), p.numbersLeft()), nil
 		}
 	}
+	if f, ok := parseShortDecimal(p.data[start:i]); ok {
+		return p.nums.float(Float(f), p.numbersLeft()), nil
+	}
 	f, err := strconv.ParseFloat(string(p.data[start:i]), 64)
 	if err != nil {
 		p.pos = start
@@ -579,6 +617,47 @@ func skipDigits(b []byte, i int) int {
 	}
 	return i
 }
+
+// parseShortDecimal parses -?d+.d+ with at most 15 digits, the usual
+// reading (21.5, -0.25), without strconv: its digits make an integer
+// below 2^53 and its scale a power of ten below 10^16, both exact in a
+// float64, so one division, which IEEE 754 rounds correctly, gives the
+// same float as strconv.ParseFloat. false for any other form.
+func parseShortDecimal(b []byte) (float64, bool) {
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) > 16 { // 15 digits and the point
+		return 0, false
+	}
+	var n uint64
+	scale := -1 // digits after the point; -1 before it
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			n = n*10 + uint64(c-'0')
+			if scale >= 0 {
+				scale++
+			}
+		case c == '.' && scale < 0:
+			scale = 0
+		default:
+			return 0, false
+		}
+	}
+	if scale <= 0 {
+		return 0, false
+	}
+	f := float64(n) / pow10[scale]
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+// pow10 holds the powers of ten parseShortDecimal divides by.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
 
 // parseDecimal parses an optionally negative decimal integer; false if it
 // overflows int64.

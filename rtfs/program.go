@@ -49,6 +49,13 @@ type Program struct {
 	// decoded last, decoded: the next continuation whose section has the
 	// same bytes shares it (continuation_decode.go).
 	lastGlobals atomic.Pointer[decodedGlobals]
+	// lastKeywords are the keywords of the continuation of this program
+	// decoded last, in order (decoder.keyword).
+	lastKeywords atomic.Pointer[[]Value]
+	// contSize is the length of the continuation of this program last
+	// marshalled: the next one, usually about as long, is encoded into a
+	// buffer of that size rather than a fixed one.
+	contSize atomic.Int64
 	// dataKeywords are keywords that continuations of the program held and
 	// its code does not name (a chunk's keys), boxed once (internKeyword).
 	// The map is replaced, never changed, so readers need no lock.
@@ -358,6 +365,11 @@ func (p *Program) Source() []byte { return p.src }
 type Globals struct {
 	prog   *Program
 	values []Value // nil entries are undefined
+	// enc is the globals section of a continuation, as encoded the first
+	// time: a Globals is never written once made (a thread copies it on
+	// its first def), so every continuation that holds it encodes the
+	// same section (continuation_codec.go).
+	enc atomic.Pointer[encodedGlobals]
 }
 
 // Program returns the program the globals belong to.

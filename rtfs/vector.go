@@ -58,9 +58,8 @@ func vectorOwned(elems []Value) *Vector {
 		return emptyVector
 	}
 	tailoff := (n - 1) &^ vmask
-	v := &Vector{cnt: n, shift: vbits, root: emptyVNode, tail: elems[tailoff:n:n]}
 	if tailoff == 0 {
-		return v
+		return &Vector{cnt: n, shift: vbits, root: emptyVNode, tail: elems}
 	}
 	// The trie's nodes, and the pointers to them that their parents hold,
 	// come from two allocations, whatever the size: the leaves, then each
@@ -72,8 +71,18 @@ func vectorOwned(elems []Value) *Vector {
 			break
 		}
 	}
-	nodes := make([]vnode, total)
-	ptrs := make([]*vnode, total)
+	var v *Vector
+	var nodes []vnode
+	var ptrs []*vnode
+	if total == 2 { // 33 to 64 elements: a leaf and the root, with v
+		b := &vecBoxTwoNodes{}
+		v, nodes, ptrs = &b.v, b.nodes[:], b.ptrs[:]
+	} else {
+		v = new(Vector)
+		nodes = make([]vnode, total)
+		ptrs = make([]*vnode, total)
+	}
+	v.cnt, v.shift, v.root, v.tail = n, vbits, emptyVNode, elems[tailoff:n:n]
 	next := 0 // the next free node and pointer
 	for i := 0; i < tailoff; i += vwidth {
 		nodes[next].vals = elems[i : i+vwidth : i+vwidth]
@@ -96,6 +105,15 @@ func vectorOwned(elems []Value) *Vector {
 		level = ptrs[start:next:next]
 		v.shift += vbits
 	}
+}
+
+// vecBoxTwoNodes is a vector of 33 to 64 elements with its two trie nodes
+// (a leaf and the root) and the root's pointer to the leaf: one
+// allocation instead of three.
+type vecBoxTwoNodes struct {
+	v     Vector
+	nodes [2]vnode
+	ptrs  [2]*vnode
 }
 
 // Kind implements Value.

@@ -106,9 +106,11 @@ func (c *call) pump(ctx context.Context, wake <-chan struct{}, stop func(ends ma
 	ends := make(map[string]provider.Status)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var evs []provider.Event
 	for {
 		c.sendLogs()
-		for _, ev := range c.w.take() {
+		evs = c.w.take(evs)
+		for _, ev := range evs {
 			switch ev.Kind {
 			case provider.EventOutput:
 				c.output(ev)

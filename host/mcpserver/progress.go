@@ -49,6 +49,11 @@ type reporter struct {
 	hasPending bool
 	folded     int64 // outputs behind pending that were not sent
 	last       time.Time
+	// params is the notification flush sends, reused: go-sdk encodes it
+	// before NotifyProgress returns (jsonrpc2.NewNotification) and keeps
+	// nothing of it, so its _meta map is filled again rather than made
+	// anew for every notification.
+	params mcp.ProgressNotificationParams
 }
 
 // add records the output of ev and sends or schedules its notification. An
@@ -96,16 +101,12 @@ func (r *reporter) flush() {
 		return
 	}
 	out := r.pending
-	params := &mcp.ProgressNotificationParams{
-		ProgressToken: r.token,
-		Progress:      float64(r.count),
-		Message:       string(out.Output),
-		Meta: mcp.Meta{
-			metaStream:    out.StreamID,
-			metaSeq:       out.Seq,
-			metaCoalesced: r.folded,
-		},
+	params := &r.params
+	if params.Meta == nil {
+		params.Meta = make(mcp.Meta, 3)
 	}
+	params.ProgressToken, params.Progress, params.Message = r.token, float64(r.count), string(out.Output)
+	params.Meta[metaStream], params.Meta[metaSeq], params.Meta[metaCoalesced] = out.StreamID, out.Seq, r.folded
 	r.coalesced += r.folded
 	r.pending, r.hasPending, r.folded, r.last = output{}, false, 0, time.Now()
 	r.sent++

@@ -602,6 +602,7 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage) {
 		if err := c.watchStream(l.streamID); err != nil {
 			return
 		}
+		var evs []provider.Event
 		for {
 			select {
 			case <-c.w.wake:
@@ -609,7 +610,8 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage) {
 				return
 			}
 			ended := false
-			for _, ev := range c.w.take() {
+			evs = c.w.take(evs)
+			for _, ev := range evs {
 				switch ev.Kind {
 				case provider.EventOutput:
 					if ev.Seq <= l.seq {

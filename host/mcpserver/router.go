@@ -166,14 +166,27 @@ func (w *watch) push(ev provider.Event) {
 	}
 }
 
-// take returns the events pushed since the last take, oldest first.
-func (w *watch) take() []provider.Event {
+// take returns the events pushed since the last take, oldest first. done
+// is the slice the previous take returned, which the caller is done with:
+// its array takes the next events, so that a busy call's events cost no
+// allocation per batch (one that a burst grew beyond maxKeptEvents is
+// dropped instead).
+func (w *watch) take(done []provider.Event) []provider.Event {
+	clear(done) // no stale outputs kept alive
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	evs := w.pending
 	w.pending = nil
+	if cap(done) <= maxKeptEvents {
+		w.pending = done[:0]
+	}
 	return evs
 }
+
+// maxKeptEvents bounds the array a watch keeps for its next batch (16,384
+// events of 128 bytes, 2 MiB: a call whose pump falls behind a firehose
+// reuses arrays of that size rather than allocating them per batch).
+const maxKeptEvents = 1 << 14
 
 // streams returns the ids of the streams added to w.
 func (w *watch) streams() []string {

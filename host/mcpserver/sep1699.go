@@ -56,12 +56,18 @@ type retryWriter struct {
 
 	mu        sync.Mutex
 	buf       []byte // written, not yet flushed
+	spare     []byte // the array of the last flush's buf, for the next (see flushOut)
 	seen      bool   // the first write is past
 	lastFlush time.Time
 	timer     *time.Timer // a deferred flush; nil when none is due
 	done      bool        // the handler returned: no more deferred flushes
 	err       error       // the first error of the underlying writer
 }
+
+// maxSpareBuf bounds the array a retryWriter keeps between flushes (1 MiB:
+// a busy response holds at most that beside the buffer being filled; a
+// window's burst beyond it is allocated afresh each time).
+const maxSpareBuf = 1 << 20
 
 var (
 	primeEvent = []byte("event: prime\n")
@@ -124,7 +130,7 @@ func (w *retryWriter) flushOut() {
 	defer w.out.Unlock()
 	w.mu.Lock()
 	b := w.buf
-	w.buf = nil
+	w.buf, w.spare = w.spare, nil
 	w.lastFlush = time.Now()
 	w.mu.Unlock()
 	if w.stored != nil && len(b) > 0 {
@@ -137,6 +143,14 @@ func (w *retryWriter) flushOut() {
 		if _, err := w.ResponseWriter.Write(b); err != nil {
 			w.fail(err)
 			return
+		}
+		// The ResponseWriter does not retain b: the next flush's events
+		// go into its array (out is held, so no other flush has it). An
+		// array a burst grew large is dropped instead.
+		if cap(b) <= maxSpareBuf {
+			w.mu.Lock()
+			w.spare = b[:0]
+			w.mu.Unlock()
 		}
 	}
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
