@@ -259,7 +259,13 @@ func TestPersistStoreErrorFailsStream(t *testing.T) {
 	id := startCount(ps.f, g, "disk-full", rtfs.Symbol("proc"))
 	ps.f.send(id, `{"n":1}`)
 	ps.f.processed(id, 1)
-	must(t, ps.f.p.ps.com.Flush(context.Background()))
+	// The worker submits chunk 1's snapshot just after it counts the
+	// chunk: wait until the store holds it.
+	waitUntil(t, "chunk 1's snapshot to be committed", func() bool {
+		must(t, ps.f.p.ps.com.Flush(context.Background()))
+		r, err := loadProgress(context.Background(), mem, id)
+		return err == nil && r.processed == 1
+	})
 	fs.FailAfter(0, nil)
 	// The journal commit of the next chunk fails: the stream stops with the
 	// cause, and the source is told.
