@@ -306,9 +306,6 @@ func (c *Cluster) Balanced() bool { return c.opts.Balanced }
 // LeaseTTL returns how long a silent host keeps its streams.
 func (c *Cluster) LeaseTTL() time.Duration { return c.opts.LeaseTTL }
 
-// Connected reports whether the connection to NATS is up now.
-func (c *Cluster) Connected() bool { return c.nc.IsConnected() }
-
 func nodeSubject(inc string) string { return "rtfshost.node." + inc }
 
 // beat publishes the heartbeat.

@@ -231,6 +231,9 @@ func (s *Store) fenced(ctx context.Context, w write, err error) error {
 // lastPerKey returns ops with only the last operation on each key, in the
 // order of those last operations.
 func lastPerKey(ops []persistence.Op) []persistence.Op {
+	if len(ops) < 2 {
+		return ops
+	}
 	last := make(map[string]int, len(ops))
 	for i, op := range ops {
 		last[string(op.Key)] = i
@@ -263,8 +266,7 @@ func (c *Cluster) fencedAmong(ctx context.Context, fences map[string]uint64) (st
 // closes, waiting with backoff between attempts. Errors of the server that
 // retrying cannot change are permanent; losing NATS is not.
 func (s *Store) retry(ctx context.Context, what string, op func(context.Context) error) error {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 50*time.Millisecond, 2*time.Second, 0
+	var bo *backoff.ExponentialBackOff // made at the first failure: most calls need none
 	logged := false
 	for {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -285,6 +287,8 @@ func (s *Store) retry(ctx context.Context, what string, op func(context.Context)
 		if !logged {
 			s.c.log.Warn("cluster: the store does not answer; retrying", "op", what, "err", err)
 			logged = true
+			bo = backoff.NewExponentialBackOff()
+			bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 50*time.Millisecond, 2*time.Second, 0
 		}
 		select {
 		case <-time.After(bo.NextBackOff()):

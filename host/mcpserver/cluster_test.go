@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,33 +11,15 @@ import (
 	"github.com/rtfshost/rtfshost/cluster/clustertest"
 	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/provider"
-	"github.com/rtfshost/rtfshost/transport"
-	"github.com/rtfshost/rtfshost/transport/mock"
 )
 
 // newClusterFixture is newFixture on a host of the cluster at natsURL.
 func newClusterFixture(t *testing.T, natsURL, node string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, mock: &mock.Transport{}, stdout: &lockedBuffer{}}
-	h, err := host.Open(host.OpenOptions{
-		Options: host.Options{Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(f.mock))}, Stdout: f.stdout},
-		Cluster: &cluster.Options{URLs: []string{natsURL}, Node: node, LeaseTTL: time.Second},
+	return newFixtureOpen(t, Options{}, func(ho host.Options) (*host.Host, error) {
+		return host.Open(host.OpenOptions{Options: ho,
+			Cluster: &cluster.Options{URLs: []string{natsURL}, Node: node, LeaseTTL: time.Second}})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.host = h
-	if f.srv, err = New(Options{Host: h}); err != nil {
-		h.Close()
-		t.Fatal(err)
-	}
-	f.ts = httptest.NewServer(f.srv.Handler())
-	t.Cleanup(func() {
-		f.srv.Close()
-		f.ts.Close()
-		f.host.Close()
-	})
-	return f
 }
 
 // TestTasksInCluster: a task created on one host of a cluster is answered

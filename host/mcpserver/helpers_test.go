@@ -77,11 +77,20 @@ func newFixture(t *testing.T, opts Options) *fixture {
 // caller closes the store after the fixture.
 func newFixtureStore(t *testing.T, opts Options, store persistence.Store) *fixture {
 	t.Helper()
+	return newFixtureOpen(t, opts, func(ho host.Options) (*host.Host, error) {
+		ho.Store = store
+		return host.New(ho)
+	})
+}
+
+// newFixtureOpen is newFixture with the host made by open from the
+// fixture's host options (its mock transport and stdout).
+func newFixtureOpen(t *testing.T, opts Options, open func(host.Options) (*host.Host, error)) *fixture {
+	t.Helper()
 	f := &fixture{t: t, mock: &mock.Transport{}, stdout: &lockedBuffer{}}
-	h, err := host.New(host.Options{
+	h, err := open(host.Options{
 		Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(f.mock))},
 		Stdout:  f.stdout,
-		Store:   store,
 	})
 	if err != nil {
 		t.Fatal(err)
