@@ -16,6 +16,10 @@
 // {"temp":21.5,"ts":12345,"sensor":"a"}, add its temp to a list of readings
 // kept in the state, output the count, and start over at 100 readings.
 //
+// cmd/schedtrace reads an execution trace of the provider's pipeline
+// benchmark and says how long each of its goroutines ran, waited for a P
+// and was blocked, and who woke it (README, Performance).
+//
 // This is a module of its own, so that the product's go.mod does not carry
 // the peers' dependencies; nothing in rtfshost imports it.
 package peers
