@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/redpanda-data/benthos/v4 v4.56.0
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
+	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 )
 
 require (
@@ -60,7 +61,6 @@ require (
 	go.opentelemetry.io/otel/metric v1.37.0 // indirect
 	go.opentelemetry.io/otel/trace v1.37.0 // indirect
 	golang.org/x/crypto v0.39.0 // indirect
-	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.42.0 // indirect
 	golang.org/x/text v0.26.0 // indirect

@@ -125,9 +125,7 @@ func analyze(r io.Reader, roles roleFlag) ([]*goroutine, error) {
 		from, to := st.Goroutine()
 		t := ev.Time()
 		g := get(st.Resource.Goroutine(), t)
-		if g.state != trace.GoUndetermined || g.since != g.first {
-			g.in[g.state] += t.Sub(g.since)
-		}
+		g.in[g.state] += t.Sub(g.since) // nothing for a goroutine seen first now
 		g.state, g.since, g.last = to, t, t
 		if from == trace.GoRunning {
 			if g.role == "" {

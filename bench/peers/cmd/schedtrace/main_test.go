@@ -25,7 +25,7 @@ func TestAnalyzeHandOff(t *testing.T) {
 	<-done
 	trace.Stop()
 
-	gs, err := analyze(&buf, roleFlag{{"consumer", "schedtrace.consumeForTest"}, {"producer", "schedtrace.produceForTest"}})
+	gs, err := analyze(&buf, roleFlag{{"consumer", ".consumeForTest"}, {"producer", ".produceForTest"}})
 	if err != nil {
 		t.Fatal(err)
 	}
