@@ -138,6 +138,31 @@ func BenchmarkProcessorCall(b *testing.B) {
 	timeProcessorCalls(b, g, b.N)
 }
 
+// BenchmarkProcessorCallParallel: the call of BenchmarkProcessorCall on
+// every P at once, one processor and state per goroutine, as streams on
+// several cores make it. ns/op is wall time per call over all goroutines:
+// BenchmarkProcessorCall's ns/op divided by this one is how many cores'
+// worth of calls the machine runs (its garbage collection included).
+func BenchmarkProcessorCallParallel(b *testing.B) {
+	g := compileGlobals(b, anchorProcessor)
+	fn, _ := g.Get("proc")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		proc := newRTFSProcessor("proc", fn, g, rtfs.Limits{}, nil)
+		chunk := decodeChunk(new(rtfs.JSONDecoder), benchChunk, "")
+		var state rtfs.Value = rtfs.MapOf(rtfs.Keyword("readings"), rtfs.NewVector())
+		ctx := context.Background()
+		for pb.Next() {
+			res, err := proc.call(ctx, state, chunk, rtfs.Nil)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			state, _ = res.(*rtfs.Map).GetKeyword("state")
+		}
+	})
+}
+
 // BenchmarkDecodeChunk: the per-chunk work of Deliver (decode and control
 // check) and of the worker (metadata, for a processor that reads it).
 func BenchmarkDecodeChunk(b *testing.B) {
