@@ -202,8 +202,12 @@ func (d *decoder) header(magic string) {
 		return
 	}
 	if v := d.bytes(d.count(1)); d.err == nil && string(v) != compile.Version {
-		d.fail("compiled by %q, this is %q", v, compile.Version)
-		return
+		lp, err := d.prog.underVersion(string(v))
+		if err != nil {
+			d.fail("%v", err)
+			return
+		}
+		d.prog = lp // an earlier compiler's continuation resumes in its code (legacy.go)
 	}
 	if h := d.bytes(sha256Size); d.err == nil && string(h) != string(d.prog.hashRaw[:]) {
 		d.fail("continuation of program %s, not of %s (%s)", hex.EncodeToString(h), d.prog.hash, d.prog.name)

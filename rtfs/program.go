@@ -43,6 +43,14 @@ type Program struct {
 	init     []Value // initial global values (the prelude's functions); nil means undefined
 	toplevel *funcInfo
 	extra    map[string]*Builtin // host-internal builtins (tests); nil normally
+	cfg      *compileConfig      // what it was compiled with besides src, to compile it again
+	version  string              // the compiler version whose prelude it uses
+
+	// legacy holds the program compiled again under earlier compiler
+	// versions, by version, built when a continuation of one is decoded
+	// (legacy.go).
+	legacyMu sync.Mutex
+	legacy   map[string]*Program
 	keywords map[string]Value    // the keyword constants, boxed once (for decoding)
 
 	// lastGlobals is the globals section of the continuation this program
@@ -140,11 +148,17 @@ type compileConfig struct {
 
 // compileUnits compiles src after the internal units and builtins of cfg.
 func compileUnits(filename string, src []byte, cfg *compileConfig) (*Program, error) {
+	return compileWith(filename, src, cfg, currentPrelude)
+}
+
+// compileWith compiles src on the prelude of one compiler version (the
+// current one, or an earlier one for legacy.go).
+func compileWith(filename string, src []byte, cfg *compileConfig, pv *preludeVersion) (*Program, error) {
 	nodes, err := syntax.Parse(filename, src)
 	if err != nil {
 		return nil, err
 	}
-	pre, err := loadPrelude()
+	pre, err := pv.load()
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +179,11 @@ func compileUnits(filename string, src []byte, cfg *compileConfig) (*Program, er
 	if err != nil {
 		return nil, didYouMean(err, nodes)
 	}
-	return newProgram(filename, src, cp, pre, resolve, extra)
+	p, err := newProgram(filename, src, cp, pre, resolve, extra)
+	if p != nil {
+		p.cfg = cfg
+	}
+	return p, err
 }
 
 // didYouMean adds to an "undefined symbol" error the nearest name the
@@ -207,7 +225,8 @@ func newProgram(filename string, src []byte, cp *compile.Program, pre *prelude,
 	p := &Program{
 		name:     filename,
 		src:      append([]byte(nil), src...),
-		hashRaw:  programHash(src),
+		hashRaw:  programHash(pre, src),
+		version:  pre.version,
 		globals:  cp.Globals,
 		index:    make(map[string]int, len(cp.Globals)),
 		extra:    extra,
@@ -248,11 +267,13 @@ func linkArities(fs []*funcInfo, all []*funcInfo) {
 	}
 }
 
-func programHash(src []byte) (sum [32]byte) {
+// programHash is the identity of a program: its compiler version, the
+// prelude it was compiled with and its source.
+func programHash(pre *prelude, src []byte) (sum [32]byte) {
 	h := sha256.New()
-	h.Write([]byte(compile.Version))
+	h.Write([]byte(pre.version))
 	h.Write([]byte{0})
-	h.Write(preludeSrc)
+	h.Write(pre.src)
 	h.Write([]byte{0})
 	h.Write(src)
 	h.Sum(sum[:0])
