@@ -51,7 +51,7 @@ type Program struct {
 	// (legacy.go).
 	legacyMu sync.Mutex
 	legacy   map[string]*Program
-	keywords map[string]Value    // the keyword constants, boxed once (for decoding)
+	keywords map[string]Value // the keyword constants, boxed once (for decoding)
 
 	// lastGlobals is the globals section of the continuation this program
 	// decoded last, decoded: the next continuation whose section has the
