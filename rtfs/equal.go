@@ -173,9 +173,9 @@ func equalSet(x, y *Set) bool {
 // Compare orders a and b for sorting: it returns -1, 0 or +1. Numbers
 // (ints and floats, mixed) compare numerically, NaN after every number;
 // strings, keywords and symbols compare by bytes; false sorts before true;
-// nil sorts before every value; lists and vectors compare element by
-// element (a proper prefix first). Any other pair (mixed kinds, maps, sets,
-// functions) is an error naming both values.
+// nil sorts before every value; lists and vectors compare // by length first, then element by element, as Clojure's vectors compare.
+// Any other pair (mixed kinds, maps, sets, functions) is an error naming
+// both values.
 func Compare(a, b Value) (int, error) {
 	if a == Nil || b == Nil {
 		return boolCmp(b == Nil, a == Nil), nil
@@ -271,6 +271,9 @@ func cmpIntFloat(i Int, f float64) int {
 }
 
 func compareSeq(x, y sequential) (int, error) {
+	if nx, ny := x.Len(), y.Len(); nx != ny {
+		return boolCmp(nx > ny, nx < ny), nil
+	}
 	ix, iy := newSeqIter(x), newSeqIter(y)
 	for {
 		ex, okx := ix.next()

@@ -244,7 +244,7 @@ func extremum(th *Thread, args []Value, sign int) (Value, error) {
 			continue
 		}
 		c, _ := Compare(x, best)
-		if c*sign > 0 {
+		if c*sign >= 0 { // on a tie the later argument wins, as in Clojure
 			best = x
 		}
 	}

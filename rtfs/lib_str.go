@@ -161,7 +161,7 @@ func builtinSplit(th *Thread, args []Value) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	parts := strings.Split(s, sep)
+	parts := dropTrailingEmpty(strings.Split(s, sep))
 	if err := th.build(len(parts)); err != nil {
 		return nil, err
 	}
@@ -170,6 +170,20 @@ func builtinSplit(th *Thread, args []Value) (Value, error) {
 		out[i] = String(p)
 	}
 	return vectorOwned(out), nil
+}
+
+// dropTrailingEmpty drops the empty strings at the end of parts, as Java's
+// String.split (and so clojure.string/split) does; a string without any
+// separator stays one piece, even the empty string.
+func dropTrailingEmpty(parts []string) []string {
+	if len(parts) == 1 {
+		return parts
+	}
+	n := len(parts)
+	for n > 0 && parts[n-1] == "" {
+		n--
+	}
+	return parts[:n]
 }
 
 // builtinJoin is (join coll) or (join sep coll): the str of each element,

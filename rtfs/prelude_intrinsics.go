@@ -9,6 +9,7 @@ import (
 // never call back into RTFS. The table is built once and never modified.
 var intrinsics = map[string]*Builtin{
 	"%items":        {name: "seq", impl: intrItems, minArgs: 1, maxArgs: 1},
+	"%kv-items":     {name: "reduce-kv", impl: intrKVItems, minArgs: 1, maxArgs: 1},
 	"%nth":          {name: "nth", impl: intrNth, minArgs: 2, maxArgs: 2},
 	"%min-count":    {name: "count", impl: intrMinCount, minArgs: 1, maxArgs: -1},
 	"%spread-args":  {name: "apply", impl: intrSpreadArgs, minArgs: 1, maxArgs: 1},
@@ -92,6 +93,16 @@ func collect(th *Thread, n int, at func(int) Value) (*Vector, error) {
 }
 
 func intrItems(th *Thread, args []Value) (Value, error) { return items(th, args[0]) }
+
+// intrKVItems is the entries of reduce-kv's map (nil has none); a vector is
+// walked by reduce-kv itself, by index.
+func intrKVItems(th *Thread, args []Value) (Value, error) {
+	switch args[0].(type) {
+	case *Map, NilType:
+		return items(th, args[0])
+	}
+	return nil, typeError("a map or a vector", args[0])
+}
 
 func intrNth(_ *Thread, args []Value) (Value, error) {
 	v, ok := args[0].(*Vector)
