@@ -3,6 +3,8 @@ package rtfs
 import (
 	"fmt"
 
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
+
 	"github.com/rtfshost/rtfshost/rtfs/types"
 )
 
@@ -43,10 +45,13 @@ func (b *Builtin) String() string { return "#<builtin " + b.name + ">" }
 // The VM calls builtins only through call.
 func (b *Builtin) call(th *Thread, args []Value) (Value, error) {
 	if len(args) < b.minArgs || (b.maxArgs >= 0 && len(args) > b.maxArgs) {
-		return nil, fmt.Errorf("%s: %s", b.name, arityMessage(b.minArgs, b.maxArgs, len(args)))
+		return nil, withKind(compile.KindArity, fmt.Errorf("%s: %s", b.name, arityMessage(b.minArgs, b.maxArgs, len(args))))
 	}
 	v, err := b.impl(th, args)
 	if err != nil {
+		if !hasKind(err) {
+			err = withKind(compile.KindArgument, err)
+		}
 		if b.bare {
 			return nil, err
 		}

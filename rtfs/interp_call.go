@@ -2,6 +2,8 @@ package rtfs
 
 import (
 	"fmt"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 )
 
 // errorf returns a plain runtime error; the VM adds position and stack.
@@ -66,7 +68,7 @@ func (th *Thread) pushFrame(cl *Closure, n int) error {
 	if fi.arities != nil {
 		fi = selectArity(fi, n)
 		if fi == nil {
-			return fmt.Errorf("%s: no arity takes %d argument%s", fnName(cl.fn), n, plural(n))
+			return withKind(compile.KindArity, fmt.Errorf("%s: no arity takes %d argument%s", fnName(cl.fn), n, plural(n)))
 		}
 	}
 	c := fi.code
@@ -81,7 +83,7 @@ func (th *Thread) pushFrame(cl *Closure, n int) error {
 	nparams := c.NumParams
 	if c.Variadic {
 		if n < nparams {
-			return fmt.Errorf("%s: expected at least %d argument%s, got %d", fnName(fi), nparams, plural(nparams), n)
+			return withKind(compile.KindArity, fmt.Errorf("%s: expected at least %d argument%s, got %d", fnName(fi), nparams, plural(nparams), n))
 		}
 		var rest Value = Nil // Clojure: no rest arguments is nil, not ()
 		if n > nparams {
@@ -90,7 +92,7 @@ func (th *Thread) pushFrame(cl *Closure, n int) error {
 		stack[base+nparams] = rest
 		nparams++
 	} else if n != nparams {
-		return fmt.Errorf("%s: expected %d argument%s, got %d", fnName(fi), nparams, plural(nparams), n)
+		return withKind(compile.KindArity, fmt.Errorf("%s: expected %d argument%s, got %d", fnName(fi), nparams, plural(nparams), n))
 	}
 	for i := base + nparams; i < base+c.NumLocals; i++ {
 		stack[i] = nil
@@ -141,7 +143,7 @@ func callData(f Value, args []Value) (Value, error) {
 		}
 		i, ok := args[0].(Int)
 		if !ok || i < 0 || int(i) >= f.Len() {
-			return nil, fmt.Errorf("vector as function: index %s out of range for a vector of %d", args[0], f.Len())
+			return nil, indexError("vector as function: index %s out of range for a vector of %d", args[0], f.Len())
 		}
 		return f.Index(int(i)), nil
 	case *Set:
@@ -153,7 +155,7 @@ func callData(f Value, args []Value) (Value, error) {
 		}
 		return Nil, nil
 	}
-	return nil, fmt.Errorf("cannot call %s: not a function", describe(f))
+	return nil, withKind(typeKind(f), fmt.Errorf("cannot call %s: not a function", describe(f)))
 }
 
 // suspend records the host call on top of the stack in th.call.

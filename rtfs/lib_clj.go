@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 )
 
 // The part of Clojure's core library that processor writers reach for first
@@ -214,9 +216,9 @@ func builtinAssert(_ *Thread, args []Value) (Value, error) {
 	if args[1] != Nil {
 		var b strings.Builder
 		toStr(&b, args[1])
-		return nil, fmt.Errorf("Assert failed: %s\n%s", b.String(), string(form))
+		return nil, withKind(compile.KindAssert, fmt.Errorf("Assert failed: %s\n%s", b.String(), string(form)))
 	}
-	return nil, fmt.Errorf("Assert failed: %s", string(form))
+	return nil, withKind(compile.KindAssert, fmt.Errorf("Assert failed: %s", string(form)))
 }
 
 func floatFn(f func(float64) float64) builtinFn {

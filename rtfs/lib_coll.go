@@ -425,7 +425,7 @@ func builtinSubvec(th *Thread, args []Value) (Value, error) {
 		}
 	}
 	if start < 0 || end > int64(v.cnt) || start > end {
-		return nil, fmt.Errorf("range %d..%d out of bounds for vector of length %d", start, end, v.cnt)
+		return nil, indexError("range %d..%d out of bounds for vector of length %d", start, end, v.cnt)
 	}
 	if err := th.build(int(end - start)); err != nil {
 		return nil, err

@@ -121,7 +121,7 @@ func assocOne(th *Thread, coll, k, v Value) (Value, error) {
 			return nil, fmt.Errorf("a vector index must be an int, got %s", describe(k))
 		}
 		if i < 0 || int64(i) > int64(c.cnt) {
-			return nil, fmt.Errorf("index %d out of bounds for vector of length %d", i, c.cnt)
+			return nil, indexError("index %d out of bounds for vector of length %d", i, c.cnt)
 		}
 		nv, _ := c.Assoc(int(i), v)
 		return nv, th.checkSize(nv.cnt)

@@ -2,8 +2,9 @@ package rtfs
 
 import (
 	"errors"
-	"fmt"
 	"unicode/utf8"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 )
 
 // Sequence access: count first second rest next last nth take drop peek pop
@@ -236,7 +237,7 @@ func builtinNth(th *Thread, args []Value) (Value, error) {
 	}
 	n, _ := countOf(args[0])
 	if i < 0 || i >= int64(n) {
-		return nil, fmt.Errorf("index %d out of bounds for %s of length %d", i, args[0].Kind(), n)
+		return nil, indexError("index %d out of bounds for %s of length %d", i, args[0].Kind(), n)
 	}
 	return nthOr(th, args[0], int(i), Nil)
 }
@@ -304,12 +305,12 @@ func builtinPop(_ *Thread, args []Value) (Value, error) {
 		return Nil, nil
 	case *List:
 		if x.n == 0 {
-			return nil, errors.New("cannot pop an empty list")
+			return nil, withKind(compile.KindState, errors.New("cannot pop an empty list"))
 		}
 		return x.Rest(), nil
 	case *Vector:
 		if x.cnt == 0 {
-			return nil, errors.New("cannot pop an empty vector")
+			return nil, withKind(compile.KindState, errors.New("cannot pop an empty vector"))
 		}
 		return x.Pop(), nil
 	}

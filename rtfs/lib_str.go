@@ -141,7 +141,7 @@ func builtinSubs(_ *Thread, args []Value) (Value, error) {
 		}
 	}
 	if start < 0 || end > int64(n) || start > end {
-		return nil, fmt.Errorf("range %d..%d out of bounds for string of length %d", start, end, n)
+		return nil, indexError("range %d..%d out of bounds for string of length %d", start, end, n)
 	}
 	if n == len(s) {
 		return String(s[start:end]), nil

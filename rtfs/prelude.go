@@ -61,7 +61,7 @@ func buildPrelude(version string, src []byte) (*prelude, error) {
 		return nil, fmt.Errorf("rtfs: prelude: %w", err)
 	}
 	isBuiltin := func(name string) bool { return builtinNamed(name) != nil }
-	cp, err := compile.Compile(nil, []compile.Unit{{Nodes: nodes, Internal: true}}, isBuiltin)
+	cp, err := compile.CompileVersion(version, nil, []compile.Unit{{Nodes: nodes, Internal: true}}, isBuiltin)
 	if err != nil {
 		return nil, fmt.Errorf("rtfs: prelude: %w", err)
 	}

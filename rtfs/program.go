@@ -175,7 +175,7 @@ func compileWith(filename string, src []byte, cfg *compileConfig, pv *preludeVer
 		}
 		return builtinNamed(name)
 	}
-	cp, err := compile.Compile(pre.code, units, func(name string) bool { return resolve(name) != nil })
+	cp, err := compile.CompileVersion(pre.version, pre.code, units, func(name string) bool { return resolve(name) != nil })
 	if err != nil {
 		return nil, didYouMean(err, nodes)
 	}
