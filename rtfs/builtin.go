@@ -49,6 +49,9 @@ func (b *Builtin) call(th *Thread, args []Value) (Value, error) {
 	}
 	v, err := b.impl(th, args)
 	if err != nil {
+		if _, ok := err.(*redirect); ok {
+			return nil, err
+		}
 		if !hasKind(err) {
 			err = withKind(compile.KindArgument, err)
 		}
@@ -115,6 +118,7 @@ func newCoreBuiltins() builtinTable {
 	addMapBuiltins(t)
 	addConvBuiltins(t)
 	addCljBuiltins(t)
+	addRegexBuiltins(t)
 	return t
 }
 

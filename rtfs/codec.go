@@ -45,6 +45,7 @@ const (
 	vcSet
 	vcBuiltin
 	vcFn
+	vcRegex // added after format 1's first release: older data has none
 )
 
 // fnCodec encodes the function values the value codec cannot encode by
@@ -113,6 +114,8 @@ func (e *valueEncoder) appendValue(v Value) error {
 		e.appendString(vcKeyword, string(x))
 	case Symbol:
 		e.appendString(vcSymbol, string(x))
+	case *Regex:
+		e.appendString(vcRegex, x.src)
 	case *Builtin:
 		if lookupBuiltin(x.name) != x {
 			return fmt.Errorf("cannot encode %s: only core builtins are encodable", x)
@@ -268,7 +271,7 @@ func (d *valueDecoder) readValue() (Value, error) {
 		}
 		d.pos += 8
 		return Float(math.Float64frombits(binary.LittleEndian.Uint64(d.buf[d.pos-8:]))), nil
-	case vcString, vcKeyword, vcSymbol, vcBuiltin:
+	case vcString, vcKeyword, vcSymbol, vcBuiltin, vcRegex:
 		return d.readText(tag)
 	case vcList, vcVector, vcMap, vcSet:
 		return d.readCollection(tag)
@@ -294,6 +297,12 @@ func (d *valueDecoder) readText(tag byte) (Value, error) {
 		return Keyword(s), nil
 	case vcSymbol:
 		return Symbol(s), nil
+	case vcRegex:
+		re, err := NewRegex(s)
+		if err != nil {
+			return nil, d.errorf("%v", err)
+		}
+		return re, nil
 	}
 	if b := lookupBuiltin(s); b != nil {
 		return b, nil

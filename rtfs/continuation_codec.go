@@ -41,6 +41,7 @@ const (
 	tagInit   // a global that still has the program's initial value
 	tagRef    // a collection or closure written before (its index)
 	tagFloats // a vector of floats: count, then 8 bytes each
+	tagRegex  // a regex: its pattern (added in rtfs-compile-3; older continuations have none)
 )
 
 // MarshalBinary encodes the continuation: the program's hash, the globals,
@@ -276,6 +277,9 @@ func (e *encoder) value(v Value, depth int) {
 	case Symbol:
 		e.buf = append(e.buf, tagSymbol)
 		e.str(string(v))
+	case *Regex:
+		e.buf = append(e.buf, tagRegex)
+		e.str(v.src)
 	case *List, *Vector, *Set, *Map:
 		if !e.backref(v) {
 			e.collection(v, depth)

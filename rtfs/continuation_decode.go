@@ -413,7 +413,10 @@ func (d *decoder) validate(k *Continuation) {
 
 // resumeDepth returns how deep the operand stack of a frame suspended at the
 // call instruction pc is: for the innermost frame, after the host call's
-// operands were popped; for the others, up to the callee's first argument.
+// operands were popped; for the others, up to the callee's first argument
+// (a builtin that redirected to the prelude, redirect.go, is replaced by
+// the prelude function in its slot, which for a fast op is its first
+// operand's).
 func resumeDepth(c *compile.Funcode, pc int, innermost bool) (int, bool) {
 	op, arg := compile.Decode(c.Code[pc])
 	depth := int(c.Depth[pc])
@@ -426,6 +429,14 @@ func resumeDepth(c *compile.Funcode, pc int, innermost bool) (int, bool) {
 		return depth - arg, true
 	case !innermost && op == compile.CALLSPREAD:
 		return depth - 1, true
+	case !innermost && op == compile.COUNT:
+		// count redirected to the prelude (a lazy sequence to realize):
+		// the callee took the operand's slot, so its arguments start above.
+		return depth, true
+	case !innermost && (op == compile.GET || op == compile.EQ):
+		return depth - 1, true
+	case !innermost && op == compile.GETDEF:
+		return depth - 2, true
 	}
 	return 0, false
 }
@@ -477,6 +488,17 @@ func (d *decoder) value(depth int) Value {
 		return d.keyword(d.bytes(d.count(1)))
 	case tagSymbol:
 		return Symbol(d.str())
+	case tagRegex:
+		src := d.str()
+		if d.err != nil {
+			return nil
+		}
+		re, err := NewRegex(src)
+		if err != nil {
+			d.fail("%v", err)
+			return nil
+		}
+		return re
 	case tagList, tagVector, tagSet, tagMap:
 		return d.remember(d.collection(tag, depth))
 	case tagFloats:

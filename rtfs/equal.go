@@ -84,6 +84,9 @@ func Equal(a, b Value) bool {
 		return ok && x == y
 	case NilType, Bool, Symbol:
 		return a == b
+	case *Regex:
+		y, ok := b.(*Regex)
+		return ok && x.src == y.src
 	case *List:
 		return equalSeq(x, &x.hash, b)
 	case *Vector:

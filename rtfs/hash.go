@@ -23,6 +23,7 @@ const (
 	seedMap     = 0x2545f4914f6cdd1d
 	seedSet     = 0x9fb21c651e98df25
 	seedFn      = 0xd6e8feb86659fd93
+	seedRegex   = 0x7fb5d329728ea185
 )
 
 // mix64 is a 64-bit finalizer (splitmix64) that spreads every input bit.
@@ -84,6 +85,8 @@ func Hash(v Value) uint64 {
 		return cachedHash(&x.hash, x.computeHash)
 	case *Builtin:
 		return strhash(x.name, seedFn)
+	case *Regex:
+		return strhash(x.src, seedRegex)
 	}
 	if h, ok := v.(interface{ identityHash() uint64 }); ok {
 		return h.identityHash()

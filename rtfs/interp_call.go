@@ -21,6 +21,9 @@ func (th *Thread) callValue(n int) error {
 		v, err := f.call(th, th.stack[sp-n:sp])
 		th.sp = sp - n
 		th.stack[th.sp-1] = v
+		if rd, ok := err.(*redirect); ok {
+			return th.takeRedirect(rd)
+		}
 		return err
 	default:
 		v, err := callData(f, th.stack[sp-n:sp])

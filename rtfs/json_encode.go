@@ -58,6 +58,8 @@ func appendJSON(b []byte, v Value, depth int, lenient bool) ([]byte, error) {
 		return appendJSONString(b, string(x)), nil
 	case Symbol:
 		return appendJSONString(b, string(x)), nil
+	case *Regex:
+		return appendJSONString(b, x.src), nil
 	case *List, *Vector:
 		return appendJSONSeq(b, newSeqIter(v), depth, lenient)
 	case *Set:

@@ -410,6 +410,9 @@ func addCljStringBuiltins(t builtinTable) {
 	t.add("index-of", 2, 3, stringIndex(false))
 	t.add("last-index-of", 2, 3, stringIndex(true))
 	t.add("replace-first", 3, 3, func(th *Thread, args []Value) (Value, error) {
+		if done, v, err := replacePattern(th, args, false); done {
+			return v, err
+		}
 		s, old, repl, err := threeTexts(args)
 		if err != nil {
 			return nil, err

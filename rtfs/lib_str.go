@@ -2,6 +2,7 @@ package rtfs
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -18,7 +19,7 @@ func addStrBuiltins(t builtinTable) {
 		s, err := toText(1, args[0])
 		return Int(utf8.RuneCountInString(s)), err
 	})
-	t.add("split", 2, 2, builtinSplit)
+	t.add("split", 2, 3, builtinSplit)
 	t.add("join", 1, 2, builtinJoin)
 	t.alias("string-join", "join")
 	t.add("upper-case", 1, 1, strMap(strings.ToUpper))
@@ -40,6 +41,9 @@ func addStrBuiltins(t builtinTable) {
 		return Bool(strings.TrimSpace(s) == ""), err
 	})
 	t.add("replace", 3, 3, func(th *Thread, args []Value) (Value, error) {
+		if done, v, err := replacePattern(th, args, true); done {
+			return v, err
+		}
 		s, old, repl, err := threeTexts(args)
 		if err != nil {
 			return nil, err
@@ -149,19 +153,37 @@ func builtinSubs(_ *Thread, args []Value) (Value, error) {
 	return String(string([]rune(s)[start:end])), nil
 }
 
-// builtinSplit is (split s sep): the pieces of s around each occurrence of
-// the literal sep, as a vector of strings (empty pieces kept). An empty
-// sep splits into code points.
+// builtinSplit is (split s sep limit?): the pieces of s around each match
+// of the regex sep, or each occurrence of the literal string sep, as a
+// vector of strings, with Java's String.split rules (splitRegex): trailing
+// empty pieces dropped unless a limit is given, at most limit pieces when
+// it is positive. An empty sep splits into code points.
 func builtinSplit(th *Thread, args []Value) (Value, error) {
 	s, err := toText(1, args[0])
 	if err != nil {
 		return nil, err
 	}
-	sep, err := toText(2, args[1])
-	if err != nil {
+	limit := 0
+	if len(args) == 3 {
+		n, err := toInt(3, args[2])
+		if err != nil {
+			return nil, err
+		}
+		limit = int(max(min(n, 1<<30), -1))
+	}
+	var re *regexp.Regexp
+	switch sep := args[1].(type) {
+	case *Regex:
+		re = sep.re
+	case String:
+		re = regexp.MustCompile(regexp.QuoteMeta(string(sep)))
+	default:
+		return nil, argTypeError(2, "a regex or a string", args[1])
+	}
+	if err := th.charge(int64(len(s)/elemBytes+1), 0); err != nil {
 		return nil, err
 	}
-	parts := dropTrailingEmpty(strings.Split(s, sep))
+	parts := splitRegex(re, s, limit)
 	if err := th.build(len(parts)); err != nil {
 		return nil, err
 	}

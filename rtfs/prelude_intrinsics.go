@@ -10,6 +10,8 @@ import (
 var intrinsics = map[string]*Builtin{
 	"%items":        {name: "seq", impl: intrItems, minArgs: 1, maxArgs: 1},
 	"%kv-items":     {name: "reduce-kv", impl: intrKVItems, minArgs: 1, maxArgs: 1},
+	"%re-all":       {name: "replace", impl: intrReAll, minArgs: 3, maxArgs: 3},
+	"%re-splice":    {name: "replace", impl: intrReSplice, minArgs: 3, maxArgs: 3},
 	"%nth":          {name: "nth", impl: intrNth, minArgs: 2, maxArgs: 2},
 	"%min-count":    {name: "count", impl: intrMinCount, minArgs: 1, maxArgs: -1},
 	"%spread-args":  {name: "apply", impl: intrSpreadArgs, minArgs: 1, maxArgs: 1},

@@ -96,6 +96,8 @@ func toStrLimited(b *strings.Builder, v Value, limit int) {
 	case NilType:
 	case String:
 		b.WriteString(string(x))
+	case *Regex:
+		b.WriteString(x.src) // as Java's Pattern.toString
 	default:
 		writeLimited(b, v, limit)
 	}

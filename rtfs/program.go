@@ -339,6 +339,8 @@ func constValue(n syntax.Node) (Value, error) {
 		return String(n.Value), nil
 	case *syntax.Keyword:
 		return Keyword(n.Name), nil
+	case *syntax.Regex:
+		return NewRegex(n.Pattern)
 	case *syntax.Symbol:
 		return Symbol(n.Name), nil
 	case *syntax.List:

@@ -26,6 +26,9 @@ func (n *String) String() string { return quote(n.Value) }
 // String implements Node.
 func (n *Keyword) String() string { return ":" + n.Name }
 
+// String implements Node: #"pattern", as written.
+func (n *Regex) String() string { return `#"` + n.Pattern + `"` }
+
 // String implements Node.
 func (n *Symbol) String() string { return toString(n) }
 

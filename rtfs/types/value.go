@@ -17,6 +17,7 @@ const (
 	KindMap                 // {k v}
 	KindSet                 // #{a b}
 	KindFn                  // builtins and closures
+	KindRegex               // #"pattern"
 )
 
 var kindNames = [...]string{
@@ -32,6 +33,7 @@ var kindNames = [...]string{
 	KindMap:     "map",
 	KindSet:     "set",
 	KindFn:      "fn",
+	KindRegex:   "regex",
 }
 
 // String returns the kind's RTFS type name, as error messages use it: "int", "map"...

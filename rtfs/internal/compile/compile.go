@@ -266,6 +266,8 @@ func constKey(n syntax.Node) string {
 		return "s" + n.Value
 	case *syntax.Int:
 		return "i" + strconv.FormatInt(n.Value, 10)
+	case *syntax.Regex:
+		return "r" + n.Pattern
 	}
 	return ""
 }
@@ -396,7 +398,7 @@ func (fc *fcomp) expr(n syntax.Node, tail bool) {
 		} else {
 			fc.emit(FALSE, 0)
 		}
-	case *syntax.Int, *syntax.Float, *syntax.String, *syntax.Keyword:
+	case *syntax.Int, *syntax.Float, *syntax.String, *syntax.Keyword, *syntax.Regex:
 		fc.setPos(n.Pos())
 		fc.emit(CONST, fc.constant(n))
 	case *syntax.Symbol:
@@ -419,7 +421,7 @@ func (fc *fcomp) expr(n syntax.Node, tail bool) {
 // isConstant reports whether n is a literal whose value needs no evaluation.
 func isConstant(n syntax.Node) bool {
 	switch n := n.(type) {
-	case *syntax.Nil, *syntax.Bool, *syntax.Int, *syntax.Float, *syntax.String, *syntax.Keyword:
+	case *syntax.Nil, *syntax.Bool, *syntax.Int, *syntax.Float, *syntax.String, *syntax.Keyword, *syntax.Regex:
 		return true
 	case *syntax.Vector:
 		return allConstant(n.Elems)
