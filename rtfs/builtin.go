@@ -1,6 +1,7 @@
 package rtfs
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
@@ -51,6 +52,12 @@ func (b *Builtin) call(th *Thread, args []Value) (Value, error) {
 	if err != nil {
 		if _, ok := err.(*redirect); ok {
 			return nil, err
+		}
+		var nr *needRealize
+		if errors.As(err, &nr) {
+			// A lazy sequence reached a thunk: the prelude computes the
+			// elements and calls b again (lazy.go).
+			return nil, th.redirectTo("%lz-retry", b, NewVector(args...), nr.seq, Int(nr.n))
 		}
 		if !hasKind(err) {
 			err = withKind(compile.KindArgument, err)

@@ -46,6 +46,7 @@ const (
 	vcBuiltin
 	vcFn
 	vcRegex // added after format 1's first release: older data has none
+	vcLazy  // likewise
 )
 
 // fnCodec encodes the function values the value codec cannot encode by
@@ -116,6 +117,8 @@ func (e *valueEncoder) appendValue(v Value) error {
 		e.appendString(vcSymbol, string(x))
 	case *Regex:
 		e.appendString(vcRegex, x.src)
+	case *Lazy:
+		return e.appendLazy(x)
 	case *Builtin:
 		if lookupBuiltin(x.name) != x {
 			return fmt.Errorf("cannot encode %s: only core builtins are encodable", x)
@@ -275,6 +278,8 @@ func (d *valueDecoder) readValue() (Value, error) {
 		return d.readText(tag)
 	case vcList, vcVector, vcMap, vcSet:
 		return d.readCollection(tag)
+	case vcLazy:
+		return d.readLazy()
 	case vcFn:
 		if d.fns == nil {
 			return nil, d.errorf("a function value needs the program's codec")
@@ -338,4 +343,65 @@ func (d *valueDecoder) readCollection(tag byte) (Value, error) {
 		return mapOwned(elems), nil
 	}
 	return NewSet(elems...), nil
+}
+
+// appendLazy writes a lazy sequence: kind, infinite, origin, cycle index,
+// and its parts (lazy.go).
+func (e *valueEncoder) appendLazy(l *Lazy) error {
+	if e.depth++; e.depth > valueCodecMaxDepth {
+		return fmt.Errorf("cannot encode a value nested deeper than %d levels", valueCodecMaxDepth)
+	}
+	defer func() { e.depth-- }()
+	e.buf = append(e.buf, vcLazy, byte(l.kind), boolByte(l.inf))
+	e.appendUvarint(uint64(len(l.origin)))
+	e.buf = append(e.buf, l.origin...)
+	e.appendUvarint(uint64(l.i))
+	parts := l.parts()
+	e.appendUvarint(uint64(len(parts)))
+	for _, p := range parts {
+		if err := e.appendValue(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *valueDecoder) readLazy() (Value, error) {
+	if d.depth++; d.depth > valueCodecMaxDepth {
+		return nil, d.errorf("value nested deeper than %d levels", valueCodecMaxDepth)
+	}
+	defer func() { d.depth-- }()
+	kind, err := d.readByte()
+	if err != nil {
+		return nil, err
+	}
+	inf, err := d.readByte()
+	if err != nil {
+		return nil, err
+	}
+	origin, err := d.readString()
+	if err != nil {
+		return nil, err
+	}
+	i, err := d.readUvarint()
+	if err != nil {
+		return nil, err
+	}
+	n, err := d.readCount(1)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]Value, 0, min(n, 1024))
+	for j := 0; j < n; j++ {
+		v, err := d.readValue()
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, v)
+	}
+	l, err := lazyFromParts(kind, inf == 1, origin, int(min(i, uint64(maxInt))), parts)
+	if err != nil {
+		return nil, d.errorf("%v", err)
+	}
+	return l, nil
 }

@@ -42,6 +42,7 @@ const (
 	tagRef    // a collection or closure written before (its index)
 	tagFloats // a vector of floats: count, then 8 bytes each
 	tagRegex  // a regex: its pattern (added in rtfs-compile-3; older continuations have none)
+	tagLazy   // a lazy sequence: kind, infinite, origin, index, parts (added in rtfs-compile-3)
 )
 
 // MarshalBinary encodes the continuation: the program's hash, the globals,
@@ -280,6 +281,22 @@ func (e *encoder) value(v Value, depth int) {
 	case *Regex:
 		e.buf = append(e.buf, tagRegex)
 		e.str(v.src)
+	case *Lazy:
+		// Written once and then referenced, like a collection: a builtin
+		// waiting for the prelude to compute a lazy sequence's elements
+		// finds it again by identity among its arguments (lazy.go).
+		if e.backref(v) {
+			break
+		}
+		e.buf = append(e.buf, tagLazy, byte(v.kind), boolByte(v.inf))
+		e.str(v.origin)
+		e.uint(uint64(v.i))
+		parts := v.parts()
+		e.uint(uint64(len(parts)))
+		for _, p := range parts {
+			e.value(p, depth+1)
+		}
+		e.remember(v)
 	case *List, *Vector, *Set, *Map:
 		if !e.backref(v) {
 			e.collection(v, depth)
@@ -352,4 +369,11 @@ func (e *encoder) closure(c *Closure, depth int) {
 	for _, x := range c.free {
 		e.value(x, depth+1)
 	}
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -488,6 +488,28 @@ func (d *decoder) value(depth int) Value {
 		return d.keyword(d.bytes(d.count(1)))
 	case tagSymbol:
 		return Symbol(d.str())
+	case tagLazy:
+		kind, inf := d.byte(), d.byte()
+		origin := d.str()
+		i := d.uint()
+		n := d.count(1)
+		parts := make([]Value, 0, min(n, 1024))
+		for j := 0; j < n && d.err == nil; j++ {
+			v := d.value(depth + 1)
+			if v == nil {
+				d.fail("lazy sequence part missing")
+			}
+			parts = append(parts, v)
+		}
+		if d.err != nil {
+			return nil
+		}
+		l, err := lazyFromParts(kind, inf == 1, origin, int(min(i, uint64(maxInt))), parts)
+		if err != nil {
+			d.fail("%v", err)
+			return nil
+		}
+		return d.remember(l)
 	case tagRegex:
 		src := d.str()
 		if d.err != nil {

@@ -88,9 +88,17 @@ func Equal(a, b Value) bool {
 		y, ok := b.(*Regex)
 		return ok && x.src == y.src
 	case *List:
+		if l, ok := b.(*Lazy); ok {
+			return equalLazy(l, x)
+		}
 		return equalSeq(x, &x.hash, b)
 	case *Vector:
+		if l, ok := b.(*Lazy); ok {
+			return equalLazy(l, x)
+		}
 		return equalSeq(x, &x.hash, b)
+	case *Lazy:
+		return equalLazy(x, b)
 	case *Map:
 		y, ok := b.(*Map)
 		return ok && equalMap(x, y)
@@ -217,6 +225,15 @@ func Compare(a, b Value) (int, error) {
 	case *List, *Vector:
 		if y, ok := b.(sequential); ok {
 			return compareSeq(x.(sequential), y)
+		}
+		if l, ok := b.(*Lazy); ok {
+			if y, ok := computedList(l); ok {
+				return compareSeq(x.(sequential), y)
+			}
+		}
+	case *Lazy:
+		if xs, ok := computedList(x); ok {
+			return Compare(xs, b)
 		}
 	}
 	return 0, fmt.Errorf("cannot compare %s with %s", describe(a), describe(b))

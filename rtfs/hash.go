@@ -24,6 +24,7 @@ const (
 	seedSet     = 0x9fb21c651e98df25
 	seedFn      = 0xd6e8feb86659fd93
 	seedRegex   = 0x7fb5d329728ea185
+	seedLazy    = 0x3c6ef372fe94f82b
 )
 
 // mix64 is a 64-bit finalizer (splitmix64) that spreads every input bit.
@@ -87,6 +88,11 @@ func Hash(v Value) uint64 {
 		return strhash(x.name, seedFn)
 	case *Regex:
 		return strhash(x.src, seedRegex)
+	case *Lazy:
+		if l, ok := computedList(x); ok {
+			return Hash(l) // = to a list of the same elements
+		}
+		return seedLazy // equal only to itself (equalLazy)
 	}
 	if h, ok := v.(interface{ identityHash() uint64 }); ok {
 		return h.identityHash()

@@ -1,6 +1,7 @@
 package rtfs
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
@@ -52,11 +53,30 @@ func indexValue(v Value, i int) (Value, error) {
 		if i < c.Len() {
 			return c.Index(i), nil
 		}
+	case *Lazy:
+		elems, _, err := realize(nil, c, i+1)
+		if err != nil {
+			return nil, destructLazyErr(err)
+		}
+		if i < len(elems) {
+			return elems[i], nil
+		}
 	case NilType:
 	default:
 		return nil, fmt.Errorf("cannot destructure %s as a sequence", describe(v))
 	}
 	return Nil, nil
+}
+
+// destructLazyErr is the error of destructuring a lazy sequence whose
+// elements need RTFS code to compute: the VM's destructuring instructions
+// cannot hand their work to the prelude as builtins do.
+func destructLazyErr(err error) error {
+	var nr *needRealize
+	if errors.As(err, &nr) {
+		return fmt.Errorf("cannot destructure a lazy sequence whose elements are not computed yet: compute the part you need first, e.g. (take n s)")
+	}
+	return err
 }
 
 // restFrom is the rest of a sequential destructuring, [a b & r]: the
@@ -80,6 +100,15 @@ func restFrom(v Value, i int) (Value, error) {
 		return l, nil
 	case NilType:
 		return Nil, nil
+	case *Lazy:
+		elems, rest, err := realize(nil, c, i+1)
+		if err != nil {
+			return nil, destructLazyErr(err)
+		}
+		if len(elems) <= i {
+			return Nil, nil
+		}
+		return lazyRun(elems[i:], rest), nil
 	}
 	return nil, fmt.Errorf("cannot destructure %s as a sequence", describe(v))
 }

@@ -60,6 +60,12 @@ func appendJSON(b []byte, v Value, depth int, lenient bool) ([]byte, error) {
 		return appendJSONString(b, string(x)), nil
 	case *Regex:
 		return appendJSONString(b, x.src), nil
+	case *Lazy:
+		l, ok := computedList(x)
+		if !ok {
+			return nil, fmt.Errorf("cannot encode %s as JSON: a lazy sequence whose elements are not computed (realize it first with (vec s) or (doall s))", describe(x))
+		}
+		return appendJSON(b, l, depth, lenient)
 	case *List, *Vector:
 		return appendJSONSeq(b, newSeqIter(v), depth, lenient)
 	case *Set:

@@ -88,6 +88,9 @@ func addCljBuiltins(t builtinTable) {
 	// Printing.
 	t.add("format", 1, -1, builtinFormat)
 	t.add("pr-str", 0, -1, func(th *Thread, args []Value) (Value, error) {
+		if err := realizeLazyArgs(th, args, true); err != nil {
+			return nil, err
+		}
 		var b strings.Builder
 		for i, a := range args {
 			if i > 0 {
@@ -106,6 +109,7 @@ func addCljBuiltins(t builtinTable) {
 	t.add("flatten", 1, 1, builtinFlatten)
 	t.add("dedupe", 1, 1, builtinDedupe)
 	t.add("split-at", 2, 2, builtinSplitAt)
+	t.add("take-nth", 2, 2, builtinTakeNth)
 	t.add("distinct?", 1, -1, func(th *Thread, args []Value) (Value, error) {
 		seen := make(valueSet, len(args))
 		for _, a := range args {
@@ -130,18 +134,29 @@ func addCljBuiltins(t builtinTable) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := dropSeq(th, args[0], n)
+		return nextSeq(th, args[0], n)
+	})
+	// doall and dorun compute a lazy sequence's elements (the others are
+	// computed already).
+	t.add("doall", 1, 2, func(th *Thread, args []Value) (Value, error) {
+		l, ok := args[len(args)-1].(*Lazy)
+		if !ok {
+			return args[len(args)-1], nil
+		}
+		elems, _, err := realize(th, l, -1)
 		if err != nil {
 			return nil, err
 		}
-		if c, _ := countOf(v); c == 0 {
-			return Nil, nil
-		}
-		return v, nil
+		return lazyRun(elems, Nil), nil
 	})
-	// Sequences are eager in RTFS: doall and dorun have nothing to realise.
-	t.add("doall", 1, 2, func(_ *Thread, args []Value) (Value, error) { return args[len(args)-1], nil })
-	t.add("dorun", 1, 2, func(_ *Thread, _ []Value) (Value, error) { return Nil, nil })
+	t.add("dorun", 1, 2, func(th *Thread, args []Value) (Value, error) {
+		if l, ok := args[len(args)-1].(*Lazy); ok {
+			if _, _, err := realize(th, l, -1); err != nil {
+				return nil, err
+			}
+		}
+		return Nil, nil
+	})
 	t.add("array-map", 0, -1, func(th *Thread, args []Value) (Value, error) {
 		if len(args)%2 != 0 {
 			return nil, fmt.Errorf("expected an even number of arguments (key value ...), got %d", len(args))
@@ -154,8 +169,18 @@ func addCljBuiltins(t builtinTable) {
 
 	// The lazy infinite forms have no eager meaning: each error names the
 	// bounded form to use instead.
+	// rtfs-compile-2 programs call this iterate (the prelude's is lazy).
 	t.add("iterate", 2, 2, lazyOnly("iterate", "(iterate-n n f x), the first n values of x, (f x), (f (f x)) ..."))
-	t.add("cycle", 1, 1, lazyOnly("cycle", "(take n (apply concat (repeat k coll)))"))
+	t.add("cycle", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		elems, err := seqSlice(th, args[0])
+		if err != nil {
+			return nil, seqErr(err, typeError("a collection", args[0]))
+		}
+		if len(elems) == 0 {
+			return emptyList, nil
+		}
+		return &Lazy{kind: lzCycle, inf: true, origin: "(cycle coll)", a: vectorOwned(elems)}, nil
+	})
 
 }
 
@@ -485,14 +510,15 @@ func stringIndex(last bool) builtinFn {
 }
 
 func builtinInterleave(th *Thread, args []Value) (Value, error) {
-	cols := make([][]Value, len(args))
+	if len(args) > 0 && allLazy(args) {
+		return nil, th.redirectTo("%lazy-interleave", NewVector(args...))
+	}
+	cols, err := boundedSlices(th, args)
+	if err != nil {
+		return nil, err
+	}
 	n := -1
-	for i, a := range args {
-		xs, err := seqSlice(th, a)
-		if err != nil {
-			return nil, seqErr(err, argTypeError(i+1, "a collection", a))
-		}
-		cols[i] = xs
+	for _, xs := range cols {
 		if n < 0 || len(xs) < n {
 			n = len(xs)
 		}
@@ -573,4 +599,28 @@ func builtinSplitAt(th *Thread, args []Value) (Value, error) {
 	}
 	n = min(n, len(elems))
 	return NewVector(listOwned(elems[:n:n]), listOwned(elems[n:])), nil
+}
+
+// builtinTakeNth is (take-nth n coll): every nth element from the first, a
+// list; over a lazy sequence, the lazy sequence of them (in the prelude).
+func builtinTakeNth(th *Thread, args []Value) (Value, error) {
+	n, err := toInt(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("argument 1: expected a positive int, got %d", n)
+	}
+	if _, ok := args[1].(*Lazy); ok {
+		return nil, th.redirectTo("%lazy-take-nth", args[0], args[1])
+	}
+	elems, err := seqSlice(th, args[1])
+	if err != nil {
+		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
+	}
+	out := make([]Value, 0, (len(elems)+int(min(n, int64(len(elems)+1)))-1)/int(min(n, int64(len(elems)+1))))
+	for i := 0; i < len(elems); i += int(min(n, int64(len(elems)))) {
+		out = append(out, elems[i])
+	}
+	return listOwned(out), nil
 }

@@ -5,8 +5,18 @@ import "math"
 // Comparison and logic: = not= == < > <= >= compare not identity.
 
 func addCmpBuiltins(t builtinTable) {
-	t.add("=", 1, -1, func(_ *Thread, args []Value) (Value, error) { return Bool(allEqual(args)), nil })
-	t.add("not=", 1, -1, func(_ *Thread, args []Value) (Value, error) { return Bool(!allEqual(args)), nil })
+	t.add("=", 1, -1, func(th *Thread, args []Value) (Value, error) {
+		if err := realizeLazyArgs(th, args, false); err != nil {
+			return nil, err
+		}
+		return Bool(allEqual(args)), nil
+	})
+	t.add("not=", 1, -1, func(th *Thread, args []Value) (Value, error) {
+		if err := realizeLazyArgs(th, args, false); err != nil {
+			return nil, err
+		}
+		return Bool(!allEqual(args)), nil
+	})
 	t.add("==", 1, -1, numChain(func(c int) bool { return c == 0 }))
 	t.add("<", 1, -1, numChain(func(c int) bool { return c < 0 }))
 	t.add(">", 1, -1, numChain(func(c int) bool { return c > 0 }))

@@ -3,6 +3,7 @@ package rtfs
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 )
@@ -86,6 +87,8 @@ func conjOne(th *Thread, coll, x Value) (Value, error) {
 		return c.Conj(x), th.checkSize(c.Len() + 1)
 	case *Map:
 		return conjMap(th, c, x)
+	case *Lazy:
+		return lazyCons(x, c), nil
 	}
 	return nil, argTypeError(1, "a collection", coll)
 }
@@ -133,6 +136,8 @@ func builtinCons(th *Thread, args []Value) (Value, error) {
 		return c.Cons(args[0]), th.checkSize(c.n + 1)
 	case *Vector:
 		return listView(c, 0).Cons(args[0]), th.checkSize(c.cnt + 1)
+	case *Lazy:
+		return lazyCons(args[0], c), nil
 	}
 	elems, err := seqSlice(th, args[1])
 	if err != nil {
@@ -143,6 +148,9 @@ func builtinCons(th *Thread, args []Value) (Value, error) {
 
 // builtinConcat returns a list of the elements of each argument in turn.
 func builtinConcat(th *Thread, args []Value) (Value, error) {
+	if lazyConcat(args) {
+		return concatLazy(th, args)
+	}
 	total := 0
 	for i, a := range args {
 		n, err := countOf(a)
@@ -283,8 +291,6 @@ func partitionBy(th *Thread, args []Value, all bool) (Value, error) {
 	return listOwned(groups), th.checkSize(len(groups))
 }
 
-var errInfiniteRange = errors.New("(range) would be infinite: RTFS sequences are eager; give an end: (range n) or (range start end step)")
-
 // builtinRange is (range end), (range start end) or (range start end step):
 // a list from start (default 0) by step (default 1) while below end (above
 // it for a negative step). Each element is the one before plus step, so the
@@ -293,7 +299,7 @@ var errInfiniteRange = errors.New("(range) would be infinite: RTFS sequences are
 // arguments would be infinite: an error naming the bounded form.
 func builtinRange(th *Thread, args []Value) (Value, error) {
 	if len(args) == 0 {
-		return nil, errInfiniteRange
+		return newRange(Int(0), Int(1)), nil
 	}
 	start, end, step := Value(Int(0)), args[0], Value(Int(1))
 	if len(args) >= 2 {
@@ -309,6 +315,11 @@ func builtinRange(th *Thread, args []Value) (Value, error) {
 	}
 	if s, ok := step.(Int); ok && s == 0 || step == Float(0) {
 		return nil, errors.New("step must not be zero")
+	}
+	if e, ok := end.(Float); ok && math.IsInf(float64(e), 0) {
+		if st, _ := toFloat(3, step); (st > 0) == (e > 0) {
+			return newRange(start, step), nil // (range start ##Inf) never ends
+		}
 	}
 	out, err := rangeValues(th, start, end, step)
 	if err != nil {

@@ -269,14 +269,14 @@ func builtinContains(_ *Thread, args []Value) (Value, error) {
 }
 
 func builtinZipmap(th *Thread, args []Value) (Value, error) {
-	ks, err := seqSlice(th, args[0])
-	if err != nil {
-		return nil, seqErr(err, argTypeError(1, "a collection", args[0]))
+	if allInfinite(args) {
+		return nil, errInfinite(args[0])
 	}
-	vs, err := seqSlice(th, args[1])
+	cols, err := boundedSlices(th, args)
 	if err != nil {
-		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
+		return nil, err
 	}
+	ks, vs := cols[0], cols[1]
 	n := min(len(ks), len(vs))
 	if err := th.build(2 * n); err != nil {
 		return nil, err

@@ -31,13 +31,13 @@ func addSeqBuiltins(t builtinTable) {
 	})
 	t.add("peek", 1, 1, builtinPeek)
 	t.add("pop", 1, 1, builtinPop)
-	t.add("empty?", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		n, err := countOf(args[0])
-		return Bool(n == 0), err
+	t.add("empty?", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		e, err := seqEmpty(th, args[0])
+		return Bool(e), err
 	})
-	t.add("not-empty", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		n, err := countOf(args[0])
-		if err != nil || n == 0 {
+	t.add("not-empty", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		e, err := seqEmpty(th, args[0])
+		if err != nil || e {
 			return Nil, err
 		}
 		return args[0], nil
@@ -61,8 +61,37 @@ func countOf(v Value) (int, error) {
 		return x.Len(), nil
 	case String:
 		return utf8.RuneCountInString(string(x)), nil
+	case *Lazy:
+		elems, _, err := realize(nil, x, -1)
+		return len(elems), err
 	}
 	return 0, typeError("a collection", v)
+}
+
+// seqEmpty reports whether a seqable value has no elements, computing at
+// most the first of a lazy sequence.
+func seqEmpty(th *Thread, v Value) (bool, error) {
+	if l, ok := v.(*Lazy); ok {
+		elems, _, err := realize(th, l, 1)
+		return len(elems) == 0, err
+	}
+	n, err := countOf(v)
+	return n == 0, err
+}
+
+// asSeq is the rest of a sequence as a seq function returns it: a list or a
+// lazy sequence (nil and the empty collections as the empty list).
+func asSeq(th *Thread, v Value) (Value, error) {
+	switch x := v.(type) {
+	case NilType:
+		return emptyList, nil
+	case *List, *Lazy:
+		return x, nil
+	case *Vector:
+		return listView(x, 0), nil
+	}
+	elems, err := seqSlice(th, v)
+	return listOwned(elems), err
 }
 
 func builtinCount(_ *Thread, args []Value) (Value, error) {
@@ -89,6 +118,10 @@ func seqErr(err, bad error) error {
 // them (a nil th is not charged), so every O(n) builtin built on it pays for
 // its work.
 func seqSlice(th *Thread, v Value) ([]Value, error) {
+	if l, ok := v.(*Lazy); ok {
+		elems, _, err := realize(th, l, -1)
+		return elems, err
+	}
 	n, err := countOf(v)
 	if err != nil {
 		return nil, errNotSeqable
@@ -146,6 +179,12 @@ func nthOr(th *Thread, v Value, i int, def Value) (Value, error) {
 			return x.Index(i), nil
 		}
 		return def, nil
+	case *Lazy:
+		elems, _, err := realize(th, x, i+1)
+		if err != nil || i >= len(elems) {
+			return def, err
+		}
+		return elems[i], nil
 	}
 	elems, err := seqSlice(th, v)
 	if err != nil {
@@ -179,6 +218,15 @@ func dropSeq(th *Thread, v Value, n int) (Value, error) {
 		return x, nil
 	case *Vector:
 		return listView(x, n), nil
+	case *Lazy:
+		elems, rest, err := realize(th, x, n)
+		if err != nil {
+			return nil, err
+		}
+		if len(elems) < n {
+			return emptyList, nil
+		}
+		return asSeq(th, rest)
 	}
 	elems, err := seqSlice(th, v)
 	if err != nil {
@@ -188,12 +236,31 @@ func dropSeq(th *Thread, v Value, n int) (Value, error) {
 }
 
 func builtinNext(th *Thread, args []Value) (Value, error) {
-	r, err := dropSeq(th, args[0], 1)
+	return nextSeq(th, args[0], 1)
+}
+
+// nextSeq is (nthnext v n): the elements after the first n, or nil when
+// there are none. Of a lazy sequence it computes n+1 elements of v itself,
+// so that a thunk in the way is the argument's to compute.
+func nextSeq(th *Thread, v Value, n int) (Value, error) {
+	if l, ok := v.(*Lazy); ok {
+		elems, rest, err := realize(th, l, n+1)
+		if err != nil || len(elems) <= n {
+			return Nil, err
+		}
+		return lazyRun(elems[n:], rest), nil
+	}
+	r, err := dropSeq(th, v, n)
 	if err != nil {
 		return nil, err
 	}
-	if r.(*List).n == 0 {
-		return Nil, nil
+	return nilIfEmpty(th, r)
+}
+
+// nilIfEmpty is a seq function's rest, or nil when it has no elements.
+func nilIfEmpty(th *Thread, r Value) (Value, error) {
+	if e, err := seqEmpty(th, r); err != nil || e {
+		return Nil, err
 	}
 	return r, nil
 }
@@ -222,7 +289,7 @@ func builtinNth(th *Thread, args []Value) (Value, error) {
 		return nil, err
 	}
 	switch args[0].(type) {
-	case NilType, *List, *Vector, String:
+	case NilType, *List, *Vector, String, *Lazy:
 	default:
 		return nil, argTypeError(1, "a list, vector or string", args[0])
 	}
@@ -234,6 +301,16 @@ func builtinNth(th *Thread, args []Value) (Value, error) {
 	}
 	if args[0] == Nil {
 		return Nil, nil
+	}
+	if l, ok := args[0].(*Lazy); ok {
+		elems, _, err := realize(th, l, int(min(max(i, 0), int64(maxInt-1)))+1)
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 || i >= int64(len(elems)) {
+			return nil, indexError("index %d out of bounds for a sequence of length %d", i, len(elems))
+		}
+		return elems[i], nil
 	}
 	n, _ := countOf(args[0])
 	if i < 0 || i >= int64(n) {
@@ -272,6 +349,9 @@ func builtinTake(th *Thread, args []Value) (Value, error) {
 			out = append(out, x.Index(i))
 		}
 		return listOwned(out), nil
+	case *Lazy:
+		elems, _, err := realize(th, x, n)
+		return listOwned(elems), err
 	}
 	elems, err := seqSlice(th, args[1])
 	if err != nil {
@@ -333,6 +413,8 @@ func builtinEmpty(_ *Thread, args []Value) (Value, error) {
 		return emptySet, nil
 	case String:
 		return String(""), nil
+	case *Lazy:
+		return emptyList, nil
 	}
 	return nil, typeError("a collection", args[0])
 }

@@ -82,6 +82,9 @@ func builtinStr(th *Thread, args []Value) (Value, error) {
 			return s, nil
 		}
 	}
+	if err := realizeLazyArgs(th, args, true); err != nil {
+		return nil, err
+	}
 	var b strings.Builder
 	for _, a := range args {
 		if err := strInto(th, &b, a); err != nil {

@@ -17,6 +17,8 @@ func writeLimited(b *strings.Builder, v Value, limit int) {
 		writeSeq(b, '(', ')', x, limit)
 	case *Vector:
 		writeSeq(b, '[', ']', x, limit)
+	case *Lazy:
+		writeLazy(b, x, limit)
 	case *Map:
 		b.WriteByte('{')
 		first := true

@@ -189,8 +189,14 @@ func (th *Thread) run(pending error) (result Value, err error) {
 		case compile.RERAISE, compile.ERRVAL, compile.CATCHES:
 			err = caughtOp(compile.Opcode(ins&0xff), fi.consts, arg, stack, &sp)
 		case compile.EQ:
+			r := Equal(stack[sp-2], stack[sp-1])
+			if !r && (isLazy(stack[sp-2]) || isLazy(stack[sp-1])) {
+				// = computes a lazy sequence's thunks first (lazy.go).
+				sp, err = th.callBuiltinOp(fi.builtins[arg].(*Builtin), 2, stack, sp)
+				break
+			}
 			sp--
-			stack[sp-1] = Bool(Equal(stack[sp-1], stack[sp]))
+			stack[sp-1] = Bool(r)
 		case compile.NOT:
 			v := stack[sp-1]
 			stack[sp-1] = Bool(v == Nil || v == False)

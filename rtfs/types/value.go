@@ -18,6 +18,7 @@ const (
 	KindSet                 // #{a b}
 	KindFn                  // builtins and closures
 	KindRegex               // #"pattern"
+	KindSeq                 // a lazy sequence: (range), (iterate f x), (lazy-seq ...)
 )
 
 var kindNames = [...]string{
@@ -34,6 +35,7 @@ var kindNames = [...]string{
 	KindSet:     "set",
 	KindFn:      "fn",
 	KindRegex:   "regex",
+	KindSeq:     "seq",
 }
 
 // String returns the kind's RTFS type name, as error messages use it: "int", "map"...
