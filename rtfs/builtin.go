@@ -53,6 +53,11 @@ func (b *Builtin) call(th *Thread, args []Value) (Value, error) {
 		if _, ok := err.(*redirect); ok {
 			return nil, err
 		}
+		if errors.Is(err, errSortedBy) {
+			// A key to add to a map or set sorted by an RTFS function:
+			// the prelude finds its place with the comparator (sorted.go).
+			return nil, th.redirectTo("%sorted-retry", String(b.name), NewVector(args...))
+		}
 		var nr *needRealize
 		if errors.As(err, &nr) {
 			// A lazy sequence reached a thunk: the prelude computes the
@@ -126,6 +131,9 @@ func newCoreBuiltins() builtinTable {
 	addConvBuiltins(t)
 	addCljBuiltins(t)
 	addRegexBuiltins(t)
+	addSortedBuiltins(t)
+	addMoreBuiltins(t)
+	addSetBuiltins(t)
 	return t
 }
 

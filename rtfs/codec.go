@@ -47,6 +47,7 @@ const (
 	vcFn
 	vcRegex // added after format 1's first release: older data has none
 	vcLazy  // likewise
+	vcSorted
 )
 
 // fnCodec encodes the function values the value codec cannot encode by
@@ -125,6 +126,17 @@ func (e *valueEncoder) appendValue(v Value) error {
 		}
 		e.appendString(vcBuiltin, x.name)
 	case *List, *Vector, *Map, *Set:
+		if o := sortedOf(v); o != nil {
+			// A sorted map or set: its comparator, then itself in order.
+			e.buf = append(e.buf, vcSorted)
+			var cmp Value = Nil
+			if o.cmp != nil {
+				cmp = o.cmp
+			}
+			if err := e.appendValue(cmp); err != nil {
+				return err
+			}
+		}
 		return e.appendCollection(v)
 	default:
 		if e.fns == nil {
@@ -280,6 +292,8 @@ func (d *valueDecoder) readValue() (Value, error) {
 		return d.readCollection(tag)
 	case vcLazy:
 		return d.readLazy()
+	case vcSorted:
+		return d.readSorted()
 	case vcFn:
 		if d.fns == nil {
 			return nil, d.errorf("a function value needs the program's codec")
@@ -316,6 +330,24 @@ func (d *valueDecoder) readText(tag byte) (Value, error) {
 }
 
 func (d *valueDecoder) readCollection(tag byte) (Value, error) {
+	elems, err := d.readElems(tag)
+	if err != nil {
+		return nil, err
+	}
+	switch tag {
+	case vcList:
+		return listOwned(elems), nil
+	case vcVector:
+		return vectorOwned(elems), nil
+	case vcMap:
+		return mapOwned(elems), nil
+	}
+	return NewSet(elems...), nil
+}
+
+// readElems reads a collection's count and elements (keys and values
+// alternating for a map).
+func (d *valueDecoder) readElems(tag byte) ([]Value, error) {
 	if d.depth++; d.depth > valueCodecMaxDepth {
 		return nil, d.errorf("value nested deeper than %d levels", valueCodecMaxDepth)
 	}
@@ -334,15 +366,7 @@ func (d *valueDecoder) readCollection(tag byte) (Value, error) {
 			return nil, err
 		}
 	}
-	switch tag {
-	case vcList:
-		return listOwned(elems), nil
-	case vcVector:
-		return vectorOwned(elems), nil
-	case vcMap:
-		return mapOwned(elems), nil
-	}
-	return NewSet(elems...), nil
+	return elems, nil
 }
 
 // appendLazy writes a lazy sequence: kind, infinite, origin, cycle index,
@@ -404,4 +428,32 @@ func (d *valueDecoder) readLazy() (Value, error) {
 		return nil, d.errorf("%v", err)
 	}
 	return l, nil
+}
+
+func (d *valueDecoder) readSorted() (Value, error) {
+	cmp, err := d.readValue()
+	if err != nil {
+		return nil, err
+	}
+	if cmp == Nil {
+		cmp = nil
+	} else if !isFn(cmp) {
+		return nil, d.errorf("a sorted collection's comparator is %s", describe(cmp))
+	}
+	tag, err := d.readByte()
+	if err != nil {
+		return nil, err
+	}
+	if tag != vcMap && tag != vcSet {
+		return nil, d.errorf("a sorted collection is not a map or set (tag %d)", tag)
+	}
+	elems, err := d.readElems(tag)
+	if err != nil {
+		return nil, err
+	}
+	v, err := buildSorted(tag == vcSet, elems, cmp)
+	if err != nil {
+		return nil, d.errorf("%v", err)
+	}
+	return v, nil
 }

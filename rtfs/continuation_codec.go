@@ -43,6 +43,7 @@ const (
 	tagFloats // a vector of floats: count, then 8 bytes each
 	tagRegex  // a regex: its pattern (added in rtfs-compile-3; older continuations have none)
 	tagLazy   // a lazy sequence: kind, infinite, origin, index, parts (added in rtfs-compile-3)
+	tagSorted // a sorted map or set: its comparator (nil: natural), then the map or set in order (added in rtfs-compile-3)
 )
 
 // MarshalBinary encodes the continuation: the program's hash, the globals,
@@ -299,6 +300,14 @@ func (e *encoder) value(v Value, depth int) {
 		e.remember(v)
 	case *List, *Vector, *Set, *Map:
 		if !e.backref(v) {
+			if o := sortedOf(v); o != nil {
+				e.buf = append(e.buf, tagSorted)
+				cmp := o.cmp
+				if cmp == nil {
+					cmp = Nil
+				}
+				e.value(cmp, depth+1)
+			}
 			e.collection(v, depth)
 			e.remember(v)
 		}

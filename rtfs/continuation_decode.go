@@ -488,6 +488,43 @@ func (d *decoder) value(depth int) Value {
 		return d.keyword(d.bytes(d.count(1)))
 	case tagSymbol:
 		return Symbol(d.str())
+	case tagSorted:
+		cmp := d.value(depth + 1)
+		t := d.byte()
+		if d.err != nil {
+			return nil
+		}
+		if cmp == Nil {
+			cmp = nil
+		} else if !isFn(cmp) {
+			d.fail("a sorted collection's comparator is %s", describe(cmp))
+			return nil
+		}
+		if t != tagMap && t != tagSet {
+			d.fail("a sorted collection is not a map or set (tag %d)", t)
+			return nil
+		}
+		n := d.count(1)
+		if t == tagMap {
+			n *= 2
+		}
+		elems := make([]Value, 0, min(n, 1024))
+		for i := 0; i < n && d.err == nil; i++ {
+			v := d.value(depth + 1)
+			if v == nil {
+				d.fail("collection element missing")
+			}
+			elems = append(elems, v)
+		}
+		if d.err != nil {
+			return nil
+		}
+		v, err := buildSorted(t == tagSet, elems, cmp)
+		if err != nil {
+			d.fail("%v", err)
+			return nil
+		}
+		return d.remember(v)
 	case tagLazy:
 		kind, inf := d.byte(), d.byte()
 		origin := d.str()

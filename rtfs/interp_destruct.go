@@ -119,12 +119,29 @@ func lookupOp(op compile.Opcode, key Value, stack []Value, sp *int) error {
 	found := false
 	if l, ok := stack[top].(*List); ok {
 		// A sequence destructured as a map is read as key/value pairs,
-		// as Clojure does for keyword arguments: (let [[& {:keys [k]}] [:k 1]] k).
-		if l.Len()%2 != 0 {
-			return fmt.Errorf("cannot destructure %s as a map: it has an odd number of elements", describe(l))
-		}
+		// as Clojure does for keyword arguments: (let [[& {:keys [k]}] [:k 1]] k);
+		// as in Clojure 1.11, a trailing map is merged in, and a lone
+		// element is the map itself ((f {:k 1}) for (defn f [& {:keys [k]}])).
 		elems, _ := seqSlice(nil, l)
-		stack[top] = MapOf(elems...)
+		var trailing *Map
+		if n := len(elems); n%2 != 0 {
+			m, isMap := elems[n-1].(*Map)
+			if n == 1 && (isMap || elems[0] == Nil) {
+				stack[top] = elems[0]
+				elems = nil
+			} else if !isMap {
+				return fmt.Errorf("cannot destructure %s as a map: it has an odd number of elements", describe(l))
+			} else {
+				trailing, elems = m, elems[:n-1]
+			}
+		}
+		if elems != nil || trailing != nil {
+			m := MapOf(elems...)
+			if trailing != nil {
+				trailing.Range(func(k, v Value) bool { m = m.Assoc(k, v); return true })
+			}
+			stack[top] = m
+		}
 	}
 	switch m := stack[top].(type) {
 	case *Map:

@@ -335,8 +335,8 @@ func builtinFormat(th *Thread, args []Value) (Value, error) {
 			b.WriteByte('\n')
 			continue
 		}
-		if strings.ContainsAny(spec, "+ ,#") {
-			return nil, fmt.Errorf("format: the flags + space , # are not supported (in %%%s%c)", spec, conv)
+		if strings.Contains(spec, "#") || strings.ContainsAny(spec, "+ ,") && !strings.ContainsRune("dfeEg", rune(conv)) {
+			return nil, fmt.Errorf("format: the flag %s is not supported with %%%c (in %%%s%c)", flagsIn(spec), conv, spec, conv)
 		}
 		if next >= len(args) {
 			return nil, fmt.Errorf("format: %%%s%c has no argument (%d given)", spec, conv, len(args)-1)
@@ -375,7 +375,7 @@ func formatOne(b *strings.Builder, spec string, conv byte, a Value, argNo int) e
 		if !ok {
 			return bad("an int")
 		}
-		fmt.Fprintf(b, "%"+spec+"d", int64(n))
+		writeGrouped(b, spec, "d", int64(n))
 	case 'x', 'X', 'o':
 		n, ok := a.(Int)
 		if !ok {
@@ -390,7 +390,7 @@ func formatOne(b *strings.Builder, spec string, conv byte, a Value, argNo int) e
 		if !strings.Contains(spec, ".") {
 			spec += ".6"
 		}
-		fmt.Fprintf(b, "%"+spec+string(conv), float64(x))
+		writeGrouped(b, spec, string(conv), float64(x))
 	case 'b', 'B':
 		s := strconv.FormatBool(Truth(a))
 		if conv == 'B' {
@@ -623,4 +623,62 @@ func builtinTakeNth(th *Thread, args []Value) (Value, error) {
 		out = append(out, elems[i])
 	}
 	return listOwned(out), nil
+}
+
+// flagsIn returns the flags of a format specifier.
+func flagsIn(spec string) string {
+	end := 0
+	for end < len(spec) && strings.IndexByte("-0+ ,#", spec[end]) >= 0 {
+		end++
+	}
+	return spec[:end]
+}
+
+// writeGrouped formats x with Go's verb, after java.util.Formatter's flags:
+// + and space as Go has them, and , grouping the integer digits by
+// thousands (the width then counts the commas, as in Java).
+func writeGrouped(b *strings.Builder, spec, verb string, x any) {
+	flags := flagsIn(spec)
+	if !strings.Contains(flags, ",") {
+		fmt.Fprintf(b, "%"+spec+verb, x)
+		return
+	}
+	rest := spec[len(flags):]
+	width, prec, _ := strings.Cut(rest, ".")
+	goSpec := strings.NewReplacer(",", "", "0", "", "-", "").Replace(flags)
+	if prec != "" || strings.Contains(rest, ".") {
+		goSpec += "." + prec
+	}
+	s := fmt.Sprintf("%"+goSpec+verb, x)
+	// Group the digits before the decimal point (after any sign).
+	start := strings.IndexAny(s, "0123456789")
+	end := start
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	if start >= 0 {
+		digits := s[start:end]
+		var g strings.Builder
+		for i, c := range digits {
+			if i > 0 && (len(digits)-i)%3 == 0 {
+				g.WriteByte(',')
+			}
+			g.WriteRune(c)
+		}
+		s = s[:start] + g.String() + s[end:]
+	}
+	w := 0
+	fmt.Sscan(width, &w)
+	for len(s) < w {
+		switch {
+		case strings.Contains(flags, "-"):
+			s += " "
+		case strings.Contains(flags, "0") && start >= 0:
+			s = s[:start] + "0" + s[start:]
+			start++
+		default:
+			s = " " + s
+		}
+	}
+	b.WriteString(s)
 }

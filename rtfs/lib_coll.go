@@ -50,7 +50,7 @@ func addCollBuiltins(t builtinTable) {
 	t.add("sort", 1, 1, builtinSort)
 	t.add("distinct", 1, 1, builtinDistinct)
 	t.add("frequencies", 1, 1, builtinFrequencies)
-	t.add("partition", 2, 3, builtinPartition)
+	t.add("partition", 2, 4, builtinPartition)
 	t.add("range", 0, 3, builtinRange)
 	t.add("subvec", 2, 3, builtinSubvec)
 	t.add("into", 2, 2, builtinInto)
@@ -84,6 +84,9 @@ func conjOne(th *Thread, coll, x Value) (Value, error) {
 	case *Vector:
 		return c.Conj(x), th.checkSize(c.cnt + 1)
 	case *Set:
+		if err := sortedCheck(th, c.m, x); err != nil {
+			return nil, err
+		}
 		return c.Conj(x), th.checkSize(c.Len() + 1)
 	case *Map:
 		return conjMap(th, c, x)
@@ -97,11 +100,17 @@ func conjMap(th *Thread, m *Map, x Value) (Value, error) {
 	switch e := x.(type) {
 	case *Vector:
 		if e.cnt == 2 {
+			if err := sortedCheck(th, m, e.Index(0)); err != nil {
+				return nil, err
+			}
 			return m.Assoc(e.Index(0), e.Index(1)), th.checkSize(m.n + 1)
 		}
 	case *Map:
 		var err error
 		e.Range(func(k, v Value) bool {
+			if err = sortedCheck(th, m, k); err != nil {
+				return false
+			}
 			m = m.Assoc(k, v)
 			err = th.checkSize(m.n)
 			return err == nil
@@ -261,9 +270,16 @@ func partitionBy(th *Thread, args []Value, all bool) (Value, error) {
 		return nil, err
 	}
 	step, collArg := n, args[len(args)-1]
-	if len(args) == 3 {
+	if len(args) >= 3 {
 		if step, err = toInt(2, args[1]); err != nil {
 			return nil, err
+		}
+	}
+	var pad []Value
+	padded := len(args) == 4 // (partition n step pad coll): the last group is filled from pad
+	if padded {
+		if pad, err = seqSlice(th, args[2]); err != nil {
+			return nil, seqErr(err, argTypeError(3, "a collection", args[2]))
 		}
 	}
 	if n <= 0 || step <= 0 {
@@ -278,6 +294,11 @@ func partitionBy(th *Thread, args []Value, all bool) (Value, error) {
 	for i := 0; i < len(elems); i += int(min(step, int64(len(elems)))) {
 		end := int64(i) + n
 		if end > int64(len(elems)) {
+			if padded {
+				g := append(append([]Value(nil), elems[i:]...), pad[:min(int64(len(pad)), end-int64(len(elems)))]...)
+				groups = append(groups, listOwned(g))
+				break
+			}
 			if !all {
 				break
 			}

@@ -113,6 +113,9 @@ func assocOne(th *Thread, coll, k, v Value) (Value, error) {
 	case NilType:
 		return MapOf(k, v), nil
 	case *Map:
+		if err := sortedCheck(th, c, k); err != nil {
+			return nil, err
+		}
 		m := c.Assoc(k, v)
 		return m, th.checkSize(m.n)
 	case *Vector:
@@ -210,6 +213,9 @@ func builtinMerge(th *Thread, args []Value) (Value, error) {
 			var err error
 			mt := meter{th: th}
 			m.Range(func(k, v Value) bool {
+				if err = sortedCheck(th, out, k); err != nil {
+					return false
+				}
 				out = out.Assoc(k, v)
 				if err = th.checkSize(out.n); err == nil {
 					err = mt.tick()

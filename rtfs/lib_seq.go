@@ -400,7 +400,7 @@ func builtinPop(_ *Thread, args []Value) (Value, error) {
 // builtinEmpty returns the empty collection of the argument's kind (nil
 // for nil).
 func builtinEmpty(_ *Thread, args []Value) (Value, error) {
-	switch args[0].(type) {
+	switch x := args[0].(type) {
 	case NilType:
 		return Nil, nil
 	case *List:
@@ -408,8 +408,14 @@ func builtinEmpty(_ *Thread, args []Value) (Value, error) {
 	case *Vector:
 		return emptyVector, nil
 	case *Map:
+		if x.order != nil {
+			return &Map{order: &sortedOrder{cmp: x.order.cmp}}, nil
+		}
 		return emptyMap, nil
 	case *Set:
+		if x.m.order != nil {
+			return &Set{m: &Map{order: &sortedOrder{cmp: x.m.order.cmp}}}, nil
+		}
 		return emptySet, nil
 	case String:
 		return String(""), nil

@@ -16,10 +16,11 @@ import (
 // same pointer) returns the map unchanged. The empty map is a non-nil *Map
 // with Len 0. Maps are safe to share between goroutines.
 type Map struct {
-	kvs  []Value // array-map: k0, v0, k1, v1, ... (used when root == nil)
-	root *hnode  // hash trie, when the map has grown beyond arrayMapMax
-	n    int
-	hash atomic.Uint64
+	kvs   []Value // array-map: k0, v0, k1, v1, ... (used when root == nil)
+	root  *hnode  // hash trie, when the map has grown beyond arrayMapMax
+	n     int
+	hash  atomic.Uint64
+	order *sortedOrder // a sorted map's (or set's) keys in order; nil for the others (sorted.go)
 }
 
 const arrayMapMax = 8
@@ -142,8 +143,20 @@ func (m *Map) arrayIndex(k Value) int {
 }
 
 // Assoc returns a map with k mapped to v. O(n) up to 8 entries (one
-// allocation), O(log32 n) beyond.
+// allocation), O(log32 n) beyond; a sorted map also inserts a new key in
+// its order, O(n).
 func (m *Map) Assoc(k, v Value) *Map {
+	nm := m.assocBase(k, v)
+	if m.order != nil && nm != m {
+		nm.order = m.order
+		if nm.n != m.n {
+			nm.order = m.order.insert(k)
+		}
+	}
+	return nm
+}
+
+func (m *Map) assocBase(k, v Value) *Map {
 	if m.root != nil {
 		root, added := m.root.assoc(k, v, Hash(k), 0)
 		if root == m.root {
@@ -180,6 +193,17 @@ func (m *Map) Assoc(k, v Value) *Map {
 
 // Dissoc returns a map without key k (m itself if k is absent).
 func (m *Map) Dissoc(k Value) *Map {
+	nm := m.dissocBase(k)
+	if m.order != nil && nm != m {
+		if nm.n == 0 {
+			nm = &Map{}
+		}
+		nm.order = m.order.remove(k)
+	}
+	return nm
+}
+
+func (m *Map) dissocBase(k Value) *Map {
 	if m.root != nil {
 		root, removed := m.root.dissoc(k, Hash(k), 0)
 		if !removed {
@@ -205,8 +229,17 @@ func (m *Map) Dissoc(k Value) *Map {
 
 // Range calls f for each entry until f returns false. The order is
 // insertion order for maps of up to 8 entries and trie order beyond; it is
-// stable for one map value.
+// stable for one map value. A sorted map ranges in its order.
 func (m *Map) Range(f func(k, v Value) bool) {
+	if m.order != nil {
+		for _, k := range m.order.keys {
+			v, _ := m.Get(k)
+			if !f(k, v) {
+				return
+			}
+		}
+		return
+	}
 	if m.root != nil {
 		m.root.rangeEntries(f)
 		return

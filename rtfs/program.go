@@ -204,7 +204,7 @@ func didYouMean(err error, nodes []syntax.Node) error {
 	}
 	for _, n := range nodes {
 		if l, ok := n.(*syntax.List); ok && len(l.Elems) > 1 {
-			if h, ok := l.Elems[0].(*syntax.Symbol); ok && (h.Name == "def" || h.Name == "defn") {
+			if h, ok := l.Elems[0].(*syntax.Symbol); ok && (h.Name == "def" || h.Name == "defn" || h.Name == "defn-") {
 				if s, ok := l.Elems[1].(*syntax.Symbol); ok {
 					names = append(names, s.Name)
 				}

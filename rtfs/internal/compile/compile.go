@@ -94,9 +94,15 @@ func (c *compiler) declareGlobals(nodes []syntax.Node) {
 			continue
 		}
 		switch head.Name {
-		case "def", "defn":
+		case "def", "defn", "defn-":
 			if name, ok := l.Elems[1].(*syntax.Symbol); ok {
 				c.globalSlot(name.Name)
+			}
+		case "declare":
+			for _, e := range l.Elems[1:] {
+				if name, ok := e.(*syntax.Symbol); ok {
+					c.globalSlot(name.Name)
+				}
 			}
 		case "do":
 			c.declareGlobals(l.Elems[1:])

@@ -31,8 +31,10 @@ func specialForm(name string) formFunc {
 		return (*fcomp).recur
 	case "def":
 		return (*fcomp).def
-	case "defn":
+	case "defn", "defn-": // RTFS has no namespaces: a private defn is a defn
 		return (*fcomp).defn
+	case "declare":
+		return (*fcomp).declare
 	case "fn", "λ":
 		return (*fcomp).fnForm
 	case "throw":
@@ -359,6 +361,21 @@ func (fc *fcomp) defn(l *syntax.List, _ bool) {
 	fc.function(name.Name, "", l.At, l.Elems[2:])
 	fc.setPos(l.At)
 	fc.emit(SETGLOBAL, slot)
+}
+
+// declare names globals that a later def defines, as Clojure's declare
+// does; since a program's functions may already refer to globals defined
+// later in the file, it only checks its names. Its value is nil.
+func (fc *fcomp) declare(l *syntax.List, _ bool) {
+	for _, e := range l.Elems[1:] {
+		s, ok := e.(*syntax.Symbol)
+		if !ok {
+			errorf(e.Pos(), "declare: expected a symbol, got %s", e)
+		}
+		fc.c.globalSlot(s.Name)
+	}
+	fc.setPos(l.At)
+	fc.emit(NIL, 0)
 }
 
 func (fc *fcomp) fnForm(l *syntax.List, _ bool) {

@@ -1,0 +1,376 @@
+package rtfs
+
+import (
+	"fmt"
+)
+
+// clojure.set, under clojure.set/NAME and set/NAME. A relation (xrel) is a
+// set (or any collection) of maps.
+
+func addSetBuiltins(t builtinTable) {
+	for name, fn := range map[string]builtinFn{
+		"union": setUnion, "intersection": setIntersection, "difference": setDifference,
+		"project": setProject, "rename": setRename, "index": setIndex, "join": setJoin,
+	} {
+		lo := map[string]int{"union": 0, "project": 2, "rename": 2, "index": 2, "join": 2}[name]
+		if lo == 0 && name != "union" {
+			lo = 1
+		}
+		hi := -1
+		switch name {
+		case "project", "rename", "index":
+			hi = 2
+		case "join":
+			hi = 3
+		}
+		t.add("clojure.set/"+name, lo, hi, fn)
+	}
+	t.add("clojure.set/subset?", 2, 2, func(th *Thread, args []Value) (Value, error) { return setSubset(th, args[0], args[1]) })
+	t.add("clojure.set/superset?", 2, 2, func(th *Thread, args []Value) (Value, error) { return setSubset(th, args[1], args[0]) })
+	t.add("clojure.set/rename-keys", 2, 2, setRenameKeys)
+	t.add("clojure.set/map-invert", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		m, err := mapArg(1, args[0])
+		if err != nil {
+			return nil, err
+		}
+		out := emptyMap
+		mt := meter{th: th}
+		m.Range(func(k, v Value) bool {
+			out = out.Assoc(v, k)
+			err = mt.tick()
+			return err == nil
+		})
+		return out, err
+	})
+	t.add("clojure.set/select", 2, 2, func(th *Thread, args []Value) (Value, error) {
+		return nil, th.redirectTo("%set-select", args[0], args[1])
+	})
+	for _, name := range []string{"union", "intersection", "difference", "subset?", "superset?", "select",
+		"project", "rename-keys", "rename", "index", "map-invert", "join"} {
+		t.alias("set/"+name, "clojure.set/"+name)
+	}
+}
+
+// setArg reads a set argument; nil is the empty set.
+func setArg(i int, v Value) (*Set, error) {
+	switch s := v.(type) {
+	case *Set:
+		return s, nil
+	case NilType:
+		return emptySet, nil
+	}
+	return nil, argTypeError(i, "a set", v)
+}
+
+func mapArg(i int, v Value) (*Map, error) {
+	switch m := v.(type) {
+	case *Map:
+		return m, nil
+	case NilType:
+		return emptyMap, nil
+	}
+	return nil, argTypeError(i, "a map", v)
+}
+
+// setUnion conjoins the smaller sets onto the largest, as Clojure does.
+func setUnion(th *Thread, args []Value) (Value, error) {
+	if len(args) == 0 {
+		return emptySet, nil
+	}
+	sets := make([]*Set, len(args))
+	big := 0
+	for i, a := range args {
+		s, err := setArg(i+1, a)
+		if err != nil {
+			return nil, err
+		}
+		sets[i] = s
+		if s.Len() > sets[big].Len() {
+			big = i
+		}
+	}
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	out := sets[big]
+	mt := meter{th: th}
+	for i, s := range sets {
+		if i == big {
+			continue
+		}
+		var err error
+		s.Range(func(x Value) bool {
+			out = out.Conj(x)
+			if err = th.checkSize(out.Len()); err == nil {
+				err = mt.tick()
+			}
+			return err == nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// setIntersection keeps the elements of the smallest set that every other
+// holds.
+func setIntersection(th *Thread, args []Value) (Value, error) {
+	sets := make([]*Set, len(args))
+	small := 0
+	for i, a := range args {
+		s, err := setArg(i+1, a)
+		if err != nil {
+			return nil, err
+		}
+		sets[i] = s
+		if s.Len() < sets[small].Len() {
+			small = i
+		}
+	}
+	out := sets[small]
+	mt := meter{th: th}
+	var err error
+	sets[small].Range(func(x Value) bool {
+		for _, s := range sets {
+			if !s.Has(x) {
+				out = out.Disj(x)
+				break
+			}
+		}
+		err = mt.tick()
+		return err == nil
+	})
+	return out, err
+}
+
+func setDifference(th *Thread, args []Value) (Value, error) {
+	out, err := setArg(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	mt := meter{th: th}
+	for i, a := range args[1:] {
+		s, err := setArg(i+2, a)
+		if err != nil {
+			return nil, err
+		}
+		s.Range(func(x Value) bool {
+			out = out.Disj(x)
+			err = mt.tick()
+			return err == nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func setSubset(th *Thread, a, b Value) (Value, error) {
+	s1, err := setArg(1, a)
+	if err != nil {
+		return nil, err
+	}
+	s2, err := setArg(2, b)
+	if err != nil {
+		return nil, err
+	}
+	if s1.Len() > s2.Len() {
+		return False, nil
+	}
+	ok := true
+	mt := meter{th: th}
+	s1.Range(func(x Value) bool {
+		ok = s2.Has(x)
+		if e := mt.tick(); e != nil {
+			err = e
+			return false
+		}
+		return ok
+	})
+	return Bool(ok), err
+}
+
+// relation reads an xrel: a collection of maps.
+func relation(th *Thread, i int, v Value) ([]*Map, error) {
+	elems, err := seqSlice(th, v)
+	if err != nil {
+		return nil, seqErr(err, argTypeError(i, "a set of maps", v))
+	}
+	out := make([]*Map, len(elems))
+	for j, e := range elems {
+		m, ok := e.(*Map)
+		if !ok {
+			return nil, fmt.Errorf("argument %d: expected a set of maps, it holds %s", i, describe(e))
+		}
+		out[j] = m
+	}
+	return out, nil
+}
+
+// selectKeys is (select-keys m ks) with ks already read.
+func selectKeys(m *Map, ks []Value) *Map {
+	out := emptyMap
+	for _, k := range ks {
+		if v, ok := m.Get(k); ok {
+			out = out.Assoc(k, v)
+		}
+	}
+	return out
+}
+
+func setProject(th *Thread, args []Value) (Value, error) {
+	rel, err := relation(th, 1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	ks, err := seqSlice(th, args[1])
+	if err != nil {
+		return nil, seqErr(err, argTypeError(2, "a collection of keys", args[1]))
+	}
+	out := emptySet
+	for _, m := range rel {
+		out = out.Conj(selectKeys(m, ks))
+	}
+	return out, nil
+}
+
+// renameKeys is (rename-keys m kmap): each key of kmap present in m moved
+// to its new name (all old keys dissociated first, as Clojure does).
+func renameKeys(m, kmap *Map) *Map {
+	out := m
+	kmap.Range(func(old, _ Value) bool {
+		out = out.Dissoc(old)
+		return true
+	})
+	kmap.Range(func(old, nu Value) bool {
+		if v, ok := m.Get(old); ok {
+			out = out.Assoc(nu, v)
+		}
+		return true
+	})
+	return out
+}
+
+func setRenameKeys(_ *Thread, args []Value) (Value, error) {
+	m, err := mapArg(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	kmap, err := mapArg(2, args[1])
+	if err != nil {
+		return nil, err
+	}
+	if args[0] == Nil {
+		return Nil, nil
+	}
+	return renameKeys(m, kmap), nil
+}
+
+func setRename(th *Thread, args []Value) (Value, error) {
+	rel, err := relation(th, 1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	kmap, err := mapArg(2, args[1])
+	if err != nil {
+		return nil, err
+	}
+	out := emptySet
+	for _, m := range rel {
+		out = out.Conj(renameKeys(m, kmap))
+	}
+	return out, nil
+}
+
+// setIndex is (index xrel ks): a map from each combination of the ks'
+// values (a map of them) to the set of the maps that have it.
+func setIndex(th *Thread, args []Value) (Value, error) {
+	rel, err := relation(th, 1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	ks, err := seqSlice(th, args[1])
+	if err != nil {
+		return nil, seqErr(err, argTypeError(2, "a collection of keys", args[1]))
+	}
+	out := emptyMap
+	for _, m := range rel {
+		ik := selectKeys(m, ks)
+		cur, ok := out.Get(ik)
+		s, _ := cur.(*Set)
+		if !ok {
+			s = emptySet
+		}
+		out = out.Assoc(ik, s.Conj(m))
+	}
+	return out, nil
+}
+
+// setJoin is the natural join of two relations on their common keys, or on
+// the keys km maps from the first's to the second's.
+func setJoin(th *Thread, args []Value) (Value, error) {
+	xr, err := relation(th, 1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	yr, err := relation(th, 2, args[1])
+	if err != nil {
+		return nil, err
+	}
+	if len(xr) == 0 || len(yr) == 0 {
+		return emptySet, nil
+	}
+	var xks, yks []Value // the keys joined on, in the first and the second
+	if len(args) == 3 {
+		km, err := mapArg(3, args[2])
+		if err != nil {
+			return nil, err
+		}
+		km.Range(func(k, v Value) bool {
+			xks, yks = append(xks, k), append(yks, v)
+			return true
+		})
+	} else {
+		xr[0].Range(func(k, _ Value) bool {
+			if yr[0].Has(k) {
+				xks = append(xks, k)
+			}
+			return true
+		})
+		yks = xks
+	}
+	if err := th.charge(int64(len(xr))*int64(len(yr)), 0); err != nil {
+		return nil, err
+	}
+	out := emptySet
+	for _, x := range xr {
+		for _, y := range yr {
+			match := true
+			for i := range xks {
+				a, ok1 := x.Get(xks[i])
+				b, ok2 := y.Get(yks[i])
+				if !ok1 || !ok2 || !Equal(a, b) {
+					if !(ok1 == ok2 && !ok1) {
+						match = false
+						break
+					}
+				}
+			}
+			if !match {
+				continue
+			}
+			merged := x
+			y.Range(func(k, v Value) bool {
+				merged = merged.Assoc(k, v)
+				return true
+			})
+			out = out.Conj(merged)
+			if err := th.checkSize(out.Len()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
