@@ -1,6 +1,5 @@
 package rtfs
 
-
 // More of clojure.core: key val list* rseq and the bit operations.
 
 func addMoreBuiltins(t builtinTable) {
