@@ -104,10 +104,10 @@ func addCljBuiltins(t builtinTable) {
 	addCljStringBuiltins(t)
 
 	// Sequences without a callback.
-	t.add("partition-all", 2, 3, builtinPartitionAll)
+	t.add("partition-all", 1, 3, xformArity(1, "%xf-partition-all", builtinPartitionAll))
 	t.add("interleave", 0, -1, builtinInterleave)
 	t.add("flatten", 1, 1, builtinFlatten)
-	t.add("dedupe", 1, 1, builtinDedupe)
+	t.add("dedupe", 0, 1, xformArity(0, "%xf-dedupe", builtinDedupe))
 	t.add("split-at", 2, 2, builtinSplitAt)
 	t.add("take-nth", 2, 2, builtinTakeNth)
 	t.add("distinct?", 1, -1, func(th *Thread, args []Value) (Value, error) {
@@ -681,4 +681,16 @@ func writeGrouped(b *strings.Builder, spec, verb string, x any) {
 		}
 	}
 	b.WriteString(s)
+}
+
+// xformArity is a sequence builtin that, called with n arguments (no
+// collection), returns its transducer: a function the prelude builds
+// (name), since it calls the reducing function it is given.
+func xformArity(n int, name string, fn builtinFn) builtinFn {
+	return func(th *Thread, args []Value) (Value, error) {
+		if len(args) == n {
+			return nil, th.redirectTo(name, args...)
+		}
+		return fn(th, args)
+	}
 }

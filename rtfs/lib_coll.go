@@ -48,12 +48,22 @@ func addCollBuiltins(t builtinTable) {
 	t.add("concat", 0, -1, builtinConcat)
 	t.add("reverse", 1, 1, builtinReverse)
 	t.add("sort", 1, 1, builtinSort)
-	t.add("distinct", 1, 1, builtinDistinct)
+	t.add("distinct", 0, 1, xformArity(0, "%xf-distinct", builtinDistinct))
 	t.add("frequencies", 1, 1, builtinFrequencies)
 	t.add("partition", 2, 4, builtinPartition)
 	t.add("range", 0, 3, builtinRange)
 	t.add("subvec", 2, 3, builtinSubvec)
-	t.add("into", 2, 2, builtinInto)
+	t.add("into", 0, 3, func(th *Thread, args []Value) (Value, error) {
+		switch len(args) {
+		case 0:
+			return emptyVector, nil
+		case 1:
+			return args[0], nil
+		case 3: // (into to xform from): the transducer runs in the prelude
+			return nil, th.redirectTo("%into-xf", args[0], args[1], args[2])
+		}
+		return builtinInto(th, args)
+	})
 }
 
 func builtinVec(th *Thread, args []Value) (Value, error) {

@@ -3,6 +3,15 @@ package rtfs
 // More of clojure.core: key val list* rseq and the bit operations.
 
 func addMoreBuiltins(t builtinTable) {
+	t.add("reduced", 1, 1, func(_ *Thread, args []Value) (Value, error) { return MapOf(kwReduced, args[0]), nil })
+	t.add("reduced?", 1, 1, func(_ *Thread, args []Value) (Value, error) { return Bool(isReduced(args[0])), nil })
+	t.add("unreduced", 1, 1, func(_ *Thread, args []Value) (Value, error) { return unreduced(args[0]), nil })
+	t.add("ensure-reduced", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		if isReduced(args[0]) {
+			return args[0], nil
+		}
+		return MapOf(kwReduced, args[0]), nil
+	})
 	t.add("key", 1, 1, entryPart(0, "key"))
 	t.add("val", 1, 1, entryPart(1, "val"))
 	t.add("list*", 1, -1, builtinListStar)
@@ -119,4 +128,25 @@ func bitShift(f func(x int64, n uint) int64) builtinFn {
 		}
 		return Int(f(x, n)), nil
 	}
+}
+
+// (reduced x) is the map {:rtfs.internal/reduced x}: reduce, transduce and
+// the transducers stop when a step returns one, and unwrap it.
+var kwReduced = Keyword("rtfs.internal/reduced")
+
+func isReduced(v Value) bool {
+	m, ok := v.(*Map)
+	if !ok || m.n != 1 {
+		return false
+	}
+	_, ok = m.GetKeyword(string(kwReduced))
+	return ok
+}
+
+func unreduced(v Value) Value {
+	if isReduced(v) {
+		x, _ := v.(*Map).GetKeyword(string(kwReduced))
+		return x
+	}
+	return v
 }

@@ -21,14 +21,14 @@ func addSeqBuiltins(t builtinTable) {
 	t.add("next", 1, 1, builtinNext)
 	t.add("last", 1, 1, builtinLast)
 	t.add("nth", 2, 3, builtinNth)
-	t.add("take", 2, 2, builtinTake)
-	t.add("drop", 2, 2, func(th *Thread, args []Value) (Value, error) {
+	t.add("take", 1, 2, xformArity(1, "%xf-take", builtinTake))
+	t.add("drop", 1, 2, xformArity(1, "%xf-drop", func(th *Thread, args []Value) (Value, error) {
 		n, err := toCount(1, args[0], true)
 		if err != nil {
 			return nil, err
 		}
 		return dropSeq(th, args[1], n)
-	})
+	}))
 	t.add("peek", 1, 1, builtinPeek)
 	t.add("pop", 1, 1, builtinPop)
 	t.add("empty?", 1, 1, func(th *Thread, args []Value) (Value, error) {

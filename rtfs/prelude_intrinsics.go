@@ -23,6 +23,7 @@ var intrinsics = map[string]*Builtin{
 	"%sorted-info":   {name: "sorted-map-by", impl: intrSortedInfo, minArgs: 1, maxArgs: 1},
 	"%sorted-put":    {name: "sorted-map-by", impl: intrSortedPut, minArgs: 4, maxArgs: 4},
 	"%sorted-by?":    {name: "sorted-map-by", impl: intrSortedBy, minArgs: 1, maxArgs: 1},
+	"%xf-wrapped?":   {name: "transduce", impl: intrXfWrapped, minArgs: 1, maxArgs: 1},
 	"%lazy?":         {name: "seq", impl: intrIsLazy, minArgs: 1, maxArgs: -1},
 	"%all-lazy?":     {name: "seq", impl: intrAllLazy, minArgs: 1, maxArgs: 1},
 	"%eager-count":   {name: "count", impl: intrEagerCount, minArgs: 1, maxArgs: 1},
@@ -299,4 +300,11 @@ func intrSortByKeys(th *Thread, args []Value) (Value, error) {
 		out[i] = xs.Index(j)
 	}
 	return vectorOwned(out), nil
+}
+
+// intrXfWrapped is (%xf-wrapped? acc): acc is a stateful transducer's
+// [:rtfs.internal/xf state acc] (prelude).
+func intrXfWrapped(_ *Thread, args []Value) (Value, error) {
+	v, ok := args[0].(*Vector)
+	return Bool(ok && v.Len() == 3 && v.Index(0) == Keyword("rtfs.internal/xf")), nil
 }
