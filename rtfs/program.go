@@ -202,6 +202,9 @@ func didYouMean(err error, nodes []syntax.Node) error {
 	for _, d := range Universe() {
 		names = append(names, d.Name)
 	}
+	for _, d := range Forms() {
+		names = append(names, d.Name)
+	}
 	for _, n := range nodes {
 		if l, ok := n.(*syntax.List); ok && len(l.Elems) > 1 {
 			if h, ok := l.Elems[0].(*syntax.Symbol); ok && (h.Name == "def" || h.Name == "defn" || h.Name == "defn-") {

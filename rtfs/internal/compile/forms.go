@@ -469,3 +469,16 @@ func (fc *fcomp) thread(l *syntax.List, tail bool) {
 	}
 	fc.expr(acc, tail)
 }
+
+// Forms lists the special forms and built-in macros a program can use,
+// sorted (not the internal ones, whose names start with %); catch and
+// finally belong to try. Every name is one specialForm compiles.
+func Forms() []string {
+	return []string{
+		"->", "->>", "and", "as->", "assert", "call", "case", "cond", "cond->", "cond->>", "condp",
+		"declare", "def", "defn", "defn-", "do", "doseq", "dotimes", "fn", "for", "if", "if-let",
+		"if-not", "if-some", "lazy-cat", "lazy-seq", "let", "letfn", "loop", "match", "mcp-stream",
+		"or", "quote", "recur", "some->", "some->>", "throw", "try", "when", "when-first", "when-let",
+		"when-not", "when-some", "λ",
+	}
+}
