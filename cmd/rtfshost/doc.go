@@ -18,7 +18,7 @@ import (
 // or macro, or a host call (capability).
 type docEntry struct {
 	name, usage, doc, kind string
-	capability         *capabilities.Capability
+	capability             *capabilities.Capability
 }
 
 // docCmd prints the index of RTFS: the core library (rtfs.Universe), the
