@@ -32,8 +32,8 @@ func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 		log:      s.log,
 		obs:      s.opts.Observer,
 	}
-	if req.Params != nil {
-		rep.token = req.Params.GetProgressToken()
+	if req.Params != nil && (req.Extra == nil || req.Extra.Header.Get(headerJSONOnly) == "") {
+		rep.token = req.Params.GetProgressToken() // a JSON-only client gets no notification
 	}
 	return &call{s: s, ctx: ctx, w: newWatch(), rep: rep, last: make(map[string]provider.Event)}
 }

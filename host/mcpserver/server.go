@@ -84,6 +84,7 @@ type Server struct {
 	mcp    *mcp.Server
 	router *router
 	tasks  *tasks
+	tools  []toolSpec     // the tools, made once by addTools
 	events *durableEvents // the stateful era's event store (resume.go)
 	// resumeOnce starts the followers of the streams of an earlier process.
 	resumeOnce sync.Once
