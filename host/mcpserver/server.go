@@ -85,7 +85,7 @@ type Server struct {
 	router *router
 	tasks  *tasks
 	tools  []toolSpec     // the tools, made once by addTools
-	events *durableEvents // the stateful era's event store (resume.go)
+	events *durableEvents // the stateful era's event store (eventstore.go)
 	// resumeOnce starts the followers of the streams of an earlier process.
 	resumeOnce sync.Once
 	handler    http.Handler
@@ -131,7 +131,7 @@ func New(opts Options) (*Server, error) {
 	s.router = r
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
-	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (tasks.go)
+	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (taskwire.go)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Logger:       s.log,
 		Instructions: instructions,
