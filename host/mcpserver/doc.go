@@ -54,7 +54,7 @@
 //	eval.go        rtfs.eval
 //	run.go         running a tool's program on the host
 //	progress.go    progress notifications and their coalescing
-//	router.go      the events of the streams, to the calls that watch them
+//	watch.go       the events of a call's streams, from their subscriptions to the call
 //
 // The protocol layer is github.com/modelcontextprotocol/go-sdk; this package
 // is the mapping between MCP tools and the host, and what go-sdk does not

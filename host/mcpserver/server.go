@@ -82,7 +82,6 @@ type Server struct {
 	caps   *capabilities.Registry
 	log    *slog.Logger
 	mcp    *mcp.Server
-	router *router
 	tasks  *tasks
 	tools  []toolSpec     // the tools, made once by addTools
 	events *durableEvents // the stateful era's event store (eventstore.go)
@@ -99,8 +98,9 @@ type Server struct {
 	inFlight map[any]int // tool calls in flight per session (nil key: no session)
 }
 
-// New returns a Server for opts. It subscribes to the events of the Host's
-// streams at once; Close ends that subscription.
+// New returns a Server for opts. Each call subscribes to the streams it
+// starts or follows (watch.go); none of the Host's other streams publishes
+// to the Server.
 func New(opts Options) (*Server, error) {
 	if opts.Host == nil {
 		return nil, errors.New("mcpserver: Options.Host is nil")
@@ -124,11 +124,6 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	r, err := newRouter(s.prov)
-	if err != nil {
-		return nil, fmt.Errorf("mcpserver: subscribe to the provider: %w", err)
-	}
-	s.router = r
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
 	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (taskwire.go)
@@ -171,7 +166,6 @@ func (s *Server) Close() error {
 		_ = ss.Close()
 	}
 	s.calls.Wait()
-	s.router.close()
 	s.events.close()
 	return nil
 }
