@@ -35,6 +35,7 @@
 //
 // The files, in the order a request travels:
 //
+//	conns.go       the http.Server of Serve: header, idle and body timeouts, size limits
 //	server.go      Options, Server, New, Close; the calls in flight per session
 //	http.go        the handler, the layers of /mcp in order, Origin, Host and token checks, Serve
 //	wire.go        the envelope, read once from the body; every reading of JSON-RPC

@@ -37,9 +37,9 @@ const sessionlessVersion = "2026-07-28"
 // methodDiscover is the sessionless revision's capability query.
 const methodDiscover = "server/discover"
 
-// maxRequestBody bounds the request bodies readEnvelope reads, as go-sdk's
-// DefaultMaxRequestBodyBytes does.
-const maxRequestBody = 4 << 20
+// maxRequestBody bounds the request bodies readEnvelope reads: go-sdk's
+// handlers, which read them next, take no more.
+const maxRequestBody = mcp.DefaultMaxRequestBodyBytes
 
 // An era is one of the two eras of MCP that /mcp serves.
 type era uint8
