@@ -38,6 +38,11 @@ type conn struct {
 	maxEvent int
 	session  string
 	proto    string
+	// answers answers the server's requests, POSTed to answerURL (the MCP
+	// endpoint; for :mcp-sse the message endpoint, once known). It is
+	// read-only, shared with the copy the standalone stream's reader has.
+	answers   *answerer
+	answerURL *url.URL
 }
 
 // newConn validates spec and builds the connection state for rawURL.
@@ -104,6 +109,29 @@ func (c *conn) request(ctx context.Context, method string, target *url.URL, body
 		req.Header.Set(headerProtocol, c.proto)
 	}
 	return req, nil
+}
+
+// answerRequests answers the server's requests among msgs (answerer),
+// each POSTed as a JSON-RPC response to answerURL with the request headers
+// of the run (Spec.Header, the session id and protocol version). Under
+// 2026-07-28, which has no server-to-client requests and no session to
+// answer on, they are ignored.
+func (c *conn) answerRequests(ctx context.Context, msgs []rpcMessage) {
+	if c.answers == nil || c.answerURL == nil || c.proto == version20260728 {
+		return
+	}
+	c.answers.answer(ctx, msgs, func(ctx context.Context, body []byte) error {
+		req, err := c.request(ctx, http.MethodPost, c.answerURL, body)
+		if err != nil {
+			return err
+		}
+		resp, err := c.do(req, "answer")
+		if err != nil {
+			return err
+		}
+		drain(resp)
+		return nil
+	})
 }
 
 // do sends req and returns the response if its status is 2xx. Other statuses
