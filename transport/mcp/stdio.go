@@ -358,15 +358,19 @@ func (r *stdioRun) failure(ctx context.Context, err error, when string) error {
 
 // stdoutReader reads the server's stdout under a deadline: until the
 // answer to initialize, the handshake's, fixed from the program's start;
-// after it the idle timeout, set afresh before each read, so that it
-// fires only when the server sent no byte for that long while the
-// transport waited for one (time spent delivering a chunk does not
-// count). A deadline error is sticky. It is owned by one stdioRun.
+// after it the idle timeout, counted from the start of each read, so that
+// it fires only when the server sent no byte for that long while the
+// transport waited for one (time spent delivering a chunk does not count).
+// Setting a deadline costs more than a small read, so a read keeps the one
+// set by an earlier read while at least 3/4 of the idle timeout remains of
+// it, and when that one passes, waits out the rest of its own. A deadline
+// error is sticky. It is owned by one stdioRun.
 type stdoutReader struct {
 	f                *os.File
 	handshake        time.Time // zero once initialize was answered
 	handshakeTimeout time.Duration
 	idle             time.Duration // zero: no idle timeout
+	deadline         time.Time     // the deadline set on f; zero: none
 	err              error
 }
 
@@ -379,21 +383,52 @@ func (s *stdoutReader) Read(p []byte) (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
-	var deadline time.Time
-	switch {
-	case s.inHandshake():
-		deadline = s.handshake
-	case s.idle > 0:
-		deadline = time.Now().Add(s.idle)
-	}
-	if err := s.f.SetReadDeadline(deadline); err != nil && !errors.Is(err, os.ErrNoDeadline) {
+	start := time.Now()
+	if err := s.arm(start); err != nil {
 		return 0, err
 	}
-	n, err := s.f.Read(p)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		s.err = err
+	for {
+		n, err := s.f.Read(p)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		if s.inHandshake() || s.idle <= 0 || time.Since(start) >= s.idle {
+			s.err = err
+			return n, err
+		}
+		// An earlier read's deadline passed: this read waits the rest of
+		// its own idle timeout.
+		if err := s.set(start.Add(s.idle)); err != nil {
+			return 0, err
+		}
 	}
-	return n, err
+}
+
+// arm sets the deadline a read starting at now waits under, unless the one
+// set is close enough.
+func (s *stdoutReader) arm(now time.Time) error {
+	var want time.Time
+	switch {
+	case s.inHandshake():
+		want = s.handshake
+	case s.idle > 0:
+		if left := s.deadline.Sub(now); !s.deadline.IsZero() && left >= s.idle*3/4 && left <= s.idle {
+			return nil
+		}
+		want = now.Add(s.idle)
+	}
+	if want.Equal(s.deadline) {
+		return nil
+	}
+	return s.set(want)
+}
+
+func (s *stdoutReader) set(deadline time.Time) error {
+	if err := s.f.SetReadDeadline(deadline); err != nil && !errors.Is(err, os.ErrNoDeadline) {
+		return err
+	}
+	s.deadline = deadline
+	return nil
 }
 
 // skipWarnEvery is the least time between two warnings about lines

@@ -344,10 +344,12 @@ func TestStdioResumedIsSourceLost(t *testing.T) {
 }
 
 // BenchmarkStdioProgress: progress notifications from a stdio server into a
-// counting sink. Reports chunks/s.
+// counting sink, under the default idle timeout (a read deadline per read).
+// Reports chunks/s.
 func BenchmarkStdioProgress(b *testing.B) {
 	const n = 20000
 	spec := stdioSpec(b, "count", fmt.Sprintf(`{"n":%d}`, n), nil, nil)
+	spec.IdleTimeout = time.Minute
 	b.ResetTimer()
 	for range b.N {
 		s := &countingSink{}
@@ -507,4 +509,63 @@ func (l *logRecorder) records(prefix string) []map[string]string {
 		}
 	}
 	return out
+}
+
+// TestStdoutReaderIdle: the idle clock runs only while a read waits: data
+// that waited in the pipe longer than the idle timeout, while nothing read
+// (a chunk being delivered), is read; a server writing more often than the
+// timeout is read to the end under deadlines set by earlier reads; a read
+// that waits the whole timeout fails with the deadline error, and keeps
+// failing.
+func TestStdoutReaderIdle(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	r := &stdoutReader{f: pr, idle: idle}
+	buf := make([]byte, 64)
+	if _, err := pw.Write([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Read(buf); n != 1 || err != nil {
+		t.Fatalf("first read: %d, %v", n, err)
+	}
+	if _, err := pw.Write([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * idle) // the transport delivers a chunk: nobody reads
+	if n, err := r.Read(buf); n != 1 || err != nil || buf[0] != 'b' {
+		t.Fatalf("read after a pause longer than the idle timeout: %d %q, %v", n, buf[:n], err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 8 {
+			time.Sleep(idle / 4)
+			if _, err := pw.Write([]byte("c")); err != nil {
+				return
+			}
+		}
+	}()
+	for got := 0; got < 8; {
+		n, err := r.Read(buf)
+		if err != nil {
+			t.Fatalf("a writer more frequent than the idle timeout: %v after %d bytes", err, got)
+		}
+		got += n
+	}
+	<-done
+	start := time.Now()
+	if _, err := r.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) < idle {
+		t.Fatalf("silence: %v after %v, want the deadline after at least %v", err, time.Since(start), idle)
+	}
+	if _, err := pw.Write([]byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("after the deadline: %v, want it again", err)
+	}
 }
