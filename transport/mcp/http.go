@@ -121,17 +121,24 @@ func (c *conn) answerRequests(ctx context.Context, msgs []rpcMessage) {
 		return
 	}
 	c.answers.answer(ctx, msgs, func(ctx context.Context, body []byte) error {
-		req, err := c.request(ctx, http.MethodPost, c.answerURL, body)
-		if err != nil {
-			return err
-		}
-		resp, err := c.do(req, "answer")
-		if err != nil {
-			return err
-		}
-		drain(resp)
-		return nil
+		return c.postMessage(ctx, c.answerURL, body, "answer")
 	})
+}
+
+// postMessage POSTs one JSON-RPC message to target, a server that answers
+// it without a body of interest (202 for a notification or a response; the
+// legacy message endpoint for anything).
+func (c *conn) postMessage(ctx context.Context, target *url.URL, body []byte, op string) error {
+	req, err := c.request(ctx, http.MethodPost, target, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(req, op)
+	if err != nil {
+		return err
+	}
+	drain(resp)
+	return nil
 }
 
 // do sends req and returns the response if its status is 2xx. Other statuses

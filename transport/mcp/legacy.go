@@ -258,16 +258,7 @@ func (r *legacyRun) send(ctx context.Context, id int, method string, p params) e
 	if err != nil {
 		return r.fail(method, 0, true, err)
 	}
-	req, err := r.request(ctx, http.MethodPost, r.endpoint, body)
-	if err != nil {
-		return err
-	}
-	resp, err := r.do(req, method)
-	if err != nil {
-		return err
-	}
-	drain(resp)
-	return nil
+	return r.postMessage(ctx, r.endpoint, body, method)
 }
 
 // finish sends notifications/cancelled when the host stopped the call.

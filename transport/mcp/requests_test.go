@@ -136,6 +136,28 @@ func checkAsked(t *testing.T, a askAnswers, roots []Root) {
 	}
 }
 
+// runWithin runs a call to its end within a test context (30 s: far less
+// than askTimeout, far more than any call here takes) and returns what it
+// delivered; an error fails the test.
+func runWithin(t *testing.T, tr transport.StreamTransport, spec transport.Spec) *recSink {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sink := &recSink{}
+	if err := tr.Run(ctx, spec, "", sink); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return sink
+}
+
+// httpModes are the go-sdk HTTP servers the request tests run on: where a
+// server request travels differs in each (the call's stream, the
+// standalone stream, the legacy SSE stream).
+var httpModes = []struct {
+	name string
+	cfg  sdkConfig
+}{{"mcp SSE", sdkConfig{}}, {"mcp JSON", sdkConfig{json: true}}, {"mcp-sse", sdkConfig{legacy: true}}}
+
 // testRoots are the roots the tests configure.
 var testRoots = []Root{{URI: "file:///srv/data", Name: "data"}, {URI: "file:///tmp/x"}}
 
@@ -148,18 +170,9 @@ var testRoots = []Root{{URI: "file:///srv/data", Name: "data"}, {URI: "file:///t
 func TestServerRequestsAnswered(t *testing.T) {
 	run := func(t *testing.T, tr transport.StreamTransport, spec transport.Spec, roots []Root) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		sink := &recSink{}
-		if err := tr.Run(ctx, spec, "", sink); err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-		checkAsked(t, askResult(t, sink), roots)
+		checkAsked(t, askResult(t, runWithin(t, tr, spec)), roots)
 	}
-	for _, mode := range []struct {
-		name string
-		cfg  sdkConfig
-	}{{"mcp SSE", sdkConfig{}}, {"mcp JSON", sdkConfig{json: true}}, {"mcp-sse", sdkConfig{legacy: true}}} {
+	for _, mode := range httpModes {
 		t.Run(mode.name, func(t *testing.T) {
 			for _, roots := range [][]Root{nil, testRoots} {
 				t.Run(fmt.Sprintf("%d roots", len(roots)), func(t *testing.T) {
@@ -197,20 +210,12 @@ func TestKeepAliveAnswered(t *testing.T) {
 	args := `{"n":15,"every_ms":100}` // 1.5 s: ten pings
 	check := func(t *testing.T, tr transport.StreamTransport, spec transport.Spec) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		sink := &recSink{}
-		if err := tr.Run(ctx, spec, "", sink); err != nil {
-			t.Fatalf("Run: %v", err)
-		}
+		sink := runWithin(t, tr, spec)
 		if got := sink.progressValues(t); !slices.Equal(got, wantProgress(15)) || sink.last().Event != "result" {
 			t.Fatalf("progress %v, last event %q", got, sink.last().Event)
 		}
 	}
-	for _, mode := range []struct {
-		name string
-		cfg  sdkConfig
-	}{{"mcp SSE", sdkConfig{}}, {"mcp JSON", sdkConfig{json: true}}, {"mcp-sse", sdkConfig{legacy: true}}} {
+	for _, mode := range httpModes {
 		t.Run(mode.name, func(t *testing.T) {
 			leakCheck(t)
 			cfg := mode.cfg
