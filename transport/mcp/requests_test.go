@@ -116,9 +116,10 @@ func askResult(t *testing.T, sink *recSink) askAnswers {
 }
 
 // checkAsked checks the ask tool's answers: the roots as configured, the
-// elicitation refused (by the server's SDK, since the client declares no
-// elicitation, or by the client) and the sampling request refused by the
-// client with -32601 and a message saying why.
+// elicitation refused by go-sdk itself, without asking, since the client
+// declares no elicitation capability (the client's own refusal is checked
+// on the wire by TestServerRequestsOnTheWire), and the sampling request
+// refused by the client with -32601 and a message saying why.
 func checkAsked(t *testing.T, a askAnswers, roots []Root) {
 	t.Helper()
 	var got []Root
@@ -128,8 +129,8 @@ func checkAsked(t *testing.T, a askAnswers, roots []Root) {
 	if !slices.Equal(got, roots) {
 		t.Errorf("roots/list answered %+v, want %+v", got, roots)
 	}
-	if !strings.Contains(a.Elicit.Message, "does not support elicitation") && a.Elicit.Code != codeMethodNotFound {
-		t.Errorf("elicitation: %+v, want it refused", a.Elicit)
+	if a.Elicit != (askError{Message: "client does not support elicitation"}) {
+		t.Errorf("elicitation: %+v, want go-sdk's refusal for a client without the capability", a.Elicit)
 	}
 	if a.Sample.Code != codeMethodNotFound || !strings.Contains(a.Sample.Message, "sampling is not supported") {
 		t.Errorf("sampling: %+v, want -32601 saying sampling is not supported", a.Sample)
