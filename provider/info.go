@@ -35,6 +35,9 @@ type StreamInfo struct {
 	CurrentState *JSONValue    `json:"current-state,omitempty"`
 	InitialState *JSONValue    `json:"initial-state,omitempty"`
 	Queue        *[]QueuedInfo `json:"queue,omitempty"`
+	// Stale is set on a snapshot read from the stream's stored records
+	// because its owner did not answer (Status.Stale).
+	Stale *Stale `json:"stale,omitempty"`
 }
 
 // StatusInfo is a stream's :status.
@@ -243,6 +246,9 @@ func (in StreamInfo) Value() rtfs.Value {
 				rtfs.Keyword("waiting-ms"), rtfs.Int(q.WaitingMs))
 		}
 		m = m.Assoc(rtfs.Keyword("queue"), rtfs.NewVector(items...))
+	}
+	if in.Stale != nil {
+		m = m.Assoc(rtfs.Keyword("stale"), in.Stale.value())
 	}
 	return m
 }
