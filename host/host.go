@@ -302,11 +302,12 @@ func (h *Host) Wait(ctx context.Context) error {
 // Close stops every stream and every resumed program (a program parked on
 // :mcp.stream.await stays stored) and returns when all the host's goroutines
 // have exited. It closes the store only when Open opened it. A host in a
-// cluster gives the commits that wait for NATS its shutdown grace
-// (CloseGrace, counted from BeginClose when it was called, else from
-// Close), then closes the store, which fails them, and leaves the cluster
-// without handing its streams over (the other hosts take them when its
-// lease expires).
+// cluster hands its streams over to the other hosts and leaves; the
+// commits that wait for NATS meanwhile get its shutdown grace (CloseGrace,
+// counted from BeginClose when it was called, else from Close): when the
+// grace ends first, the store is closed, which fails them, and the host
+// leaves without handing its streams over (the other hosts take them when
+// its lease expires).
 func (h *Host) Close() error {
 	h.BeginClose()
 	if h.clusterLoop != nil {
