@@ -544,8 +544,8 @@ func TestClusterStatusOfKilledOwner(t *testing.T) {
 	if time.Since(killed) >= ttl {
 		t.Fatalf("the status took %v, past the lease TTL: this test checks nothing", time.Since(killed))
 	}
-	if st.State != provider.StateActive || st.Stale == nil || st.Stale.Owner != "a" ||
-		st.Stale.SinceEpochMs > killed.UnixMilli() || killed.Sub(time.UnixMilli(st.Stale.SinceEpochMs)) > ttl {
+	if st.State != provider.StateActive || st.Stale == nil || st.Stale.Owner != "a" || st.Stale.SinceEpochMs == nil ||
+		*st.Stale.SinceEpochMs > killed.UnixMilli() || killed.Sub(time.UnixMilli(*st.Stale.SinceEpochMs)) > ttl {
 		t.Fatalf("status within the lease = %+v (stale %+v), want active, stale since a's last heartbeat", st, st.Stale)
 	}
 	in, err := b.Provider().Info("k", provider.InspectOptions{})

@@ -390,12 +390,18 @@ func (g *shutdownGrace) stop() bool {
 // println or log to fn instead of the host's Stdout, until the returned
 // function is called. fn runs on the stream's goroutine, so it must not
 // block for long. The MCP server uses it to send a stream's lines to the
-// client that started it. It is safe for concurrent use.
+// client that started it. A stream has one route at a time: while one is in
+// place, a later RouteLog of the same id routes nothing and its stop does
+// nothing (a second start of a running stream's id fails, and must not take
+// the running stream's lines). It is safe for concurrent use.
 func (h *Host) RouteLog(id string, fn func(line string)) (stop func()) {
 	h.routesMu.Lock()
 	defer h.routesMu.Unlock()
 	if h.routes == nil {
 		h.routes = make(map[string]*logRoute)
+	}
+	if _, taken := h.routes[id]; taken {
+		return func() {}
 	}
 	r := &logRoute{fn: fn}
 	h.routes[id] = r

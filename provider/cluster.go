@@ -268,7 +268,8 @@ func (p *Provider) storedAnswer(ctx context.Context, req Request, owned *OwnedEr
 	defer s.cancel()
 	stale := &Stale{Owner: owned.Owner}
 	if !owned.Heartbeat.IsZero() {
-		stale.SinceEpochMs = owned.Heartbeat.UnixMilli()
+		ms := owned.Heartbeat.UnixMilli()
+		stale.SinceEpochMs = &ms
 	}
 	a := Answer{Status: s.status()}
 	a.Status.Stale = stale

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"reflect"
 	"time"
 
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -63,7 +64,7 @@ func StatusValue(st Status) rtfs.Value {
 	}
 	m = m.Assoc(rtfs.Keyword("result"), result)
 	if st.Stale != nil {
-		m = m.Assoc(rtfs.Keyword("stale"), st.Stale.value())
+		m = m.Assoc(rtfs.Keyword("stale"), shapeValue(reflect.ValueOf(*st.Stale)))
 	}
 	return m
 }

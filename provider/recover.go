@@ -434,14 +434,20 @@ func (p *Provider) registerRecovered(s *stream) error {
 	s.cancel()
 	close(s.done)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return ErrClosed
 	}
 	if _, dup := p.streams[s.id]; dup {
+		p.mu.Unlock()
 		return fmt.Errorf("a stream with id %q already exists", s.id)
 	}
 	p.streams[s.id] = s
 	p.order = append(p.order, s)
+	early := p.attachPendingLocked(s)
+	p.mu.Unlock()
+	for _, sub := range early {
+		s.subscribe(sub) // it has ended: its EventEnd at once
+	}
 	return nil
 }

@@ -65,18 +65,9 @@ type Stale struct {
 	// Owner is the node name of the host that owns the stream.
 	Owner string `json:"owner"`
 	// SinceEpochMs is when the owner was last heard from (its last
-	// heartbeat), in Unix milliseconds; 0 when not known (its heartbeat
+	// heartbeat), in Unix milliseconds; nil when not known (its heartbeat
 	// expired while NATS did not take writes).
-	SinceEpochMs int64 `json:"since-epoch-ms"`
-}
-
-// value is the :stale map: {:owner :since-epoch-ms} (nil when not known).
-func (st *Stale) value() rtfs.Value {
-	var since rtfs.Value = rtfs.Nil
-	if st.SinceEpochMs != 0 {
-		since = rtfs.Int(st.SinceEpochMs)
-	}
-	return rtfs.MapOf(rtfs.Keyword("owner"), rtfs.String(st.Owner), rtfs.Keyword("since-epoch-ms"), since)
+	SinceEpochMs *int64 `json:"since-epoch-ms"`
 }
 
 // errEnded is returned by Deliver once a stream has ended.
