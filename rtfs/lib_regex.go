@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	resyntax "regexp/syntax"
 	"strings"
 
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
@@ -33,11 +34,21 @@ func NewRegex(pattern string) (*Regex, error) {
 	if err := syntax.CheckRegex(pattern); err != nil {
 		return nil, err
 	}
-	return &Regex{
-		src:   pattern,
-		re:    regexp.MustCompile(pattern),
-		whole: regexp.MustCompile(`\A(?:` + pattern + `)\z`),
-	}, nil
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, err
+	}
+	// The anchored form is built from the parsed pattern, not its text: a
+	// \Q without \E would quote the anchor too.
+	tree, err := resyntax.Parse(pattern, resyntax.Perl)
+	if err != nil {
+		return nil, err
+	}
+	whole, err := regexp.Compile(`\A(?:` + tree.String() + `)\z`)
+	if err != nil {
+		return nil, fmt.Errorf("invalid regular expression #\"%s\": %w", pattern, err)
+	}
+	return &Regex{src: pattern, re: re, whole: whole}, nil
 }
 
 // Kind implements Value.

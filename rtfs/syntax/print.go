@@ -151,7 +151,14 @@ func quote(s string) string {
 		case c < utf8.RuneSelf:
 			b.WriteByte(c)
 		default:
-			_, size := utf8.DecodeRuneInString(s[i:])
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 { // a byte that is no UTF-8: \xHH reads back as it
+				b.WriteString(`\x`)
+				b.WriteByte(hexDigit(c >> 4))
+				b.WriteByte(hexDigit(c & 0xf))
+				i++
+				continue
+			}
 			b.WriteString(s[i : i+size])
 			i += size
 			continue
