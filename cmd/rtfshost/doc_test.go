@@ -28,7 +28,7 @@ func TestDocCommand(t *testing.T) {
 		{[]string{"doc", "catch"}, exitOK, "(catch Class e body...)"},
 		{[]string{"doc", "cond"}, exitOK, "(cond test expr ... :else expr)"},
 		{[]string{"doc", "call"}, exitOK, "(call :capability args...)\n  a host call"},
-		{[]string{"doc", "mcp.stream.start"}, exitOK, ":processor        fn|symbol|string, required  called as (processor state chunk metadata)"},
+		{[]string{"doc", "mcp.stream.start"}, exitOK, "fn|symbol|string, required  called as (processor state chunk metadata)"},
 		{[]string{"doc", ":mcp.stream.await"}, exitOK, "(call :mcp.stream.await {:stream-id .. ...})"},
 		{[]string{"doc", "ccos.io.log"}, exitOK, "(host call)"},
 		{[]string{"doc", "--help"}, exitOK, "rtfshost doc ->>"},
