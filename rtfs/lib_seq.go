@@ -408,13 +408,13 @@ func builtinEmpty(_ *Thread, args []Value) (Value, error) {
 	case *Vector:
 		return emptyVector, nil
 	case *Map:
-		if x.order != nil {
-			return &Map{order: &sortedOrder{cmp: x.order.cmp}}, nil
+		if o := x.sorted(); o != nil {
+			return (&Map{}).withOrder(&sortedOrder{cmp: o.cmp}), nil
 		}
 		return emptyMap, nil
 	case *Set:
-		if x.m.order != nil {
-			return &Set{m: &Map{order: &sortedOrder{cmp: x.m.order.cmp}}}, nil
+		if o := x.m.sorted(); o != nil {
+			return &Set{m: (&Map{}).withOrder(&sortedOrder{cmp: o.cmp})}, nil
 		}
 		return emptySet, nil
 	case String:

@@ -16,11 +16,35 @@ import (
 // same pointer) returns the map unchanged. The empty map is a non-nil *Map
 // with Len 0. Maps are safe to share between goroutines.
 type Map struct {
-	kvs   []Value // array-map: k0, v0, k1, v1, ... (used when root == nil)
-	root  *hnode  // hash trie, when the map has grown beyond arrayMapMax
-	n     int
-	hash  atomic.Uint64
-	order *sortedOrder // a sorted map's (or set's) keys in order; nil for the others (sorted.go)
+	kvs  []Value // array-map: k0, v0, k1, v1, ... (used when root == nil); see sorted
+	root *hnode  // hash trie, when the map has grown beyond arrayMapMax
+	n    int
+	hash atomic.Uint64
+}
+
+// sorted returns the order of a sorted map (sorted.go), nil for the
+// others. A sorted map is always a trie, whatever its size, and keeps its
+// *sortedOrder as the one element of kvs, which a trie does not otherwise
+// use: the order costs the other maps nothing.
+func (m *Map) sorted() *sortedOrder {
+	if m.root != nil && len(m.kvs) == 1 {
+		return m.kvs[0].(*sortedOrder)
+	}
+	return nil
+}
+
+// withOrder returns a sorted map of m's entries (m itself, which must be
+// fresh, when it is a trie already) in order o.
+func (m *Map) withOrder(o *sortedOrder) *Map {
+	if m.root == nil || m == emptyMap {
+		root := emptyHNode
+		for i := 0; i < len(m.kvs); i += 2 {
+			root, _ = root.assoc(m.kvs[i], m.kvs[i+1], Hash(m.kvs[i]), 0)
+		}
+		m = &Map{root: root, n: m.n}
+	}
+	m.kvs = []Value{o}
+	return m
 }
 
 const arrayMapMax = 8
@@ -147,11 +171,11 @@ func (m *Map) arrayIndex(k Value) int {
 // its order, O(n).
 func (m *Map) Assoc(k, v Value) *Map {
 	nm := m.assocBase(k, v)
-	if m.order != nil && nm != m {
-		nm.order = m.order
+	if o := m.sorted(); o != nil && nm != m {
 		if nm.n != m.n {
-			nm.order = m.order.insert(k)
+			o = o.insert(k)
 		}
+		nm = nm.withOrder(o)
 	}
 	return nm
 }
@@ -194,11 +218,11 @@ func (m *Map) assocBase(k, v Value) *Map {
 // Dissoc returns a map without key k (m itself if k is absent).
 func (m *Map) Dissoc(k Value) *Map {
 	nm := m.dissocBase(k)
-	if m.order != nil && nm != m {
-		if nm.n == 0 {
+	if o := m.sorted(); o != nil && nm != m {
+		if nm == emptyMap {
 			nm = &Map{}
 		}
-		nm.order = m.order.remove(k)
+		nm = nm.withOrder(o.remove(k))
 	}
 	return nm
 }
@@ -231,8 +255,8 @@ func (m *Map) dissocBase(k Value) *Map {
 // insertion order for maps of up to 8 entries and trie order beyond; it is
 // stable for one map value. A sorted map ranges in its order.
 func (m *Map) Range(f func(k, v Value) bool) {
-	if m.order != nil {
-		for _, k := range m.order.keys {
+	if o := m.sorted(); o != nil {
+		for _, k := range o.keys {
 			v, _ := m.Get(k)
 			if !f(k, v) {
 				return

@@ -70,8 +70,8 @@ func (s *Set) Index(i int) Value {
 	if i < 0 || i >= s.m.n {
 		panic("rtfs: Set.Index out of range")
 	}
-	if s.m.order != nil {
-		return s.m.order.keys[i]
+	if o := s.m.sorted(); o != nil {
+		return o.keys[i]
 	}
 	if s.m.root == nil {
 		return s.m.kvs[2*i]

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
+	"github.com/rtfshost/rtfshost/rtfs/types"
 )
 
 // Sorted maps and sets: sorted-map, sorted-set, sorted-map-by and
@@ -19,11 +20,15 @@ import (
 // place with the comparator and inserts it there (%sorted-put).
 
 // A sortedOrder is a sorted map's keys in order and its comparator. It is
-// never modified: insert and remove return a new one.
+// never modified: insert and remove return a new one. It is a Value only to
+// be held in the map's kvs (Map.sorted); no program ever sees one.
 type sortedOrder struct {
 	cmp  Value   // nil: compare's order; else a *Builtin or an RTFS function of two arguments
 	keys []Value // the keys, in order
 }
+
+func (*sortedOrder) Kind() Kind     { return types.KindNil }
+func (*sortedOrder) String() string { return "#<sorted order>" }
 
 // goComparable reports whether Go can order keys itself (natural order or a
 // builtin comparator).
@@ -119,17 +124,18 @@ func (o *sortedOrder) remove(k Value) *sortedOrder {
 // ClassCastException), and for one sorted by an RTFS function it returns
 // errSortedBy.
 func sortedCheck(th *Thread, m *Map, k Value) error {
-	if m.order == nil || m.Has(k) {
+	o := m.sorted()
+	if o == nil || m.Has(k) {
 		return nil
 	}
-	if !m.order.goComparable() {
+	if !o.goComparable() {
 		return errSortedBy
 	}
-	if err := th.chargeElems(len(m.order.keys)); err != nil {
+	if err := th.chargeElems(len(o.keys)); err != nil {
 		return err
 	}
-	if len(m.order.keys) > 0 {
-		if _, err := m.order.compare(m.order.keys[0], k); err != nil {
+	if len(o.keys) > 0 {
+		if _, err := o.compare(o.keys[0], k); err != nil {
 			return withKind(compile.KindType, err)
 		}
 	}
@@ -143,7 +149,7 @@ func newSorted(th *Thread, cmp Value, kvs []Value) (*Map, error) {
 	if !o.goComparable() {
 		return nil, errSortedBy
 	}
-	m := &Map{order: o}
+	m := (&Map{}).withOrder(o)
 	for i := 0; i+1 < len(kvs); i += 2 {
 		if err := sortedCheck(th, m, kvs[i]); err != nil {
 			return nil, err
@@ -157,9 +163,9 @@ func newSorted(th *Thread, cmp Value, kvs []Value) (*Map, error) {
 func sortedOf(v Value) *sortedOrder {
 	switch c := v.(type) {
 	case *Map:
-		return c.order
+		return c.sorted()
 	case *Set:
-		return c.m.order
+		return c.m.sorted()
 	}
 	return nil
 }
@@ -220,7 +226,7 @@ func pairsOf(xs []Value) []Value {
 // intrSortedEmpty is (%sorted-empty cmp set?): an empty sorted map (or set)
 // whatever cmp is.
 func intrSortedEmpty(_ *Thread, args []Value) (Value, error) {
-	m := &Map{order: &sortedOrder{cmp: args[0]}}
+	m := (&Map{}).withOrder(&sortedOrder{cmp: args[0]})
 	if Truth(args[1]) {
 		return &Set{m: m}, nil
 	}
@@ -250,24 +256,21 @@ func intrSortedPut(th *Thread, args []Value) (Value, error) {
 		return nil, typeError("an int", args[3])
 	}
 	put := func(m *Map, k, v Value) (*Map, error) {
-		if m.order == nil || int(i) > len(m.order.keys) {
+		o := m.sorted()
+		if o == nil || int(i) > len(o.keys) {
 			return nil, errors.New("internal: bad sorted insertion")
 		}
 		if m.Has(k) || i < 0 {
-			o := m.order
 			nm := m.assocBase(k, v)
 			if nm == m {
 				return m, nil
 			}
-			nm.order = o
 			if nm.n != m.n { // not a key after all: keep the order whole
-				nm.order = o.insertAt(k, len(o.keys))
+				o = o.insertAt(k, len(o.keys))
 			}
-			return nm, nil
+			return nm.withOrder(o), nil
 		}
-		nm := m.assocBase(k, v)
-		nm.order = m.order.insertAt(k, int(i))
-		return nm, th.chargeElems(len(m.order.keys))
+		return m.assocBase(k, v).withOrder(o.insertAt(k, int(i))), th.chargeElems(len(o.keys))
 	}
 	switch c := args[0].(type) {
 	case *Map:
@@ -305,8 +308,7 @@ func buildSorted(isSet bool, elems []Value, cmp Value) (Value, error) {
 	if cmp == nil && !slices.IsSortedFunc(keys, func(a, b Value) int { c, _ := Compare(a, b); return c }) {
 		return nil, errors.New("a sorted collection's keys are out of order")
 	}
-	// Maps are immutable: the new header shares the entries.
-	sm := &Map{kvs: m.kvs, root: m.root, n: m.n, order: &sortedOrder{cmp: cmp, keys: keys}}
+	sm := (&Map{kvs: m.kvs, root: m.root, n: m.n}).withOrder(&sortedOrder{cmp: cmp, keys: keys})
 	if isSet {
 		return &Set{m: sm}, nil
 	}
