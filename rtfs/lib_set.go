@@ -100,6 +100,9 @@ func setUnion(th *Thread, args []Value) (Value, error) {
 		}
 		var err error
 		s.Range(func(x Value) bool {
+			if err = sortedCheck(th, out.m, x); err != nil {
+				return false
+			}
 			out = out.Conj(x)
 			if err = th.checkSize(out.Len()); err == nil {
 				err = mt.tick()
@@ -264,6 +267,9 @@ func setRenameKeys(_ *Thread, args []Value) (Value, error) {
 	}
 	if args[0] == Nil {
 		return Nil, nil
+	}
+	if o := m.sorted(); o != nil && !o.goComparable() {
+		return nil, errSortedBy
 	}
 	return renameKeys(m, kmap), nil
 }
