@@ -58,19 +58,20 @@ func (s *Server) serveTasks(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		result, err := s.taskCall(r.Context(), m, modern)
+		result, err := s.taskCall(r.Context(), m, modern, env.session)
 		writeRPC(w, m.ID, result, err)
 	})
 }
 
-// taskCall serves one task request and returns its result.
-func (s *Server) taskCall(ctx context.Context, req *message, modern bool) (any, error) {
+// taskCall serves one task request of session sessionID ("" for none)
+// and returns its result.
+func (s *Server) taskCall(ctx context.Context, req *message, modern bool, sessionID string) (any, error) {
 	if modern {
 		return s.modernTaskCall(ctx, req)
 	}
 	switch req.Method {
 	case "tools/call":
-		rec, err := s.createTask(ctx, req)
+		rec, err := s.createTask(ctx, req, s.session(sessionID))
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +138,7 @@ func (s *Server) modernTaskCall(ctx context.Context, req *message) (any, error) 
 	var out map[string]any
 	switch req.Method {
 	case "tools/call":
-		rec, err := s.createTask(ctx, req)
+		rec, err := s.createTask(ctx, req, nil) // the extension forbids notifications of tasks
 		if err != nil {
 			return nil, err
 		}
@@ -206,13 +207,34 @@ func inlineResult(stored json.RawMessage) json.RawMessage {
 	return b
 }
 
-// createTask creates the task a tools/call asks for.
-func (s *Server) createTask(ctx context.Context, req *message) (taskRecord, error) {
+// createTask creates the task a tools/call asks for; the notifications of
+// its work go to session (nil: nowhere).
+func (s *Server) createTask(ctx context.Context, req *message, session *mcp.ServerSession) (taskRecord, error) {
 	var ttl time.Duration
 	if req.Params.Task != nil && req.Params.Task.TTL != nil {
 		ttl = time.Duration(*req.Params.Task.TTL) * time.Millisecond
 	}
-	return s.tasks.create(ctx, req.Params.Name, req.Params.Arguments, ttl)
+	var token any
+	if tok := req.progressToken(); tok != "" && session != nil {
+		dec := json.NewDecoder(strings.NewReader(tok))
+		dec.UseNumber()
+		_ = dec.Decode(&token)
+	}
+	return s.tasks.create(ctx, req.Params.Name, req.Params.Arguments, ttl, session, token)
+}
+
+// session returns the live session of go-sdk's with id, nil when there is
+// none (no id, or a session of before a restart).
+func (s *Server) session(id string) *mcp.ServerSession {
+	if id == "" {
+		return nil
+	}
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() == id {
+			return ss
+		}
+	}
+	return nil
 }
 
 // taskJSON is a task as the revision writes it: ttl and pollInterval
