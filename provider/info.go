@@ -39,6 +39,9 @@ type StreamInfo struct {
 	CurrentState *JSONValue    `json:"current-state,omitempty"`
 	InitialState *JSONValue    `json:"initial-state,omitempty"`
 	Queue        *[]QueuedInfo `json:"queue,omitempty"`
+	// Stale is set on a snapshot read from the stream's stored records
+	// because its owner did not answer (Status.Stale).
+	Stale *Stale `json:"stale,omitempty"`
 }
 
 // StatusInfo is a stream's :status.

@@ -52,6 +52,7 @@ func fullInfo() StreamInfo {
 		Transport:     TransportInfo{Kind: "sse", AutoConnect: true, ServerURL: "http://127.0.0.1:2025/sse"},
 		LastOutput:    JSONValue{rtfs.Int(1)}, Result: JSONValue{rtfs.Nil}, Cursor: &cursor,
 		CurrentState: &state, InitialState: &state, Queue: &queue,
+		Stale: &Stale{Owner: "a", SinceEpochMs: &one},
 	}
 }
 
@@ -76,6 +77,7 @@ func TestStreamInfoValue(t *testing.T) {
 		kw("dropped-chunks"), rtfs.Int(0), kw("reconnects"), rtfs.Int(0),
 		kw("current-state"), rtfs.MapOf(kw("count"), rtfs.Int(1)), kw("initial-state"), rtfs.MapOf(kw("count"), rtfs.Int(1)),
 		kw("queue"), rtfs.NewVector(rtfs.MapOf(kw("chunk"), rtfs.Int(2), kw("metadata"), rtfs.Nil, kw("waiting-ms"), rtfs.Int(3))),
+		kw("stale"), rtfs.MapOf(kw("owner"), rtfs.String("a"), kw("since-epoch-ms"), rtfs.Int(1)),
 	)
 	if got := in.Value(); !rtfs.Equal(got, want) {
 		t.Errorf("Value:\n%v\nwant\n%v", got, want)
@@ -85,7 +87,7 @@ func TestStreamInfoValue(t *testing.T) {
 	}
 	var bare StreamInfo
 	m := bare.Value().(*rtfs.Map)
-	for _, k := range []string{"current-state", "initial-state", "queue"} {
+	for _, k := range []string{"current-state", "initial-state", "queue", "stale"} {
 		if _, ok := m.Get(rtfs.Keyword(k)); ok {
 			t.Errorf("a snapshot without :%s has the key", k)
 		}

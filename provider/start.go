@@ -387,7 +387,7 @@ func (p *Provider) idleTimeout(def *definition) time.Duration {
 // the stream's target has the header's origin (the configured server URL's),
 // and an HTTP client that checks redirects against the egress policy, strips
 // the header on a redirect that leaves that origin, and applies the idle
-// timeout.
+// timeout (which Spec.IdleTimeout carries for the other transports).
 func (p *Provider) spec(s *stream) transport.Spec {
 	sp := transport.Spec{
 		StreamID:      s.id,
@@ -395,6 +395,7 @@ func (p *Provider) spec(s *stream) transport.Spec {
 		Config:        s.def.tconf,
 		RetryAttempts: p.opts.RetryAttempts,
 		MaxEventBytes: transport.DefaultMaxEventBytes,
+		IdleTimeout:   p.idleTimeout(&s.def),
 		Logger:        p.opts.Logger,
 		Resumed:       s.recovered,
 	}

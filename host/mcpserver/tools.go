@@ -130,6 +130,7 @@ var (
 		"message":    map[string]any{"type": []string{"string", "null"}},
 		"end-reason": map[string]any{"type": []string{"string", "null"}},
 		"result":     map[string]any{},
+		"stale":      map[string]any{"type": "object", "description": "set when the stream's host did not answer: the status is read from the stream's stored records; {owner, since-epoch-ms}"},
 	}}
 	evalOutput = map[string]any{"type": "object", "required": []string{"value"}, "properties": map[string]any{
 		"value": map[string]any{"description": "the program's value as JSON"},
