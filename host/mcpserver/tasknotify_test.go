@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rtfshost/rtfshost/provider"
 )
 
 // printingCounter is counterProgram's processor printing every chunk.
@@ -172,7 +171,7 @@ func TestLegacyTaskNotifications(t *testing.T) {
 	f.feed(ctx, "n2", values(2)...)
 	get.await(t, 1, "notifications/progress", progressOf("tok-2"))
 	waitFor(t, "the second output of n2", func() bool {
-		in, err := f.host.Provider().Info("n2", provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
+		in, err := f.host.Provider().Info("n2", infoLight)
 		return err == nil && in.Stats.Outputs == 2
 	})
 	if _, e := rpc(t, url, h, methodTasksCancel, map[string]any{"taskId": "n2"}); e != nil {
