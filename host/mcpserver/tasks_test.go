@@ -177,6 +177,13 @@ func TestTasksModern(t *testing.T) {
 	if ack, e := rpc(t, url, h, methodTasksUpdate, map[string]any{"taskId": "m1", "inputResponses": map[string]any{}, "_meta": meta(true)}); e != nil || ack["resultType"] != "complete" {
 		t.Errorf("tasks/update = %v, %v", ack, e)
 	}
+	// Cancelling an ended task is acknowledged, and changes nothing.
+	if ack, e := rpc(t, url, h, methodTasksCancel, map[string]any{"taskId": "m1", "_meta": meta(true)}); e != nil || ack["resultType"] != "complete" {
+		t.Errorf("tasks/cancel of a completed task = %v, %v; want the acknowledgement", ack, e)
+	}
+	if got, _ := rpc(t, url, h, methodTasksGet, map[string]any{"taskId": "m1", "_meta": meta(true)}); got["status"] != "completed" {
+		t.Errorf("tasks/get after cancelling the completed task = %v", got)
+	}
 	// Without the extension declared, the task methods are refused with
 	// -32021 naming it; those the extension dropped are not found.
 	for _, method := range []string{methodTasksGet, methodTasksUpdate, methodTasksCancel} {

@@ -159,8 +159,18 @@ func (s *Server) modernTaskCall(ctx context.Context, req *message) (any, error) 
 			out["status"] = taskCompleted
 		}
 	case methodTasksCancel:
-		if _, err := s.tasks.cancelTask(ctx, req.Params.TaskID); err != nil {
+		// An acknowledgement, the same for a task that has ended (which
+		// keeps its status): the extension makes cancelling idempotent.
+		e, err := s.tasks.lookup(ctx, req.Params.TaskID)
+		if err != nil {
 			return nil, err
+		}
+		if rec := s.tasks.snapshot(e); !rec.terminal() {
+			if _, err := s.tasks.cancelTask(ctx, req.Params.TaskID); err != nil {
+				if rec = s.tasks.snapshot(e); !rec.terminal() { // not that it ended meanwhile
+					return nil, err
+				}
+			}
 		}
 		out = map[string]any{}
 	case methodTasksUpdate:
