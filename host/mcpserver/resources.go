@@ -267,6 +267,12 @@ func (rw *resourceWatch) watchLocked(id string) error {
 		w.refs++
 		return nil
 	}
+	rw.s.mu.Lock()
+	closed := rw.s.closed
+	rw.s.mu.Unlock()
+	if closed {
+		return errors.New("resources/subscribe: the MCP server is shutting down")
+	}
 	if len(rw.streams) >= maxWatchedStreams {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("resources/subscribe: %d streams are watched already, the most this server allows", len(rw.streams))}
 	}
@@ -275,12 +281,23 @@ func (rw *resourceWatch) watchLocked(id string) error {
 	if err != nil {
 		return fmt.Errorf("watching stream %s: %w", id, err)
 	}
-	rw.streams[id] = &watchedStream{sub: sub, refs: 1}
 	if !rw.started {
+		// Counted in calls only while the Server is open, so that Close,
+		// which waits for them, never races this Add.
+		rw.s.mu.Lock()
+		closed := rw.s.closed
+		if !closed {
+			rw.s.calls.Add(1)
+		}
+		rw.s.mu.Unlock()
+		if closed {
+			sub.Close()
+			return errors.New("resources/subscribe: the MCP server is shutting down")
+		}
 		rw.started = true
-		rw.s.calls.Add(1)
 		go rw.notify()
 	}
+	rw.streams[id] = &watchedStream{sub: sub, refs: 1}
 	return nil
 }
 

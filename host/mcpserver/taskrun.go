@@ -237,6 +237,7 @@ func (t *tasks) finishLocked(e *taskEntry, result json.RawMessage, state provide
 		e.rec.Status, e.rec.Message = taskFailed, "the work failed: tasks/result has the error"
 	}
 	e.rec.Result, e.rec.Updated, e.running = result, time.Now().UTC(), false
+	e.peer = nil // its session is no longer needed
 	close(e.done)
 	if err := t.save(context.Background(), e.rec); err != nil {
 		t.s.log.Error("mcp tasks: storing a task's result", "task", e.rec.ID, "err", err)
