@@ -67,13 +67,7 @@ func (u *updateLog) waitFor(t *testing.T, uri string, n int) {
 // that records resource updates.
 func connectResources(ctx context.Context, t *testing.T, f *fixture, version string, log *updateLog) *mcp.ClientSession {
 	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "resource-client", Version: "1"}, &mcp.ClientOptions{ResourceUpdatedHandler: log.handler})
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.ts.URL + PathStreamable}, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return f.connectWith(ctx, version, &mcp.ClientOptions{ResourceUpdatedHandler: log.handler})
 }
 
 var resourceEras = []struct{ name, version, notFound string }{
