@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/persistence/storetest"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -524,5 +525,55 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Journal mode past the queue's capacity: the stream holds one chunk in its
+// processor and a full queue behind it when the provider goes away, so its
+// journal holds one chunk more than the queue takes. Recovery queues all of
+// them again, in order, ahead of anything newer: the chunk past the
+// capacity neither jumps the others (a processor that completes on it
+// would end the stream with the others never processed) nor is lost.
+func TestPersistJournalPastCapacityKeepsOrder(t *testing.T) {
+	const src = `
+(defn proc [state chunk meta]
+  (call :test.hold {:n (:n chunk)})
+  (let [seen (conj (:seen state) (:n chunk))]
+    (if (= (:n chunk) 4)
+      {:state {:seen seen} :action :complete}
+      {:state {:seen seen}})))`
+	mem := persistence.NewMemStore()
+	held := make(chan struct{}, 1)
+	hold := func(block bool) *capabilities.Registry {
+		reg := capabilities.NewRegistry()
+		must(t, reg.Register(capabilities.Capability{ID: "test.hold", Handler: func(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+			if n, _ := capabilities.Field(c.Args[0].(*rtfs.Map), "n"); block && n == rtfs.Int(1) {
+				held <- struct{}{}
+				<-ctx.Done() // until the provider closes
+				return capabilities.Answer{}, ctx.Err()
+			}
+			return capabilities.Now(nil), nil
+		}}))
+		return reg
+	}
+	f := newFixture(t, Options{Store: mem, Capabilities: hold(true)})
+	g := compileGlobals(t, src)
+	id := f.start(StartRequest{StreamID: "past-capacity", Processor: rtfs.Symbol("proc"), Globals: g,
+		InitialState: rtfs.MapOf(rtfs.Keyword("seen"), rtfs.NewVector()), QueueCapacity: 2})
+	f.send(id, `{"n":1}`)
+	<-held // chunk 1 is in the processor
+	f.send(id, `{"n":2}`)
+	f.send(id, `{"n":3}`)
+	must(t, f.p.Close())
+
+	f = newFixture(t, Options{Store: mem, Capabilities: hold(false)})
+	must(t, f.p.Recover(context.Background()))
+	f.send(id, `{"n":4}`)
+	if st := f.await(id); st.State != StateCompleted {
+		t.Fatalf("status %+v", st)
+	}
+	want := rtfs.NewVector(rtfs.Int(1), rtfs.Int(2), rtfs.Int(3), rtfs.Int(4))
+	if got := path(f.stateOf(id), "seen"); !rtfs.Equal(got, want) {
+		t.Fatalf("processed %v after recovery, want %v: the journal must be processed in order, whole, before newer chunks", got, want)
 	}
 }

@@ -381,7 +381,7 @@ func (st *streamStore) restoreJournal(l *loaded) {
 		}
 		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received)}
 		chunk := decodeChunk(&s.dec, c.Data, c.Event)
-		s.enqueueLocked(c, chunk, controlAction(chunk), e.seq, true)
+		s.requeueLocked(c, chunk, e.seq)
 		if e.seq >= next {
 			next = e.seq + 1
 		}
