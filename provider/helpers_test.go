@@ -15,16 +15,20 @@ import (
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
+	texec "github.com/rtfshost/rtfshost/transport/exec"
 	tmcp "github.com/rtfshost/rtfshost/transport/mcp"
 	"github.com/rtfshost/rtfshost/transport/mock"
 	"github.com/rtfshost/rtfshost/transport/sse"
 )
 
 // TestMain runs the tests, or, in a child process of the crash tests, the
-// child's role.
+// child's role, or the producer program of a process transport's stream.
 func TestMain(m *testing.M) {
 	if role := os.Getenv(crashRoleEnv); role != "" {
 		os.Exit(runCrashChild(role))
+	}
+	if kind := os.Getenv(producerEnv); kind != "" {
+		os.Exit(producerMain(kind))
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -222,7 +226,8 @@ func rtfsChunk(n int) transport.Chunk {
 
 // catalogOf makes a catalog of test transports: a name of a real transport
 // gets that transport's kind (detection, keys) with impl as its
-// implementation; any other name a bare kind chosen by name only.
+// implementation (its own with a nil impl); any other name a bare kind
+// chosen by name only.
 func catalogOf(m map[string]transport.StreamTransport) *transport.Catalog {
 	var kinds []transport.Kind
 	for _, name := range slices.Sorted(maps.Keys(m)) {
@@ -236,8 +241,15 @@ func catalogOf(m map[string]transport.StreamTransport) *transport.Catalog {
 			k = tmcp.LegacyKind()
 		case "mock":
 			k = mock.Kind(nil)
+		case "exec":
+			k = texec.Kind()
+		case "stdio":
+			k = tmcp.StdioKind()
 		}
-		kinds = append(kinds, k.With(m[name]))
+		if impl := m[name]; impl != nil {
+			k = k.With(impl)
+		}
+		kinds = append(kinds, k)
 	}
 	return transport.NewCatalog(kinds...)
 }
