@@ -37,8 +37,11 @@ import (
 // naming the command, its exit status and its stderr tail; the tool is not
 // called again unless :restart :on-failure says it may be. Cancelling Run
 // sends notifications/cancelled, closes stdin, then SIGTERM and SIGKILL
-// after a grace period. A stream resumed after a host restart ends with
-// transport.ErrSourceLost, unless :restart :on-failure.
+// after a grace period; the host's death, even by SIGKILL, kills the
+// server's process group too (on Unix). A stream resumed after a host
+// restart first ends a group its previous host left running
+// (transport.Spec.Stale), then ends with transport.ErrSourceLost, unless
+// :restart :on-failure.
 type Stdio struct {
 	policy retry.Policy // zero: the project policy; tests shorten it
 	grace  time.Duration
@@ -79,6 +82,9 @@ func (t *Stdio) Run(ctx context.Context, spec transport.Spec, cursor string, sin
 	cfg, ok := spec.Config.(*proc.Config)
 	if !ok || cfg == nil {
 		return &transport.Error{StreamID: spec.StreamID, Op: "config", Permanent: true, Err: fmt.Errorf("stdio: the spec's Config is %T, want the process configuration of StdioKind", spec.Config)}
+	}
+	if err := proc.EndStale(ctx, &spec, sink); err != nil {
+		return err
 	}
 	if spec.Resumed && !cfg.Restart {
 		return &transport.Error{StreamID: spec.StreamID, Op: "resume", Permanent: true,
@@ -127,7 +133,7 @@ func (t *Stdio) once(ctx context.Context, cfg *proc.Config, spec *transport.Spec
 	if limit <= 0 {
 		limit = transport.DefaultMaxEventBytes
 	}
-	p, err := proc.Start(cfg, proc.Options{StreamID: spec.StreamID, Logger: spec.Logger, Grace: t.grace})
+	p, err := proc.Start(cfg, proc.Options{StreamID: spec.StreamID, Logger: spec.Logger, Grace: t.grace, Observer: proc.ObserverOf(sink)})
 	if err != nil {
 		return err
 	}
