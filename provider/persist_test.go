@@ -431,6 +431,46 @@ func TestProgressRecordTruncated(t *testing.T) {
 	}
 }
 
+// The record of a stream's process group round-trips; a truncated one is a
+// corrupt record naming its key.
+func TestChildRecordRoundTrip(t *testing.T) {
+	r := childRecord{pid: 4242, start: 1 << 40, boot: "0b9f2d3e-boot"}
+	key := streamKey("k", suffixChild)
+	var back childRecord
+	must(t, back.decode(key, r.encode()))
+	if back != r {
+		t.Fatalf("round trip: %+v, want %+v", back, r)
+	}
+	full := persistence.EncodeRecord(kindChild, recordVersion, nil)
+	enc := r.encode()
+	payload := enc[len(full)-4 : len(enc)-4] // between the header and the checksum
+	for n := 0; n < len(payload); n++ {
+		var cr *persistence.CorruptRecordError
+		err := (&childRecord{}).decode(key, persistence.EncodeRecord(kindChild, recordVersion, payload[:n]))
+		if !errors.As(err, &cr) || !strings.Contains(err.Error(), `"stream/k\x00c"`) {
+			t.Fatalf("truncated at %d: %v", n, err)
+		}
+	}
+}
+
+// A store holding nothing of a stream but the record of its process group
+// (written as the stream was removed) recovers without it and without an
+// error.
+func TestPersistLeftoverChildRecordIgnored(t *testing.T) {
+	mem := persistence.NewMemStore()
+	var b persistence.Batch
+	b.Put(streamKey("gone", suffixChild), (&childRecord{pid: 1, start: 1, boot: "b"}).encode())
+	must(t, mem.Commit(context.Background(), &b))
+	f := newFixture(t, Options{Store: mem})
+	must(t, f.p.Recover(context.Background()))
+	if ids := f.p.StreamIDs(); len(ids) != 0 {
+		t.Fatalf("streams after recovery: %v", ids)
+	}
+	if err := f.p.RecoverStream(context.Background(), "gone"); !errors.Is(err, ErrNotPersisted) {
+		t.Fatalf("RecoverStream: %v, want ErrNotPersisted", err)
+	}
+}
+
 // A processor error puts the stream in :error with the state before the
 // failing chunk; both are stored, so a restart shows the same.
 func TestPersistProcessorErrorKeepsState(t *testing.T) {

@@ -4,6 +4,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
 )
 
@@ -96,13 +98,9 @@ func startGroup(t *testing.T) *aGroup {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+1:])
-	if g.id.Start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
-		t.Fatal(err)
+	var ok bool
+	if g.id.Start, ok = statOf(cmd.Process.Pid); !ok {
+		t.Fatal("no start time for the test's process group")
 	}
 	return g
 }
@@ -122,4 +120,49 @@ func (g *aGroup) alive() int {
 		}
 	}
 	return n
+}
+
+// A running :exec stream's store holds the record of its program's process
+// group, its leader alive and matching the recorded start time; once the
+// stream is cancelled and the group gone, the record is deleted.
+func TestChildRecordFollowsTheProgram(t *testing.T) {
+	store := persistence.NewMemStore()
+	f := newFixture(t, Options{Store: store, Transports: procCatalog()})
+	g := compileGlobals(t, `(defn step [s c m] {:state (inc s)})`)
+	id := f.start(StartRequest{StreamID: "prog", Transport: "exec", Processor: rtfs.Symbol("step"), Globals: g, InitialState: rtfs.Int(0),
+		TransportKeys: map[string]json.RawMessage{"command": json.RawMessage(`"sh"`), "args": json.RawMessage(`["-c", "echo started; sleep 100"]`)}})
+	f.processed(id, 1)
+	key := streamKey(id, suffixChild)
+	var rec childRecord
+	f.waitFor("the process group's record", func() bool {
+		data, err := store.Get(context.Background(), key)
+		return err == nil && rec.decode(key, data) == nil
+	})
+	g2 := aGroup{id: rec.process()}
+	if n := g2.alive(); n < 2 {
+		t.Fatalf("the recorded group %+v has %d live processes, want the keeper and sh (and sleep)", rec, n)
+	}
+	if st, ok := statOf(int(rec.pid)); !ok || st != rec.start {
+		t.Fatalf("the recorded start time %d is not the leader's (%d, %v)", rec.start, st, ok)
+	}
+	_, err := f.p.Cancel(id)
+	must(t, err)
+	f.waitFor("the record's deletion", func() bool {
+		_, err := store.Get(context.Background(), key)
+		return errors.Is(err, persistence.ErrNotFound)
+	})
+	if n := g2.alive(); n != 0 {
+		t.Fatalf("%d processes of the cancelled stream's group still run", n)
+	}
+}
+
+// statOf reads the start time of process pid.
+func statOf(pid int) (uint64, bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+1:])
+	v, err := strconv.ParseUint(f[19], 10, 64)
+	return v, err == nil
 }
