@@ -222,7 +222,7 @@ func (st *streamStore) journalLocked(ctx context.Context, seq int64, c transport
 	if err := st.err(); err != nil {
 		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.id, err)
 	}
-	rec := journalRecord{id: c.ID, event: c.Event, received: c.ReceivedAt.UnixNano(), data: c.Data}
+	rec := journalRecord{id: c.ID, event: c.Event, received: c.ReceivedAt.UnixNano(), data: c.Data, fd: c.FD}
 	var b persistence.Batch
 	b.Put(journalKey(st.s.id, seq), rec.encode())
 	if err := st.ps.com.Submit(ctx, &b, st.jdone); err != nil {

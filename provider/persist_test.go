@@ -573,12 +573,14 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // journal holds one chunk more than the queue takes. Recovery queues all of
 // them again, in order, ahead of anything newer: the chunk past the
 // capacity neither jumps the others (a processor that completes on it
-// would end the stream with the others never processed) nor is lost.
+// would end the stream with the others never processed) nor is lost. Each
+// comes back as it was delivered, its :fd (a process transport's output)
+// included.
 func TestPersistJournalPastCapacityKeepsOrder(t *testing.T) {
 	const src = `
 (defn proc [state chunk meta]
   (call :test.hold {:n (:n chunk)})
-  (let [seen (conj (:seen state) (:n chunk))]
+  (let [seen (conj (:seen state) [(:n chunk) (:fd meta)])]
     (if (= (:n chunk) 4)
       {:state {:seen seen} :action :complete}
       {:state {:seen seen}})))`
@@ -596,24 +598,51 @@ func TestPersistJournalPastCapacityKeepsOrder(t *testing.T) {
 		}}))
 		return reg
 	}
+	fds := []string{"", "stderr", "stdout", "stderr", "stdout"} // by n
+	send := func(f *fixture, id string, n int) {
+		t.Helper()
+		c := transport.Chunk{Data: []byte(fmt.Sprintf(`{"n":%d}`, n)), FD: fds[n]}
+		must(t, f.mock.Source(id).Send(context.Background(), c))
+	}
 	f := newFixture(t, Options{Store: mem, Capabilities: hold(true)})
 	g := compileGlobals(t, src)
 	id := f.start(StartRequest{StreamID: "past-capacity", Processor: rtfs.Symbol("proc"), Globals: g,
 		InitialState: rtfs.MapOf(rtfs.Keyword("seen"), rtfs.NewVector()), QueueCapacity: 2})
-	f.send(id, `{"n":1}`)
+	send(f, id, 1)
 	<-held // chunk 1 is in the processor
-	f.send(id, `{"n":2}`)
-	f.send(id, `{"n":3}`)
+	send(f, id, 2)
+	send(f, id, 3)
+	f.waitFor("2 queued", func() bool { return path(f.inspect(id), "stats", "queued-chunks") == rtfs.Int(2) })
 	must(t, f.p.Close())
 
 	f = newFixture(t, Options{Store: mem, Capabilities: hold(false)})
 	must(t, f.p.Recover(context.Background()))
-	f.send(id, `{"n":4}`)
+	send(f, id, 4)
 	if st := f.await(id); st.State != StateCompleted {
 		t.Fatalf("status %+v", st)
 	}
-	want := rtfs.NewVector(rtfs.Int(1), rtfs.Int(2), rtfs.Int(3), rtfs.Int(4))
+	want := rtfs.NewVector()
+	for n := 1; n <= 4; n++ {
+		want = want.Conj(rtfs.NewVector(rtfs.Int(n), rtfs.Keyword(fds[n])))
+	}
 	if got := path(f.stateOf(id), "seen"); !rtfs.Equal(got, want) {
-		t.Fatalf("processed %v after recovery, want %v: the journal must be processed in order, whole, before newer chunks", got, want)
+		t.Fatalf("processed %v after recovery, want %v: the journal must be processed in order, whole, as delivered, before newer chunks", got, want)
+	}
+}
+
+// A journal record written before it kept a chunk's :fd reads as a chunk
+// without one.
+func TestJournalRecordWithoutFD(t *testing.T) {
+	old := journalRecord{id: "1:1", event: "e", received: 7, data: []byte(`{"line":"x"}`)}
+	key := journalKey("k", 3)
+	var back journalRecord
+	must(t, back.decode(key, old.encode()))
+	if back.fd != "" || back.id != "1:1" || string(back.data) != `{"line":"x"}` {
+		t.Fatalf("decoded %+v", back)
+	}
+	old.fd = "stderr"
+	must(t, back.decode(key, old.encode()))
+	if back.fd != "stderr" {
+		t.Fatalf("decoded %+v", back)
 	}
 }

@@ -360,14 +360,18 @@ type journalRecord struct {
 	event    string
 	received int64 // unix nanoseconds
 	data     []byte
+	fd       string // a process transport's output ("stdout", "stderr"); "" for others
 }
 
 func (r *journalRecord) encode() []byte {
-	e := enc{b: make([]byte, 0, 24+len(r.id)+len(r.event)+len(r.data))}
+	e := enc{b: make([]byte, 0, 24+len(r.id)+len(r.event)+len(r.data)+len(r.fd))}
 	e.str(r.id)
 	e.str(r.event)
 	e.int(r.received)
 	e.bytes(r.data)
+	if r.fd != "" { // added after the first release: written only when set
+		e.str(r.fd)
+	}
 	return persistence.EncodeRecord(kindJournal, recordVersion, e.b)
 }
 
@@ -375,6 +379,9 @@ func (r *journalRecord) decode(key, data []byte) error {
 	return decodePayload(key, data, kindJournal, func(d *dec) {
 		r.id, r.event, r.received = d.str("id"), d.str("event"), d.int("received")
 		r.data = append([]byte(nil), d.bytes("data")...)
+		if d.more() { // older records end here
+			r.fd = d.str("fd")
+		}
 	})
 }
 

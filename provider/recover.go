@@ -386,7 +386,7 @@ func (st *streamStore) restoreJournal(l *loaded) {
 		if low < 0 {
 			low = e.seq
 		}
-		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received)}
+		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received), FD: e.rec.fd}
 		chunk := decodeChunk(&s.dec, c.Data, c.Event)
 		s.requeueLocked(c, chunk, e.seq)
 		if e.seq >= next {
