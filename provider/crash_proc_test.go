@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/transporttest"
 )
 
 // The crash tests of the process transports: a child process (this test
@@ -273,34 +273,8 @@ func procFinalOf(p *Provider) (procFinal, error) {
 // checkNoProducer fails the test if a producer it started still runs.
 func checkNoProducer(t *testing.T, mark string) {
 	t.Helper()
-	if pids := processesWith(producerMarkEnv+"="+mark, 2*time.Second); len(pids) > 0 {
+	if pids := transporttest.ProcessesWith(producerMarkEnv+"="+mark, 2*time.Second); len(pids) > 0 {
 		t.Errorf("producers left running: %v", pids)
-	}
-}
-
-// processesWith lists the processes whose environment holds the entry kv,
-// after giving exiting ones up to wait to go. It needs /proc.
-func processesWith(kv string, wait time.Duration) []string {
-	var pids []string
-	for deadline := time.Now().Add(wait); ; {
-		pids = pids[:0]
-		dirs, _ := filepath.Glob("/proc/[0-9]*")
-		for _, d := range dirs {
-			env, err := os.ReadFile(filepath.Join(d, "environ"))
-			if err != nil {
-				continue
-			}
-			for _, e := range strings.Split(string(env), "\x00") {
-				if e == kv {
-					pids = append(pids, filepath.Base(d))
-					break
-				}
-			}
-		}
-		if len(pids) == 0 || time.Now().After(deadline) {
-			return pids
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

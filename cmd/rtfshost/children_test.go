@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // The children of a process-transport stream die with their host: a host
@@ -45,6 +47,7 @@ func TestChildrenDieWithHost(t *testing.T) {
 		serveChild(args)
 		return
 	}
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	t.Run("run", func(t *testing.T) {
 		dir := t.TempDir()
 		file := childrenProgram(t, dir, "")
