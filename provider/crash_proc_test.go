@@ -74,8 +74,8 @@ func TestCrashRecoveryStdioRestart(t *testing.T) { runProcCrashRestarts(t, "stdi
 // procCrashRounds is how many streams the tests without :restart kill;
 // procCrashKills how often the tests with :restart kill their one stream.
 const (
-	procCrashRounds = 6
-	procCrashKills  = 8
+	procCrashRounds = 4
+	procCrashKills  = 6
 )
 
 func runProcCrashRounds(t *testing.T, role string) {
