@@ -18,6 +18,8 @@ import (
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
+	texec "github.com/rtfshost/rtfshost/transport/exec"
+	tmcp "github.com/rtfshost/rtfshost/transport/mcp"
 	"github.com/rtfshost/rtfshost/transport/transporttest"
 )
 
@@ -415,7 +417,7 @@ func producerMain(kind string) int {
 	return 2
 }
 
-// procCatalog is the catalog of the process transports.
+// procCatalog is the catalog of the process transports, as a host has them.
 func procCatalog() *transport.Catalog {
-	return catalogOf(map[string]transport.StreamTransport{"exec": nil, "stdio": nil})
+	return transport.NewCatalog(texec.Kind(), tmcp.StdioKind())
 }

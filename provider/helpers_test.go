@@ -16,7 +16,6 @@ import (
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
-	texec "github.com/rtfshost/rtfshost/transport/exec"
 	tmcp "github.com/rtfshost/rtfshost/transport/mcp"
 	"github.com/rtfshost/rtfshost/transport/mock"
 	"github.com/rtfshost/rtfshost/transport/sse"
@@ -235,8 +234,7 @@ func rtfsChunk(n int) transport.Chunk {
 
 // catalogOf makes a catalog of test transports: a name of a real transport
 // gets that transport's kind (detection, keys) with impl as its
-// implementation (its own with a nil impl); any other name a bare kind
-// chosen by name only.
+// implementation; any other name a bare kind chosen by name only.
 func catalogOf(m map[string]transport.StreamTransport) *transport.Catalog {
 	var kinds []transport.Kind
 	for _, name := range slices.Sorted(maps.Keys(m)) {
@@ -250,15 +248,8 @@ func catalogOf(m map[string]transport.StreamTransport) *transport.Catalog {
 			k = tmcp.LegacyKind()
 		case "mock":
 			k = mock.Kind(nil)
-		case "exec":
-			k = texec.Kind()
-		case "stdio":
-			k = tmcp.StdioKind()
 		}
-		if impl := m[name]; impl != nil {
-			k = k.With(impl)
-		}
-		kinds = append(kinds, k)
+		kinds = append(kinds, k.With(m[name]))
 	}
 	return transport.NewCatalog(kinds...)
 }
