@@ -508,14 +508,7 @@ func (d *decoder) value(depth int) Value {
 		if t == tagMap {
 			n *= 2
 		}
-		elems := make([]Value, 0, min(n, 1024))
-		for i := 0; i < n && d.err == nil; i++ {
-			v := d.value(depth + 1)
-			if v == nil {
-				d.fail("collection element missing")
-			}
-			elems = append(elems, v)
-		}
+		elems := d.elems(n, depth)
 		if d.err != nil {
 			return nil
 		}
@@ -530,14 +523,7 @@ func (d *decoder) value(depth int) Value {
 		origin := d.str()
 		i := d.uint()
 		n := d.count(1)
-		parts := make([]Value, 0, min(n, 1024))
-		for j := 0; j < n && d.err == nil; j++ {
-			v := d.value(depth + 1)
-			if v == nil {
-				d.fail("lazy sequence part missing")
-			}
-			parts = append(parts, v)
-		}
+		parts := d.elems(n, depth)
 		if d.err != nil {
 			return nil
 		}
@@ -627,14 +613,9 @@ func (d *decoder) floats() Value {
 	return vectorOwned(elems)
 }
 
-func (d *decoder) collection(tag byte, depth int) Value {
-	n := d.count(1)
-	if tag == tagMap {
-		if 0 < n && n <= arrayMapMax {
-			return d.smallMap(n, depth)
-		}
-		n *= 2
-	}
+// elems reads n values, the elements of a collection (or the parts of a
+// lazy sequence) at depth.
+func (d *decoder) elems(n, depth int) []Value {
 	elems := make([]Value, 0, min(n, 1024))
 	for i := 0; i < n && d.err == nil; i++ {
 		v := d.value(depth + 1)
@@ -643,6 +624,18 @@ func (d *decoder) collection(tag byte, depth int) Value {
 		}
 		elems = append(elems, v)
 	}
+	return elems
+}
+
+func (d *decoder) collection(tag byte, depth int) Value {
+	n := d.count(1)
+	if tag == tagMap {
+		if 0 < n && n <= arrayMapMax {
+			return d.smallMap(n, depth)
+		}
+		n *= 2
+	}
+	elems := d.elems(n, depth)
 	if d.err != nil {
 		return nil
 	}

@@ -8,23 +8,13 @@ import (
 // set (or any collection) of maps.
 
 func addSetBuiltins(t builtinTable) {
-	for name, fn := range map[string]builtinFn{
-		"union": setUnion, "intersection": setIntersection, "difference": setDifference,
-		"project": setProject, "rename": setRename, "index": setIndex, "join": setJoin,
-	} {
-		lo := map[string]int{"union": 0, "project": 2, "rename": 2, "index": 2, "join": 2}[name]
-		if lo == 0 && name != "union" {
-			lo = 1
-		}
-		hi := -1
-		switch name {
-		case "project", "rename", "index":
-			hi = 2
-		case "join":
-			hi = 3
-		}
-		t.add("clojure.set/"+name, lo, hi, fn)
-	}
+	t.add("clojure.set/union", 0, -1, setUnion)
+	t.add("clojure.set/intersection", 1, -1, setIntersection)
+	t.add("clojure.set/difference", 1, -1, setDifference)
+	t.add("clojure.set/project", 2, 2, setProject)
+	t.add("clojure.set/rename", 2, 2, setRename)
+	t.add("clojure.set/index", 2, 2, setIndex)
+	t.add("clojure.set/join", 2, 3, setJoin)
 	t.add("clojure.set/subset?", 2, 2, func(th *Thread, args []Value) (Value, error) { return setSubset(th, args[0], args[1]) })
 	t.add("clojure.set/superset?", 2, 2, func(th *Thread, args []Value) (Value, error) { return setSubset(th, args[1], args[0]) })
 	t.add("clojure.set/rename-keys", 2, 2, setRenameKeys)
@@ -212,6 +202,19 @@ func relation(th *Thread, i int, v Value) ([]*Map, error) {
 	return out, nil
 }
 
+// relationAndKeys reads (f xrel ks).
+func relationAndKeys(th *Thread, args []Value) ([]*Map, []Value, error) {
+	rel, err := relation(th, 1, args[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	ks, err := seqSlice(th, args[1])
+	if err != nil {
+		return nil, nil, seqErr(err, argTypeError(2, "a collection of keys", args[1]))
+	}
+	return rel, ks, nil
+}
+
 // selectKeys is (select-keys m ks) with ks already read.
 func selectKeys(m *Map, ks []Value) *Map {
 	out := emptyMap
@@ -224,13 +227,9 @@ func selectKeys(m *Map, ks []Value) *Map {
 }
 
 func setProject(th *Thread, args []Value) (Value, error) {
-	rel, err := relation(th, 1, args[0])
+	rel, ks, err := relationAndKeys(th, args)
 	if err != nil {
 		return nil, err
-	}
-	ks, err := seqSlice(th, args[1])
-	if err != nil {
-		return nil, seqErr(err, argTypeError(2, "a collection of keys", args[1]))
 	}
 	out := emptySet
 	for _, m := range rel {
@@ -293,13 +292,9 @@ func setRename(th *Thread, args []Value) (Value, error) {
 // setIndex is (index xrel ks): a map from each combination of the ks'
 // values (a map of them) to the set of the maps that have it.
 func setIndex(th *Thread, args []Value) (Value, error) {
-	rel, err := relation(th, 1, args[0])
+	rel, ks, err := relationAndKeys(th, args)
 	if err != nil {
 		return nil, err
-	}
-	ks, err := seqSlice(th, args[1])
-	if err != nil {
-		return nil, seqErr(err, argTypeError(2, "a collection of keys", args[1]))
 	}
 	out := emptyMap
 	for _, m := range rel {
