@@ -260,7 +260,9 @@ func (h *Host) resumeRecord(progs map[string]*rtfs.Program, key, value []byte) e
 	if err != nil {
 		return fmt.Errorf("decode the continuation: %w", err)
 	}
-	r := &run{id: strings.TrimPrefix(string(key), parkedPrefix), prog: prog, parked: true}
+	// k.Program() is prog, or prog as an earlier compiler compiled it when
+	// the program was parked under that one (rtfs/legacy.go).
+	r := &run{id: strings.TrimPrefix(string(key), parkedPrefix), prog: k.Program(), parked: true}
 	if h.cl != nil {
 		if err := h.cl.Claim(h.ctx, runOwner(r.id)); err != nil {
 			return err
