@@ -33,7 +33,7 @@ func keyOwner(key []byte) (string, bool) {
 	if id, ok := provider.KeyOwner(key); ok {
 		return id, true
 	}
-	for _, prefix := range []string{parkedPrefix, resumedPrefix} {
+	for _, prefix := range []string{parkedPrefix, resumedPrefix, journalPrefix} {
 		if rest, ok := bytes.CutPrefix(key, []byte(prefix)); ok {
 			return runOwner(string(rest)), true
 		}

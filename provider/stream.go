@@ -31,6 +31,11 @@ const (
 	StateCompleted State = "completed"
 	StateCancelled State = "cancelled"
 	StateError     State = "error"
+	// StateUnrecoverable is the state of a stored stream that recovery
+	// could not rebuild (its message says why): it is listed, and can be
+	// inspected, removed or given a processor again (rtfshost upgrade),
+	// but it does not run. It is never stored.
+	StateUnrecoverable State = "unrecoverable"
 )
 
 // Terminal reports whether a stream in state s has ended for good.
@@ -161,6 +166,9 @@ func (s *stream) status() Status {
 // endErr returns the error that Await and WaitAll report for s, which did
 // not complete.
 func (s *stream) endErr(st Status) error {
+	if st.State == StateUnrecoverable {
+		return &StreamError{StreamID: st.StreamID, State: st.State, Message: st.Message}
+	}
 	if s.dormant {
 		return &StreamError{StreamID: st.StreamID, State: st.State, Message: "it was loaded from the store without running (manual connect)"}
 	}
