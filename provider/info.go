@@ -30,6 +30,9 @@ type StreamInfo struct {
 	Cursor             *string       `json:"cursor"` // shortened (DisplayCursor); nil before the first chunk
 	DroppedChunks      int64         `json:"dropped-chunks"`
 	Reconnects         int64         `json:"reconnects"`
+	// Programs lists the programs the processor came from, oldest first:
+	// the one the stream started with, then each swapped in by an upgrade.
+	Programs []ProgramVersion `json:"programs"`
 	// CurrentState, InitialState and Queue are nil when InspectOptions
 	// left them out.
 	CurrentState *JSONValue    `json:"current-state,omitempty"`
@@ -159,6 +162,7 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 		PersistenceEnabled: s.p.ps != nil,
 		LastOutput:         JSONValue{s.lastOut}, Result: JSONValue{s.result},
 		DroppedChunks: s.stats.dropped, Reconnects: s.stats.reconnects,
+		Programs: append([]ProgramVersion(nil), s.history...),
 	}
 	if s.cursor != "" {
 		c := DisplayCursor(s.cursor)
@@ -229,6 +233,7 @@ func (in StreamInfo) Value() rtfs.Value {
 		rtfs.Keyword("cursor"), cursor,
 		rtfs.Keyword("dropped-chunks"), rtfs.Int(in.DroppedChunks),
 		rtfs.Keyword("reconnects"), rtfs.Int(in.Reconnects),
+		rtfs.Keyword("programs"), programsValue(in.Programs),
 	)
 	if in.CurrentState != nil {
 		m = m.Assoc(rtfs.Keyword("current-state"), in.CurrentState.value())
@@ -245,6 +250,14 @@ func (in StreamInfo) Value() rtfs.Value {
 		m = m.Assoc(rtfs.Keyword("queue"), rtfs.NewVector(items...))
 	}
 	return m
+}
+
+func programsValue(list []ProgramVersion) rtfs.Value {
+	items := make([]rtfs.Value, len(list))
+	for i, v := range list {
+		items[i] = v.value()
+	}
+	return rtfs.NewVector(items...)
 }
 
 func optInt(p *int64) rtfs.Value {

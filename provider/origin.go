@@ -50,11 +50,18 @@ type originRecord struct {
 // it started with, then each that `rtfshost upgrade` swapped in. Inspect
 // shows them as :programs.
 type ProgramVersion struct {
-	Hash      string    `json:"hash"`      // the program's hash (Program.Hash)
-	File      string    `json:"file"`      // the program's file name
-	Processor string    `json:"processor"` // the processor's name in it
-	Compiler  string    `json:"compiler"`  // the compile version that compiled it (rtfs.CompileVersion)
-	At        time.Time `json:"at"`        // when the stream started with it, or it was swapped in
+	Hash      string `json:"hash"`        // the program's hash (Program.Hash)
+	File      string `json:"file"`        // the program's file name
+	Processor string `json:"processor"`   // the processor's name in it
+	Compiler  string `json:"compiler"`    // the compile version that compiled it (rtfs.CompileVersion); "" unknown
+	AtEpochMs int64  `json:"at-epoch-ms"` // when the stream started with it, or it was swapped in
+}
+
+// value is the version as an RTFS map.
+func (v ProgramVersion) value() rtfs.Value {
+	return rtfs.MapOf(rtfs.Keyword("hash"), rtfs.String(v.Hash), rtfs.Keyword("file"), rtfs.String(v.File),
+		rtfs.Keyword("processor"), rtfs.String(v.Processor), rtfs.Keyword("compiler"), rtfs.String(v.Compiler),
+		rtfs.Keyword("at-epoch-ms"), rtfs.Int(v.AtEpochMs))
 }
 
 func (r *originRecord) encode() []byte {
@@ -67,7 +74,7 @@ func (r *originRecord) encode() []byte {
 		e.str(h.File)
 		e.str(h.Processor)
 		e.str(h.Compiler)
-		e.int(h.At.UnixMilli())
+		e.int(h.AtEpochMs)
 	}
 	return persistence.EncodeRecord(kindOrigin, recordVersion, e.b)
 }
@@ -82,9 +89,8 @@ func (r *originRecord) decode(key, data []byte) error {
 			n = 0
 		}
 		for i := uint64(0); i < n && d.err == nil; i++ {
-			h := ProgramVersion{Hash: d.str("hash"), File: d.str("file"), Processor: d.str("processor"), Compiler: d.str("compiler")}
-			h.At = time.UnixMilli(d.int("time"))
-			r.history = append(r.history, h)
+			r.history = append(r.history, ProgramVersion{Hash: d.str("hash"), File: d.str("file"), Processor: d.str("processor"),
+				Compiler: d.str("compiler"), AtEpochMs: d.int("time")})
 		}
 	})
 }
@@ -102,9 +108,27 @@ func newOrigin(prog *rtfs.Program, procName string, journal []byte, at time.Time
 	return &originRecord{
 		sourceHash: sourceHash(prog.Source()),
 		journal:    journal,
-		history: []ProgramVersion{{Hash: prog.Hash(), File: prog.Name(), Processor: procName,
-			Compiler: rtfs.CompileVersion(), At: at}},
+		history:    []ProgramVersion{versionOf(prog, procName, at)},
 	}
+}
+
+// versionOf is the ProgramVersion of prog, compiled by this build, with
+// processor procName since at.
+func versionOf(prog *rtfs.Program, procName string, at time.Time) ProgramVersion {
+	return ProgramVersion{Hash: prog.Hash(), File: prog.Name(), Processor: procName, Compiler: rtfs.CompileVersion(), AtEpochMs: at.UnixMilli()}
+}
+
+// history returns the programs of a stream defined by d: those its origin
+// record lists, or for a stream stored without one, the program it names
+// (its compiler unknown).
+func (r *originRecord) historyOf(d *defRecord, programFile string) []ProgramVersion {
+	if r != nil && len(r.history) > 0 {
+		return r.history
+	}
+	if d.progHash == "" {
+		return nil
+	}
+	return []ProgramVersion{{Hash: d.progHash, File: programFile, Processor: d.procName, AtEpochMs: d.order / int64(time.Millisecond)}}
 }
 
 // loadOrigin reads stream id's origin record; nil when the store has none
@@ -131,12 +155,8 @@ func loadOrigin(ctx context.Context, st persistence.Store, id string) (*originRe
 // run whose final globals hold the processor) and takes the processor and
 // the globals there. The stored globals and function value are another
 // compiler's and are not read.
-func (p *Provider) replayProcessor(ctx context.Context, l *loaded, prog *rtfs.Program) (processor, error) {
+func (p *Provider) replayProcessor(ctx context.Context, l *loaded, prog *rtfs.Program, origin *originRecord) (processor, error) {
 	d := l.def
-	origin, err := loadOrigin(ctx, p.ps.store, l.id)
-	if err != nil {
-		return nil, err
-	}
 	if origin != nil && origin.sourceHash != "" && origin.sourceHash != sourceHash(prog.Source()) {
 		return nil, fmt.Errorf("the stored source of %s does not match its hash %s: it is damaged", prog.Name(), origin.sourceHash)
 	}

@@ -253,7 +253,6 @@ func (p *Provider) StreamIDs() []string {
 // for them: the worker, and the transport's when the stream connects. A
 // non-nil start batch is committed first (a new persisted stream).
 func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) error {
-	connect := s.def.kind.Transport != nil && p.cfg.autoConnect
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -273,12 +272,20 @@ func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) err
 	}
 	p.streams[s.id] = s
 	p.order = append(p.order, s)
+	p.admitLocked(s)
+	return nil
+}
+
+// admitLocked counts the goroutines launch will start for s, a stream
+// just put in p.streams: its worker, and its transport when it connects.
+// p.mu is held.
+func (p *Provider) admitLocked(s *stream) {
+	connect := s.def.kind.Transport != nil && p.cfg.autoConnect
 	s.taskPresent, s.taskActive = connect, connect
 	p.wg.Add(1)
 	if connect {
 		p.wg.Add(1)
 	}
-	return nil
 }
 
 // ErrTooManyStreams is wrapped by Start's error when Options.MaxStreams

@@ -144,6 +144,20 @@ func orderOf(l *loaded) int64 {
 	return l.def.order
 }
 
+// usable reports what makes l's records unusable: a bad record, a missing
+// definition or progress record.
+func (l *loaded) usable() error {
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.def == nil:
+		return &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: "the stream's definition record is missing"}
+	case l.progress == nil:
+		return &persistence.CorruptRecordError{Key: streamKey(l.id, suffixProg), Reason: "the stream's progress record is missing"}
+	}
+	return nil
+}
+
 // add decodes one record of the stream.
 func (l *loaded) add(key, value []byte, suffix byte, seq int64) error {
 	switch suffix {
@@ -186,13 +200,8 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 		delete(p.restoring, l.id)
 		p.mu.Unlock()
 	}()
-	switch {
-	case l.err != nil:
-		return wrap(l.err)
-	case l.def == nil:
-		return wrap(&persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: "the stream's definition record is missing"})
-	case l.progress == nil:
-		return wrap(&persistence.CorruptRecordError{Key: streamKey(l.id, suffixProg), Reason: "the stream's progress record is missing"})
+	if err := l.usable(); err != nil {
+		return wrap(err)
 	}
 	run := !State(l.progress.status).Terminal() && p.cfg.autoConnect
 	if run {
@@ -221,13 +230,17 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
+	origin, err := loadOrigin(ctx, p.ps.store, l.id)
+	if err != nil {
+		return nil, err
+	}
 	c := codec{prog}
 	var proc processor
 	if prog != nil && prog.Hash() != d.progHash {
 		// Another compiler's: its stored values are read, and written
 		// from now on, without functions (origin.go).
 		c = codec{}
-		proc, err = p.replayProcessor(ctx, l, prog)
+		proc, err = p.replayProcessor(ctx, l, prog, origin)
 	} else {
 		proc, err = p.rebindProcessor(d, prog, c)
 	}
@@ -267,6 +280,9 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	}
 	s := newStream(p, l.id, def, proc)
 	s.recovered = true
+	if prog != nil {
+		s.history = origin.historyOf(d, prog.Name())
+	}
 	if d.order > 0 {
 		s.started = time.Unix(0, d.order)
 	}

@@ -190,7 +190,11 @@ func (p *Provider) newStream(req StartRequest) (*stream, error) {
 	} else if strings.ContainsRune(id, 0) {
 		return nil, &keyError{"stream-id", errors.New("must not contain a NUL character")}
 	}
-	return newStream(p, id, def, proc), nil
+	s := newStream(p, id, def, proc)
+	if prog := programOf(req.Globals, proc.function()); prog != nil {
+		s.history = []ProgramVersion{versionOf(prog, def.procName, s.started)}
+	}
+	return s, nil
 }
 
 // processorFor resolves the request's processor.

@@ -100,6 +100,16 @@ type stream struct {
 	// host (cluster.go); its end is not published.
 	handingOver atomic.Bool
 
+	// history lists the programs the stream's processor came from, oldest
+	// first (origin.go); set before the stream is registered.
+	history []ProgramVersion
+	// upgrade is made (under mu) when Upgrade stops the stream to swap its
+	// processor: the worker then closes it instead of done, keeps the
+	// subscriptions, and replacedBy is set to the stream that goes on,
+	// which takes over done (upgrade.go).
+	upgrade    chan struct{}
+	replacedBy atomic.Pointer[stream]
+
 	// obs observes the stream (nopObserver when nothing does); it is set by
 	// launch under mu before the stream's goroutines start, and observed
 	// says it is a real one. startCtx is StartRequest.Context.

@@ -129,6 +129,12 @@ func (p *Provider) Subscribe(id string, opts SubscribeOptions) (*Subscription, e
 		return nil, err
 	}
 	s.mu.Lock()
+	for s.replacedBy.Load() != nil { // upgraded meanwhile: follow
+		next := s.replacedBy.Load()
+		s.mu.Unlock()
+		s = next
+		s.mu.Lock()
+	}
 	if s.exited {
 		st := s.statusLocked()
 		s.mu.Unlock()
@@ -137,12 +143,13 @@ func (p *Provider) Subscribe(id string, opts SubscribeOptions) (*Subscription, e
 		return sub, nil
 	}
 	s.subs = append(s.subs[:len(s.subs):len(s.subs)], sub)
-	s.mu.Unlock()
 	sub.detach = func(sub *Subscription) {
+		s := s.current() // the stream that holds it now (upgrade.go)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.subs = without(s.subs, sub)
 	}
+	s.mu.Unlock()
 	return sub, nil
 }
 

@@ -11,6 +11,20 @@ import (
 // function, its states), never running, never written. A stream already
 // listed, or a closed provider, is left alone.
 func (p *Provider) registerUnrecoverable(l *loaded, cause error) {
+	s := p.unrecoverableStream(l, cause)
+	close(s.done)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, dup := p.streams[s.id]; dup || p.closed {
+		return
+	}
+	p.streams[s.id] = s
+	p.order = append(p.order, s)
+}
+
+// unrecoverableStream makes the stream registerUnrecoverable lists (its
+// done channel still open).
+func (p *Provider) unrecoverableStream(l *loaded, cause error) *stream {
 	if inner := errors.Unwrap(cause); inner != nil {
 		cause = inner // without "provider: recover stream ...": the stream is named already
 	}
@@ -21,8 +35,11 @@ func (p *Provider) registerUnrecoverable(l *loaded, cause error) {
 		def.initial, _ = c.unmarshalOpt(d.initial)
 	}
 	s := newStream(p, l.id, def, nil)
-	if l.def != nil && l.def.order > 0 {
-		s.started = time.Unix(0, l.def.order)
+	if l.def != nil {
+		if l.def.order > 0 {
+			s.started = time.Unix(0, l.def.order)
+		}
+		s.history = (*originRecord)(nil).historyOf(l.def, "")
 	}
 	if r := l.progress; r != nil {
 		s.state, _ = c.unmarshalOpt(r.state)
@@ -33,12 +50,5 @@ func (p *Provider) registerUnrecoverable(l *loaded, cause error) {
 	s.st, s.msg = StateUnrecoverable, cause.Error()
 	s.dormant, s.exited = true, true
 	s.cancel()
-	close(s.done)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, dup := p.streams[s.id]; dup || p.closed {
-		return
-	}
-	p.streams[s.id] = s
-	p.order = append(p.order, s)
+	return s
 }
