@@ -4,10 +4,12 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,15 +31,67 @@ const (
 	fixtureAwaitChunks = 20
 )
 
-// fixtureReleases are the releases a fixture must exist for: the first
-// release and each that changed a stored format or the compile version
-// (CHANGELOG.md).
-var fixtureReleases = []string{"v0.1.0", "v0.2.0"}
+// A fixture's manifest (RELEASE.txt beside RELEASE.tar.gz).
+type fixtureManifest struct {
+	release, commit, compile string
+	store                    int
+}
+
+// fixtures reads the manifests of testdata/upgrade, oldest release first.
+func fixtures(t *testing.T) []fixtureManifest {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "upgrade", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixture manifests in testdata/upgrade (%v): scripts/make-upgrade-fixture.sh makes them", err)
+	}
+	var list []fixtureManifest
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := fixtureManifest{}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(line, ": ")
+			switch k {
+			case "release":
+				m.release = v
+			case "commit":
+				m.commit = v
+			case "compile version":
+				m.compile = v
+			case "store format":
+				m.store, _ = strconv.Atoi(v)
+			}
+		}
+		if m.release == "" || m.compile == "" || m.store == 0 || m.release+".txt" != filepath.Base(f) {
+			t.Fatalf("%s: a manifest needs release (its file's name), compile version and store format: %q", f, b)
+		}
+		list = append(list, m)
+	}
+	return list
+}
 
 func TestUpgradeFixturesResume(t *testing.T) {
-	for _, rel := range fixtureReleases {
-		t.Run(rel, func(t *testing.T) { resumeFixture(t, rel) })
+	for _, m := range fixtures(t) {
+		t.Run(m.release, func(t *testing.T) { resumeFixture(t, m.release) })
 	}
+}
+
+// Every store format and compile version a build has written has a
+// fixture: this build's too, made from the commit that brought them
+// (docs/upgrading.md). A change of either fails here until
+// scripts/make-upgrade-fixture.sh has made one.
+func TestUpgradeFixtureOfThisFormat(t *testing.T) {
+	var seen []string
+	for _, m := range fixtures(t) {
+		if m.compile == rtfs.CompileVersion() && m.store == persistence.StoreFormat {
+			return
+		}
+		seen = append(seen, fmt.Sprintf("%s (%s, store format %d)", m.release, m.compile, m.store))
+	}
+	t.Fatalf("no fixture of this build's formats (%s, store format %d); there are %s. Commit the change, then run scripts/make-upgrade-fixture.sh NEXT-RELEASE HEAD and name the release in CHANGELOG.md",
+		rtfs.CompileVersion(), persistence.StoreFormat, strings.Join(seen, ", "))
 }
 
 func resumeFixture(t *testing.T, rel string) {

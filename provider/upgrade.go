@@ -210,6 +210,9 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w: the host keeps no store, and a swap is made on the stream's records", id, ErrCannotUpgrade)
 	}
 	s, err := p.lookup(id)
+	if err != nil && p.opts.Cluster != nil {
+		err = fmt.Errorf("%w; in a cluster, send the upgrade to the host that runs the stream", err)
+	}
 	if err != nil {
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
 	}

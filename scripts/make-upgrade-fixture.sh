@@ -4,8 +4,13 @@
 # Writes host/testdata/upgrade/RELEASE.tar.gz: a data directory as the
 # rtfshost of COMMIT leaves it after a crash, with a stream killed mid-way
 # and a program parked on :mcp.stream.await (host/testdata/upgrade/gen says
-# exactly what). host/upgrade_fixtures_test.go resumes every such fixture
-# with the current build and checks the exact results.
+# exactly what), and RELEASE.txt, its manifest: the commit, its compile
+# version and its store format. host/upgrade_fixtures_test.go resumes every
+# such fixture with the current build and checks the exact results.
+#
+# The store format is read from persistence.StoreFormat in COMMIT's tree;
+# releases older than that constant give it as STORE_FORMAT (0.1.0: 1,
+# 0.2.0: 2, see CHANGELOG.md).
 #
 # It checks COMMIT out in a temporary git worktree, builds the generator
 # there against that revision's packages (with the build TAGS the revision
@@ -14,8 +19,8 @@
 # continuation format or the compile version adds a fixture (CHANGELOG.md,
 # docs/upgrading.md):
 #
-#   scripts/make-upgrade-fixture.sh v0.1.0 e4dd39c rtfshost_v0_1
-#   scripts/make-upgrade-fixture.sh v0.2.0 637ec6b
+#   STORE_FORMAT=1 scripts/make-upgrade-fixture.sh v0.1.0 e4dd39c rtfshost_v0_1
+#   STORE_FORMAT=2 scripts/make-upgrade-fixture.sh v0.2.0 637ec6b
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
@@ -51,5 +56,15 @@ rm -f "$data/LOCK"
 # Badger preallocates its memtable and value log files; gzip keeps their
 # zeros small. The fixture must stay small: check what the tarball weighs.
 tar -C "$data" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -czf "$out" .
+compile=$(sed -n 's/^const Version = "\(.*\)"$/\1/p' "$tree/rtfs/internal/compile/program.go")
+store=$(sed -n 's/^const StoreFormat = \([0-9]*\)$/\1/p' "$tree/persistence/record.go" 2>/dev/null || true)
+store=${store:-${STORE_FORMAT:?"$commit has no persistence.StoreFormat: give STORE_FORMAT"}}
+{
+	echo "release: $release"
+	echo "commit: $(git -C "$root" rev-parse "$commit")"
+	echo "date: $(git -C "$root" log -1 --format=%ad --date=short "$commit")"
+	echo "compile version: $compile"
+	echo "store format: $store"
+} >"${out%.tar.gz}.txt"
 printf '%s\t%s\n' "$(du -h "$out" | cut -f1)" "$out"
-git -C "$root" log -1 --format="$release = %h %ad %s" --date=short "$commit"
+cat "${out%.tar.gz}.txt"

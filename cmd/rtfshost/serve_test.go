@@ -399,6 +399,14 @@ func startServeChildData(t *testing.T, token, dir string, args ...string) (strin
 	argsJSON, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSubprocess$")
 	cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argsJSON), tokenEnv+"="+token)
+	return startServeCmd(t, cmd)
+}
+
+// startServeCmd starts cmd, an "rtfshost serve" (of this build or another),
+// and returns its /mcp URL once it says where it listens, a stop (SIGTERM,
+// then wait) and a kill.
+func startServeCmd(t *testing.T, cmd *exec.Cmd) (string, func(), func()) {
+	t.Helper()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if os.Getenv("RTFSHOST_TEST_SERVE_STDERR") != "" {
