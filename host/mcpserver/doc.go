@@ -8,7 +8,8 @@
 // and Server.Serve serves it on a listener.
 //
 // The tools are mcp.stream.start, mcp.stream.inspect, mcp.stream.status,
-// mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel and rtfs.eval. Each
+// mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel,
+// mcp.stream.remove, mcp.stream.upgrade and rtfs.eval. Each
 // has a JSON input schema; arguments that break it are JSON-RPC errors -32602
 // naming the tool and the argument, as is an unknown tool. Failures of the
 // work itself (a program error with its position, a stream that ends in
