@@ -57,13 +57,6 @@ type ProgramVersion struct {
 	AtEpochMs int64  `json:"at-epoch-ms"` // when the stream started with it, or it was swapped in
 }
 
-// value is the version as an RTFS map.
-func (v ProgramVersion) value() rtfs.Value {
-	return rtfs.MapOf(rtfs.Keyword("hash"), rtfs.String(v.Hash), rtfs.Keyword("file"), rtfs.String(v.File),
-		rtfs.Keyword("processor"), rtfs.String(v.Processor), rtfs.Keyword("compiler"), rtfs.String(v.Compiler),
-		rtfs.Keyword("at-epoch-ms"), rtfs.Int(v.AtEpochMs))
-}
-
 func (r *originRecord) encode() []byte {
 	e := enc{b: make([]byte, 0, 96+len(r.journal)+64*len(r.history))}
 	e.str(r.sourceHash)

@@ -144,20 +144,6 @@ func orderOf(l *loaded) int64 {
 	return l.def.order
 }
 
-// usable reports what makes l's records unusable: a bad record, a missing
-// definition or progress record.
-func (l *loaded) usable() error {
-	switch {
-	case l.err != nil:
-		return l.err
-	case l.def == nil:
-		return &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: "the stream's definition record is missing"}
-	case l.progress == nil:
-		return &persistence.CorruptRecordError{Key: streamKey(l.id, suffixProg), Reason: "the stream's progress record is missing"}
-	}
-	return nil
-}
-
 // add decodes one record of the stream.
 func (l *loaded) add(key, value []byte, suffix byte, seq int64) error {
 	switch suffix {
@@ -176,6 +162,20 @@ func (l *loaded) add(key, value []byte, suffix byte, seq int64) error {
 		return nil
 	}
 	return &persistence.CorruptRecordError{Key: key, Reason: fmt.Sprintf("unknown record suffix %q", suffix)}
+}
+
+// complete reports why the records of l cannot rebuild its stream: one is
+// damaged, or its definition or progress record is missing.
+func (l *loaded) complete() error {
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.def == nil:
+		return &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: "the stream's definition record is missing"}
+	case l.progress == nil:
+		return &persistence.CorruptRecordError{Key: streamKey(l.id, suffixProg), Reason: "the stream's progress record is missing"}
+	}
+	return nil
 }
 
 // restore rebuilds one loaded stream and registers it. A stream that is
@@ -200,7 +200,7 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 		delete(p.restoring, l.id)
 		p.mu.Unlock()
 	}()
-	if err := l.usable(); err != nil {
+	if err := l.complete(); err != nil {
 		return wrap(err)
 	}
 	run := !State(l.progress.status).Terminal() && p.cfg.autoConnect
@@ -462,14 +462,20 @@ func (p *Provider) registerRecovered(s *stream) error {
 	s.cancel()
 	close(s.done)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return ErrClosed
 	}
 	if _, dup := p.streams[s.id]; dup {
+		p.mu.Unlock()
 		return fmt.Errorf("a stream with id %q already exists", s.id)
 	}
 	p.streams[s.id] = s
 	p.order = append(p.order, s)
+	early := p.attachPendingLocked(s)
+	p.mu.Unlock()
+	for _, sub := range early {
+		s.subscribe(sub) // it has ended: its EventEnd at once
+	}
 	return nil
 }

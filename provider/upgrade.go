@@ -282,7 +282,7 @@ func (p *Provider) reload(ctx context.Context, old *stream) error {
 	}
 	if err == nil {
 		l = all[0]
-		err = l.usable()
+		err = l.complete()
 	}
 	var s *stream
 	if err == nil {

@@ -124,8 +124,8 @@ func TestClusterAdjacentReleases(t *testing.T) {
 	serveOld := func(node string) (string, func()) {
 		cmd := exec.Command(old, args(node)...)
 		cmd.Env = append(childEnv(), tokenEnv+"=")
-		base, stop, _ := startServeCmd(t, cmd)
-		return base, stop
+		p := startServeCmd(t, cmd)
+		return p.base, p.stop
 	}
 	serveNew := func(node string) (string, func()) {
 		base, stop, _ := startServeChildData(t, "", "", args(node)...)
