@@ -202,3 +202,35 @@ func TestRecoverOtherCompilerDamagedSource(t *testing.T) {
 	ps.open()
 	wantErrContains(t, ps.f.p.Recover(ctx), "does not match its hash")
 }
+
+// A processor looked up in the final globals of a recorded run (what the
+// mcp.stream.start tool does) comes back under another compiler by a
+// replay of the whole run, its answers from the journal.
+func TestRecoverOtherCompilerWholeRun(t *testing.T) {
+	mem := persistence.NewMemStore()
+	ps := newPersisted(t, mem)
+	must(t, ps.f.caps.Register(answerCap(rtfs.MapOf(rtfs.Keyword("k"), rtfs.Int(7)))))
+	prog, err := rtfs.Compile("tool.rtfs", []byte(`(def k (:k (call :test.answer)))
+(defn proc [state chunk meta] {:state (+ state (* k (:n chunk 0)))})`))
+	must(t, err)
+	ctx := context.Background()
+	j := &capabilities.Journal{}
+	th := rtfs.NewThread(rtfs.Limits{})
+	out, err := th.Run(ctx, prog)
+	out, err = capabilities.Drive(ctx, th, out, err, j.Serve(func(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error) {
+		return ps.f.caps.Call(ctx, &capabilities.Call{ID: out.Call.Capability, Args: out.Call.Args, Globals: out.Globals})
+	}))
+	must(t, err)
+	ps.f.start(StartRequest{StreamID: "tool", Processor: rtfs.Symbol("proc"), Globals: out.Globals, InitialState: rtfs.Int(0), RunJournal: j.Snapshot()})
+	ps.f.send("tool", `{"n":1}`)
+	ps.f.processed("tool", 1)
+	must(t, ps.f.p.Close())
+	asIfOtherCompiler(t, mem)
+	ps.open()
+	must(t, ps.f.p.Recover(ctx))
+	ps.f.send("tool", `{"n":2}`)
+	ps.f.processed("tool", 2)
+	if got := ps.f.stateOf("tool"); got != rtfs.Int(21) {
+		t.Fatalf("state %v, want 21 (7 × (1+2))", got)
+	}
+}
