@@ -358,6 +358,9 @@ func (h *Host) resumeParked(r *run, streamID string, out rtfs.Outcome) {
 	th := rtfs.NewThread(h.limits)
 	out, err := h.drive(h.ctx, th, r, out, nil)
 	if errors.Is(err, ErrParkInterrupted) {
+		if h.ctx.Err() == nil { // the host goes on: the awaited stream does not run (unrecoverable)
+			h.log.Warn("resumed program stays parked: its stream does not run", "run", r.id, "program", r.prog.Name(), "stream", streamID, "err", err)
+		}
 		return // still parked: the next Recover resumes it
 	}
 	res := ResumedProgram{RunID: r.id, Program: r.prog.Name(), StreamID: streamID, FinishedAt: time.Now()}

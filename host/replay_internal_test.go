@@ -236,3 +236,38 @@ func TestParkedReplayNondeterminism(t *testing.T) {
 		t.Fatal("the parked record changed")
 	}
 }
+
+// A program parked on the await of a stream that cannot be recovered stays
+// parked (its stream may be mended, by rtfshost upgrade), instead of ending
+// with the stream's absence as its error.
+func TestParkedOnUnrecoverableStreamStaysParked(t *testing.T) {
+	store := persistence.NewMemStore()
+	run := parkSums(t, store, recordedSrc)
+	ctx := context.Background()
+	var b persistence.Batch
+	if err := store.Scan(ctx, []byte("prog/"), func(k, _ []byte) error {
+		b.Delete(append([]byte(nil), k...))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Commit(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := replayHost(t, store)
+	if err := h.Recover(ctx); err == nil || !strings.Contains(err.Error(), `recover stream "sums"`) {
+		t.Fatalf("Recover = %v", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = h.Wait(wctx) // the stream is unrecoverable: Wait reports it
+	if !h.programs.idleNow() {
+		t.Fatal("the resumed program still runs")
+	}
+	if v, err := store.Get(ctx, []byte(parkedPrefix+run)); err != nil || v == nil {
+		t.Fatalf("the parked record is gone: %v", err)
+	}
+	if res, _ := h.ResumedPrograms(ctx); len(res) != 0 {
+		t.Fatalf("the program ended: %+v", res)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,13 +15,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/host"
-	"github.com/rtfshost/rtfshost/host/mcpserver"
 	"github.com/rtfshost/rtfshost/internal/localserver"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
-	"github.com/rtfshost/rtfshost/transport"
-	"github.com/rtfshost/rtfshost/transport/mock"
 )
 
 // The processors of the upgrade tests: both log which of them handled each
@@ -291,32 +287,9 @@ func inspectStream2(t *testing.T, data, id string) map[string]any {
 // between two chunks (mcp.stream.upgrade); the stream goes on in the state
 // it had, with the new processor; a failing swap changes nothing.
 func TestUpgradeLiveServer(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	source := &mock.Transport{}
-	h, err := host.New(host.Options{Store: persistence.NewMemStore(), Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(source))}})
-	must(t, err)
-	defer h.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Host: h})
-	must(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
-	prog, err := rtfs.Compile("live.rtfs", []byte(`
-(defn count-chunks [n chunk meta] {:state (inc n) :output (inc n)})
-(call :mcp.stream.start {:endpoint "live" :stream-id "live-1" :transport :mock :processor count-chunks :initial-state 0})`))
-	must(t, err)
-	if _, err := h.Run(ctx, prog); err != nil {
-		t.Fatal(err)
-	}
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after liveServe's cleanup
+	ctx, h, source, base := liveServe(t, persistence.NewMemStore())
 	send := func(n int) {
 		t.Helper()
 		src := source.Source("live-1")
@@ -345,7 +318,6 @@ func TestUpgradeLiveServer(t *testing.T) {
 	good, bad := filepath.Join(dir, "by-ten.rtfs"), filepath.Join(dir, "bad.rtfs")
 	must(t, os.WriteFile(good, []byte(`(defn count-chunks [n chunk meta] {:state (+ n 10)})`), 0o600))
 	must(t, os.WriteFile(bad, []byte(`(call :ccos.io.log "no") (defn count-chunks [n c m] {:state n})`), 0o600))
-	base := "http://" + ln.Addr().String()
 	code, out, errOut := cliRun("upgrade", "--server", base, "live-1", "--program", bad)
 	if code != exitStreamFailed || !strings.Contains(errOut, "may only define it") {
 		t.Fatalf("upgrade to a program with a host call: exit %d\n%s%s", code, out, errOut)

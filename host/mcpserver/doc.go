@@ -53,6 +53,7 @@
 //	call.go        one call in flight: the streams it watches, its results
 //	start.go       mcp.stream.start
 //	eval.go        rtfs.eval
+//	upgrade.go     mcp.stream.upgrade
 //	run.go         running a tool's program on the host
 //	progress.go    progress notifications and their coalescing
 //	watch.go       the events of a call's streams, from their subscriptions to the call
