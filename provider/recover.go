@@ -50,7 +50,8 @@ type journalEntry struct {
 // A stream whose records cannot be used (corrupt, of an unknown format
 // version, its program missing or not compiling, a replay that fails) is
 // listed in StateUnrecoverable with the reason as its message, and does
-// not run; its error names the stream and the key, and is logged and
+// not run (without Options.Cluster: in a cluster it is left to the other
+// hosts); its error names the stream and the key, and is logged and
 // returned, joined with the others, while the other streams recover.
 // Recover fails at once without a store. Cost: one scan of the stream
 // records, a compile per distinct program (and, for a program this build
@@ -73,7 +74,9 @@ func (p *Provider) Recover(ctx context.Context) error {
 		} else if err != nil {
 			p.log.Error("stream not recovered", "stream", l.id, "err", err)
 			errs = append(errs, err)
-			if !errors.Is(err, errBusy) && !errors.Is(err, ErrClosed) {
+			// In a cluster another host may manage it (or later this
+			// one, through RecoverStream): it is not listed here.
+			if p.opts.Cluster == nil && !errors.Is(err, errBusy) && !errors.Is(err, ErrClosed) {
 				p.registerUnrecoverable(l, err)
 			}
 		}
