@@ -40,9 +40,10 @@ type Upgrade struct {
 // after (To is the newest of the stream's history), and its state, which
 // the swap does not change.
 type UpgradeResult struct {
-	StreamID string
-	From, To ProgramVersion
-	State    State
+	StreamID string         `json:"stream-id"`
+	From     ProgramVersion `json:"from"`
+	To       ProgramVersion `json:"to"`
+	State    State          `json:"state"`
 }
 
 // ErrCannotUpgrade is wrapped by the error of a swap that the stream or
@@ -203,15 +204,24 @@ func storedCodec(ctx context.Context, st persistence.Store, hash string) (codec,
 // rewritten and loaded again. It needs a store, and a stream whose source
 // is a process (:stdio, :exec), which a stop would end, is refused. When
 // the swap fails, nothing changed and a running stream goes on with its old
-// processor.
+// processor. With Options.Cluster, a stream another host runs is swapped
+// there (the program's source travels, and is compiled there).
 func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error) {
 	id := u.StreamID
 	if p.ps == nil {
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w: the host keeps no store, and a swap is made on the stream's records", id, ErrCannotUpgrade)
 	}
 	s, err := p.lookup(id)
-	if err != nil && p.opts.Cluster != nil {
-		err = fmt.Errorf("%w; in a cluster, send the upgrade to the host that runs the stream", err)
+	if err != nil && p.opts.Cluster != nil && u.Program != nil {
+		// Another host runs it: the swap is made there.
+		a, ferr := p.opts.Cluster.Forward(ctx, Request{Verb: "upgrade", StreamID: id,
+			Upgrade: &UpgradeSource{File: u.Program.Name(), Source: string(u.Program.Source()), Processor: u.Processor}})
+		if ferr == nil && a.Upgraded != nil {
+			return *a.Upgraded, nil
+		}
+		if ferr != nil && !errors.Is(ferr, ErrNotRunning) {
+			return UpgradeResult{StreamID: id}, ferr
+		}
 	}
 	if err != nil {
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
