@@ -398,6 +398,7 @@ type NondeterminismError struct {
 	Pos syntax.Pos
 }
 
+// Error says which call differed, and how.
 func (e *NondeterminismError) Error() string {
 	switch {
 	case e.Got == "":
