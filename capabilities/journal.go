@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
@@ -92,6 +93,11 @@ func (j *Journal) record(c *rtfs.HostCall, v rtfs.Value, err error) {
 	if j.n >= MaxJournalCalls || len(j.buf) >= MaxJournalBytes {
 		j.broken = fmt.Sprintf("the run made more host calls (%d) or got longer answers (%d bytes) than a journal holds (%d calls, %d bytes)", j.n, len(j.buf), MaxJournalCalls, MaxJournalBytes)
 		return
+	}
+	if cap(j.buf)-len(j.buf) < 512 {
+		// Doubling: append grows a large slice by a quarter, which would
+		// copy a long journal many more times.
+		j.buf = slices.Grow(j.buf, max(len(j.buf), 512))
 	}
 	start := len(j.buf)
 	j.buf = appendCall(j.buf, c)
