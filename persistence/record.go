@@ -137,5 +137,7 @@ func clone(b []byte) []byte {
 // directory of each (docs/upgrading.md). 1: 0.1.0. 2: 0.2.0 (a stream's
 // idle timeout and transport keys in its definition; MCP tasks and event
 // store). 3: streams' origin records and parked programs' journals, which
-// let another compiler come back to them (older releases ignore both).
+// let another compiler come back to them (older releases ignore both); the
+// process group of an :exec or :stdio stream, and the output a journaled
+// chunk of such a stream came from (which 0.2.0 refuses).
 const StoreFormat = 3

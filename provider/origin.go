@@ -26,9 +26,6 @@ import (
 // answers of its program's host calls before its start are known (legacy
 // replay below); otherwise it is unrecoverable, with the reason.
 
-// kindOrigin is the record kind of a stream's origin record.
-const kindOrigin persistence.RecordKind = 5
-
 // originPrefix is the prefix of origin records, "origin/<stream id>". They
 // live outside "stream/" so that a release that does not know them (and
 // refuses unknown records of a stream) recovers the stream all the same.
