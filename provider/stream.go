@@ -131,6 +131,8 @@ type stream struct {
 	// which takes over done (upgrade.go).
 	upgrade    chan struct{}
 	replacedBy atomic.Pointer[stream]
+	// tdone is closed when the stream's transport goroutine has returned.
+	tdone chan struct{}
 
 	// obs observes the stream (nopObserver when nothing does); it is set by
 	// launch under mu before the stream's goroutines start, and observed
@@ -144,7 +146,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 	s := &stream{
 		p: p, id: id, def: def, proc: proc,
 		idVal: rtfs.String(id), epVal: rtfs.String(def.endpoint),
-		done: make(chan struct{}), epoch: time.Now(),
+		done: make(chan struct{}), tdone: make(chan struct{}), epoch: time.Now(),
 		obs: nopObserver{},
 	}
 	s.wake = make(chan struct{}, 1)
@@ -162,6 +164,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 // to the worker.
 func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec) {
 	defer s.p.wg.Done()
+	defer close(s.tdone)
 	ctx := s.obs.TransportStarted(s.ctx)
 	err := runGuarded(ctx, tr, spec, s.startCursor, s)
 	s.mu.Lock()

@@ -263,6 +263,14 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 	}
 	s.cancel()
 	<-stopped // the worker stopped between two chunks, its progress flushed
+	s.mu.Lock()
+	connected := s.taskPresent
+	s.mu.Unlock()
+	if connected {
+		// The stream that replaces it starts its transport after this one's
+		// has stopped: two Runs of one stream must not overlap.
+		<-s.tdone
+	}
 	var res UpgradeResult
 	err = p.ps.com.Flush(ctx)
 	if err == nil {
