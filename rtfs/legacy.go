@@ -56,28 +56,3 @@ func knownVersions() string {
 	}
 	return s
 }
-
-// CompileMatching compiles src under the compiler version whose output has
-// the program hash hash: this one, or one of the earlier versions whose
-// continuations this one reads. A stream or parked program stored by an
-// earlier release thus goes on in the code it was stored with (its globals,
-// closures and continuations refer to that code). It is an error naming
-// both hashes when no version gives hash. Cost: one compilation per version
-// tried.
-func CompileMatching(filename string, src []byte, hash string) (*Program, error) {
-	p, err := Compile(filename, src)
-	if err != nil {
-		return nil, err
-	}
-	if p.hash == hash {
-		return p, nil
-	}
-	for v := range earlierPreludes {
-		lp, err := p.underVersion(v)
-		if err == nil && lp.hash == hash {
-			return lp, nil
-		}
-	}
-	return nil, fmt.Errorf("program %s compiles to hash %s, not %s, under this compiler and the earlier ones it reads (%s): it was stored by an rtfshost with another compiler",
-		filename, p.hash, hash, knownVersions())
-}

@@ -62,19 +62,6 @@ func TestResumeCompile2Continuation(t *testing.T) {
 		t.Fatalf("total = %v, want 10", total)
 	}
 
-	// Compiled again from its source for the hash it was stored under, the
-	// program is the earlier compiler's (a stored stream goes on in its code).
-	lp, err := CompileMatching("compile2.rtfs", src, k.Program().Hash())
-	if err != nil || lp.Hash() != k.Program().Hash() || lp.version != "rtfs-compile-2" {
-		t.Fatalf("CompileMatching(the rtfs-compile-2 hash) = %v, %v", lp, err)
-	}
-	if cp, err := CompileMatching("compile2.rtfs", src, p.Hash()); err != nil || cp != p && cp.Hash() != p.Hash() {
-		t.Fatalf("CompileMatching(the current hash) = %v, %v", cp, err)
-	}
-	if _, err := CompileMatching("compile2.rtfs", src, "00"); err == nil || !strings.Contains(err.Error(), "another compiler") {
-		t.Fatalf("CompileMatching(another hash): %v", err)
-	}
-
 	// A version this binary does not know is refused with both names.
 	bad := []byte(strings.Replace(string(b), "rtfs-compile-2", "rtfs-compile-0", 1))
 	if _, err := UnmarshalContinuation(p, bad); err == nil || !strings.Contains(err.Error(), `compiled by "rtfs-compile-0"`) {
