@@ -89,7 +89,17 @@ func errorValue(msg string, host *hostError, kind string) Value {
 // handle turns err into an *EvalError and unwinds to the innermost try
 // handler if there is one and the error is catchable; it reports whether a
 // handler took it.
+//
+// A redirect (a builtin called by CALL or a fast op that handed its work to
+// the prelude, redirect.go) is not an error: handle makes the call in the
+// builtin's place, its result slot being the top of the stack, and
+// reports it taken.
 func (th *Thread) handle(err error) (bool, *EvalError) {
+	if rd, ok := err.(*redirect); ok {
+		if err = th.takeRedirect(rd); err == nil {
+			return true, nil
+		}
+	}
 	ee, catchable := th.evalError(err)
 	if !catchable || len(th.handlers) == 0 {
 		th.resetStacks()

@@ -94,8 +94,10 @@ func conjOne(th *Thread, coll, x Value) (Value, error) {
 	case *Vector:
 		return c.Conj(x), th.checkSize(c.cnt + 1)
 	case *Set:
-		if err := sortedCheck(th, c.m, x); err != nil {
-			return nil, err
+		if c.m.isSorted() {
+			if err := sortedCheck(th, c.m, x); err != nil {
+				return nil, err
+			}
 		}
 		return c.Conj(x), th.checkSize(c.Len() + 1)
 	case *Map:

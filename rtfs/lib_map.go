@@ -113,8 +113,10 @@ func assocOne(th *Thread, coll, k, v Value) (Value, error) {
 	case NilType:
 		return MapOf(k, v), nil
 	case *Map:
-		if err := sortedCheck(th, c, k); err != nil {
-			return nil, err
+		if c.isSorted() {
+			if err := sortedCheck(th, c, k); err != nil {
+				return nil, err
+			}
 		}
 		m := c.Assoc(k, v)
 		return m, th.checkSize(m.n)

@@ -170,14 +170,25 @@ func (m *Map) arrayIndex(k Value) int {
 // allocation), O(log32 n) beyond; a sorted map also inserts a new key in
 // its order, O(n).
 func (m *Map) Assoc(k, v Value) *Map {
-	nm := m.assocBase(k, v)
-	if o := m.sorted(); o != nil && nm != m {
-		if nm.n != m.n {
-			o = o.insert(k)
-		}
-		nm = nm.withOrder(o)
+	if m.isSorted() {
+		return m.assocSorted(k, v)
 	}
-	return nm
+	return m.assocBase(k, v)
+}
+
+// isSorted reports whether m is a sorted map (Map.sorted), cheaply.
+func (m *Map) isSorted() bool { return m.root != nil && len(m.kvs) == 1 }
+
+func (m *Map) assocSorted(k, v Value) *Map {
+	nm := m.assocBase(k, v)
+	if nm == m {
+		return m
+	}
+	o := m.sorted()
+	if nm.n != m.n {
+		o = o.insert(k)
+	}
+	return nm.withOrder(o)
 }
 
 func (m *Map) assocBase(k, v Value) *Map {
@@ -217,14 +228,17 @@ func (m *Map) assocBase(k, v Value) *Map {
 
 // Dissoc returns a map without key k (m itself if k is absent).
 func (m *Map) Dissoc(k Value) *Map {
-	nm := m.dissocBase(k)
-	if o := m.sorted(); o != nil && nm != m {
-		if nm == emptyMap {
-			nm = &Map{}
-		}
-		nm = nm.withOrder(o.remove(k))
+	if !m.isSorted() {
+		return m.dissocBase(k)
 	}
-	return nm
+	nm := m.dissocBase(k)
+	if nm == m {
+		return m
+	}
+	if nm == emptyMap {
+		nm = &Map{}
+	}
+	return nm.withOrder(m.sorted().remove(k))
 }
 
 func (m *Map) dissocBase(k Value) *Map {
@@ -255,8 +269,8 @@ func (m *Map) dissocBase(k Value) *Map {
 // insertion order for maps of up to 8 entries and trie order beyond; it is
 // stable for one map value. A sorted map ranges in its order.
 func (m *Map) Range(f func(k, v Value) bool) {
-	if o := m.sorted(); o != nil {
-		for _, k := range o.keys {
+	if m.isSorted() {
+		for _, k := range m.sorted().keys {
 			v, _ := m.Get(k)
 			if !f(k, v) {
 				return

@@ -124,10 +124,10 @@ func (o *sortedOrder) remove(k Value) *sortedOrder {
 // ClassCastException), and for one sorted by an RTFS function it returns
 // errSortedBy.
 func sortedCheck(th *Thread, m *Map, k Value) error {
-	o := m.sorted()
-	if o == nil || m.Has(k) {
+	if !m.isSorted() || m.Has(k) {
 		return nil
 	}
+	o := m.sorted()
 	if !o.goComparable() {
 		return errSortedBy
 	}

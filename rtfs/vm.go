@@ -39,16 +39,6 @@ func (th *Thread) run(pending error) (result Value, err error) {
 	for {
 		if err != nil {
 			fr.pc, th.sp, th.steps = pc, sp, steps
-			if rd, ok := err.(*redirect); ok {
-				// A builtin called by CALL or a fast op handed its work to
-				// the prelude: its result slot is the top of the stack.
-				if err = th.takeRedirect(rd); err == nil {
-					fr = &th.frames[len(th.frames)-1]
-					fi, pc, base = fr.fn, fr.pc, fr.base
-					code, stack, sp = fi.code.Code, th.stack, th.sp
-					continue
-				}
-			}
 			h, ee := th.handle(err)
 			if !h {
 				return nil, ee
