@@ -28,9 +28,10 @@
 // the revision in each request, through go-sdk's stateless handler, and
 // revisions 2025-03-26 to 2025-11-25 through its stateful one, with
 // sessions (Mcp-Session-Id). A request meets a list of layers before go-sdk
-// (http.go's mcpLayers, each with its reason): the token check, the
-// envelope (the body read once: method, id, tool, progress token, task,
-// era), MCP Tasks, the resumption after a restart, the refusal of calls
+// (http.go's mcpLayers, each with its reason): the token check (a static
+// token, or an OAuth 2.1 access token), the envelope (the body read once:
+// method, id, tool, progress token, task, era), the scopes the token
+// grants, MCP Tasks, the resumption after a restart, the refusal of calls
 // before initialize, the JSON-only adapter and the priming event's retry.
 //
 // The files, in the order a request travels:
@@ -38,6 +39,7 @@
 //	conns.go       the http.Server of Serve: header, idle and body timeouts, size limits
 //	server.go      Options, Server, New, Close; the calls in flight per session
 //	http.go        the handler, the layers of /mcp in order, Origin, Host and token checks, Serve
+//	oauth.go       OAuth 2.1: the resource's metadata, access tokens checked, the scopes of tools and methods
 //	wire.go        the envelope, read once from the body; every reading of JSON-RPC
 //	presession.go  the refusal of a request before initialize
 //	taskwire.go    the task methods of both eras, and what initialize and tools/list say of tasks
