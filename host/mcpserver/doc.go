@@ -1,11 +1,13 @@
 // Package mcpserver exposes an rtfshost host to MCP clients (agent hosts,
 // IDEs, the MCP Inspector) as an MCP server over Streamable HTTP, with the
-// legacy HTTP+SSE transport beside it (docs/mcp-server.md).
+// legacy HTTP+SSE transport beside it, or over stdin and stdout for a
+// desktop client that launches it (docs/mcp-server.md).
 //
 // The main types are Server and Options. New builds a Server on a
 // host.Host: the programs of the tools run with the host's capabilities, and
 // the host's provider runs their streams. Server.Handler is its http.Handler
-// and Server.Serve serves it on a listener.
+// and Server.Serve serves it on a listener; Server.ServeStdio serves one
+// session on a pair of pipes.
 //
 // The tools are mcp.stream.start, mcp.stream.inspect, mcp.stream.status,
 // mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove
@@ -41,6 +43,7 @@
 //	http.go        the handler, the layers of /mcp in order, Origin, Host and token checks, Serve
 //	oauth.go       OAuth 2.1: the resource's metadata, access tokens checked, the scopes of tools and methods
 //	wire.go        the envelope, read once from the body; every reading of JSON-RPC
+//	stdio.go       ServeStdio: one session on stdin and stdout, with the tasks layers of HTTP in front of go-sdk
 //	presession.go  the refusal of a request before initialize
 //	taskwire.go    the task methods of both eras, and what initialize and tools/list say of tasks
 //	taskstore.go   the task table and its records in the host's store
