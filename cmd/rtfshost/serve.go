@@ -272,6 +272,9 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	} else {
 		fmt.Fprintf(a.stdout, "metrics: http://%s/metrics\n", ln.Addr())
 	}
+	if oa := mopts.OAuth; oa != nil {
+		fmt.Fprintf(a.stdout, "OAuth: access tokens of %s for %s (metadata: %s)\n", oa.Issuer, oa.Resource, oa.MetadataURL())
+	}
 	if err := srv.Serve(cmd.Context(), ln); err != nil {
 		return withCode(exitStreamFailed, err)
 	}

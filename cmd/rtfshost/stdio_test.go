@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -355,4 +357,36 @@ func installStdioClient(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestServeOAuth runs "rtfshost serve --oauth-issuer" against a local
+// issuer: the resource is the URL of /mcp it prints (from the bound
+// address), a request without a token gets 401 pointing at the metadata,
+// and the metadata names that resource and the issuer.
+func TestServeOAuth(t *testing.T) {
+	iss := httptest.NewServer(http.NotFoundHandler()) // no keys are needed to refuse a request without a token
+	defer iss.Close()
+	p := startServeProc(t, "", filepath.Join(t.TempDir(), "data"), "serve", "--listen", "127.0.0.1:0", "--no-ui", "--oauth-issuer", iss.URL)
+	defer p.stop()
+	resp, err := http.Post(p.base, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	metadata := strings.TrimSuffix(p.base, "/mcp") + "/.well-known/oauth-protected-resource/mcp"
+	if h := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(h, `resource_metadata="`+metadata+`"`) {
+		t.Errorf("no token: %s, WWW-Authenticate %q", resp.Status, h)
+	}
+	resp, err = http.Get(metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var meta struct {
+		Resource string   `json:"resource"`
+		Servers  []string `json:"authorization_servers"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&meta); err != nil || meta.Resource != p.base || len(meta.Servers) != 1 || meta.Servers[0] != iss.URL {
+		t.Errorf("metadata %+v (%v); want resource %s and the issuer %s", meta, err, p.base, iss.URL)
+	}
 }

@@ -107,6 +107,18 @@ type OAuth struct {
 	Client *http.Client
 }
 
+// MetadataURL is the URL of the protected-resource metadata of o's
+// Resource, its path form: where the challenges point
+// (https://mcp.example.com/.well-known/oauth-protected-resource/mcp for
+// https://mcp.example.com/mcp); "" when Resource is not a URL.
+func (o *OAuth) MetadataURL() string {
+	u, err := url.Parse(o.Resource)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host + PathResourceMetadata + u.EscapedPath()
+}
+
 // oauthServer is the resource server of an OAuth configuration: its
 // metadata, challenges and token checks. It is safe for concurrent use.
 type oauthServer struct {
@@ -159,7 +171,7 @@ func newOAuthServer(ctx context.Context, cfg OAuth, log *slog.Logger) (*oauthSer
 	client.Transport = cappedBodies{next: client.Transport}
 	o := &oauthServer{
 		cfg:         cfg,
-		metadataURL: res.Scheme + "://" + res.Host + PathResourceMetadata + res.EscapedPath(),
+		metadataURL: cfg.MetadataURL(),
 		metadata: &oauthex.ProtectedResourceMetadata{
 			Resource:               cfg.Resource,
 			AuthorizationServers:   []string{cfg.Issuer},
