@@ -123,12 +123,12 @@ type oauthFixture struct {
 	resource string
 }
 
-func newOAuthFixture(t *testing.T, iss *testIssuer, issuerURL string) *oauthFixture {
+func newOAuthFixture(t *testing.T, iss *testIssuer, issuerURL string, routes ...Route) *oauthFixture {
 	t.Helper()
 	f := newFixture(t, Options{})
 	ts := httptest.NewUnstartedServer(nil)
 	resource := "http://" + ts.Listener.Addr().String() + PathStreamable
-	srv, err := New(Options{Host: f.host, OAuth: &OAuth{Issuer: issuerURL, Resource: resource}})
+	srv, err := New(Options{Host: f.host, OAuth: &OAuth{Issuer: issuerURL, Resource: resource}, Routes: routes})
 	if err != nil {
 		ts.Close()
 		t.Fatal(err)
@@ -360,6 +360,55 @@ func TestOAuthClient(t *testing.T) {
 	}
 	if n := iss.keyFetches(); n != 1 {
 		t.Errorf("the key set was fetched %d times, want once", n)
+	}
+	// A token that may only read cannot evaluate, in the sessionless era
+	// too (the scope is read from the body, whatever the headers say).
+	ro := &http.Client{Transport: bearerTransport{o.token(ScopeRead)}}
+	cs := connectVersion(ctx, t, &mcp.StreamableClientTransport{Endpoint: o.url, HTTPClient: ro}, nil, "")
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolStatus, Arguments: map[string]any{"stream-id": "nope"}}); err != nil {
+		t.Errorf("status with a reading token: %v", err)
+	}
+	// (go-sdk's client ends its session on the 403.)
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": "1"}}); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("eval with a reading token: %+v %v", res, err)
+	}
+}
+
+// TestOAuthOtherPaths: the legacy /sse endpoint and the further routes
+// are behind the same tokens: no token gets 401; on a route, GET needs
+// rtfshost:read and other methods rtfshost:write.
+func TestOAuthOtherPaths(t *testing.T) {
+	iss := newTestIssuer(t, false)
+	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "page") })
+	o := newOAuthFixture(t, iss, iss.url(), Route{Pattern: "/metrics", Handler: page})
+	base := strings.TrimSuffix(o.url, PathStreamable)
+	do := func(method, path, token string) *http.Response {
+		req, _ := http.NewRequest(method, base+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	read := o.token(ScopeRead)
+	for _, c := range []struct {
+		method, path, token string
+		status              int
+	}{
+		{http.MethodGet, PathSSE, "", http.StatusUnauthorized},
+		{http.MethodGet, "/metrics", "", http.StatusUnauthorized},
+		{http.MethodGet, "/metrics", o.token("profile"), http.StatusForbidden},
+		{http.MethodGet, "/metrics", read, http.StatusOK},
+		{http.MethodPost, "/metrics", read, http.StatusForbidden},
+		{http.MethodPost, "/metrics", o.token(ScopeWrite), http.StatusOK},
+	} {
+		if resp := do(c.method, c.path, c.token); resp.StatusCode != c.status {
+			t.Errorf("%s %s (token %v): %s, want %d", c.method, c.path, c.token != "", resp.Status, c.status)
+		}
 	}
 }
 
