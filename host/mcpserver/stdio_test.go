@@ -116,8 +116,10 @@ func (p *stdioPeer) response(id int) jsonObject {
 // TestStdioTasks: over stdio a 2025-11-25 client is told of tasks as over
 // HTTP (the tasks capability, taskSupport on rtfs.eval and
 // mcp.stream.start), runs rtfs.eval as a task, and gets its result from
-// tasks/result and its status from tasks/get; every line on stdout is a
-// JSON-RPC message; closing stdin ends ServeStdio with nil.
+// tasks/result and its status from tasks/get, and a 2026-07-28 request
+// that declares the tasks extension gets that extension's task; every
+// line on stdout is a JSON-RPC message; closing stdin ends ServeStdio with
+// nil.
 func TestStdioTasks(t *testing.T) {
 	f := newFixture(t, Options{})
 	p := newStdioPeer(t, f)
@@ -156,6 +158,28 @@ func TestStdioTasks(t *testing.T) {
 	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{"taskId":%q}}`, task.TaskID))
 	if got := p.response(5).str("status"); got != taskCompleted {
 		t.Errorf("tasks/get over stdio: status %q", got)
+	}
+	// A request of revision 2026-07-28 (its _meta says so) that declares
+	// the tasks extension gets the extension's task, and tasks/get its
+	// result inline once done.
+	modernMeta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	p.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"rtfs.eval","arguments":{"program":"(+ 1 2)"},` + modernMeta + `}}`)
+	created := p.response(7)
+	if created.str("resultType") != "task" || created.str("taskId") == "" {
+		t.Fatalf("a 2026-07-28 task over stdio: %v", created)
+	}
+	for deadline := time.Now().Add(hangGuard); ; time.Sleep(10 * time.Millisecond) {
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":8,"method":"tasks/get","params":{"taskId":%q,%s}}`, created.str("taskId"), modernMeta))
+		got := p.response(8)
+		if got.str("status") == taskCompleted {
+			if b, _ := json.Marshal(got["result"]); !strings.Contains(string(b), `"value":3`) {
+				t.Errorf("tasks/get of a 2026-07-28 task over stdio: %s", b)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the 2026-07-28 task did not complete: %v", got)
+		}
 	}
 	// A plain call still reaches go-sdk.
 	p.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"rtfs.eval","arguments":{"program":"(+ 40 2)"}}}`)
