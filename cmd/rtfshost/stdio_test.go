@@ -28,24 +28,6 @@ import (
 // fails the test instead of hanging it; no test relies on it for timing.
 const stdioGuard = 60 * time.Second
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveStdioArgs are the arguments of this test binary that make it
 // "rtfshost serve --stdio <extra>" on a data directory of its own, and the
 // environment that says so (see serveChild).
@@ -74,7 +56,7 @@ func TestServeStdio(t *testing.T) {
 	args, env := serveStdioArgs(t, "--server-url", src.URL()+"/sse")
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = env
-	stderr := &syncBuffer{}
+	stderr := &lockedWriter{}
 	cmd.Stderr = stderr
 
 	var mu sync.Mutex
@@ -142,7 +124,7 @@ func TestServeStdioStdoutIsMCPOnly(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = env
-	stderr := &syncBuffer{}
+	stderr := &lockedWriter{}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
