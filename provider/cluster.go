@@ -219,7 +219,7 @@ func movedErr(err error) bool { return errors.Is(err, persistence.ErrFenced) }
 // owner died is claimed and runs here).
 func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, error) {
 	if p.opts.Cluster == nil || p.ps == nil {
-		return Answer{}, nil, fmt.Errorf("no stream with id %q", req.StreamID)
+		return Answer{}, nil, &noStreamError{id: req.StreamID}
 	}
 	a, err := p.opts.Cluster.Forward(ctx, req)
 	if err == nil || !errors.Is(err, ErrNotRunning) {
@@ -229,7 +229,7 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, er
 		var owned *OwnedError
 		switch {
 		case errors.Is(err, ErrNotPersisted):
-			return Answer{}, nil, fmt.Errorf("no stream with id %q: %w", req.StreamID, err)
+			return Answer{}, nil, &noStreamError{id: req.StreamID, err: err}
 		case errors.As(err, &owned) && (req.Verb == "status" || req.Verb == "inspect"):
 			a, err := p.storedAnswer(ctx, req, owned)
 			return a, nil, err

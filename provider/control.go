@@ -118,7 +118,9 @@ func (p *Provider) control(id, verb string, change func(*stream)) (Status, error
 	}
 	change(s)
 	st := s.statusLocked()
+	subs := s.subs
 	s.mu.Unlock()
+	s.changed(subs)
 	if s.ps != nil {
 		s.ps.changed()
 	}

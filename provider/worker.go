@@ -107,6 +107,8 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 	}
 	if out != nil && s.hasSubscribers(subs) {
 		s.publish(s.p.ctx, subs, Event{Kind: EventOutput, StreamID: s.id, Seq: it.seq, Output: out})
+	} else if out == nil {
+		s.changed(subs) // processed without an output
 	}
 	return next
 }

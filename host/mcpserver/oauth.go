@@ -560,8 +560,9 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 }
 
 // methodScope is the scope a JSON-RPC request needs, besides a valid
-// token: a tool's from its spec; the task methods and resources reading
-// or writing; others (initialize, tools/list, ping, notifications) none.
+// token: a tool's from its spec; the task methods, the resources and
+// their subscriptions reading or writing; others (initialize, tools/list,
+// ping, notifications) none.
 // A tools/call whose tool is not known, or whose params could not be
 // read, needs ScopeWrite: what cannot be read is not let through.
 func (s *Server) methodScope(m *message) (scope, what string) {
@@ -575,7 +576,7 @@ func (s *Server) methodScope(m *message) (scope, what string) {
 		return ScopeWrite, "a tools/call of an unknown tool"
 	case m.Method == methodTasksCancel, m.Method == methodTasksUpdate:
 		return ScopeWrite, m.Method
-	case strings.HasPrefix(m.Method, "tasks/"), strings.HasPrefix(m.Method, "resources/"):
+	case strings.HasPrefix(m.Method, "tasks/"), strings.HasPrefix(m.Method, "resources/"), m.Method == "subscriptions/listen":
 		return ScopeRead, m.Method
 	}
 	return "", ""

@@ -309,6 +309,8 @@ func TestOAuthScopes(t *testing.T) {
 		{"read: Method spelled twice", read, `{"jsonrpc":"2.0","id":8,"method":"tools/call","Method":"ping","params":{"name":"rtfs.eval","arguments":{"program":"1"}}}`, ScopeWrite},
 		{"read: Name spelled twice", read, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"rtfs.eval","Name":"mcp.stream.status","arguments":{"program":"1"}}}`, ScopeWrite},
 		{"none: status", none, call(10, ToolStatus, `{"stream-id":"nope"}`), ScopeRead},
+		{"none: resources/read", none, `{"jsonrpc":"2.0","id":15,"method":"resources/read","params":{"uri":"rtfs://streams"}}`, ScopeRead},
+		{"read: resources/read", read, `{"jsonrpc":"2.0","id":16,"method":"resources/read","params":{"uri":"rtfs://streams"}}`, ""},
 		{"none: tasks/get", none, `{"jsonrpc":"2.0","id":11,"method":"tasks/get","params":{"taskId":"x"}}`, ScopeRead},
 		{"write: eval", write, call(12, ToolEval, `{"program":"(+ 40 2)"}`), ""},
 		{"write: status", write, call(13, ToolStatus, `{"stream-id":"nope"}`), ""},

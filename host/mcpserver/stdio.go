@@ -45,11 +45,22 @@ func (s *Server) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClos
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel) // Close ends the session
 	defer stop()
-	l := &stdioLayers{s: s, t: &mcp.IOTransport{Reader: r, Writer: w, MaxLineLength: maxRequestBody}, announced: map[string]string{}}
+	l := &stdioLayers{s: s, t: &mcp.IOTransport{Reader: r, Writer: w, MaxLineLength: maxRequestBody},
+		announced: map[string]string{}, connected: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(s.ctx)
-	err := s.mcp.Run(ctx, l)
-	l.cancel()
-	l.answers.Wait()
+	defer func() {
+		l.cancel()
+		l.answers.Wait()
+	}()
+	ss, err := s.mcp.Connect(ctx, l, nil)
+	if err != nil {
+		return fmt.Errorf("mcpserver: serving MCP over stdio: %w", err)
+	}
+	l.session = ss
+	close(l.connected)
+	stopSession := context.AfterFunc(ctx, func() { _ = ss.Close() })
+	defer stopSession()
+	err = ss.Wait()
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("mcpserver: serving MCP over stdio: %w", err)
 	}
@@ -68,6 +79,11 @@ type stdioLayers struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	answers sync.WaitGroup
+	// session is go-sdk's session of the connection, where the
+	// notifications of the tasks it creates go; set before connected is
+	// closed.
+	session   *mcp.ServerSession
+	connected chan struct{}
 
 	mu sync.Mutex
 	// announced holds the ids (as JSON) of the initialize and tools/list
@@ -122,7 +138,12 @@ func (l *stdioLayers) answer(m *message, modern bool) {
 	l.answers.Add(1)
 	go func() {
 		defer l.answers.Done()
-		result, err := l.s.taskCall(l.ctx, m, modern)
+		select {
+		case <-l.connected:
+		case <-l.ctx.Done():
+			return
+		}
+		result, err := l.s.taskCall(l.ctx, m, modern, l.session)
 		if l.ctx.Err() != nil {
 			return // the session ended: nobody to answer
 		}

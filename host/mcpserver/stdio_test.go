@@ -231,3 +231,63 @@ func TestStdioClient(t *testing.T) {
 		t.Fatal("ServeStdio did not return when the client closed")
 	}
 }
+
+// line reads the next line of stdout.
+func (p *stdioPeer) line() string {
+	p.t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		l, _ := p.out.ReadString('\n')
+		got <- l
+	}()
+	select {
+	case l := <-got:
+		if l == "" {
+			p.t.Fatal("stdout ended")
+		}
+		return l
+	case <-time.After(hangGuard):
+		p.t.Fatal("nothing more on stdout")
+	}
+	return ""
+}
+
+// TestStdioTaskNotifications: a 2025-11-25 task of mcp.stream.start
+// created over stdio sends its progress notifications (with the call's
+// progress token and the related-task _meta) to the stdio session, as a
+// task created over HTTP does to its session.
+func TestStdioTaskNotifications(t *testing.T) {
+	f := newFixture(t, Options{})
+	p := newStdioPeer(t, f)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	p.response(1)
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	args, err := json.Marshal(startArgs("st-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp.stream.start","task":{},"arguments":` + string(args) + `,"_meta":{"progressToken":"tok"}}}`)
+	p.response(2)
+	f.feed(context.Background(), "st-1", append(values(2), end)...)
+	var progress []string
+	for len(progress) < 3 {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Token   string                     `json:"progressToken"`
+				Message string                     `json:"message"`
+				Meta    map[string]json.RawMessage `json:"_meta"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(p.line()), &m); err != nil || m.Method != "notifications/progress" {
+			continue
+		}
+		if m.Params.Token != "tok" || !strings.Contains(string(m.Params.Meta[metaRelatedTask]), "st-1") {
+			t.Errorf("a task's progress over stdio: %+v", m.Params)
+		}
+		progress = append(progress, m.Params.Message)
+	}
+	if !strings.Contains(progress[2], `"total":3`) {
+		t.Errorf("progress over stdio: %v", progress)
+	}
+}
