@@ -302,7 +302,6 @@ func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) err
 
 // add is register but for the Pending subscriptions, which it returns.
 func (p *Provider) add(s *stream, start *persistence.Batch, fresh bool) ([]*Subscription, error) {
-	connect := s.def.kind.Transport != nil && p.cfg.autoConnect
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -322,12 +321,20 @@ func (p *Provider) add(s *stream, start *persistence.Batch, fresh bool) ([]*Subs
 	}
 	p.streams[s.id] = s
 	p.order = append(p.order, s)
+	p.admitLocked(s)
+	return p.attachPendingLocked(s), nil
+}
+
+// admitLocked counts the goroutines launch will start for s, a stream
+// just put in p.streams: its worker, and its transport when it connects.
+// p.mu is held.
+func (p *Provider) admitLocked(s *stream) {
+	connect := s.def.kind.Transport != nil && p.cfg.autoConnect
 	s.taskPresent, s.taskActive = connect, connect
 	p.wg.Add(1)
 	if connect {
 		p.wg.Add(1)
 	}
-	return p.attachPendingLocked(s), nil
 }
 
 // ErrTooManyStreams is wrapped by Start's error when Options.MaxStreams

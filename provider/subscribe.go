@@ -187,6 +187,12 @@ func (p *Provider) Subscribe(id string, opts SubscribeOptions) (*Subscription, e
 // whose worker has exited, it sends the stream's EventEnd and closes sub.
 func (s *stream) subscribe(sub *Subscription) {
 	s.mu.Lock()
+	for s.replacedBy.Load() != nil { // upgraded meanwhile: follow
+		next := s.replacedBy.Load()
+		s.mu.Unlock()
+		s = next
+		s.mu.Lock()
+	}
 	if s.exited {
 		st := s.statusLocked()
 		s.mu.Unlock()
@@ -206,8 +212,10 @@ func (s *stream) subscribe(sub *Subscription) {
 	}
 }
 
-// unsubscribe removes sub from the stream's subscribers.
+// unsubscribe removes sub from the stream's subscribers: those of the
+// stream that replaced s in an upgrade, if one did (upgrade.go).
 func (s *stream) unsubscribe(sub *Subscription) {
+	s = s.current()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.subs = without(s.subs, sub)

@@ -244,6 +244,13 @@ func (s *stream) exit() {
 	}
 	moved = s.moved.Load() // saveFinal may have found it moved
 	s.mu.Lock()
+	if s.upgrade != nil && !terminal && !moved {
+		// Stopped for an upgrade: the stream that replaces it takes
+		// over its subscriptions and done (upgrade.go).
+		close(s.upgrade)
+		s.mu.Unlock()
+		return
+	}
 	st := s.statusLocked()
 	subs := s.subs
 	s.subs, s.exited = nil, true

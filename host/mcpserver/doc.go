@@ -10,8 +10,8 @@
 // session on a pair of pipes.
 //
 // The tools are mcp.stream.start, mcp.stream.inspect, mcp.stream.status,
-// mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove
-// and rtfs.eval. Each has a JSON input schema; arguments that break it are
+// mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove,
+// mcp.stream.upgrade and rtfs.eval. Each has a JSON input schema; arguments that break it are
 // JSON-RPC errors -32602 naming the tool and the argument, as is an unknown
 // tool. Failures of the work itself (a program error with its position, a
 // stream that ends in :error, a timeout) are CallToolResults with isError
@@ -65,6 +65,7 @@
 //	call.go        one call in flight: the streams it watches, its results
 //	start.go       mcp.stream.start
 //	eval.go        rtfs.eval
+//	upgrade.go     mcp.stream.upgrade
 //	run.go         running a tool's program on the host
 //	progress.go    progress notifications and their coalescing
 //	watch.go       the events of a call's streams, from their subscriptions to the call
