@@ -67,9 +67,10 @@ func (a *app) serveCmd() *cobra.Command {
 		Long: `serve runs a long-lived host and exposes it as an MCP server: Streamable HTTP
 at /mcp and the legacy HTTP+SSE transport at /sse. Its tools are
 mcp.stream.start, mcp.stream.inspect, mcp.stream.status, mcp.stream.pause,
-mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove and rtfs.eval; a call
-with a progress token receives every processor :output as a progress
-notification and ends with one buffered result. See docs/mcp-server.md.
+mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove, mcp.stream.upgrade
+and rtfs.eval; a call with a progress token receives every processor :output
+as a progress notification and ends with one buffered result. See
+docs/mcp-server.md.
 
 serve listens on loopback by default. A request with a foreign Origin gets 403.
 Bound to any other address it requires a bearer token (--token or the
