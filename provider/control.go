@@ -53,7 +53,9 @@ func (p *Provider) Pause(id string) (Status, error) {
 }
 
 func pauseChange(s *stream) {
-	s.obs.Directive("pause", "request")
+	if s.st != StatePaused {
+		s.obs.Directive("pause", "request") // pausing a paused stream applies nothing
+	}
 	s.st, s.resumeAt = StatePaused, time.Time{}
 }
 
@@ -65,7 +67,9 @@ func (p *Provider) Resume(id string) (Status, error) {
 }
 
 func resumeChange(s *stream) {
-	s.obs.Directive("resume", "request")
+	if s.st != StateActive {
+		s.obs.Directive("resume", "request") // resuming an active stream applies nothing
+	}
 	s.st, s.resumeAt = StateActive, time.Time{}
 }
 

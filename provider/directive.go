@@ -106,9 +106,13 @@ func resultOf(m *rtfs.Map) result {
 
 // parseDirective reads a result's :action, else the chunk's own action
 // (chunkAct), and for a pause its :config {:resume-after-ms n}. An unknown
-// :action or a bad :config is an error naming what is valid.
+// :action or a bad :config is an error naming what is valid. A result that
+// names no action on an ordinary chunk gives actNone: no directive.
 func parseDirective(r *result, chunkAct action) (directive, error) {
-	d := directive{act: chunkAct, reason: "control-chunk"}
+	d := directive{act: chunkAct}
+	if chunkAct != actNone {
+		d.reason = "control-chunk"
+	}
 	if v := r.action; v != nil && v != rtfs.Nil {
 		act, ok := parseAction(v)
 		if !ok {
@@ -185,8 +189,8 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (rtfs.Value, [
 		s.lastOut, out = v, v
 		s.stats.outputs++
 	}
-	if s.observed {
-		s.obs.Directive(actionNames[d.act], d.reason)
+	if s.observed && d.act != actNone {
+		s.obs.Directive(actionNames[d.act], d.reason) // a directive applied: none for a plain chunk
 	}
 	s.directLocked(d, out)
 	return out, s.subs

@@ -171,6 +171,7 @@ func (s *stream) nextLocked() step {
 	}
 	if s.st == StatePaused && !s.resumeAt.IsZero() && !time.Now().Before(s.resumeAt) {
 		s.st, s.resumeAt = StateActive, time.Time{}
+		s.obs.Directive("resume", "timer") // :resume-after-ms ran out
 	}
 	if it, ok := s.takeLocked(); ok {
 		s.idle = false
