@@ -165,3 +165,32 @@ func (p *Provider) Done(id string) (<-chan struct{}, error) {
 	}
 	return s.done, nil
 }
+
+// Detach stops stream id the way Close stops every stream, and forgets it:
+// its transport and worker end, its progress is committed, and its stored
+// records stay unfinished, so that a later Recover (rtfshost resume)
+// carries it on from its cursor. Its subscriptions close without an
+// EventEnd; Await on it returns a *StreamError whose state is not
+// terminal. An ended stream is only forgotten (its records stay). A host
+// running several programs' streams uses it to interrupt one program's
+// streams and leave the others running. It waits for the stream's
+// goroutines and its last commit, at most until ctx ends.
+func (p *Provider) Detach(ctx context.Context, id string) error {
+	s, err := p.lookup(id)
+	if err != nil {
+		return err
+	}
+	s.cancel()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return fmt.Errorf("detach stream %q: %w", id, ctx.Err())
+	}
+	if p.ps != nil {
+		if err := p.ps.com.Flush(ctx); err != nil {
+			return fmt.Errorf("detach stream %q: commit its progress: %w", id, err)
+		}
+	}
+	p.forget(s)
+	return nil
+}

@@ -25,6 +25,7 @@ type lifecycle struct {
 	result   rtfs.Value
 	resumeAt time.Time // auto-resume deadline of a pause; zero if none
 	cursor   string    // ID of the last processed chunk
+	cause    error     // why a failed stream failed, when known (*ProcessorError)
 	procNext int64     // seq after the last processed chunk
 }
 
@@ -159,18 +160,18 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (rtfs.Value, [
 		return nil, nil // cancelled or closed while the processor ran
 	}
 	if err != nil {
-		s.fail("processor %s failed on chunk %d: %v", s.proc.name(), it.seq, err)
+		s.failProcessor(&ProcessorError{Processor: s.proc.name(), Chunk: it.number(), Err: err})
 		return nil, nil
 	}
 	m, ok := res.(*rtfs.Map)
 	if !ok {
-		s.fail("processor %s returned an invalid shape on chunk %d: expected a map {:state :action :output}, got %s", s.proc.name(), it.seq, kindOf(res))
+		s.fail("processor %s returned an invalid shape on chunk %d: expected a map {:state :action :output}, got %s", s.proc.name(), it.number(), kindOf(res))
 		return nil, nil
 	}
 	r := resultOf(m)
 	d, err := parseDirective(&r, it.ctrl)
 	if err != nil {
-		s.fail("processor %s on chunk %d: %v", s.proc.name(), it.seq, err)
+		s.fail("processor %s on chunk %d: %v", s.proc.name(), it.number(), err)
 		return nil, nil
 	}
 	s.countLocked(it)
@@ -265,6 +266,34 @@ func (s *stream) fail(format string, args ...any) {
 	s.dropQueueLocked()
 	s.finishLocked(StateError, "error", fmt.Sprintf(format, args...))
 }
+
+// failProcessor puts the stream in :error because its processor failed:
+// the message is e's, and e is kept as the cause Await and WaitAll report
+// (StreamError.Cause).
+func (s *stream) failProcessor(e *ProcessorError) {
+	s.fail("%s", e.Error())
+	s.cause = e
+}
+
+// A ProcessorError is why a stream failed in its processor: the processor,
+// the chunk (its :seq) and the processor's error, an *rtfs.EvalError with
+// the failing form's position and the thrown value for an RTFS processor.
+// A StreamError of such a stream carries it as its Cause while the
+// provider that ran the stream lives; the stored stream keeps only the
+// message.
+type ProcessorError struct {
+	Processor string
+	Chunk     int64
+	Err       error
+}
+
+// Error is "processor NAME failed on chunk N: ERR", the stream's message.
+func (e *ProcessorError) Error() string {
+	return fmt.Sprintf("processor %s failed on chunk %d: %v", e.Processor, e.Chunk, e.Err)
+}
+
+// Unwrap returns the processor's error.
+func (e *ProcessorError) Unwrap() error { return e.Err }
 
 // dropQueueLocked drops and counts the chunks still queued (those of the
 // queue and the control chunks that jumped it).

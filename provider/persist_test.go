@@ -101,12 +101,12 @@ func TestPersistT10ResumesState(t *testing.T) {
 	if path(after, "persistence-enabled") != rtfs.True {
 		t.Errorf(":persistence-enabled = %v", path(after, "persistence-enabled"))
 	}
-	// The recovered stream carries on: its next chunk has :seq 1.
+	// The recovered stream carries on: its next chunk has :seq 2.
 	ps.f.send(id, `{"n":5,"done":true}`)
 	if st := ps.f.await(id); st.State != StateCompleted {
 		t.Fatalf("status %+v", st)
 	}
-	want := rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(2), rtfs.Keyword("sum"), rtfs.Int(12), rtfs.Keyword("last-seq"), rtfs.Int(1))
+	want := rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(2), rtfs.Keyword("sum"), rtfs.Int(12), rtfs.Keyword("last-seq"), rtfs.Int(2))
 	if got := ps.f.stateOf(id); !rtfs.Equal(got, want) {
 		t.Fatalf("state = %v, want %v", got, want)
 	}
@@ -211,7 +211,7 @@ func TestPersistJournalReplaysQueuedChunks(t *testing.T) {
 		t.Fatalf("status after recovery: %v", path(info, "status"))
 	}
 	q := path(info, "queue").(*rtfs.Vector)
-	if q.Len() != 3 || path(q.Index(0), "chunk", "n") != rtfs.Int(2) || path(q.Index(2), "metadata", "seq") != rtfs.Int(4) {
+	if q.Len() != 3 || path(q.Index(0), "chunk", "n") != rtfs.Int(2) || path(q.Index(2), "metadata", "seq") != rtfs.Int(5) {
 		t.Fatalf("queue after recovery: %v", q)
 	}
 	if _, err := ps.f.p.Resume(id); err != nil {
@@ -219,7 +219,7 @@ func TestPersistJournalReplaysQueuedChunks(t *testing.T) {
 	}
 	ps.f.send(id, `{"n":5,"done":true}`)
 	ps.f.await(id)
-	want := rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(6), rtfs.Keyword("sum"), rtfs.Int(15), rtfs.Keyword("last-seq"), rtfs.Int(5))
+	want := rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(6), rtfs.Keyword("sum"), rtfs.Int(15), rtfs.Keyword("last-seq"), rtfs.Int(6))
 	if got := ps.f.stateOf(id); !rtfs.Equal(got, want) {
 		t.Fatalf("state = %v, want %v", got, want)
 	}

@@ -10,7 +10,9 @@ type StuckStream struct {
 }
 
 // Stuck returns the streams that are paused with no :resume-after-ms timer
-// and whose source cannot resume them either: it has ended, or the queue is
+// and whose source cannot resume them either, whatever their queue holds:
+// it has ended; or it sends no control chunks (it has sent none in this
+// stream), the only chunks that reach a paused processor; or the queue is
 // full, so the transport is held back and reads no control chunk (a
 // control chunk jumps the queue only until it is full). Only a call of
 // pause/resume/cancel from RTFS, Go, the CLI or MCP can move such a stream.
@@ -31,6 +33,8 @@ func (p *Provider) Stuck() []StuckStream {
 				out = append(out, StuckStream{s.id, fmt.Sprintf("paused with no :resume-after-ms, and its queue is full (%d chunks), so its source is held back", s.def.capacity)})
 			case !s.taskPresent:
 				out = append(out, StuckStream{s.id, "paused with no :resume-after-ms, and it has no source connected"})
+			case !s.sentCtrl:
+				out = append(out, StuckStream{s.id, "paused with no :resume-after-ms, and its source sends no control chunk that could resume it (it has sent none)"})
 			}
 		}
 		s.mu.Unlock()

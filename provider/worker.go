@@ -96,7 +96,7 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 	}
 	res, err := callGuarded(s.ctx, s.proc, state, it.chunk, meta)
 	if s.observed {
-		s.obs.ProcessorCalled(it.seq, t0, time.Since(t0), err)
+		s.obs.ProcessorCalled(it.number(), t0, time.Since(t0), err)
 	}
 	s.mu.Lock()
 	out, subs := s.applyLocked(it, res, err)
@@ -106,7 +106,7 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 		s.ps.changed()
 	}
 	if out != nil && s.hasSubscribers(subs) {
-		s.publish(s.p.ctx, subs, Event{Kind: EventOutput, StreamID: s.id, Seq: it.seq, Output: out})
+		s.publish(s.p.ctx, subs, Event{Kind: EventOutput, StreamID: s.id, Seq: it.number(), Output: out})
 	}
 	return next
 }
