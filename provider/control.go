@@ -56,7 +56,7 @@ func pauseChange(s *stream) {
 	if s.st != StatePaused {
 		s.obs.Directive("pause", "request") // pausing a paused stream applies nothing
 	}
-	s.st, s.resumeAt = StatePaused, time.Time{}
+	s.st, s.resumeAt, s.pausedByRequest = StatePaused, time.Time{}, true
 }
 
 // Resume resumes a paused stream id: its backlog drains in order at once.

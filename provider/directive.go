@@ -26,6 +26,9 @@ type lifecycle struct {
 	resumeAt time.Time // auto-resume deadline of a pause; zero if none
 	cursor   string    // ID of the last processed chunk
 	cause    error     // why a failed stream failed, when known (*ProcessorError)
+	// pausedByRequest: a pause call (not the processor, nor a control
+	// chunk) paused the stream; Stuck leaves it to whoever paused it.
+	pausedByRequest bool
 	procNext int64     // seq after the last processed chunk
 }
 
@@ -206,7 +209,7 @@ func (it *item) cursor() string { return it.id }
 func (s *stream) directLocked(d directive, out rtfs.Value) {
 	switch d.act {
 	case actPause:
-		s.st, s.resumeAt = StatePaused, time.Time{}
+		s.st, s.resumeAt, s.pausedByRequest = StatePaused, time.Time{}, false
 		if d.timed {
 			s.resumeAt = time.Now().Add(d.after)
 		}

@@ -16,7 +16,8 @@ type StuckStream struct {
 // full, so the transport is held back and reads no control chunk (a
 // control chunk jumps the queue only until it is full). Only a call of
 // pause/resume/cancel from RTFS, Go, the CLI or MCP can move such a stream.
-// Hosts use it to report a run that would otherwise wait forever. Safe for
+// A stream that such a call paused is not stuck: it waits for whoever
+// paused it. Hosts use it to report a run that would otherwise wait forever. Safe for
 // concurrent use; it takes each stream's lock briefly.
 func (p *Provider) Stuck() []StuckStream {
 	p.mu.Lock()
@@ -25,7 +26,7 @@ func (p *Provider) Stuck() []StuckStream {
 	var out []StuckStream
 	for _, s := range order {
 		s.mu.Lock()
-		if s.st == StatePaused && s.resumeAt.IsZero() {
+		if s.st == StatePaused && s.resumeAt.IsZero() && !s.pausedByRequest {
 			switch {
 			case s.srcDone:
 				out = append(out, StuckStream{s.id, "paused with no :resume-after-ms, and its source has ended"})

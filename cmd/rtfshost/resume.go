@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/rtfshost/rtfshost/host/mcpserver"
-	"github.com/rtfshost/rtfshost/provider"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/provider"
 )
 
 func (a *app) resumeCmd() *cobra.Command {
@@ -42,9 +44,7 @@ Output and exit codes are those of run.`,
 				if len(ids) == 0 {
 					return withCode(exitProgramError, fmt.Errorf("resume --server needs the ids of the streams to resume"))
 				}
-				return a.control(cmd.Context(), ids, func(ctx context.Context, id string) (string, error) {
-					return callServer(ctx, o.server, mcpserver.ToolResume, map[string]any{"stream-id": id})
-				})
+				return a.manageStreams(cmd.Context(), controlOptions{server: o.server, json: o.json}, "resume", ids)
 			}
 			o.unpause = ids
 			return a.resumeStreams(cmd.Context(), o)
@@ -59,79 +59,102 @@ Output and exit codes are those of run.`,
 	return cmd
 }
 
-// resumeStreams is the resume command.
-// liveStreams counts the streams of ids that have not ended.
-func liveStreams(p *provider.Provider, ids []string) int {
-	n := 0
-	for _, id := range ids {
-		if st, err := p.Status(id); err == nil && !st.State.Terminal() {
-			n++
+// resumeStreams is the resume command: one job on a host of its own that
+// recovers every unfinished stream of the data directory and the programs
+// parked on them. When another process holds the directory, its streams
+// run there already: resume ID un-pauses them there, and a bare resume
+// says what holds it.
+func (a *app) resumeStreams(ctx context.Context, o runOptions) error {
+	rep, live := a.newReporter(o, nil)
+	defer rep.close()
+	s, err := a.openSession(o, true, rep)
+	var held *persistence.LockedError
+	if errors.As(err, &held) {
+		if len(o.unpause) > 0 {
+			rep.close()
+			return a.manageStreams(ctx, controlOptions{json: o.json}, "resume", o.unpause)
 		}
+		return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("%w; the streams it runs go on there, and those it does not (rtfshost streams shows them as interrupted) can be resumed once it has ended", held)))
 	}
-	return n
-}
-
-func (a *app) resumeStreams(ctx context.Context, o runOptions) (err error) {
-	if o.json {
-		defer func() { a.jsonError("", err) }()
-	}
-	ctx, cancel := withTimeout(ctx, o.timeout)
-	defer cancel()
-	s, err := a.openSession(o, true)
 	if err != nil {
-		return err
+		return a.reportErr(rep, err)
 	}
-	defer s.close()
 	for _, id := range o.unpause {
 		from, err := provider.SetStoredState(ctx, s.h.Store(), id, provider.StateActive)
 		if err != nil {
-			s.rep.close()
-			return withCode(exitStreamFailed, err)
+			s.close()
+			return a.reportErr(rep, withCode(exitStreamFailed, err))
 		}
 		if from == provider.StatePaused {
-			s.rep.log(fmt.Sprintf("resuming the paused stream %s", id))
+			rep.log("", fmt.Sprintf("resuming the paused stream %s", id))
 		}
 	}
 	before, err := s.h.ResumedPrograms(ctx)
 	if err != nil {
-		return withCode(exitStreamFailed, err)
+		s.close()
+		return a.reportErr(rep, withCode(exitStreamFailed, err))
 	}
-	ctx, cancelStuck := context.WithCancelCause(ctx)
-	defer cancelStuck(nil)
+	j, err := newJob(s.h, s.owners, rep, jobOptions{timeout: o.timeout, waitPaused: o.waitPaused, live: live, catchAll: true})
+	if err != nil {
+		s.close()
+		return a.reportErr(rep, withCode(exitProgramError, err))
+	}
+	ctx, cancel := withTimeout(ctx, o.timeout)
+	defer cancel()
+	ctx, stuck := context.WithCancelCause(ctx)
+	defer stuck(nil)
 	recErr := s.h.Recover(ctx)
-	watch := a.watchStuck(ctx, cancelStuck, s.h, o)
+	watch := j.watch(ctx, stuck)
 	var waitErr error
 	if recErr == nil {
-		if ids := s.h.Provider().StreamIDs(); len(ids) > 0 && liveStreams(s.h.Provider(), ids) == 0 && len(before) == 0 {
-			s.rep.log(fmt.Sprintf("nothing to resume in %s: all %d streams have ended (rtfshost inspect --data %s shows them)", a.flags.dataDir, len(ids), a.flags.dataDir))
+		p := s.h.Provider()
+		if ids := p.StreamIDs(); len(ids) > 0 && len(p.Live()) == 0 && len(before) == 0 {
+			rep.log("", fmt.Sprintf("nothing to resume in %s: all %d streams have ended (rtfshost streams --data %s shows them)", a.flags.dataDir, len(ids), a.flags.dataDir))
 		}
 		waitErr = s.h.Wait(ctx)
 	}
-	watch.stop()
-	if err := watch.report(a, o.json); err != nil {
-		s.rep.close()
-		return err
-	}
-	after, err := s.h.ResumedPrograms(ctx)
-	if finishErr := s.finish(); finishErr != nil && waitErr == nil {
-		waitErr = finishErr
-	}
-	if err == nil {
-		for _, rp := range after[min(len(before), len(after)):] {
-			if rp.Err != "" {
-				s.rep.log(fmt.Sprintf("program %s (awaiting %s) failed: %s", rp.Program, rp.StreamID, rp.Err))
-				continue
+	code := j.conclude(ctx, watch, func() int {
+		if after, err := s.h.ResumedPrograms(ctx); err == nil {
+			for _, rp := range after[min(len(before), len(after)):] {
+				if rp.Err != "" {
+					rep.log("", fmt.Sprintf("program %s (awaiting %s) failed: %s", rp.Program, rp.StreamID, rp.Err))
+					continue
+				}
+				rep.log("", fmt.Sprintf("program %s (awaiting %s) finished: %s", rp.Program, rp.StreamID, rp.Value))
 			}
-			s.rep.log(fmt.Sprintf("program %s (awaiting %s) finished: %s", rp.Program, rp.StreamID, rp.Value))
 		}
+		if recErr != nil {
+			rep.fail(failure{Kind: failOther, Message: "recovering: " + recErr.Error()})
+			return exitStreamFailed
+		}
+		if len(s.h.Provider().StreamIDs()) == 0 {
+			rep.fail(failure{Kind: failOther, Message: "no streams in " + a.flags.dataDir})
+			return exitOK
+		}
+		code := exitOK
+		for _, err := range joinedErrs(waitErr) {
+			rep.fail(failureOf(err, ""))
+			code = exitStreamFailed
+		}
+		return code
+	})
+	rep.close()
+	s.hold.waitJobs(a.stderr)
+	if err := s.close(); err != nil && code == exitOK {
+		code = exitStreamFailed
+		a.printErr(o.json, err)
 	}
-	s.rep.close()
-	if recErr != nil {
-		fmt.Fprintln(a.stderr, "rtfshost: recovering:", recErr)
-		return printedWithCode(exitStreamFailed)
+	return codeErr(code)
+}
+
+// joinedErrs returns the errors errors.Join joined in err (err itself when it
+// joins none).
+func joinedErrs(err error) []error {
+	if err == nil {
+		return nil
 	}
-	if len(s.h.Provider().StreamIDs()) == 0 {
-		fmt.Fprintf(a.stderr, "rtfshost: no streams in %s\n", a.flags.dataDir)
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
 	}
-	return a.streamsOutcome(ctx, waitErr)
+	return []error{err}
 }

@@ -178,6 +178,15 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		return err
 	}
 	defer h.Close()
+	if clusterOpts == nil {
+		// Other commands and runs on the data directory reach this host
+		// through its control socket.
+		hold, err := a.serveHolder(h, &owners{})
+		if err != nil {
+			logger.Warn("the data directory's control socket is not served", "err", err)
+		}
+		defer hold.close()
+	}
 	if err := ob.watchCluster(h.Cluster()); err != nil {
 		return withCode(exitStreamFailed, err)
 	}
