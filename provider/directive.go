@@ -29,7 +29,7 @@ type lifecycle struct {
 	// pausedByRequest: a pause call (not the processor, nor a control
 	// chunk) paused the stream; Stuck leaves it to whoever paused it.
 	pausedByRequest bool
-	procNext int64     // seq after the last processed chunk
+	procNext        int64 // seq after the last processed chunk
 }
 
 // An action is a directive of DESIGN §4.2.

@@ -478,8 +478,10 @@ func (r *wireReporter) flush() { _ = r.rc.Flush() }
 func (r *wireReporter) output(stream string, seq int64, v shown) {
 	r.send(wireLine{Type: "output", Stream: stream, Seq: seq, Value: &v})
 }
-func (r *wireReporter) end(e ending)             { r.send(wireLine{Type: "end", End: &e}) }
-func (r *wireReporter) log(stream, line string)  { r.send(wireLine{Type: "log", Stream: stream, Line: line}) }
+func (r *wireReporter) end(e ending) { r.send(wireLine{Type: "end", End: &e}) }
+func (r *wireReporter) log(stream, line string) {
+	r.send(wireLine{Type: "log", Stream: stream, Line: line})
+}
 func (r *wireReporter) result(v shown)           { r.send(wireLine{Type: "result", Value: &v}) }
 func (r *wireReporter) stats(list []streamStats) { r.send(wireLine{Type: "stats", Stats: list}) }
 func (r *wireReporter) fail(f failure)           { r.send(wireLine{Type: "fail", Failure: &f}) }
