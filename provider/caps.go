@@ -140,7 +140,7 @@ func (p *Provider) WithStreamID(args []rtfs.Value) ([]rtfs.Value, string) {
 		}
 		return args, ""
 	}
-	id := p.NewStreamID(stringField(m, "endpoint"))
+	id := p.NewStreamID(streamName(stringField(m, "endpoint"), stringField(m, "command"), stringField(m, "transport")))
 	return []rtfs.Value{m.Assoc(rtfs.Keyword("stream-id"), rtfs.String(id))}, id
 }
 

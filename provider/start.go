@@ -338,13 +338,24 @@ func (p *Provider) readersOf(key string) string {
 // name is what a generated stream id starts with: the endpoint, else the
 // program a process transport runs, else the transport's name.
 func (d *definition) name() string {
-	if d.endpoint != "" {
-		return d.endpoint
-	}
+	exe := ""
 	if sp, ok := d.tconf.(transport.Spawner); ok {
-		return filepath.Base(sp.Executable())
+		exe = sp.Executable()
 	}
-	return d.transport
+	return streamName(d.endpoint, exe, d.transport)
+}
+
+// streamName is what a stream's generated id starts with: its endpoint,
+// else the base name of the program a process transport runs, else its
+// transport.
+func streamName(endpoint, executable, transport string) string {
+	switch {
+	case endpoint != "":
+		return endpoint
+	case executable != "":
+		return filepath.Base(executable)
+	}
+	return transport
 }
 
 // checkEgress refuses a stream whose target the egress policy does not

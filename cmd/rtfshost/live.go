@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,7 @@ type streamLine struct {
 	text      atomic.Pointer[string] // read by mpb's render goroutine without r.mu
 	done      bool
 	state     string
+	queue     string // "  queue depth/capacity", from the last stats
 	processed int64
 	lastN     int64
 	lastT     time.Time
@@ -60,7 +62,10 @@ func (r *liveReporter) output(stream string, seq int64, v shown) {
 	r.mu.Lock()
 	if l := r.line(stream); !l.done && seq > l.processed {
 		l.processed = seq
-		r.draw(stream, l, "")
+		if l.state == "starting" {
+			l.state = "active" // it processes chunks
+		}
+		r.draw(stream, l)
 	}
 	r.mu.Unlock()
 }
@@ -98,20 +103,24 @@ func (r *liveReporter) stats(list []streamStats) {
 		}
 		l.processed = max(l.processed, st.Processed)
 		l.state = st.State
-		r.draw(st.Stream, l, fmt.Sprintf("  queue %d/%d", st.Queued, st.Capacity))
+		l.queue = fmt.Sprintf("  queue %d/%d", st.Queued, st.Capacity)
+		r.draw(st.Stream, l)
 	}
 }
 
 // draw sets the text of a line that has not ended. r.mu is held.
-func (r *liveReporter) draw(id string, l *streamLine, queue string) {
-	text := liveText(id, l, l.state) + queue
+func (r *liveReporter) draw(id string, l *streamLine) {
+	text := liveText(id, l, l.state) + l.queue
 	l.text.Store(&text)
 }
 
 func (r *liveReporter) end(e ending) {
 	r.mu.Lock()
 	l := r.line(e.Stream)
-	text := liveText(e.Stream, l, endText(e))
+	text := liveText(e.Stream, l, e.State)
+	if why := strings.TrimPrefix(endText(e), e.State); why != "" {
+		text += why // " (end reason): message"
+	}
 	if e.Result != nil {
 		text += "  result " + clip(e.Result.Text, 60)
 	}

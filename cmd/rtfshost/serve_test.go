@@ -94,7 +94,7 @@ func TestServeSubprocess(t *testing.T) {
 		seen[ev.id] = true
 	}
 	for i, ev := range events[:3] {
-		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"_meta":{"rtfshost/coalesced":0,"rtfshost/seq":%d,"rtfshost/stream-id":"STREAM"},"progressToken":"xyz","message":"{\"n\":%d,\"count\":%d}","progress":%d}}`, i, i+1, i+1, i+1)
+		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"_meta":{"rtfshost/coalesced":0,"rtfshost/seq":%d,"rtfshost/stream-id":"STREAM"},"progressToken":"xyz","message":"{\"n\":%d,\"count\":%d}","progress":%d}}`, i+1, i+1, i+1, i+1)
 		got := regexp.MustCompile(`"rtfshost/stream-id":"counter\.v1-[0-9a-f]{8}"`).ReplaceAllString(ev.data, `"rtfshost/stream-id":"STREAM"`)
 		if got != want {
 			t.Errorf("progress event %d:\n got %s\nwant %s", i, ev.data, want)
