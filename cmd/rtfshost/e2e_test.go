@@ -72,6 +72,7 @@ func TestCLI(t *testing.T) {
 		t.Run("program-error", c.testProgramError)
 		t.Run("stream-error", c.testStreamError)
 		t.Run("awaited-error", c.testAwaitedError)
+		t.Run("side-by-side", c.testSideBySide)
 		t.Run("stuck", c.testStuck)
 		t.Run("unreachable", c.testUnreachable)
 		t.Run("interrupt", c.testInterrupt)
@@ -175,10 +176,22 @@ func (c *cli) run(t testing.TB, args ...string) result {
 // runEnv is run with extra environment variables (NAME=value).
 func (c *cli) runEnv(t testing.TB, env []string, args ...string) result {
 	t.Helper()
+	return c.runDir(t, t.TempDir(), env, args...)
+}
+
+// runIn is run in the directory dir (where the default data directory,
+// .rtfshost, is).
+func (c *cli) runIn(t testing.TB, dir string, args ...string) result {
+	t.Helper()
+	return c.runDir(t, dir, nil, args...)
+}
+
+func (c *cli) runDir(t testing.TB, dir string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, args...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	cmd.Env = append(childEnv(), env...)
 	// On timeout, ask for a goroutine dump first: it shows where it hung.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
