@@ -102,11 +102,7 @@ func (a *app) manageStreams(ctx context.Context, o controlOptions, verb string, 
 		switch {
 		case err != nil:
 			failed = true
-			if o.json {
-				writeJSONLine(a.stdout, jsonLine{Type: "error", Stream: id, Message: err.Error()})
-			} else {
-				fmt.Fprintf(a.stderr, "rtfshost: %s: %v\n", id, err)
-			}
+			a.tellManageErr(o.json, id, err)
 		case o.json && verb == "rm":
 			writeJSONLine(a.stdout, jsonLine{Type: "removed", Stream: id, Was: string(was)})
 		case o.json:
@@ -121,6 +117,15 @@ func (a *app) manageStreams(ctx context.Context, o controlOptions, verb string, 
 		return printedWithCode(exitStreamFailed)
 	}
 	return nil
+}
+
+// tellManageErr prints the error of a management command on stream id.
+func (a *app) tellManageErr(asJSON bool, id string, err error) {
+	if asJSON {
+		writeJSONLine(a.stdout, jsonLine{Type: "error", Stream: id, Message: err.Error()})
+		return
+	}
+	fmt.Fprintf(a.stderr, "rtfshost: %s: %v\n", id, err)
 }
 
 // manageOne is manageStreams for one id.

@@ -73,6 +73,8 @@ func TestCLI(t *testing.T) {
 		t.Run("stream-error", c.testStreamError)
 		t.Run("awaited-error", c.testAwaitedError)
 		t.Run("side-by-side", c.testSideBySide)
+		t.Run("agree", c.testAgree)
+		t.Run("json", c.testJSONEverywhere)
 		t.Run("stuck", c.testStuck)
 		t.Run("unreachable", c.testUnreachable)
 		t.Run("interrupt", c.testInterrupt)

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rtfshost/rtfshost/persistence"
-	"github.com/rtfshost/rtfshost/provider"
 )
 
 func (a *app) resumeCmd() *cobra.Command {
@@ -65,29 +64,27 @@ Output and exit codes are those of run.`,
 // run there already: resume ID un-pauses them there, and a bare resume
 // says what holds it.
 func (a *app) resumeStreams(ctx context.Context, o runOptions) error {
+	if len(o.unpause) > 0 {
+		// Un-pause them first, with the policy and the messages of the
+		// other commands (on the process that holds the directory, if
+		// one does: its streams run there).
+		heldBy, err := a.unpause(ctx, o)
+		if err != nil || heldBy {
+			return err
+		}
+	}
 	rep, live := a.newReporter(o, nil)
 	defer rep.close()
 	s, err := a.openSession(o, true, rep)
 	var held *persistence.LockedError
 	if errors.As(err, &held) {
-		if len(o.unpause) > 0 {
-			rep.close()
-			return a.manageStreams(ctx, controlOptions{json: o.json}, "resume", o.unpause)
-		}
 		return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("%w; the streams it runs go on there, and those it does not (rtfshost streams shows them as interrupted) can be resumed once it has ended", held)))
 	}
 	if err != nil {
 		return a.reportErr(rep, err)
 	}
 	for _, id := range o.unpause {
-		from, err := provider.SetStoredState(ctx, s.h.Store(), id, provider.StateActive)
-		if err != nil {
-			s.close()
-			return a.reportErr(rep, withCode(exitStreamFailed, err))
-		}
-		if from == provider.StatePaused {
-			rep.log("", fmt.Sprintf("resuming the paused stream %s", id))
-		}
+		rep.log("", fmt.Sprintf("resuming the paused stream %s", id))
 	}
 	before, err := s.h.ResumedPrograms(ctx)
 	if err != nil {
@@ -157,4 +154,32 @@ func joinedErrs(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// unpause un-pauses the streams of resume ID... where they are: on the
+// process that holds the data directory (heldBy: nothing is left to
+// resume here), or in the directory. Each error is told as the other
+// commands tell it, and ends the command.
+func (a *app) unpause(ctx context.Context, o runOptions) (heldBy bool, err error) {
+	d, err := a.openDesk(ctx, "")
+	if err != nil {
+		return false, err
+	}
+	_, heldBy = d.(*holderDesk)
+	if heldBy {
+		d.close()
+		return true, a.manageStreams(ctx, controlOptions{json: o.json}, "resume", o.unpause)
+	}
+	defer d.close()
+	failed := false
+	for _, id := range o.unpause {
+		if _, _, err := a.manageOne(ctx, d, "resume", id, false); err != nil {
+			failed = true
+			a.tellManageErr(o.json, id, err)
+		}
+	}
+	if failed {
+		return false, printedWithCode(exitStreamFailed)
+	}
+	return false, nil
 }
