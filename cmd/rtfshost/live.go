@@ -51,8 +51,22 @@ func newLiveReporter(w, errw io.Writer, h hints, sources map[string][]byte) *liv
 	ctx, cancel := context.WithCancel(context.Background())
 	p := mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithWidth(1), mpb.WithRefreshRate(liveRefresh))
 	r := &liveReporter{p: p, cancel: cancel, lines: map[string]*streamLine{}, out: w, errw: errw}
-	r.text = textReporter{out: p, errw: errw, hints: h, sources: sources}
+	r.text = textReporter{out: lineStart{p}, errw: errw, hints: h, sources: sources}
 	return r
+}
+
+// lineStart writes each line (a Write) from the start of the terminal's
+// line: a Ctrl-C the terminal echoes as ^C moves the cursor, and the
+// progress display redraws from the column it is left at; a line that
+// began there would keep the echo's columns of the line under it ("co"
+// of "counter...") in front of it.
+type lineStart struct{ w io.Writer }
+
+func (l lineStart) Write(p []byte) (int, error) {
+	if _, err := l.w.Write(append([]byte{'\r'}, p...)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // output prints the output above the lines; its chunk has been processed,
@@ -140,7 +154,7 @@ func (r *liveReporter) line(id string) *streamLine {
 	text := id + "  starting"
 	l.text.Store(&text)
 	l.bar = r.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
-		return *l.text.Load()
+		return "\r" + *l.text.Load() // from the line's start, as lineStart
 	})))
 	r.lines[id] = l
 	return l
