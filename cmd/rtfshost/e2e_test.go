@@ -76,6 +76,7 @@ func TestCLI(t *testing.T) {
 		t.Run("agree", c.testAgree)
 		t.Run("json", c.testJSONEverywhere)
 		t.Run("pty-interrupt", c.testPTYInterrupt)
+		t.Run("stuck-slow-source", c.testStuckSlowSource)
 		t.Run("stuck", c.testStuck)
 		t.Run("unreachable", c.testUnreachable)
 		t.Run("interrupt", c.testInterrupt)

@@ -122,6 +122,27 @@ func (c *cli) runOnPTYSized(t *testing.T, size *pty.Winsize, args ...string) str
 	cmd := exec.Command(c.bin, args...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(childEnv(), "TERM=xterm")
+	out, waitErr := c.ptyRun(t, cmd, size)
+	if waitErr != nil {
+		t.Fatalf("rtfshost %s on a terminal: %v\n%q", strings.Join(args, " "), waitErr, out)
+	}
+	return out
+}
+
+// ptyOutput runs cmd on a pseudo-terminal of 50x200 and returns all it
+// wrote; its exit status does not matter.
+func (c *cli) ptyOutput(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	out, _ := c.ptyRun(t, cmd, &pty.Winsize{Rows: 50, Cols: 200})
+	return out
+}
+
+// ptyRun runs cmd on a new pseudo-terminal of the given size and returns
+// everything it wrote to it and how it exited. The command must end within
+// ptyTimeout; otherwise it gets SIGQUIT (a goroutine dump), then SIGKILL.
+func (c *cli) ptyRun(t *testing.T, cmd *exec.Cmd, size *pty.Winsize) (string, error) {
+	t.Helper()
+	args := cmd.Args[1:]
 	ptmx, err := pty.StartWithSize(cmd, size)
 	if err != nil {
 		t.Fatalf("starting rtfshost on a pty: %v", err)
@@ -154,10 +175,7 @@ func (c *cli) runOnPTYSized(t *testing.T, size *pty.Winsize, args ...string) str
 	if timedOut {
 		t.Fatalf("rtfshost %s still running after %v on a terminal; its output:\n%s", strings.Join(args, " "), ptyTimeout, out.String())
 	}
-	if waitErr != nil {
-		t.Fatalf("rtfshost %s on a terminal: %v\n%q", strings.Join(args, " "), waitErr, out.String())
-	}
-	return out.String()
+	return out.String(), waitErr
 }
 
 // ansiEscape matches the escape sequences a progress display writes: CSI
@@ -447,5 +465,34 @@ func (c *cli) testPTYInterrupt(t *testing.T) {
 				t.Errorf("the last live line counts %d chunks, the last output printed is #%d\n%s", final.chunks, last, shown)
 			}
 		}
+	}
+}
+
+// testStuckSlowSource: a processor that pauses for good on a source that
+// sends a chunk a second (its queue would take more than a minute to
+// fill) is reported stuck at once, and the terminal shows the stream as
+// paused meanwhile.
+func (c *cli) testStuckSlowSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := writeProgram(t, dir, "pauser.rtfs", `(defn stop [n chunk meta] {:state (inc n) :action :pause :output {:n (inc n)}})
+(call :mcp.stream.start {:endpoint "counter.v1" :queue-capacity 100
+                         :config {:limit 1000000 :interval_ms 1000} :processor stop :initial-state 0})
+`)
+	r := c.runIn(t, dir, "run", "--server-url", c.serverURL, path)
+	wantCode(t, r, exitStreamFailed)
+	if !regexp.MustCompile(`counter\.v1-[0-9a-f]{8}: paused with no :resume-after-ms, and its source sends no control chunk that could resume it`).MatchString(r.stderr) {
+		t.Errorf("the stuck stream is not reported\n%s", r)
+	}
+	cmd := exec.Command(c.bin, "run", "--data", "terminal", "--server-url", c.serverURL, path)
+	cmd.Dir = dir
+	cmd.Env = append(childEnv(), "TERM=xterm")
+	screen := vtScreen(c.ptyOutput(t, cmd))
+	var live []liveLine
+	for _, ls := range liveLines(screen) {
+		live = ls
+	}
+	if len(live) == 0 || live[len(live)-1].state != "paused" || live[len(live)-1].chunks != 1 {
+		t.Errorf("the terminal does not show the stream paused after its one chunk\n%s", strings.Join(screen, "\n"))
 	}
 }
