@@ -188,9 +188,11 @@ func (a *app) serveHolder(h *host.Host, o *owners) (*holder, error) {
 }
 
 // waitJobs waits until the jobs of joined runs have ended, saying so on w
-// when some run, and refuses new ones meanwhile. A second Ctrl-C ends the
-// process at once, with them (their progress is kept).
-func (hd *holder) waitJobs(w io.Writer) {
+// when some run, and refuses new ones meanwhile. A Ctrl-C (ctx) changes
+// nothing but what it says: the runs that joined go on; after the first
+// Ctrl-C the next one ends the process at once, with them (their progress
+// is kept).
+func (hd *holder) waitJobs(ctx context.Context, w io.Writer) {
 	if hd == nil {
 		return
 	}
@@ -209,8 +211,13 @@ func (hd *holder) waitJobs(w io.Writer) {
 	}
 	hd.mu.Unlock()
 	sort.Strings(files)
-	fmt.Fprintf(w, "rtfshost: %d other run(s) joined %s and run here (%s): waiting for them to end (Ctrl-C again stops them too; their progress is kept)\n",
-		n, hd.a.flags.dataDir, strings.Join(files, ", "))
+	fmt.Fprintf(w, "rtfshost: %d other run(s) joined %s and run here (%s): waiting for them to end\n", n, hd.a.flags.dataDir, strings.Join(files, ", "))
+	select {
+	case <-idle:
+		return
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(w, "rtfshost: the runs that joined go on here until they end; Ctrl-C again stops them too (their progress is kept)")
 	<-idle
 }
 
@@ -614,6 +621,10 @@ func (d *holderDesk) remove(ctx context.Context, id string) error {
 
 func (d *holderDesk) close() { d.c.closeIdle() }
 
+// errHolderEnding is join's error when the holder refuses the run because
+// it is ending: the directory is about to be free.
+var errHolderEnding = errors.New("the process that holds the data directory is ending")
+
 // join runs the program as a job of the holder of the data directory and
 // replays its lines into rep; it returns the job's exit code. The first
 // Ctrl-C (ctx) ends the request: the holder stops the job's streams where
@@ -642,6 +653,9 @@ func (a *app) join(ctx context.Context, d *holderDesk, file string, src []byte, 
 		return 0, fmt.Errorf("joining %s: %w", d.where(), err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return 0, errHolderEnding
+	}
 	if resp.StatusCode != http.StatusOK {
 		var out struct{}
 		return 0, decodeAnswer(resp, &out)

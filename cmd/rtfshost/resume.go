@@ -136,7 +136,7 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) error {
 		return code
 	})
 	rep.close()
-	s.hold.waitJobs(a.stderr)
+	s.hold.waitJobs(ctx, a.stderr)
 	if err := s.close(); err != nil && code == exitOK {
 		code = exitStreamFailed
 		a.printErr(o.json, err)

@@ -82,10 +82,31 @@ func (a *app) runProgram(ctx context.Context, path string, o runOptions) error {
 		rep.fail(failureOf(err, path))
 		return printedWithCode(exitProgramError)
 	}
-	s, err := a.openSession(o, false, rep)
-	var held *persistence.LockedError
-	if errors.As(err, &held) {
-		return a.runJoined(ctx, held, path, src, o, live, rep)
+	// Hold the directory, or join the process that holds it. A holder
+	// serves its socket a moment after it opened the directory, and one
+	// that is ending frees the directory a moment after it closed it.
+	var s *session
+	deadline := time.Now().Add(holderWait)
+	for {
+		s, err = a.openSession(o, false, rep)
+		var held *persistence.LockedError
+		if !errors.As(err, &held) {
+			break
+		}
+		if d, derr := a.dialHolder(ctx); derr == nil {
+			err = a.runJoined(ctx, d, held, path, src, o, live, rep)
+			if !errors.Is(err, errHolderEnding) {
+				return err
+			}
+			deadline = time.Now().Add(holderWait)
+		} else if time.Now().After(deadline) {
+			return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("%w (it answers on no control socket, so this run cannot join it)", held)))
+		}
+		select {
+		case <-ctx.Done():
+			return a.reportErr(rep, withCode(exitInterrupted, ctx.Err()))
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	if err != nil {
 		return a.reportErr(rep, err)
@@ -97,7 +118,7 @@ func (a *app) runProgram(ctx context.Context, path string, o runOptions) error {
 	}
 	code := j.run(ctx, path, prog)
 	rep.close()
-	s.hold.waitJobs(a.stderr)
+	s.hold.waitJobs(ctx, a.stderr)
 	if err := s.close(); err != nil && code == exitOK {
 		code = exitStreamFailed
 		a.printErr(o.json, err)
@@ -105,32 +126,22 @@ func (a *app) runProgram(ctx context.Context, path string, o runOptions) error {
 	return codeErr(code)
 }
 
-// runJoined runs the program as a job of the process that holds the data
-// directory, which its control socket names; held says which it is.
-func (a *app) runJoined(ctx context.Context, held *persistence.LockedError, path string, src []byte, o runOptions, live bool, rep reporter) error {
+// runJoined runs the program as a job of d, the process that holds the
+// data directory (held says which it is). It returns errHolderEnding when
+// that process is ending.
+func (a *app) runJoined(ctx context.Context, d *holderDesk, held *persistence.LockedError, path string, src []byte, o runOptions, live bool, rep reporter) error {
+	defer d.close()
 	if o.obs.metricsListen != "" || o.obs.otlpEndpoint != "" || o.obs.perStream {
 		return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("%w; a run that joins it cannot serve metrics or traces of its own (--metrics-listen, --otlp-endpoint, --metrics-per-stream)", held)))
 	}
-	deadline := time.Now().Add(holderWait)
-	for {
-		d, err := a.dialHolder(ctx)
-		if err == nil {
-			code, err := a.join(ctx, d, path, src, o, live, rep)
-			d.close()
-			if err != nil {
-				return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("data directory %s is in use by %s, and this run cannot join it: %w", a.flags.dataDir, d.hello, err)))
-			}
-			return codeErr(code)
-		}
-		if time.Now().After(deadline) {
-			return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("%w (it answers on no control socket, so this run cannot join it)", held)))
-		}
-		select {
-		case <-ctx.Done():
-			return a.reportErr(rep, withCode(exitInterrupted, ctx.Err()))
-		case <-time.After(50 * time.Millisecond):
-		}
+	code, err := a.join(ctx, d, path, src, o, live, rep)
+	if errors.Is(err, errHolderEnding) {
+		return err
 	}
+	if err != nil {
+		return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("data directory %s is in use by %s, and this run cannot join it: %w", a.flags.dataDir, d.hello, err)))
+	}
+	return codeErr(code)
 }
 
 // readProgram reads a program's file.

@@ -37,7 +37,8 @@ func writeProgram(t *testing.T, dir, name, src string) string {
 // directory (.rtfshost). Three runs started at once all succeed, each
 // printing its own stream's lines only. While a run holds the directory, a
 // second one joins it, and from a third shell streams, inspect, pause and
-// resume see and act on both live streams; the second run's Ctrl-C stops
+// resume see and act on both live streams (a run with other budgets is
+// refused, saying so); the second run's Ctrl-C stops
 // its own stream only (interrupted, where it was), the first goes on until
 // a cancel from the third shell ends it; then the directory, no longer
 // held, shows the same.
@@ -72,6 +73,12 @@ func (c *cli) testSideBySide(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^` + id + `\s+` + state + `\s+\d+`).MatchString(r.stdout) {
 			t.Errorf("no row of %s %s\n%s", id, state, r)
 		}
+	}
+	// A run whose program would not run there as here is refused.
+	other := c.runIn(t, dir, "run", "--max-steps", "5000", "--server-url", c.serverURL, writeProgram(t, dir, "o.rtfs", counterProgram("side-o", 5, 1)))
+	wantCode(t, other, exitStreamFailed)
+	if !strings.Contains(other.stderr, "this run cannot join it: its programs would not run there as here: the budgets (--max-steps, --max-memory, --call-timeout, --idle-timeout) differ") {
+		t.Errorf("a run with other budgets:\n%s", other)
 	}
 	table := c.runIn(t, dir, "streams")
 	wantCode(t, table, exitOK)
