@@ -77,6 +77,7 @@ func TestCLI(t *testing.T) {
 		t.Run("json", c.testJSONEverywhere)
 		t.Run("pty-interrupt", c.testPTYInterrupt)
 		t.Run("stuck-slow-source", c.testStuckSlowSource)
+		t.Run("chunk-shape", c.testChunkShape)
 		t.Run("stuck", c.testStuck)
 		t.Run("unreachable", c.testUnreachable)
 		t.Run("interrupt", c.testInterrupt)

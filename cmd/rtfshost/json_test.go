@@ -3,8 +3,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,5 +71,46 @@ func (c *cli) testJSONEverywhere(t *testing.T) {
 	wantCode(t, r, exitStreamFailed)
 	if lines := parseJSONLines(t, r); len(lines) != 1 || lines[0].Type != "error" || !strings.Contains(lines[0].Message, "is in use by") || r.stderr != "" {
 		t.Errorf("inspect --json of a locked directory: want one error line\n%s", r)
+	}
+}
+
+// testChunkShape: the README's walkthrough shows the reference server's
+// chunk as a processor gets it, and run's #N, the chunk's own :seq and the
+// metadata's :seq are the same number.
+func (c *cli) testChunkShape(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := writeProgram(t, dir, "shape.rtfs", `(defn look [n chunk meta]
+  (when (= n 0) (println (dissoc chunk :generated_at)))
+  (println "seqs" (:seq chunk) (:seq meta))
+  {:state (inc n) :output (:seq chunk)})
+(call :mcp.stream.start {:endpoint "weather.monitor.v1" :config {:limit 3 :interval_ms 0} :processor look :initial-state 0})
+`)
+	r := c.runIn(t, dir, "run", "--server-url", c.serverURL, path)
+	wantCode(t, r, exitOK)
+	id := regexp.MustCompile(`weather\.monitor\.v1-[0-9a-f]{8}`).FindString(r.stdout)
+	for n := 1; n <= 3; n++ {
+		for _, want := range []string{fmt.Sprintf("%s | seqs %d %d\n", id, n, n), fmt.Sprintf("%s #%d: %d\n", id, n, n)} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("no line %q\n%s", want, r)
+			}
+		}
+	}
+	first := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(id) + ` \| (\{:endpoint .*)$`).FindStringSubmatch(r.stdout)
+	if first == nil {
+		t.Fatalf("the first chunk is not printed\n%s", r)
+	}
+	readme, err := os.ReadFile(filepath.Join(c.examples, "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := strings.Join(strings.Fields(string(readme)), " ")
+	for _, part := range []string{`{:endpoint "weather.monitor.v1" :seq 1`, `:chunk {:city "Paris" :temperature_c 18.4 :humidity_pct 62 :conditions "cloudy"}`, `:trace {:source "rtfshost-localserver" :version "1"}`, "#1: ..."} {
+		if !strings.Contains(shown, part) {
+			t.Errorf("the README's walkthrough does not show %q", part)
+		}
+		if part != "#1: ..." && !strings.Contains(first[1], part) {
+			t.Errorf("the server's first chunk %s has no %q", first[1], part)
+		}
 	}
 }
