@@ -55,6 +55,7 @@ func (p *Provider) Pause(id string) (Status, error) {
 func pauseChange(s *stream) {
 	if s.st != StatePaused {
 		s.obs.Directive("pause", "request") // pausing a paused stream applies nothing
+		s.noteLocked(TimelineEvent{Kind: "pause", Source: "request"})
 	}
 	s.st, s.resumeAt, s.pausedByRequest = StatePaused, time.Time{}, true
 }
@@ -69,6 +70,7 @@ func (p *Provider) Resume(id string) (Status, error) {
 func resumeChange(s *stream) {
 	if s.st != StateActive {
 		s.obs.Directive("resume", "request") // resuming an active stream applies nothing
+		s.noteLocked(TimelineEvent{Kind: "resume", Source: "request"})
 	}
 	s.st, s.resumeAt = StateActive, time.Time{}
 }
@@ -88,6 +90,7 @@ func (p *Provider) Cancel(id string) (Status, error) {
 	}
 	if !s.st.Terminal() {
 		s.obs.Directive("cancel", "request")
+		s.noteLocked(TimelineEvent{Kind: "cancel", Source: "request"})
 		s.cancelLocked("request")
 	}
 	st := s.statusLocked()

@@ -127,6 +127,7 @@ func (s *stream) Reconnecting(attempt int, _ time.Duration, cause error) {
 	s.stats.reconnects++
 	obs := s.obs
 	s.mu.Unlock()
+	s.noteReconnect(attempt, cause)
 	obs.Reconnecting(attempt, cause)
 }
 

@@ -196,6 +196,9 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (rtfs.Value, [
 	if s.observed && d.act != actNone {
 		s.obs.Directive(actionNames[d.act], d.reason) // a directive applied: none for a plain chunk
 	}
+	if d.act > actContinue {
+		s.noteLocked(TimelineEvent{Kind: actionNames[d.act], Source: d.reason, Chunk: it.number()})
+	}
 	s.directLocked(d, out)
 	return out, s.subs
 }
@@ -251,6 +254,7 @@ func (s *stream) endOfSourceLocked() {
 // finishLocked moves the stream to a terminal state and stops its transport.
 func (s *stream) finishLocked(st State, reason, msg string) {
 	s.st, s.reason, s.msg = st, reason, msg
+	s.noteEndLocked()
 	s.resumeAt = time.Time{}
 	s.roomMade()
 	s.cancel()

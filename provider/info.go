@@ -15,21 +15,24 @@ import (
 // them; a test keeps the three in step), so a client of a running serve
 // decodes it back into a StreamInfo. It is a copy: the caller owns it.
 type StreamInfo struct {
-	StreamID           string        `json:"stream-id"`
-	Processor          string        `json:"processor"`
-	Endpoint           string        `json:"endpoint"`
-	Status             StatusInfo    `json:"status"`
-	QueueCapacity      int           `json:"queue-capacity"`
-	Stats              StatsInfo     `json:"stats"`
-	Transport          TransportInfo `json:"transport"`
-	ObservedAtEpochMs  int64         `json:"observed-at-epoch-ms"`
-	StartedAtEpochMs   int64         `json:"started-at-epoch-ms"`
-	PersistenceEnabled bool          `json:"persistence-enabled"`
-	LastOutput         JSONValue     `json:"last-output"`
-	Result             JSONValue     `json:"result"`
-	Cursor             *string       `json:"cursor"` // shortened (DisplayCursor); nil before the first chunk
-	DroppedChunks      int64         `json:"dropped-chunks"`
-	Reconnects         int64         `json:"reconnects"`
+	StreamID          string        `json:"stream-id"`
+	Processor         string        `json:"processor"`
+	Endpoint          string        `json:"endpoint"`
+	Status            StatusInfo    `json:"status"`
+	QueueCapacity     int           `json:"queue-capacity"`
+	Stats             StatsInfo     `json:"stats"`
+	Transport         TransportInfo `json:"transport"`
+	ObservedAtEpochMs int64         `json:"observed-at-epoch-ms"`
+	StartedAtEpochMs  int64         `json:"started-at-epoch-ms"`
+	// EndedAtEpochMs is when the stream ended, while the provider that ran
+	// it lives; nil before its end, and for a stream loaded from the store.
+	EndedAtEpochMs     *int64    `json:"ended-at-epoch-ms"`
+	PersistenceEnabled bool      `json:"persistence-enabled"`
+	LastOutput         JSONValue `json:"last-output"`
+	Result             JSONValue `json:"result"`
+	Cursor             *string   `json:"cursor"` // shortened (DisplayCursor); nil before the first chunk
+	DroppedChunks      int64     `json:"dropped-chunks"`
+	Reconnects         int64     `json:"reconnects"`
 	// CurrentState, InitialState and Queue are nil when InspectOptions
 	// left them out.
 	CurrentState *JSONValue    `json:"current-state,omitempty"`
@@ -164,6 +167,10 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 		c := DisplayCursor(s.cursor)
 		in.Cursor = &c
 	}
+	if !s.tl.endedAt.IsZero() {
+		ms := s.tl.endedAt.UnixMilli()
+		in.EndedAtEpochMs = &ms
+	}
 	if !opts.OmitState {
 		in.CurrentState = &JSONValue{s.state}
 	}
@@ -223,6 +230,7 @@ func (in StreamInfo) Value() rtfs.Value {
 		rtfs.Keyword("transport"), in.Transport.value(),
 		rtfs.Keyword("observed-at-epoch-ms"), rtfs.Int(in.ObservedAtEpochMs),
 		rtfs.Keyword("started-at-epoch-ms"), rtfs.Int(in.StartedAtEpochMs),
+		rtfs.Keyword("ended-at-epoch-ms"), optInt(in.EndedAtEpochMs),
 		rtfs.Keyword("persistence-enabled"), rtfs.Bool(in.PersistenceEnabled),
 		rtfs.Keyword("last-output"), in.LastOutput.value(),
 		rtfs.Keyword("result"), in.Result.value(),

@@ -243,6 +243,11 @@ func (p *Provider) launch(s *stream) {
 	s.mu.Lock()
 	connect := s.taskPresent
 	p.observe(s.startCtx, s, s.recovered)
+	start := TimelineEvent{Kind: "start"}
+	if s.recovered {
+		start.Message = "recovered from the store"
+	}
+	s.noteLocked(start)
 	s.mu.Unlock()
 	go s.work()
 	if connect {

@@ -83,6 +83,7 @@ type stream struct {
 	lifecycle // directive.go: status, state, outputs
 	stats     // stats.go: counters
 
+	tl        timeline // timeline.go: the stream's recent events
 	subs      []*Subscription
 	exited    bool // the worker has exited; subs stays nil
 	dormant   bool // recovered without connecting: inspect only

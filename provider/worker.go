@@ -172,6 +172,7 @@ func (s *stream) nextLocked() step {
 	if s.st == StatePaused && !s.resumeAt.IsZero() && !time.Now().Before(s.resumeAt) {
 		s.st, s.resumeAt = StateActive, time.Time{}
 		s.obs.Directive("resume", "timer") // :resume-after-ms ran out
+		s.noteLocked(TimelineEvent{Kind: "resume", Source: "timer"})
 	}
 	if it, ok := s.takeLocked(); ok {
 		s.idle = false
