@@ -218,23 +218,23 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // A row is what the list shows of one stream.
 type row struct {
-	ID         string    `json:"id"`
-	Endpoint   string    `json:"endpoint"`
-	Processor  string    `json:"processor"`
-	Transport  string    `json:"transport"`
-	State      string    `json:"state"`
-	Reason     string    `json:"reason,omitempty"`
-	Message    string    `json:"message,omitempty"`
-	Processed  int64     `json:"processed"`
-	Dropped    int64     `json:"dropped"`
-	Queued     int64     `json:"queued"`
-	Capacity   int       `json:"capacity"`
-	Reconnects int64     `json:"reconnects"`
-	Outputs    int64     `json:"outputs"`
-	LastOutput string    `json:"lastOutput,omitempty"`
-	StartedMs  int64     `json:"startedMs"`
-	EndedMs    int64     `json:"endedMs,omitempty"` // when it ended (its age stops there), if known
-	LastMs     int64     `json:"lastMs,omitempty"`  // last chunk received
+	ID         string `json:"id"`
+	Endpoint   string `json:"endpoint"`
+	Processor  string `json:"processor"`
+	Transport  string `json:"transport"`
+	State      string `json:"state"`
+	Reason     string `json:"reason,omitempty"`
+	Message    string `json:"message,omitempty"`
+	Processed  int64  `json:"processed"`
+	Dropped    int64  `json:"dropped"`
+	Queued     int64  `json:"queued"`
+	Capacity   int    `json:"capacity"`
+	Reconnects int64  `json:"reconnects"`
+	Outputs    int64  `json:"outputs"`
+	LastOutput string `json:"lastOutput,omitempty"`
+	StartedMs  int64  `json:"startedMs"`
+	EndedMs    int64  `json:"endedMs,omitempty"` // when it ended (its age stops there), if known
+	LastMs     int64  `json:"lastMs,omitempty"`  // last chunk received
 	// Rate is chunks/s over the last interval while the stream runs; once
 	// it has ended, its average over its life (Lifetime).
 	Rate     float64   `json:"rate"`
