@@ -24,6 +24,7 @@ type loaded struct {
 	def      *defRecord
 	progress *progressRecord
 	journal  []journalEntry // in seq order
+	child    *childRecord   // the process group its transport ran, if recorded (children.go)
 	err      error          // the first bad record
 }
 
@@ -59,7 +60,7 @@ func (p *Provider) Recover(ctx context.Context) error {
 	}
 	var errs []error
 	for _, l := range all {
-		if p.has(l.id) {
+		if p.has(l.id) || l.leftover() {
 			continue
 		}
 		if err := p.restore(ctx, l); errors.Is(err, ErrOwned) {
@@ -86,7 +87,7 @@ func (p *Provider) RecoverStream(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("provider: recover stream %q: %w", id, err)
 	}
-	if len(all) == 0 {
+	if len(all) == 0 || all[0].leftover() {
 		return fmt.Errorf("provider: recover stream %q: %w", id, ErrNotPersisted)
 	}
 	return p.restore(ctx, all[0])
@@ -151,8 +152,25 @@ func (l *loaded) add(key, value []byte, suffix byte, seq int64) error {
 		}
 		l.journal = append(l.journal, e)
 		return nil
+	case suffixChild:
+		l.child = &childRecord{}
+		return l.child.decode(key, value)
 	}
 	return &persistence.CorruptRecordError{Key: key, Reason: fmt.Sprintf("unknown record suffix %q", suffix)}
+}
+
+// complete reports why the records of l cannot rebuild its stream: one is
+// damaged, or its definition or progress record is missing.
+func (l *loaded) complete() error {
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.def == nil:
+		return &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: "the stream's definition record is missing"}
+	case l.progress == nil:
+		return &persistence.CorruptRecordError{Key: streamKey(l.id, suffixProg), Reason: "the stream's progress record is missing"}
+	}
+	return nil
 }
 
 // restore rebuilds one loaded stream and registers it. A stream that is
@@ -177,13 +195,8 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 		delete(p.restoring, l.id)
 		p.mu.Unlock()
 	}()
-	switch {
-	case l.err != nil:
-		return wrap(l.err)
-	case l.def == nil:
-		return wrap(&persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: "the stream's definition record is missing"})
-	case l.progress == nil:
-		return wrap(&persistence.CorruptRecordError{Key: streamKey(l.id, suffixProg), Reason: "the stream's progress record is missing"})
+	if err := l.complete(); err != nil {
+		return wrap(err)
 	}
 	run := !State(l.progress.status).Terminal() && p.cfg.autoConnect
 	if run {
@@ -250,6 +263,9 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	}
 	s := newStream(p, l.id, def, proc)
 	s.recovered = true
+	if l.child != nil {
+		s.stale = l.child.process()
+	}
 	if d.order > 0 {
 		s.started = time.Unix(0, d.order)
 	}
@@ -379,9 +395,9 @@ func (st *streamStore) restoreJournal(l *loaded) {
 		if low < 0 {
 			low = e.seq
 		}
-		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received)}
+		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received), FD: e.rec.fd}
 		chunk := decodeChunk(&s.dec, c.Data, c.Event)
-		s.enqueueLocked(c, chunk, controlAction(chunk), e.seq, true)
+		s.requeueLocked(c, chunk, e.seq)
 		if e.seq >= next {
 			next = e.seq + 1
 		}
@@ -425,14 +441,20 @@ func (p *Provider) registerRecovered(s *stream) error {
 	s.cancel()
 	close(s.done)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return ErrClosed
 	}
 	if _, dup := p.streams[s.id]; dup {
+		p.mu.Unlock()
 		return fmt.Errorf("a stream with id %q already exists", s.id)
 	}
 	p.streams[s.id] = s
 	p.order = append(p.order, s)
+	early := p.attachPendingLocked(s)
+	p.mu.Unlock()
+	for _, sub := range early {
+		s.subscribe(sub) // it has ended: its EventEnd at once
+	}
 	return nil
 }

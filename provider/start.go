@@ -403,7 +403,7 @@ func (p *Provider) idleTimeout(def *definition) time.Duration {
 // the stream's target has the header's origin (the configured server URL's),
 // and an HTTP client that checks redirects against the egress policy, strips
 // the header on a redirect that leaves that origin, and applies the idle
-// timeout.
+// timeout (which Spec.IdleTimeout carries for the other transports).
 func (p *Provider) spec(s *stream) transport.Spec {
 	sp := transport.Spec{
 		StreamID:      s.id,
@@ -411,8 +411,10 @@ func (p *Provider) spec(s *stream) transport.Spec {
 		Config:        s.def.tconf,
 		RetryAttempts: p.opts.RetryAttempts,
 		MaxEventBytes: transport.DefaultMaxEventBytes,
+		IdleTimeout:   p.idleTimeout(&s.def),
 		Logger:        p.opts.Logger,
 		Resumed:       s.recovered,
+		Stale:         s.stale,
 	}
 	if s.def.config != nil {
 		if b, err := rtfs.ToJSON(s.def.config); err == nil {
@@ -444,12 +446,12 @@ func (p *Provider) spec(s *stream) transport.Spec {
 func queryOf(m *rtfs.Map) map[string]string {
 	q := make(map[string]string, m.Len())
 	m.Range(func(k, v rtfs.Value) bool {
-		key := textOf(k)
+		key := rtfs.TextOf(k)
 		switch v := v.(type) {
 		case rtfs.NilType:
 			return true
 		case rtfs.String, rtfs.Keyword, rtfs.Symbol:
-			q[key] = textOf(v)
+			q[key] = rtfs.TextOf(v)
 		case rtfs.Int:
 			q[key] = strconv.FormatInt(int64(v), 10)
 		case rtfs.Float, rtfs.Bool:
@@ -464,19 +466,6 @@ func queryOf(m *rtfs.Map) map[string]string {
 		return true
 	})
 	return q
-}
-
-// textOf is the text of a string, keyword or symbol, else the printed form.
-func textOf(v rtfs.Value) string {
-	switch v := v.(type) {
-	case rtfs.String:
-		return string(v)
-	case rtfs.Keyword:
-		return string(v)
-	case rtfs.Symbol:
-		return string(v)
-	}
-	return v.String()
 }
 
 // Deliver hands chunk c to stream id as if its transport had read it. It

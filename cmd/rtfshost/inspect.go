@@ -171,7 +171,7 @@ func printInspectMap(w io.Writer, v rtfs.Value) {
 	var keys []string
 	vals := map[string]rtfs.Value{}
 	m.Range(func(k, v rtfs.Value) bool {
-		ks := text(k)
+		ks := rtfs.TextOf(k)
 		keys = append(keys, ks)
 		vals[ks] = v
 		return true
@@ -182,21 +182,6 @@ func printInspectMap(w io.Writer, v rtfs.Value) {
 		fmt.Fprintf(tw, "%s\t%s\n", k, vals[k])
 	}
 	tw.Flush()
-}
-
-// text prints strings, keywords and symbols without quotes or colon, nil as "".
-func text(v rtfs.Value) string {
-	switch v := v.(type) {
-	case nil, rtfs.NilType:
-		return ""
-	case rtfs.String:
-		return string(v)
-	case rtfs.Keyword:
-		return string(v)
-	case rtfs.Symbol:
-		return string(v)
-	}
-	return v.String()
 }
 
 func clip(s string, n int) string {

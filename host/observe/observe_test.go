@@ -415,7 +415,7 @@ func TestSpans(t *testing.T) {
 			t.Error("a processor span ends before it starts")
 		}
 	}
-	wantAttrs(t, procs[0], map[attribute.Key]string{"rtfshost.chunk.seq": "0"})
+	wantAttrs(t, procs[0], map[attribute.Key]string{"rtfshost.chunk.seq": "1"}) // the first chunk is chunk 1
 }
 
 // TestSpansOffByDefaultRatio checks that the default ratio does not make a
