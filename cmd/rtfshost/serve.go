@@ -214,7 +214,7 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		return withCode(exitStreamFailed, fmt.Errorf("--listen %s: %w", o.listen, err))
 	}
 	// Streams an earlier run, resume or serve left unfinished carry on here.
-	if err := h.Recover(cmd.Context()); err != nil {
+	if err := srv.Recover(cmd.Context()); err != nil {
 		where := a.flags.dataDir
 		if clusterOpts != nil {
 			where = "the cluster"

@@ -142,9 +142,10 @@ func TestServeSubprocess(t *testing.T) {
 
 // serveResumeAfterKill: a 2025-11-25 client reads a few progress
 // notifications of a tools/call, then serve is killed with SIGKILL and
-// started again on the same data directory; the client resumes with
-// Last-Event-ID and gets every later notification, in order, and the
-// call's result.
+// started again on the same data directory; the client comes back once
+// the recovered stream has ended, resumes with Last-Event-ID and gets every
+// later notification, in order, and the call's result: the restarted
+// server follows the call from before its stream runs again.
 func serveResumeAfterKill(t *testing.T, sourceURL string) {
 	dir := filepath.Join(t.TempDir(), "data")
 	base, _, kill := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
@@ -199,6 +200,19 @@ func serveResumeAfterKill(t *testing.T, sourceURL string) {
 
 	base, stop, _ := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
 	defer stop()
+	// The client comes back late: the recovered stream has ended by then,
+	// and every output it gave since the restart is stored for the client.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := callServer(context.Background(), base, "mcp.stream.status", map[string]any{"stream-id": "resumable"})
+		if err == nil && strings.Contains(st, `"state":"completed"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the recovered stream did not complete: %s %v", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	get, _ := http.NewRequest(http.MethodGet, base, nil)
 	get.Header.Set("Accept", "text/event-stream")
 	get.Header.Set("Mcp-Session-Id", sid)
