@@ -128,12 +128,17 @@ func printStreamTable(w io.Writer, infos []provider.StreamInfo) {
 	}
 }
 
-// age is how long ago the stream was first started, "-" if unknown.
+// age is how long the stream has run since it was first started, up to
+// its end when it has ended and the end is known; "-" if unknown.
 func age(in provider.StreamInfo) string {
-	if in.StartedAtEpochMs <= 0 || in.ObservedAtEpochMs < in.StartedAtEpochMs {
+	until := in.ObservedAtEpochMs
+	if in.EndedAtEpochMs != nil {
+		until = *in.EndedAtEpochMs
+	}
+	if in.StartedAtEpochMs <= 0 || until < in.StartedAtEpochMs {
 		return "-"
 	}
-	d := time.Duration(in.ObservedAtEpochMs-in.StartedAtEpochMs) * time.Millisecond
+	d := time.Duration(until-in.StartedAtEpochMs) * time.Millisecond
 	switch {
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d.Seconds()))
