@@ -135,13 +135,7 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) error {
 		}
 		return code
 	})
-	rep.close()
-	s.hold.waitJobs(ctx, a.stderr)
-	if err := s.close(); err != nil && code == exitOK {
-		code = exitStreamFailed
-		a.printErr(o.json, err)
-	}
-	return codeErr(code)
+	return a.endSession(ctx, s, rep, code, o.json)
 }
 
 // joinedErrs returns the errors errors.Join joined in err (err itself when it

@@ -116,12 +116,19 @@ func (a *app) runProgram(ctx context.Context, path string, o runOptions) error {
 		s.close()
 		return a.reportErr(rep, withCode(exitProgramError, err))
 	}
-	code := j.run(ctx, path, prog)
+	return a.endSession(ctx, s, rep, j.run(ctx, path, prog), o.json)
+}
+
+// endSession ends a run or resume whose job ended with code: it closes the
+// reporter, waits for the runs that joined the session, closes it, and
+// returns the command's error (a session that fails to close turns a clean
+// run into exit 1).
+func (a *app) endSession(ctx context.Context, s *session, rep reporter, code int, asJSON bool) error {
 	rep.close()
 	s.hold.waitJobs(ctx, a.stderr)
 	if err := s.close(); err != nil && code == exitOK {
 		code = exitStreamFailed
-		a.printErr(o.json, err)
+		a.printErr(asJSON, err)
 	}
 	return codeErr(code)
 }
