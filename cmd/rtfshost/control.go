@@ -142,6 +142,8 @@ func (a *app) manageOne(ctx context.Context, d desk, verb, id string, force bool
 			return was, "", fmt.Errorf("stream %q is %s, not ended: cancel it first, or remove it with --force (its progress is lost)", id, was)
 		}
 		return was, "", d.remove(ctx, id)
+	case was == provider.StateUnrecoverable:
+		return was, "", fmt.Errorf("stream %q is unrecoverable (%s): rtfshost upgrade gives it a processor again, rtfshost rm --force removes it", id, in.Status.Message)
 	case ended && verb == "cancel":
 		return was, was, nil // nothing to cancel
 	case ended:
@@ -197,3 +199,38 @@ func (a *app) openDesk(ctx context.Context, server string) (desk, error) {
 // holderWait is how long a command waits for the process that holds the
 // data directory to answer on its control socket.
 const holderWait = 5 * time.Second
+
+// control runs op on each id, printing "ID: outcome" or the error as the
+// management commands do; the exit code is 1 if any failed. upgrade uses
+// it.
+func (a *app) control(ctx context.Context, ids []string, op func(ctx context.Context, id string) (string, error)) error {
+	failed := false
+	for _, id := range ids {
+		out, err := op(ctx, id)
+		if err != nil {
+			failed = true
+			a.tellManageErr(false, id, err)
+			continue
+		}
+		fmt.Fprintf(a.stdout, "%s: %s\n", id, out)
+	}
+	if failed {
+		return printedWithCode(exitStreamFailed)
+	}
+	return nil
+}
+
+// onStore opens the data directory (which must exist; no other process
+// may hold it) once and runs op on each id, as control does.
+func (a *app) onStore(ctx context.Context, ids []string, op func(ctx context.Context, st persistence.Store, id string) (string, error)) error {
+	logger, err := a.logger()
+	if err != nil {
+		return err
+	}
+	st, err := a.openExistingStore(logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return a.control(ctx, ids, func(ctx context.Context, id string) (string, error) { return op(ctx, st, id) })
+}

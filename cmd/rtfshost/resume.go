@@ -100,16 +100,16 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) error {
 	defer cancel()
 	ctx, stuck := context.WithCancelCause(ctx)
 	defer stuck(nil)
+	// Streams and parked programs that cannot be recovered do not hold the
+	// others back: they are listed as unrecoverable (rtfshost inspect),
+	// named at the end, and make the exit code 1.
 	recErr := s.h.Recover(ctx)
 	watch := j.watch(ctx, stuck)
-	var waitErr error
-	if recErr == nil {
-		p := s.h.Provider()
-		if ids := p.StreamIDs(); len(ids) > 0 && len(p.Live()) == 0 && len(before) == 0 {
-			rep.log("", fmt.Sprintf("nothing to resume in %s: all %d streams have ended (rtfshost streams --data %s shows them)", a.flags.dataDir, len(ids), a.flags.dataDir))
-		}
-		waitErr = s.h.Wait(ctx)
+	p := s.h.Provider()
+	if ids := p.StreamIDs(); recErr == nil && len(ids) > 0 && len(p.Live()) == 0 && len(before) == 0 {
+		rep.log("", fmt.Sprintf("nothing to resume in %s: all %d streams have ended (rtfshost streams --data %s shows them)", a.flags.dataDir, len(ids), a.flags.dataDir))
 	}
+	waitErr := s.h.Wait(ctx)
 	code := j.conclude(ctx, watch, func() int {
 		if after, err := s.h.ResumedPrograms(ctx); err == nil {
 			for _, rp := range after[min(len(before), len(after)):] {
@@ -121,7 +121,7 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) error {
 			}
 		}
 		if recErr != nil {
-			rep.fail(failure{Kind: failOther, Message: "recovering: " + recErr.Error()})
+			rep.fail(failure{Kind: failOther, Message: "not recovered (the others ran): " + recErr.Error()})
 			return exitStreamFailed
 		}
 		if len(s.h.Provider().StreamIDs()) == 0 {

@@ -291,3 +291,18 @@ func (a *app) newReporter(o runOptions, sources map[string][]byte) (rep reporter
 	}
 	return &textReporter{out: a.stdout, errw: a.stderr, hints: h, sources: sources}, false
 }
+
+// loadProgram reads and compiles a program, telling a compile error as
+// run does (file:line:col: message and the source line, on stderr).
+func (a *app) loadProgram(path string) (*rtfs.Program, error) {
+	src, err := a.readProgram(path)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := rtfs.Compile(path, src)
+	if err != nil {
+		tellFailure(a.stderr, failureOf(err, path), map[string][]byte{path: src}, hints{dataDir: a.flags.dataDir})
+		return nil, printedWithCode(exitProgramError)
+	}
+	return prog, nil
+}

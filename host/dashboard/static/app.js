@@ -6,7 +6,7 @@
 (() => {
   const API = "/ui/api/";
   const PAGE = 100;
-  const STATES = ["active", "paused", "completed", "cancelled", "error"];
+  const STATES = ["active", "paused", "completed", "cancelled", "error", "unrecoverable"];
   const $ = (id) => document.getElementById(id);
 
   const model = {
@@ -265,7 +265,8 @@
     c[6].className = "out c-output" + (failed ? " err" : "");
     setText(c[7], fmtAge((r.endedMs || now) - r.startedMs));
     c[7].title = r.endedMs ? "ended " + new Date(r.endedMs).toLocaleString() : "";
-    setText(c[8], r.reason || "");
+    // An unrecoverable stream says why where an ended one says how it ended.
+    setText(c[8], r.reason || (r.state === "unrecoverable" ? r.message : ""));
     c[8].title = r.message || "";
   }
 
