@@ -62,7 +62,7 @@ func (c *cli) testAgree(t *testing.T) {
 		var out []outcome
 		for _, s := range steps {
 			r := c.runIn(t, dir, append(strings.Fields(s), extra...)...)
-			stdout := regexp.MustCompile(`(?m)^(observed-at-epoch-ms|started-at-epoch-ms|stats|transport|cursor)\s.*\n`).ReplaceAllString(r.stdout, "")
+			stdout := regexp.MustCompile(`(?m)^(observed-at-epoch-ms|started-at-epoch-ms|stats|transport|cursor|programs)\s.*\n`).ReplaceAllString(r.stdout, "")
 			out = append(out, outcome{r.code, whereRE.ReplaceAllString(stdout, "WHERE"), whereRE.ReplaceAllString(r.stderr, "WHERE")})
 		}
 		return out

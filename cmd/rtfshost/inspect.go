@@ -74,7 +74,7 @@ func (a *app) inspect(ctx context.Context, o inspectOptions) error {
 		} else {
 			printInspectMap(a.stdout, in.Value())
 		}
-		return nil
+		return unreadable(d)
 	}
 	if !o.json {
 		opts = provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true}
@@ -92,9 +92,14 @@ func (a *app) inspect(ctx context.Context, o inspectOptions) error {
 	} else {
 		printStreamTable(a.stdout, infos)
 	}
+	return unreadable(d)
+}
+
+// unreadable is the error of a command that showed the streams of a data
+// directory some of whose records could not be read (each error names its
+// key; those streams are listed as unrecoverable): exit 1, after the rest.
+func unreadable(d desk) error {
 	if sd, ok := d.(*storeDesk); ok && sd.recErr != nil {
-		// Some records could not be read (each error names its key); the
-		// others are shown.
 		return withCode(exitStreamFailed, fmt.Errorf("some streams could not be loaded: %w", sd.recErr))
 	}
 	return nil
