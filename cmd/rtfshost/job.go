@@ -56,7 +56,8 @@ type jobOptions struct {
 }
 
 // owners says which job owns which stream of a host: a stream that no job
-// adopted belongs to the catch-all job. Safe for concurrent use.
+// adopted belongs to the catch-all job. A job owns its streams for the
+// host's life (one entry per stream). Safe for concurrent use.
 type owners struct {
 	mu sync.Mutex
 	of map[string]*job
@@ -80,16 +81,6 @@ func (o *owners) take(id string, j *job) bool {
 	}
 	o.of[id] = j
 	return true
-}
-
-func (o *owners) drop(j *job) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for id, x := range o.of {
-		if x == j {
-			delete(o.of, id)
-		}
-	}
 }
 
 // newJob starts reporting the events of the job's streams to rep; the
@@ -299,7 +290,8 @@ func (j *job) finish() {
 	for _, stop := range routes {
 		stop()
 	}
-	j.owner.drop(j)
+	// The job keeps its streams: ended, they are no other job's (the
+	// catch-all job would report their failures as its own).
 }
 
 // sendStats sends the live numbers of the job's streams to a live

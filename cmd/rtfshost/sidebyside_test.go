@@ -157,6 +157,15 @@ func (c *cli) testSideBySide(t *testing.T) {
 		t.Errorf("rm of the interrupted stream while the directory is held:\n%s", rm)
 	}
 
+	// A joined run whose stream fails tells its own failure, once, and
+	// exits 1; the run that holds the directory is not touched by it.
+	failing := writeProgram(t, dir, "f.rtfs", `(defn boom [n chunk meta] (if (= n 2) (throw (ex-info "bad chunk" {:n n})) {:state (inc n)}))
+(call :mcp.stream.start {:endpoint "counter.v1" :stream-id "side-f" :config {:limit 5 :interval_ms 1} :processor boom :initial-state 0})
+`)
+	f := c.runIn(t, dir, "run", "--server-url", c.serverURL, failing)
+	wantCode(t, f, exitStreamFailed)
+	wantStory(t, f, []string{failing + ":1:39: bad chunk {:n 2}", `    1 | (defn boom [n chunk meta] (if (= n 2) (throw (ex-info "bad chunk" {:n n})) {:state (inc n)}))`, "  in processor boom, on chunk 3 of stream side-f"})
+
 	cancel := c.runIn(t, dir, "cancel", "side-h")
 	wantCode(t, cancel, exitOK)
 	if cancel.stdout != "side-h: cancelled (was active)\n" {
