@@ -4,19 +4,22 @@ import "strings"
 
 // writeValue appends v's printed form to b. Collections print their
 // elements with their own printed forms: (1 2), [1 2], {:a 1 :b "x"},
-// #{1 2}. Functions print as #<fn name>.
-func writeValue(b *strings.Builder, v Value) { writeLimited(b, v, -1) }
+// #{1 2}. Functions print as #<fn name>. A value that shares structure
+// prints all of it, however long: show an untrusted value with
+// writeLimited.
+func writeValue(b *strings.Builder, v Value) { writeLimited(b, v, -1, nil) }
 
 // writeLimited is writeValue that stops printing collection elements once
-// b holds more than limit bytes (limit < 0: no limit); the output is then
-// a truncated form.
-func writeLimited(b *strings.Builder, v Value, limit int) {
-	full := func() bool { return limit >= 0 && b.Len() > limit }
+// b holds more than limit bytes (limit < 0: no limit) or m's budget is
+// spent; the output is then a truncated form. It counts on m a unit per
+// element and one per textStepBytes bytes written.
+func writeLimited(b *strings.Builder, v Value, limit int, m *meter) {
+	full := func() bool { return limit >= 0 && b.Len() > limit || m.failed() }
 	switch x := v.(type) {
 	case *List:
-		writeSeq(b, '(', ')', x, limit)
+		writeSeq(b, '(', ')', x, limit, m)
 	case *Vector:
-		writeSeq(b, '[', ']', x, limit)
+		writeSeq(b, '[', ']', x, limit, m)
 	case *Map:
 		b.WriteByte('{')
 		first := true
@@ -25,10 +28,10 @@ func writeLimited(b *strings.Builder, v Value, limit int) {
 				b.WriteByte(' ')
 			}
 			first = false
-			writeLimited(b, k, limit)
+			writeLimited(b, k, limit, m)
 			b.WriteByte(' ')
-			writeLimited(b, v, limit)
-			return !full()
+			writeLimited(b, v, limit, m)
+			return m.visit(1) && !full()
 		})
 		b.WriteByte('}')
 	case *Set:
@@ -39,19 +42,21 @@ func writeLimited(b *strings.Builder, v Value, limit int) {
 				b.WriteByte(' ')
 			}
 			first = false
-			writeLimited(b, e, limit)
-			return !full()
+			writeLimited(b, e, limit, m)
+			return m.visit(1) && !full()
 		})
 		b.WriteByte('}')
 	default:
+		n := b.Len()
 		b.WriteString(v.String())
+		m.visit((b.Len() - n) / textStepBytes)
 	}
 }
 
-func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int) {
+func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int, m *meter) {
 	b.WriteByte(open)
 	it := newSeqIter(s)
-	for i := 0; limit < 0 || b.Len() <= limit; i++ {
+	for i := 0; (limit < 0 || b.Len() <= limit) && m.visit(1); i++ {
 		e, ok := it.next()
 		if !ok {
 			break
@@ -59,7 +64,7 @@ func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int) {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		writeLimited(b, e, limit)
+		writeLimited(b, e, limit, m)
 	}
 	b.WriteByte(close)
 }
@@ -74,7 +79,7 @@ func describe(v Value) string {
 		return "no value"
 	}
 	var b strings.Builder
-	writeLimited(&b, v, maxDescribe)
+	writeLimited(&b, v, maxDescribe, nil)
 	s := b.String()
 	if len(s) > maxDescribe {
 		s = s[:maxDescribe] + "..."
@@ -85,18 +90,16 @@ func describe(v Value) string {
 	return v.Kind().String() + " " + s
 }
 
-// toStr is the str of one value: "" for nil, a string's contents, a
-// character's text, and the printed form of anything else.
-func toStr(b *strings.Builder, v Value) { toStrLimited(b, v, -1) }
-
-// toStrLimited is toStr that stops printing a collection's elements once b
-// holds more than limit bytes (limit < 0: no limit), as writeLimited does.
-func toStrLimited(b *strings.Builder, v Value, limit int) {
+// toStrLimited is the str of one value: "" for nil, a string's contents, a
+// character's text, and the printed form of anything else; it stops
+// printing a collection's elements once b holds more than limit bytes
+// (limit < 0: no limit) or m's budget is spent, as writeLimited does.
+func toStrLimited(b *strings.Builder, v Value, limit int, m *meter) {
 	switch x := v.(type) {
 	case NilType:
 	case String:
 		b.WriteString(string(x))
 	default:
-		writeLimited(b, v, limit)
+		writeLimited(b, v, limit, m)
 	}
 }
