@@ -142,7 +142,8 @@ func redactURL(raw string) string {
 }
 
 // isAbsolute reports whether an endpoint is a URL of its own rather than a
-// path under the server URL (or a tool name).
+// path under the server URL (or a tool name): an http(s) URL as
+// egress.IsURL reads it, or a mock: URL, the scheme in any case.
 func isAbsolute(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "mock:")
+	return egress.IsURL(s) || len(s) >= 5 && strings.EqualFold(s[:5], "mock:")
 }

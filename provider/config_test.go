@@ -9,6 +9,7 @@ import (
 
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/egress"
 )
 
 func envOf(kv map[string]string) func(string) (string, bool) {
@@ -39,7 +40,11 @@ func TestResolveConfig(t *testing.T) {
 	}
 	for _, tc := range cases {
 		cfg := resolveConfig(envOf(tc.env), tc.explicit, true)
-		if cfg.serverURL != tc.url || cfg.autoConnect != tc.auto || !equalHeader(cfg.cred.HeaderFor(cfg.serverURL), tc.header) {
+		target, err := egress.Parse(cfg.serverURL)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if cfg.serverURL != tc.url || cfg.autoConnect != tc.auto || !equalHeader(cfg.cred.HeaderFor(target), tc.header) {
 			t.Errorf("%s: got %+v", tc.name, cfg)
 		}
 	}

@@ -33,6 +33,7 @@ type canary struct {
 	*httptest.Server
 	mu       sync.Mutex
 	requests int
+	paths    []string // the request paths, as the server read them
 	leaked   []string
 }
 
@@ -41,6 +42,7 @@ func newCanary(t *testing.T) *canary {
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		c.requests++
+		c.paths = append(c.paths, r.URL.Path)
 		for name, vs := range r.Header {
 			for _, v := range vs {
 				if strings.Contains(v, secretKey) || strings.Contains(v, secretToken) {
@@ -59,6 +61,13 @@ func (c *canary) seen() (requests int, leaked []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.requests, append([]string(nil), c.leaked...)
+}
+
+// pathsSeen returns the paths of the requests the canary got.
+func (c *canary) pathsSeen() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.paths...)
 }
 
 func completeSSE(w http.ResponseWriter) {
@@ -171,10 +180,12 @@ func TestEgressPolicyRefusesOtherServers(t *testing.T) {
 	} {
 		req.goProc = counter()
 		_, err := f.p.Start(req)
-		if !errors.Is(err, egress.ErrDenied) {
+		if !egress.Refused(err) {
 			t.Fatalf("start %+v: error %v, want a refusal", req, err)
 		}
-		if msg := err.Error(); !strings.Contains(msg, "--allow-server") || !strings.Contains(msg, "127.0.0.1") {
+		// A URL the host would not dial at all (the port out of range)
+		// says why; one the policy refuses names the flag.
+		if msg := err.Error(); !strings.Contains(msg, "127.0.0.1") || errors.Is(err, egress.ErrDenied) && !strings.Contains(msg, "--allow-server") {
 			t.Errorf("refusal %q names neither the URL nor the flag", msg)
 		}
 	}
@@ -195,6 +206,100 @@ func TestEgressPolicyRefusesOtherServers(t *testing.T) {
 	if st := f.await(id); st.State != StateCompleted {
 		t.Errorf("allowed stream: %+v", st)
 	}
+}
+
+// Every URL a stream dials is classified once, by egress.Parse, and the
+// policy check, the credential and the dial all use that result: an
+// :endpoint whose scheme is http in any case is a URL of its own (never a
+// path on the default server that gets its credential), dot segments are
+// resolved (encoded or not) before the prefix check and on the wire, and
+// an MCP stream's credential follows the URL it dials (:server-url), not
+// its :endpoint (the tool's name).
+func TestURLSpellingsCannotEscape(t *testing.T) {
+	home := newCanary(t)
+	foreign := newCanary(t)
+	fhost := strings.TrimPrefix(foreign.URL, "http://")
+	env := map[string]string{EnvStreamBearerToken: secretToken}
+	spellings := []string{"HTTP", "Http", "hTtP"}
+
+	t.Run("run: the credential stays home", func(t *testing.T) {
+		cases := []StartRequest{
+			{Transport: "mcp", Endpoint: home.URL + "/mcp", ServerURL: foreign.URL + "/mcp"},
+		}
+		for _, sch := range spellings {
+			cases = append(cases, StartRequest{Endpoint: sch + "://" + fhost + "/sse/x"})
+		}
+		for _, req := range cases {
+			f := netFixture(t, home.URL+"/sse", env, nil, 0)
+			before, leakedBefore := foreign.seen()
+			req.goProc = counter()
+			f.await(startNet(t, f, req))
+			n, leaked := foreign.seen()
+			if n == before {
+				t.Errorf("%+v: the foreign server got no request", req)
+			}
+			if len(leaked) > len(leakedBefore) {
+				t.Errorf("%+v: the credential reached a foreign origin: %v", req, leaked[len(leakedBefore):])
+			}
+		}
+	})
+
+	t.Run("serve: other origins are refused", func(t *testing.T) {
+		policy, err := egress.New(egress.Options{ServerFlag: "--allow-server"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := netFixture(t, home.URL+"/sse", env, policy, 0)
+		before, _ := foreign.seen()
+		for _, sch := range spellings {
+			_, err := f.p.Start(StartRequest{Endpoint: sch + "://" + fhost + "/sse/x", goProc: counter()})
+			if !errors.Is(err, egress.ErrDenied) || !strings.Contains(err.Error(), "endpoint") || !strings.Contains(err.Error(), fhost) {
+				t.Errorf("%s endpoint: error %v, want a refusal naming the endpoint", sch, err)
+			}
+		}
+		if n, _ := foreign.seen(); n != before {
+			t.Errorf("the foreign server got %d requests", n-before)
+		}
+	})
+
+	t.Run("serve: a path prefix is not left", func(t *testing.T) {
+		policy, err := egress.New(egress.Options{Servers: []string{foreign.URL + "/ok"}, ServerFlag: "--allow-server"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := netFixture(t, home.URL+"/sse", env, policy, 0)
+		seenBefore := len(foreign.pathsSeen())
+		for _, req := range []StartRequest{
+			{ServerURL: foreign.URL + "/ok", Endpoint: "../esc/x"},
+			{ServerURL: foreign.URL + "/ok", Endpoint: "x/../../esc"},
+			{ServerURL: foreign.URL + "/ok/%2e%2e/esc", Endpoint: "x"},
+			{ServerURL: foreign.URL + "/ok/%2E%2e/esc", Endpoint: "x"},
+			{ServerURL: foreign.URL + "/ok/.%2E/esc", Endpoint: "x"},
+			{Endpoint: foreign.URL + "/ok/%2e%2e/esc/x"},
+			{Endpoint: "hTTp://" + fhost + "/ok/sub/%2e%2e/../../esc"},
+			{Endpoint: foreign.URL + "/ok/a%2F..%2F..%2Fesc"}, // a server that decodes %2F reads /ok/a/../../esc
+		} {
+			req.goProc = counter()
+			if _, err := f.p.Start(req); !errors.Is(err, egress.ErrDenied) {
+				t.Errorf("start %+v: error %v, want a refusal", req, err)
+			}
+		}
+		// Dot segments inside the prefix are fine, and the server is sent
+		// the resolved path: the one the policy checked.
+		id := startNet(t, f, StartRequest{ServerURL: foreign.URL + "/ok/sub", Endpoint: "a/../b", goProc: counter()})
+		if st := f.await(id); st.State != StateCompleted {
+			t.Errorf("allowed stream: %+v", st)
+		}
+		paths := foreign.pathsSeen()[seenBefore:]
+		if len(paths) == 0 || paths[len(paths)-1] != "/ok/sub/b" {
+			t.Errorf("the server was sent %q, want /ok/sub/b last", paths)
+		}
+		for _, p := range paths {
+			if strings.Contains(p, "..") || !strings.HasPrefix(p, "/ok/") {
+				t.Errorf("the server was sent %q", p)
+			}
+		}
+	})
 }
 
 func TestIdleTimeoutEndsAStalledSource(t *testing.T) {

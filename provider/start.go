@@ -76,6 +76,7 @@ type definition struct {
 	keys      map[string]json.RawMessage // the transport's own start keys, persisted
 	tconf     any                        // kind.Configure(keys)
 	serverURL string                     // resolved; may carry credentials, shown redacted
+	dial      *egress.URL                // what a TargetURL transport dials, as the policy checked it
 	procName  string
 	initial   rtfs.Value
 	capacity  int
@@ -250,8 +251,9 @@ func (p *Provider) launch(s *stream) {
 	p.log.Debug("stream started", "stream", s.id, "endpoint", s.def.endpoint, "transport", s.def.transport)
 }
 
-// target is the URL a stream's transport connects to first: its endpoint
-// when that is an absolute URL, else its server URL.
+// target is the URL that chooses a stream's transport when the start call
+// names none: its endpoint when that is a URL of its own, else its server
+// URL.
 func (d *definition) target() string {
 	if isAbsolute(d.endpoint) {
 		return d.endpoint
@@ -259,12 +261,42 @@ func (d *definition) target() string {
 	return d.serverURL
 }
 
+// dialURL is the URL a stream of a TargetURL transport dials, classified
+// by egress: the endpoint, absolute or under the server URL, for a
+// transport whose endpoint is its URL (raw SSE); else the server URL. The
+// error names the start key that gave the URL.
+func (d *definition) dialURL() (*egress.URL, error) {
+	if d.kind.URLEndpoint {
+		u, err := egress.Endpoint(d.serverURL, d.endpoint)
+		if err != nil && egress.IsURL(d.endpoint) {
+			return nil, &keyError{"endpoint", err}
+		}
+		if err != nil {
+			return nil, &keyError{"server-url", err}
+		}
+		return u, nil
+	}
+	u, err := egress.Parse(d.serverURL)
+	if err != nil {
+		return nil, &keyError{"server-url", err}
+	}
+	return u, nil
+}
+
 // chooseKind sets def's transport from the catalog: the one explicit
 // names, else the one its target URL selects; then checks its transport
 // keys and configures it. Without a catalog entry a stream can still run
 // under manual connect, fed by Deliver.
 func (p *Provider) chooseKind(def *definition, explicit string) error {
-	kind, err := p.opts.Transports.Choose(explicit, def.target())
+	target := def.target()
+	if egress.IsURL(target) {
+		// Detection reads the URL in the form the rest of the stream's life
+		// uses.
+		if u, err := egress.Parse(target); err == nil {
+			target = u.String()
+		}
+	}
+	kind, err := p.opts.Transports.Choose(explicit, target)
 	if err != nil {
 		if p.cfg.autoConnect {
 			return &keyError{"transport", err}
@@ -284,6 +316,11 @@ func (p *Provider) chooseKind(def *definition, explicit string) error {
 			return &keyError{"transport", fmt.Errorf(":%s: %w", kind.Name, err)}
 		}
 		def.tconf = cfg
+	}
+	if kind.Target == transport.TargetURL {
+		if def.dial, err = def.dialURL(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -316,9 +353,11 @@ func (d *definition) name() string {
 func (p *Provider) checkEgress(def definition) error {
 	switch def.kind.Target {
 	case transport.TargetURL:
-		if err := p.opts.Egress.CheckURL(def.target()); err != nil {
+		if err := p.opts.Egress.Check(def.dial); err != nil {
+			// The endpoint is to blame when it is a URL of its own, or a
+			// path that leaves an allowed server URL.
 			key := "server-url"
-			if isAbsolute(def.endpoint) {
+			if def.kind.URLEndpoint && (egress.IsURL(def.endpoint) || p.opts.Egress.CheckURL(def.serverURL) == nil) {
 				key = "endpoint"
 			}
 			return &keyError{key, err}
@@ -367,7 +406,8 @@ func (p *Provider) spec(s *stream) transport.Spec {
 	if s.def.kind.Target == transport.TargetURL {
 		sp.HTTP = transport.HTTP{
 			ServerURL: s.def.serverURL,
-			Header:    p.cfg.cred.HeaderFor(s.def.target()),
+			URL:       s.def.dial,
+			Header:    p.cfg.cred.HeaderFor(s.def.dial),
 			Client: egress.Client(egress.ClientOptions{
 				Base:        p.base,
 				Policy:      p.opts.Egress,

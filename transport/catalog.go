@@ -48,6 +48,11 @@ type Kind struct {
 	// Endpoint says what the start call's :endpoint means for this
 	// transport; "" means the transport takes none.
 	Endpoint string
+	// URLEndpoint says the endpoint is the URL the transport dials: an
+	// absolute http(s) URL, or a path under :server-url (raw SSE). When
+	// false a TargetURL transport dials :server-url and the endpoint is
+	// something else (an MCP tool's name).
+	URLEndpoint bool
 	// Target is what the egress policy checks.
 	Target Target
 	// Detect reports whether a start call that names no :transport is for

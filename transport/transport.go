@@ -7,7 +7,8 @@
 //
 // The main types are StreamTransport, Spec, Sink and Chunk. Implementations live
 // in the sub-packages sse, mcp and mock. This package imports nothing else of
-// rtfshost; chunks carry bytes, never RTFS values.
+// rtfshost but transport/egress (the URL a network transport dials);
+// chunks carry bytes, never RTFS values.
 package transport
 
 import (
@@ -17,6 +18,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/rtfshost/rtfshost/transport/egress"
 )
 
 // A Chunk is one unit of data delivered by a transport. The transport owns the
@@ -106,6 +109,13 @@ type HTTP struct {
 	// ServerURL is the resolved base URL (for SSE, e.g.
 	// http://127.0.0.1:2025/sse; for MCP the MCP endpoint).
 	ServerURL string
+	// URL is the URL the transport dials, as the provider classified and
+	// checked it (egress.Parse): for raw SSE the endpoint, absolute or
+	// under ServerURL; for MCP the server URL. A transport sends this URL
+	// and no other reading of ServerURL or Endpoint. Nil (a Spec built by
+	// hand): the transport derives it from ServerURL and Endpoint with the
+	// same egress functions.
+	URL *egress.URL
 	// Query holds the start call's :config as strings; SSE appends them to
 	// the URL.
 	Query map[string]string

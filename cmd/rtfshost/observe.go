@@ -101,7 +101,7 @@ func (ob *observability) serveMetrics(p *provider.Provider, addr, token string, 
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", mcpserver.Guard(ob.obs.Handler(), token, nil))
-	ob.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ob.srv = mcpserver.NewHTTPServer(mux, mcpserver.HTTPLimits{}) // serve's connection limits
 	ob.done = make(chan error, 1)
 	go func() { ob.done <- ob.srv.Serve(ln) }()
 	fmt.Fprintf(w, "rtfshost: metrics at http://%s/metrics\n", ln.Addr())

@@ -28,6 +28,7 @@ type serveOptions struct {
 	allowOrigins     []string
 	allowServers     []string
 	allowCommands    []string
+	allowEnv         []string
 	maxStreams       int
 	maxSessionCalls  int
 	obs              obsFlags
@@ -47,6 +48,7 @@ type serveOptions struct {
 const (
 	allowServersEnv  = "RTFSHOST_ALLOW_SERVERS"
 	allowCommandsEnv = "RTFSHOST_ALLOW_COMMANDS"
+	allowEnvEnv      = "RTFSHOST_ALLOW_ENV"
 )
 
 func (a *app) serveCmd() *cobra.Command {
@@ -86,6 +88,7 @@ as "Authorization: Bearer <token>".`,
 	f.StringSliceVar(&o.allowOrigins, "allow-origin", nil, "browser origin to accept besides the server's own, e.g. http://localhost:6274 (repeatable)")
 	f.StringArrayVar(&o.allowServers, "allow-server", nil, "URL prefix streams may connect to besides the default server's origin, e.g. https://api.example.com/sse (repeatable; also $"+allowServersEnv+", comma-separated)")
 	f.StringArrayVar(&o.allowCommands, "allow-command", nil, "executable a child-process stream may start, by name or absolute path (repeatable; also $"+allowCommandsEnv+")")
+	f.StringArrayVar(&o.allowEnv, "allow-env", nil, "environment variable a start call's :env may set for a child process; none by default (repeatable; also $"+allowEnvEnv+", comma-separated)")
 	f.IntVar(&o.maxStreams, "max-streams", 1000, "most streams running at once; a start beyond it is refused (0: no limit)")
 	f.IntVar(&o.maxSessionCalls, "max-session-calls", mcpserver.DefaultMaxCallsPerSession, "most tool calls one MCP session has in flight at once")
 	f.BoolVar(&o.noUI, "no-ui", false, "do not serve the web dashboard at /ui/")
@@ -120,11 +123,13 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	policy, err := egress.New(egress.Options{
 		Servers:     append(append([]string(nil), o.allowServers...), envList(allowServersEnv)...),
 		Commands:    append(append([]string(nil), o.allowCommands...), envList(allowCommandsEnv)...),
+		Env:         append(append([]string(nil), o.allowEnv...), envList(allowEnvEnv)...),
 		ServerFlag:  "rtfshost serve --allow-server PREFIX",
 		CommandFlag: "rtfshost serve --allow-command NAME",
+		EnvFlag:     "rtfshost serve --allow-env NAME",
 	})
 	if err != nil {
-		return withCode(exitProgramError, fmt.Errorf("--allow-server: %w", err))
+		return withCode(exitProgramError, fmt.Errorf("the egress policy (--allow-server, --allow-env): %w", err))
 	}
 	ob, err := a.newObservability(cmd.Context(), o.obs)
 	if err != nil {

@@ -135,6 +135,7 @@ func TestServeSubprocess(t *testing.T) {
 	}
 	t.Run("token from the environment", func(t *testing.T) { serveWithToken(t) })
 	t.Run("processes need --allow-command", func(t *testing.T) { serveProcesses(t, base, sid) })
+	t.Run("a child's environment needs --allow-env", serveChildEnvironment)
 	t.Run("tasks survive a kill", func(t *testing.T) { serveTasksSurviveKill(t, src.URL()+"/sse") })
 	t.Run("a call resumes after a kill", func(t *testing.T) { serveResumeAfterKill(t, src.URL()+"/sse") })
 }
@@ -299,6 +300,51 @@ func serveProcesses(t *testing.T, refusing, sid string) {
 	got := start(base, rawInitialize(t, base))
 	if strings.Contains(got, `"isError":true`) || !strings.Contains(got, `\"result\":\"two\"`) {
 		t.Errorf("serve --allow-command sh: %s", got)
+	}
+}
+
+// serveChildEnvironment: under serve a start call's :env sets only the
+// variables the operator allows (--allow-env, $RTFSHOST_ALLOW_ENV); any
+// other, an interpreter's gadget or an innocent name, is refused with an
+// error naming the variable and the flag, and the child never starts.
+func serveChildEnvironment(t *testing.T) {
+	start := func(base string, env map[string]string) string {
+		sid := rawInitialize(t, base)
+		call := map[string]any{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": map[string]any{
+			"name": "mcp.stream.start", "arguments": map[string]any{
+				"program": `(defn step [n chunk meta] {:state (inc n) :output (:line chunk)})`, "processor": "step",
+				"transport": "exec", "command": "sh", "args": []string{"-c", `echo "[$GREETING][$PYTHONWARNINGS][$BROWSER]"`},
+				"env": env, "initial-state": 0,
+			}}}
+		_, body := post(t, base, sid, call)
+		events := parseSSE(t, body)
+		if len(events) == 0 {
+			t.Fatalf("no answer:\n%s", body)
+		}
+		return events[len(events)-1].data
+	}
+	base, stop := startServeChild(t, "", "serve", "--listen", "127.0.0.1:0", "--allow-command", "sh")
+	for _, name := range []string{"GREETING", "PYTHONWARNINGS", "BROWSER", "GIT_CONFIG_COUNT"} {
+		got := start(base, map[string]string{name: "x"})
+		if !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "environment variable "+name+" is not allowed") ||
+			!strings.Contains(got, "--allow-env") {
+			t.Errorf("serve without --allow-env, :env %s: %s", name, got)
+		}
+	}
+	if got := start(base, nil); strings.Contains(got, `"isError":true`) || !strings.Contains(got, `\"result\":\"[][][]\"`) {
+		t.Errorf("serve, no :env: %s", got)
+	}
+	stop()
+
+	t.Setenv(allowEnvEnv, "BROWSER, OTHER")
+	base, stop = startServeChild(t, "", "serve", "--listen", "127.0.0.1:0", "--allow-command", "sh", "--allow-env", "GREETING")
+	defer stop()
+	if got := start(base, map[string]string{"GREETING": "hi", "BROWSER": "b"}); strings.Contains(got, `"isError":true`) ||
+		!strings.Contains(got, `\"result\":\"[hi][][b]\"`) {
+		t.Errorf("serve --allow-env GREETING with $%s: %s", allowEnvEnv, got)
+	}
+	if got := start(base, map[string]string{"GREETING": "hi", "PYTHONWARNINGS": "ignore::antigravity.x"}); !strings.Contains(got, "environment variable PYTHONWARNINGS is not allowed") {
+		t.Errorf("serve --allow-env GREETING, :env PYTHONWARNINGS: %s", got)
 	}
 }
 

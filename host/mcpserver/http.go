@@ -166,8 +166,9 @@ func sameHost(origin, host string) bool {
 	return strings.EqualFold(u.Host, host)
 }
 
-// Serve serves the Server's handler on ln until ctx ends, then closes the
-// Server and shuts the HTTP server down. It refuses a listener that is not on
+// Serve serves the Server's handler on ln, with the connection limits of
+// Options.HTTP (NewHTTPServer), until ctx ends, then closes the Server and
+// shuts the HTTP server down. It refuses a listener that is not on
 // a loopback address unless a token is set, and returns ln's first failure
 // otherwise. It closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -175,7 +176,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	hs := NewHTTPServer(s.handler, s.opts.HTTP)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

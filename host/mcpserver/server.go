@@ -57,6 +57,10 @@ type Options struct {
 	// Routes are further handlers served beside /mcp and /sse, behind the
 	// same checks (see Route).
 	Routes []Route
+	// HTTP bounds the time and size of what a client sends to Serve (the
+	// zero value: the defaults of HTTPLimits). Handler alone sets none;
+	// serve it with NewHTTPServer.
+	HTTP HTTPLimits
 }
 
 // A Route is a handler the Server serves beside /mcp and /sse: the metrics
@@ -151,7 +155,8 @@ const instructions = `rtfshost runs RTFS stream processors. mcp.stream.start tak
 
 // Handler returns the server's HTTP handler: MCP Streamable HTTP at /mcp
 // (POST, GET and DELETE) and the legacy HTTP+SSE transport at /sse, behind
-// the Origin and token checks.
+// the Origin and token checks. It bounds no connection: serve it with an
+// *http.Server from NewHTTPServer (as Serve does).
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close ends every MCP session and every tool call in flight (the streams

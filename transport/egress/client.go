@@ -19,10 +19,10 @@ type ClientOptions struct {
 	// Base carries the requests; nil means http.DefaultTransport. The
 	// caller owns it (and closes its idle connections).
 	Base http.RoundTripper
-	// Policy checks every redirect target; nil allows every target.
+	// Policy checks every request, redirects included; nil allows every
+	// URL.
 	Policy *Policy
-	// Credential is stripped from any redirected request that leaves its
-	// origin.
+	// Credential is stripped from any request off its origin.
 	Credential Credential
 	// IdleTimeout ends a request whose response sends no byte for this long
 	// (waiting for the headers included) with an error wrapping ErrIdle;
@@ -31,41 +31,89 @@ type ClientOptions struct {
 }
 
 // Client returns the *http.Client a stream's network transport uses. It has
-// no total timeout (streams are long-lived). Every redirect is checked
-// against the Policy, loses the Credential's headers when it leaves the
-// Credential's origin (whatever net/http would have forwarded), and a chain
-// longer than ten is refused. The client is cheap (it shares Base's
-// connections) and safe for concurrent use.
+// no total timeout (streams are long-lived). Every request it sends, the
+// first and each redirect, is classified with FromURL and sent in that
+// canonical form (the URL that was checked is the URL that is dialled); a
+// URL that FromURL or the Policy refuses is not sent (the error wraps
+// ErrDenied); a request off the Credential's origin loses the Credential's
+// headers, whatever net/http would have forwarded; a chain of more than ten
+// redirects is refused. The client is cheap (it shares Base's connections)
+// and safe for concurrent use.
 func Client(o ClientOptions) *http.Client {
 	base := o.Base
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	rt := base
+	var rt http.RoundTripper = &guard{base: base, policy: o.Policy, cred: o.Credential}
 	if o.IdleTimeout > 0 {
-		rt = &idleTransport{base: base, d: o.IdleTimeout}
+		rt = &idleTransport{base: rt, d: o.IdleTimeout}
 	}
-	names := o.Credential.names()
-	policy, credOrigin := o.Policy, o.Credential.origin
 	return &http.Client{
 		Transport: rt,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= maxRedirects {
 				return fmt.Errorf("stopped after %d redirects", maxRedirects)
 			}
-			if err := policy.CheckURL(req.URL.String()); err != nil {
-				return fmt.Errorf("redirect refused: %w", err)
-			}
-			if len(names) > 0 {
-				if o, err := originOf(req.URL); err != nil || o != credOrigin {
-					for _, n := range names {
-						req.Header.Del(n)
-					}
-				}
-			}
 			return nil
 		},
 	}
+}
+
+// guard is the round tripper of Client: it classifies, checks and
+// rewrites each request before base sends it.
+type guard struct {
+	base   http.RoundTripper
+	policy *Policy
+	cred   Credential
+}
+
+// RoundTrip implements http.RoundTripper. It never changes req; it sends a
+// copy when the canonical URL or the headers differ.
+func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
+	refuse := func(err error) (*http.Response, error) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		if req.Response != nil {
+			return nil, fmt.Errorf("redirect refused: %w", err)
+		}
+		return nil, err
+	}
+	u, err := FromURL(req.URL)
+	if err != nil {
+		return refuse(err)
+	}
+	if err := g.policy.Check(u); err != nil {
+		return refuse(err)
+	}
+	out := req
+	if dial := u.URL(); dial.String() != req.URL.String() {
+		out = req.Clone(req.Context())
+		if req.Host == "" || req.Host == req.URL.Host {
+			out.Host = dial.Host
+		}
+		out.URL = dial
+	}
+	if len(g.cred.header) > 0 && u.origin != g.cred.origin {
+		for name := range g.cred.header {
+			if _, ok := out.Header[http.CanonicalHeaderKey(name)]; !ok {
+				continue
+			}
+			if out == req {
+				out = req.Clone(req.Context())
+			}
+			out.Header.Del(name)
+		}
+	}
+	return g.base.RoundTrip(out)
+}
+
+// Refused reports whether err is, or wraps, a refusal of this package: a
+// URL that Parse refuses (*URLError) or that a Policy refuses (ErrDenied).
+// Trying again cannot help.
+func Refused(err error) bool {
+	var ue *URLError
+	return errors.Is(err, ErrDenied) || errors.As(err, &ue)
 }
 
 // NewTransport returns the base transport for streams: no total timeout,

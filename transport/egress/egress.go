@@ -1,25 +1,27 @@
 // Package egress is the one place that decides where a stream may reach and
-// what it may carry there. A Policy lists the server URLs (by prefix) and the
-// commands a stream may use; a Credential is the operator's auth header and
-// the one origin it belongs to; Client assembles the *http.Client every
-// network transport of a stream uses, which checks every redirect against
-// the Policy, strips the Credential on any redirect that leaves its origin,
-// and ends a response that stays silent longer than the stream's idle
-// timeout.
+// what it may carry there. Parse is the one classifier of the URLs the host
+// dials: it gives a URL in canonical form that every check and every
+// request uses. A Policy lists the server URLs (by prefix), the commands a
+// stream may use and the environment variables a start call may set for
+// them; a Credential is the operator's auth header and the one origin it
+// belongs to; Client assembles the *http.Client every network transport of
+// a stream uses, which classifies every request it sends (redirects
+// included) with Parse, sends the canonical form, checks it against the
+// Policy, strips the Credential from any request off its origin, and ends
+// a response that stays silent longer than the stream's idle timeout.
 //
 // The provider checks a stream's URL (and, for child-process transports,
-// its command) with the Policy when the stream starts or is recovered, and
-// puts the Credential on a transport.Spec only when the stream's target has
-// the Credential's origin. `rtfshost serve` builds a restrictive Policy from
-// --allow-server and --allow-command; `rtfshost run` allows every URL and
-// command but keeps the credential rule. docs/security.md has the threat
-// model.
+// its command and :env) with the Policy when the stream starts or is
+// recovered, and puts the Credential on a transport.Spec only when the URL
+// the stream dials has the Credential's origin. `rtfshost serve` builds a
+// restrictive Policy from --allow-server, --allow-command and --allow-env;
+// `rtfshost run` allows every URL, command and variable but keeps the
+// credential rule. docs/security.md has the threat model.
 package egress
 
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -27,23 +29,29 @@ import (
 	"strings"
 )
 
-// A Policy says which URLs and commands a stream may reach. It is immutable
-// once built and safe for concurrent use. A nil *Policy allows everything.
+// A Policy says which URLs and commands a stream may reach, and which
+// environment variables a start call may set for a command. It is
+// immutable once built and safe for concurrent use. A nil *Policy allows
+// everything.
 type Policy struct {
 	anyURL     bool
 	servers    []prefix
 	anyCommand bool
 	commands   []string
+	anyEnv     bool
+	env        map[string]bool
 	urlFlag    string // how an operator allows a URL, for error messages
 	cmdFlag    string // how an operator allows a command
+	envFlag    string // how an operator allows an environment variable
 }
 
 // prefix is an allowed URL prefix: an origin and a path prefix that matches
-// on segment boundaries.
+// on segment boundaries, both in the form Parse gives.
 type prefix struct {
-	origin string // scheme://host:port, lower-case, default port explicit
-	path   string // "" or "/a/b" without a trailing slash
-	raw    string
+	origin  string // scheme://host:port, the default port written out
+	path    string // "" or "/a/b" as sent, without a trailing slash
+	decoded string // the same fully decoded (URL.decoded)
+	raw     string
 }
 
 // Options build a Policy.
@@ -59,19 +67,29 @@ type Options struct {
 	Commands []string
 	// AnyCommand allows every command.
 	AnyCommand bool
-	// ServerFlag and CommandFlag name how the operator widens the policy
-	// (e.g. "--allow-server"); a refusal quotes them. Empty: generic words.
-	ServerFlag, CommandFlag string
+	// Env are the names of the environment variables a start call's :env
+	// may set for a child process (exact, case-sensitive names).
+	Env []string
+	// AnyEnv lets a start call set any environment variable.
+	AnyEnv bool
+	// ServerFlag, CommandFlag and EnvFlag name how the operator widens the
+	// policy (e.g. "--allow-server"); a refusal quotes them. Empty: generic
+	// words.
+	ServerFlag, CommandFlag, EnvFlag string
 }
 
 // New builds a Policy. A bad prefix is an error naming it.
 func New(o Options) (*Policy, error) {
-	p := &Policy{anyURL: o.AnyServer, anyCommand: o.AnyCommand, urlFlag: o.ServerFlag, cmdFlag: o.CommandFlag}
+	p := &Policy{anyURL: o.AnyServer, anyCommand: o.AnyCommand, anyEnv: o.AnyEnv,
+		urlFlag: o.ServerFlag, cmdFlag: o.CommandFlag, envFlag: o.EnvFlag}
 	if p.urlFlag == "" {
 		p.urlFlag = "the egress policy's server list"
 	}
 	if p.cmdFlag == "" {
 		p.cmdFlag = "the egress policy's command list"
+	}
+	if p.envFlag == "" {
+		p.envFlag = "the egress policy's environment list"
 	}
 	for _, raw := range o.Servers {
 		raw = strings.TrimSpace(raw)
@@ -89,6 +107,19 @@ func New(o Options) (*Policy, error) {
 			p.commands = append(p.commands, c)
 		}
 	}
+	for _, name := range o.Env {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if strings.ContainsAny(name, "=\x00") {
+			return nil, fmt.Errorf("allowed environment variable %q: a name has no '=' or NUL", name)
+		}
+		if p.env == nil {
+			p.env = make(map[string]bool)
+		}
+		p.env[name] = true
+	}
 	return p, nil
 }
 
@@ -99,28 +130,24 @@ func (p *Policy) WithOrigin(raw string) *Policy {
 	if p == nil {
 		return nil
 	}
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return p
-	}
-	origin, err := originOf(u)
+	u, err := Parse(raw)
 	if err != nil {
 		return p
 	}
 	q := *p
-	q.servers = append(append([]prefix(nil), p.servers...), prefix{origin: origin, raw: origin})
+	q.servers = append(append([]prefix(nil), p.servers...), prefix{origin: u.origin, raw: u.origin})
 	return &q
 }
 
-// AllowAll returns the Policy of a trusted local program: every URL and
-// every command.
-func AllowAll() *Policy { return &Policy{anyURL: true, anyCommand: true} }
+// AllowAll returns the Policy of a trusted local program: every URL, every
+// command and every environment variable.
+func AllowAll() *Policy { return &Policy{anyURL: true, anyCommand: true, anyEnv: true} }
 
-// A DeniedError is a refusal of the Policy: the URL or command it refused
-// and how the operator could allow it.
+// A DeniedError is a refusal of the Policy: the URL, command or
+// environment variable it refused and how the operator could allow it.
 type DeniedError struct {
-	What   string // "server URL" or "command"
-	Target string // the URL (without user info or query) or the command
+	What   string // "server URL", "command" or "environment variable"
+	Target string // the URL (without user info or query), the command or the variable's name
 	Flag   string // how to allow it
 	Reason string // why it does not match, if more than "not allowed"
 }
@@ -140,34 +167,55 @@ var ErrDenied = errors.New("egress denied")
 // Is reports ErrDenied.
 func (e *DeniedError) Is(target error) bool { return target == ErrDenied }
 
-// CheckURL returns nil when a stream may connect to raw, else a *DeniedError
-// naming the URL (without its user info and query) and the flag that would
-// allow it. Only http and https URLs are ever allowed by prefix.
+// CheckURL is Check of Parse(raw); a raw that Parse refuses is refused
+// with Parse's reason.
 func (p *Policy) CheckURL(raw string) error {
 	if p == nil || p.anyURL {
 		return nil
 	}
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || u.Host == "" {
-		return &DeniedError{What: "server URL", Target: Redact(raw), Flag: p.urlFlag, Reason: "not an absolute URL"}
-	}
-	origin, err := originOf(u)
+	u, err := Parse(raw)
 	if err != nil {
-		return &DeniedError{What: "server URL", Target: Redact(raw), Flag: p.urlFlag, Reason: err.Error()}
+		reason := err.Error()
+		var ue *URLError
+		if errors.As(err, &ue) {
+			reason = ue.Reason
+		}
+		return &DeniedError{What: "server URL", Target: Redact(raw), Flag: p.urlFlag, Reason: reason}
 	}
-	if u.User != nil {
-		return &DeniedError{What: "server URL", Target: Redact(raw), Flag: p.urlFlag, Reason: "URLs with user info are refused"}
+	return p.Check(u)
+}
+
+// Check returns nil when a stream may connect to u, else a *DeniedError
+// naming u (without its user info and query) and the flag that would allow
+// it. u must be on the origin of an allowed prefix and, when the prefix has
+// a path, under that path on '/' boundaries both as sent and as a server
+// that decodes every escape reads it (so "/ok/a%2F..%2F..%2Fx" is not under
+// "/ok"). A URL with user info is refused.
+func (p *Policy) Check(u *URL) error {
+	if p == nil || p.anyURL {
+		return nil
 	}
-	path := cleanPath(u.EscapedPath())
+	if u == nil {
+		return &DeniedError{What: "server URL", Target: "(none)", Flag: p.urlFlag}
+	}
+	if u.HasUserInfo() {
+		return &DeniedError{What: "server URL", Target: u.Redacted(), Flag: p.urlFlag, Reason: "URLs with user info are refused"}
+	}
+	var paths []string
 	for _, pr := range p.servers {
-		if pr.origin != origin {
+		if pr.origin != u.origin {
 			continue
 		}
-		if pr.path == "" || path == pr.path || strings.HasPrefix(path, pr.path+"/") {
+		if u.within(pr) {
 			return nil
 		}
+		paths = append(paths, pr.path)
 	}
-	return &DeniedError{What: "server URL", Target: Redact(raw), Flag: p.urlFlag}
+	e := &DeniedError{What: "server URL", Target: u.Redacted(), Flag: p.urlFlag}
+	if len(paths) > 0 {
+		e.Reason = "its path is not under " + strings.Join(paths, " or ") + ", the allowed path on its origin"
+	}
+	return e
 }
 
 // CheckCommand returns nil when a stream may start the executable cmd (a
@@ -176,23 +224,35 @@ func (p *Policy) CheckURL(raw string) error {
 // allowed base name (it is looked up in the host's PATH); one given as a
 // path must be absolute and either match an allowed absolute path exactly,
 // or be where the host's PATH finds an allowed base name (so /tmp/x/npx is
-// not npx). Under a policy that does not allow every command, env may not
-// set the variables that decide which programs and libraries a child
-// loads (PATH, LD_*, DYLD_*, NODE_OPTIONS, PYTHONPATH, ...): they would turn
-// an allowed command into any command.
+// not npx). Unless the policy allows any variable, env may set only the
+// names the operator listed: a variable can turn an allowed program into
+// any program (PATH, LD_PRELOAD, NODE_OPTIONS, PYTHONWARNINGS, BROWSER,
+// GIT_CONFIG_*, ...), and no list of such variables is complete.
 func (p *Policy) CheckCommand(cmd string, env []string) error {
-	if p == nil || p.anyCommand {
+	if p == nil {
 		return nil
 	}
-	cmd = strings.TrimSpace(cmd)
-	if cmd == "" {
-		return &DeniedError{What: "command", Target: `""`, Flag: p.cmdFlag, Reason: "empty"}
+	if err := p.checkExecutable(strings.TrimSpace(cmd)); err != nil {
+		return err
+	}
+	if p.anyEnv {
+		return nil
 	}
 	for _, name := range env {
-		if loaderVariable(name) {
-			return &DeniedError{What: "command", Target: cmd, Flag: p.cmdFlag + " (and by setting " + name + " itself)",
-				Reason: ":env may not set " + name + ", which decides what the program runs"}
+		if !p.env[name] {
+			return &DeniedError{What: "environment variable", Target: name, Flag: p.envFlag,
+				Reason: "a start call's :env sets only the variables the operator allows"}
 		}
+	}
+	return nil
+}
+
+func (p *Policy) checkExecutable(cmd string) error {
+	if p.anyCommand {
+		return nil
+	}
+	if cmd == "" {
+		return &DeniedError{What: "command", Target: `""`, Flag: p.cmdFlag, Reason: "empty"}
 	}
 	for _, a := range p.commands {
 		if filepath.IsAbs(a) {
@@ -213,18 +273,6 @@ func (p *Policy) CheckCommand(cmd string, env []string) error {
 	return &DeniedError{What: "command", Target: cmd, Flag: p.cmdFlag}
 }
 
-// loaderVariable reports whether an environment variable decides which
-// programs, libraries or startup code a process runs.
-func loaderVariable(name string) bool {
-	u := strings.ToUpper(name)
-	switch u {
-	case "PATH", "NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "BASH_ENV", "ENV",
-		"PERL5OPT", "PERL5LIB", "RUBYOPT", "RUBYLIB", "GCONV_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS":
-		return true
-	}
-	return strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "DYLD_")
-}
-
 // Allowed describes the policy for docs and errors: the allowed prefixes,
 // "any" when every URL is allowed.
 func (p *Policy) Allowed() []string {
@@ -239,68 +287,27 @@ func (p *Policy) Allowed() []string {
 }
 
 func parsePrefix(raw string) (prefix, error) {
-	u, err := url.Parse(raw)
+	if strings.Contains(raw, "#") {
+		return prefix{}, errors.New("a prefix has no fragment")
+	}
+	u, err := Parse(raw)
 	if err != nil {
 		return prefix{}, err
 	}
-	if u.Host == "" {
-		return prefix{}, errors.New("not an absolute http(s) URL")
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	if u.HasUserInfo() || u.u.RawQuery != "" || u.u.ForceQuery {
 		return prefix{}, errors.New("a prefix has no user info, query or fragment")
 	}
-	origin, err := originOf(u)
-	if err != nil {
-		return prefix{}, err
-	}
-	return prefix{origin: origin, path: cleanPath(u.EscapedPath()), raw: raw}, nil
+	return prefix{origin: u.origin, path: strings.TrimRight(u.u.EscapedPath(), "/"), decoded: u.decoded, raw: raw}, nil
 }
 
-// cleanPath removes a trailing slash and resolves dot segments, so that
-// "/a/../b" cannot pass for "/a".
-func cleanPath(p string) string {
-	if p == "" || p == "/" {
-		return ""
-	}
-	c := strings.TrimSuffix(pathClean(p), "/")
-	if c == "/" || c == "." {
-		return ""
-	}
-	return c
-}
-
-func pathClean(p string) string {
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	return filepath.ToSlash(filepath.Clean(p))
-}
-
-// Origin returns the origin of raw: "scheme://host:port" in lower case with
-// the default port written out; an error for anything but an absolute http
-// or https URL.
+// Origin returns the origin of raw as Parse reads it: "scheme://host:port"
+// with the default port written out; an error for anything Parse refuses.
 func Origin(raw string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
+	u, err := Parse(raw)
 	if err != nil {
 		return "", err
 	}
-	return originOf(u)
-}
-
-func originOf(u *url.URL) (string, error) {
-	scheme := strings.ToLower(u.Scheme)
-	if scheme != "http" && scheme != "https" {
-		return "", fmt.Errorf("scheme %q is not http or https", u.Scheme)
-	}
-	host := strings.ToLower(u.Hostname())
-	if host == "" {
-		return "", errors.New("no host")
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[scheme]
-	}
-	return scheme + "://" + net.JoinHostPort(host, port), nil
+	return u.origin, nil
 }
 
 // Redact returns raw without user info and with any query replaced, for
@@ -326,36 +333,26 @@ type Credential struct {
 	header http.Header
 }
 
-// NewCredential binds header to the origin of serverURL. An empty header,
-// or a serverURL that is not an http(s) URL, gives the zero Credential.
+// NewCredential binds header to the origin of serverURL as Parse reads it.
+// An empty header, or a serverURL that Parse refuses, gives the zero
+// Credential.
 func NewCredential(serverURL string, header http.Header) Credential {
 	if len(header) == 0 {
 		return Credential{}
 	}
-	origin, err := Origin(serverURL)
+	u, err := Parse(serverURL)
 	if err != nil {
 		return Credential{}
 	}
-	return Credential{origin: origin, header: header.Clone()}
+	return Credential{origin: u.origin, header: header.Clone()}
 }
 
-// HeaderFor returns a copy of the credential's header when target has its
-// origin, else an empty header. The result is the caller's.
-func (c Credential) HeaderFor(target string) http.Header {
-	if c.header == nil {
-		return http.Header{}
-	}
-	if o, err := Origin(target); err != nil || o != c.origin {
+// HeaderFor returns a copy of the credential's header when target (the URL
+// a stream dials) has its origin, else an empty header. The result is the
+// caller's.
+func (c Credential) HeaderFor(target *URL) http.Header {
+	if c.header == nil || target == nil || target.origin != c.origin {
 		return http.Header{}
 	}
 	return c.header.Clone()
-}
-
-// names returns the credential's header names.
-func (c Credential) names() []string {
-	out := make([]string, 0, len(c.header))
-	for k := range c.header {
-		out = append(out, k)
-	}
-	return out
 }

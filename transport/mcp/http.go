@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/egress"
 )
 
 // HTTP header names of the Streamable HTTP transport.
@@ -32,7 +33,8 @@ const (
 // Run and not safe for concurrent use.
 type conn struct {
 	streamID string
-	url      *url.URL
+	target   *egress.URL // the URL as the provider checked it
+	url      *url.URL    // target's canonical form, requested
 	client   *http.Client
 	header   http.Header // from Spec.Header: secrets, never logged
 	maxEvent int
@@ -45,14 +47,17 @@ func newConn(spec *transport.Spec, rawURL string) (*conn, error) {
 	perm := func(err error) error {
 		return &transport.Error{StreamID: spec.StreamID, Op: "spec", Permanent: true, Err: err}
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, perm(fmt.Errorf("server URL %q is not an absolute http(s) URL", rawURL))
+	target := spec.HTTP.URL
+	if target == nil {
+		var err error
+		if target, err = egress.Parse(rawURL); err != nil {
+			return nil, perm(fmt.Errorf("server URL: %w", err))
+		}
 	}
 	if spec.Endpoint == "" {
 		return nil, perm(errors.New("endpoint (the MCP tool name) is empty"))
 	}
-	c := &conn{streamID: spec.StreamID, url: u, client: spec.HTTP.Client, header: spec.HTTP.Header,
+	c := &conn{streamID: spec.StreamID, target: target, url: target.URL(), client: spec.HTTP.Client, header: spec.HTTP.Header,
 		maxEvent: spec.MaxEventBytes}
 	if c.client == nil {
 		c.client = &http.Client{}
@@ -115,7 +120,7 @@ func (c *conn) do(req *http.Request, op string) (*http.Response, error) {
 		if ctxErr := req.Context().Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
-		return nil, c.fail(op, 0, false, scrubURL(err))
+		return nil, c.fail(op, 0, egress.Refused(err), scrubURL(err))
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return resp, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/egress"
 	"github.com/rtfshost/rtfshost/transport/internal/retry"
 	"github.com/rtfshost/rtfshost/transport/internal/sseread"
 )
@@ -171,14 +172,18 @@ func (r *legacyRun) readEndpoint(ctx context.Context) error {
 	if string(ev.Name) != "endpoint" {
 		return r.fail("connect", 0, true, fmt.Errorf("first SSE event is %q, want \"endpoint\"", string(ev.Name)))
 	}
-	u, err := r.url.Parse(strings.TrimSpace(string(ev.Data)))
+	ref, err := r.url.Parse(strings.TrimSpace(string(ev.Data)))
 	if err != nil {
 		return r.fail("connect", 0, true, fmt.Errorf("endpoint event: %w", err))
 	}
-	if u.Scheme != r.url.Scheme || u.Host != r.url.Host {
-		return r.fail("connect", 0, true, fmt.Errorf("endpoint %s://%s is not on the SSE URL's origin", u.Scheme, u.Host))
+	u, err := egress.FromURL(ref)
+	if err != nil {
+		return r.fail("connect", 0, true, fmt.Errorf("endpoint event: %w", err))
 	}
-	r.endpoint = u
+	if u.Origin() != r.target.Origin() {
+		return r.fail("connect", 0, true, fmt.Errorf("endpoint %s is not on the SSE URL's origin %s", u.Redacted(), r.target.Origin()))
+	}
+	r.endpoint = u.URL()
 	return nil
 }
 

@@ -360,8 +360,8 @@ func TestSpecAndCursorErrors(t *testing.T) {
 		cursor string
 		want   string
 	}{
-		{"relative URL", func(s *transport.Spec) { s.HTTP.ServerURL = "/mcp" }, "", "not an absolute http(s) URL"},
-		{"ftp URL", func(s *transport.Spec) { s.HTTP.ServerURL = "ftp://x/mcp" }, "", "not an absolute http(s) URL"},
+		{"relative URL", func(s *transport.Spec) { s.HTTP.ServerURL = "/mcp" }, "", "not an absolute URL"},
+		{"ftp URL", func(s *transport.Spec) { s.HTTP.ServerURL = "ftp://x/mcp" }, "", "scheme \"ftp\" is not http or https"},
 		{"no tool", func(s *transport.Spec) { s.Endpoint = "" }, "", "tool name) is empty"},
 		{"array arguments", func(s *transport.Spec) { s.Arguments = []byte(`[1]`) }, "", "must be a JSON object"},
 		{"broken arguments", func(s *transport.Spec) { s.Arguments = []byte(`{"a":`) }, "", "must be a JSON object"},

@@ -701,8 +701,8 @@ func testBadSpec(t *testing.T) {
 	}{
 		{"empty endpoint", func(s *transport.Spec) { s.Endpoint = "" }, false, "endpoint is empty"},
 		{"no server", func(s *transport.Spec) { s.HTTP.ServerURL = "" }, false, "server URL is empty"},
-		{"bad scheme", func(s *transport.Spec) { s.HTTP.ServerURL = "ftp://x" }, false, "want an http or https URL"},
-		{"bad URL", func(s *transport.Spec) { s.HTTP.ServerURL = "http://[::1" }, false, "bad stream URL"},
+		{"bad scheme", func(s *transport.Spec) { s.HTTP.ServerURL = "ftp://x" }, false, `scheme "ftp" is not http or https`},
+		{"bad URL", func(s *transport.Spec) { s.HTTP.ServerURL = "http://[::1" }, false, "missing ']' in host"},
 		{"negative attempts", func(s *transport.Spec) { s.RetryAttempts = -1 }, false, "RetryAttempts is -1"},
 		{"negative size", func(s *transport.Spec) { s.MaxEventBytes = -5 }, false, "MaxEventBytes is -5"},
 		{"nil sink", func(*transport.Spec) {}, true, "sink is nil"},

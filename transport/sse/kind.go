@@ -12,10 +12,11 @@ import (
 // implementation.
 func Kind() transport.Kind {
 	return transport.Kind{
-		Name:     "sse",
-		Doc:      "a raw Server-Sent Events stream (HTTP GET, resumed with Last-Event-ID); :config becomes the query string",
-		Endpoint: "a path under :server-url, or an absolute http(s) URL",
-		Target:   transport.TargetURL,
+		Name:        "sse",
+		Doc:         "a raw Server-Sent Events stream (HTTP GET, resumed with Last-Event-ID); :config becomes the query string",
+		Endpoint:    "a path under :server-url, or an absolute http(s) URL",
+		URLEndpoint: true,
+		Target:      transport.TargetURL,
 		Detect: func(u *url.URL) bool {
 			return u.Scheme == "http" || u.Scheme == "https"
 		},

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/egress"
 	"github.com/rtfshost/rtfshost/transport/internal/retry"
 	"github.com/rtfshost/rtfshost/transport/internal/sseread"
 )
@@ -124,7 +125,8 @@ func (s *session) connect(ctx context.Context) (progressed bool, err error) {
 		if errors.As(err, &ue) {
 			err = fmt.Errorf("GET %s: %w", s.shown, ue.Err)
 		}
-		return false, s.fail("connect", 0, false, err)
+		// A URL the egress policy refuses (a redirect) stays refused.
+		return false, s.fail("connect", 0, egress.Refused(err), err)
 	}
 	defer resp.Body.Close()
 	if err := s.check(resp); err != nil {

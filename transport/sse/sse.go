@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/egress"
@@ -71,39 +70,29 @@ func configError(spec transport.Spec, format string, args ...any) error {
 	return &transport.Error{StreamID: spec.StreamID, Op: "config", Permanent: true, Err: fmt.Errorf(format, args...)}
 }
 
-// streamURL builds the request URL: spec.Endpoint when it is an absolute URL,
-// otherwise spec.HTTP.ServerURL + "/" + spec.Endpoint, with spec.HTTP.Query merged into
+// streamURL builds the request URL: spec.HTTP.URL (the URL the provider
+// checked), else the endpoint as egress.Endpoint reads it (an absolute URL,
+// or a path under spec.HTTP.ServerURL), with spec.HTTP.Query merged into
 // the query string.
 func streamURL(spec transport.Spec) (*url.URL, error) {
 	if spec.Endpoint == "" {
 		return nil, configError(spec, "the endpoint is empty")
 	}
-	var u *url.URL
-	var err error
-	if isAbsoluteURL(spec.Endpoint) {
-		u, err = url.Parse(spec.Endpoint)
-	} else {
-		if spec.HTTP.ServerURL == "" {
+	target := spec.HTTP.URL
+	if target == nil {
+		if spec.HTTP.ServerURL == "" && !egress.IsURL(spec.Endpoint) {
 			return nil, configError(spec, "endpoint %q is not an absolute URL and the server URL is empty", spec.Endpoint)
 		}
-		// The endpoint joins the server URL's path; a query on the server URL
-		// (a tenant, a key) stays the query.
-		u, err = url.Parse(spec.HTTP.ServerURL)
-		if err == nil {
-			u.Path = strings.TrimRight(u.Path, "/") + "/" + strings.TrimLeft(spec.Endpoint, "/")
-			u.RawPath = ""
+		var err error
+		if target, err = egress.Endpoint(spec.HTTP.ServerURL, spec.Endpoint); err != nil {
+			return nil, configError(spec, "stream URL: %w", err)
 		}
 	}
-	if err != nil {
-		return nil, configError(spec, "bad stream URL: %w", err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, configError(spec, "stream URL %q: want an http or https URL with a host", u.Redacted())
-	}
+	u := target.URL()
 	if len(spec.HTTP.Query) > 0 {
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
-			return nil, configError(spec, "query of stream URL %q: %w", u.Redacted(), err)
+			return nil, configError(spec, "query of stream URL %q: %w", target.Redacted(), err)
 		}
 		for k, v := range spec.HTTP.Query {
 			q.Set(k, v)
@@ -111,11 +100,6 @@ func streamURL(spec transport.Spec) (*url.URL, error) {
 		u.RawQuery = q.Encode()
 	}
 	return u, nil
-}
-
-func isAbsoluteURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && u.Scheme != "" && u.Host != ""
 }
 
 // ownClient returns a client for one Run and the function that releases its
