@@ -137,12 +137,28 @@ func (th *Thread) build(n int) error {
 }
 
 // buildText checks and charges a builtin that has built a string of n
-// bytes: the size limit, n bytes of memory and one step per textStepBytes.
+// bytes: the size limit, n bytes of memory and the string's header, and
+// one step per textStepBytes.
 func (th *Thread) buildText(n int) error {
 	if err := th.checkSize(n); err != nil {
 		return err
 	}
-	return th.charge(int64(n)/textStepBytes, int64(n))
+	return th.charge(int64(n)/textStepBytes, int64(n)+elemBytes)
+}
+
+// slotBytes is what storing x in a new slot of a collection takes: the
+// slot, and the box of a number the VM computed (an Int outside 0..255 or
+// a Float), which nothing charged when it was made.
+func slotBytes(x Value) int64 {
+	switch x := x.(type) {
+	case Int:
+		if x < 0 || x > 255 {
+			return elemBytes + boxBytes
+		}
+	case Float:
+		return elemBytes + boxBytes
+	}
+	return elemBytes
 }
 
 // scanText charges a builtin that reads n bytes of text without building
@@ -225,7 +241,12 @@ func (m *meter) flush() error {
 }
 
 // done charges what is left and returns the first error of the meter.
-func (m *meter) done() error { return m.flush() }
+func (m *meter) done() error {
+	if m.n == 0 {
+		return m.err
+	}
+	return m.flush()
+}
 
 // equal is Equal charged to the run: one step per element pair it compares
 // (and per textStepBytes of long strings). The error is a limit or a cancel

@@ -116,8 +116,10 @@ func (n *hnode) removed(i int, bit uint32, m *meter) *hnode {
 	return node
 }
 
-// assoc returns n with k mapped to v, and whether a new key was added. It
-// returns n itself when v is identical to the value already there. It
+// assoc returns n with k mapped to v, and whether a new key was added. A
+// key already there stays (as in an array map, and in Clojure): only its
+// value changes. It returns n itself when v is identical to the value
+// already there. It
 // counts on m its comparisons and the entries it copies.
 func (n *hnode) assoc(k, v Value, h uint64, shift uint, m *meter) (*hnode, bool) {
 	if n.coll {
@@ -126,7 +128,7 @@ func (n *hnode) assoc(k, v Value, h uint64, shift uint, m *meter) (*hnode, bool)
 				if identical(n.entries[i].val, v) {
 					return n, false
 				}
-				return n.with(i, hentry{key: k, val: v, hash: h}, m), false
+				return n.with(i, hentry{key: n.entries[i].key, val: v, hash: h}, m), false
 			}
 		}
 		return n.inserted(len(n.entries), 0, hentry{key: k, val: v, hash: h}, m), true
@@ -148,7 +150,7 @@ func (n *hnode) assoc(k, v Value, h uint64, shift uint, m *meter) (*hnode, bool)
 		if identical(e.val, v) {
 			return n, false
 		}
-		return n.with(i, hentry{key: k, val: v, hash: h}, m), false
+		return n.with(i, hentry{key: e.key, val: v, hash: h}, m), false
 	}
 	sub := mergeEntries(e, hentry{key: k, val: v, hash: h}, shift+hbits)
 	return n.with(i, hentry{sub: sub}, m), true

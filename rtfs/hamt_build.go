@@ -11,8 +11,8 @@ import "math/bits"
 // builds is the one the Assocs would have built: a key sits at the
 // shallowest level where its hash bits are its own, keys with one full
 // hash share a collision node in the order they first came, and a
-// repeated key keeps the place of its first occurrence and the key and
-// value of its last.
+// repeated key keeps the place and the key of its first occurrence and
+// the value of its last.
 
 // trieScratchBytes is the memory buildMap takes for a while per entry
 // beyond the entry itself: the entries with their hashes and the radix
@@ -21,7 +21,8 @@ const trieScratchBytes = 96
 
 // buildMap returns the map of the key/value pairs of the even-length kvs,
 // counting on m one unit per key placed per level, the hashing of the keys
-// and the comparing of keys with one hash. When m's budget runs out it
+// and the comparing of keys with one hash. A repeated key keeps its first
+// key and place and its last value, as Assoc does. When m's budget runs out it
 // returns the empty map; the caller returns m's error.
 func buildMap(kvs []Value, m *meter) *Map {
 	n := len(kvs) / 2
@@ -116,7 +117,7 @@ func sameHash(es []hentry) bool {
 }
 
 // dedupeEntries collapses entries with equal keys, in place: the first
-// occurrence keeps its place and takes the key and value of the last.
+// occurrence keeps its place and its key, and takes the value of the last.
 func dedupeEntries(es []hentry, m *meter) []hentry {
 	out := es[:0]
 	for _, e := range es {
@@ -126,7 +127,7 @@ func dedupeEntries(es []hentry, m *meter) []hentry {
 				return out
 			}
 			if m.equal(out[i].key, e.key) {
-				out[i].key, out[i].val = e.key, e.val
+				out[i].val = e.val
 				dup = true
 				break
 			}

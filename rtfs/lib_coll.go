@@ -83,24 +83,24 @@ func builtinVec(th *Thread, args []Value) (Value, error) {
 func conjOne(th *Thread, coll, x Value, m *meter) (Value, error) {
 	switch c := coll.(type) {
 	case NilType:
-		return emptyList.Cons(x), th.alloc(consBytes)
+		return emptyList.Cons(x), th.alloc(consBytes + slotBytes(x) - elemBytes)
 	case *List:
 		if err := th.checkSize(c.n + 1); err != nil {
 			return nil, err
 		}
-		return c.Cons(x), th.alloc(consBytes)
+		return c.Cons(x), th.alloc(consBytes + slotBytes(x) - elemBytes)
 	case *Vector:
 		if err := th.checkSize(c.cnt + 1); err != nil {
 			return nil, err
 		}
-		return c.Conj(x), th.alloc(elemBytes)
+		return c.Conj(x), th.alloc(slotBytes(x))
 	case *Set:
 		s := c.conj(x, m)
 		if s != c {
 			if err := th.checkSize(s.Len()); err != nil {
 				return nil, err
 			}
-			return s, th.alloc(entryBytes)
+			return s, th.alloc(entryBytes + slotBytes(x) - elemBytes)
 		}
 		return s, nil
 	case *Map:
@@ -117,7 +117,7 @@ func assocEntry(th *Thread, m *Map, k, v Value, mt *meter) (*Map, error) {
 		if err := th.checkSize(out.n); err != nil {
 			return nil, err
 		}
-		return out, th.alloc(entryBytes)
+		return out, th.alloc(entryBytes + slotBytes(k) + slotBytes(v) - 2*elemBytes)
 	}
 	return out, nil
 }
@@ -145,6 +145,12 @@ func builtinConj(th *Thread, args []Value) (Value, error) {
 	if len(args) == 0 {
 		return emptyVector, nil
 	}
+	if v, ok := args[0].(*Vector); ok && len(args) == 2 { // the usual case, with no key to hash
+		if err := th.checkSize(v.cnt + 1); err != nil {
+			return nil, err
+		}
+		return v.Conj(args[1]), th.alloc(slotBytes(args[1]))
+	}
 	coll := args[0]
 	m := meter{th: th}
 	for _, x := range args[1:] {
@@ -158,7 +164,7 @@ func builtinConj(th *Thread, args []Value) (Value, error) {
 
 // builtinCons is (cons x coll): a list with x in front of coll's elements.
 func builtinCons(th *Thread, args []Value) (Value, error) {
-	if err := th.alloc(consBytes); err != nil {
+	if err := th.alloc(consBytes + slotBytes(args[0]) - elemBytes); err != nil {
 		return nil, err
 	}
 	switch c := args[1].(type) {

@@ -149,6 +149,11 @@ func builtinAssoc(th *Thread, args []Value) (Value, error) {
 	if len(args)%2 != 1 {
 		return nil, fmt.Errorf("expected a collection and key value pairs, got %d arguments", len(args))
 	}
+	if c, ok := args[0].(*Map); ok && c.root == nil && len(args) == 3 {
+		if _, ok := args[1].(Keyword); ok { // the usual case: nothing to hash or copy
+			return assocEntry(th, c, args[1], args[2], nil)
+		}
+	}
 	coll := args[0]
 	m := meter{th: th}
 	for i := 1; i < len(args); i += 2 {

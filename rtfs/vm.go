@@ -180,9 +180,7 @@ func (th *Thread) run(pending error) (result Value, err error) {
 			err = caughtOp(compile.Opcode(ins&0xff), fi.consts, arg, stack, &sp)
 		case compile.EQ:
 			sp--
-			var eq bool
-			eq, err = th.equal(stack[sp-1], stack[sp])
-			stack[sp-1] = Bool(eq)
+			err = th.eqOp(stack, sp)
 		case compile.NOT:
 			v := stack[sp-1]
 			stack[sp-1] = Bool(v == Nil || v == False)
@@ -227,6 +225,14 @@ func fastCount(v Value) (int, bool) {
 		return 0, true
 	}
 	return 0, false
+}
+
+// eqOp replaces the two values at stack[sp-1] and stack[sp] by whether they
+// are equal, charging the comparison.
+func (th *Thread) eqOp(stack []Value, sp int) error {
+	eq, err := th.equal(stack[sp-1], stack[sp])
+	stack[sp-1] = Bool(eq)
+	return err
 }
 
 // callBuiltinOp calls b with the top n stack values, replacing them by the result.
