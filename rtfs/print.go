@@ -1,6 +1,9 @@
 package rtfs
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // writeValue appends v's printed form to b. Collections print their
 // elements with their own printed forms: (1 2), [1 2], {:a 1 :b "x"},
@@ -102,4 +105,84 @@ func toStrLimited(b *strings.Builder, v Value, limit int, m *meter) {
 	default:
 		writeLimited(b, v, limit, m)
 	}
+}
+
+// Excerpt returns v's printed form cut to max bytes, with "..." when it was
+// longer: the way to show a value a program made in a message or a line.
+// It stops printing once past max, so a value that shares structure costs
+// O(max), not what its whole printed form would.
+func Excerpt(v Value, max int) string {
+	if v == nil {
+		return "no value"
+	}
+	var b strings.Builder
+	writeLimited(&b, v, max, nil)
+	s := b.String()
+	if len(s) <= max {
+		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return s[:max] + "..."
+}
+
+// CheckOutputSize returns a *LimitError (LimitOutput) when v's JSON or
+// printed form would pass max bytes (max <= 0: no bound), without writing
+// it: it counts a lower bound of the size (a byte per number, a text's
+// bytes, the brackets and separators) and stops at max, so it costs
+// O(min(size, max)) whatever v shares. Hosts use it to refuse an output
+// before they send or keep it.
+func CheckOutputSize(v Value, max int64) error {
+	if max <= 0 {
+		return nil
+	}
+	c := sizeCounter{left: max}
+	if c.count(v, 0) {
+		return nil
+	}
+	return &LimitError{Limit: LimitOutput, Max: max}
+}
+
+// sizeCounter counts a lower bound of an encoding's size down from left.
+type sizeCounter struct{ left int64 }
+
+// count counts v and reports whether the bound still holds.
+func (c *sizeCounter) count(v Value, depth int) bool {
+	if depth > maxJSONDepth {
+		return true // the encoders refuse it or print it; not a size matter
+	}
+	switch x := v.(type) {
+	case String:
+		c.left -= int64(len(x)) + 2
+	case Keyword:
+		c.left -= int64(len(x)) + 2
+	case Symbol:
+		c.left -= int64(len(x)) + 2
+	case *List, *Vector:
+		c.left -= 2
+		it := newSeqIter(v)
+		for e, ok := it.next(); ok && c.left >= 0; e, ok = it.next() {
+			c.left--
+			c.count(e, depth+1)
+		}
+	case *Map:
+		c.left -= 2
+		x.Range(func(k, e Value) bool {
+			c.left -= 2
+			c.count(k, depth+1)
+			c.count(e, depth+1)
+			return c.left >= 0
+		})
+	case *Set:
+		c.left -= 2
+		x.Range(func(e Value) bool {
+			c.left--
+			c.count(e, depth+1)
+			return c.left >= 0
+		})
+	default:
+		c.left--
+	}
+	return c.left >= 0
 }
