@@ -287,7 +287,7 @@ func (h *Host) resumeParked(r *run, streamID string, k *rtfs.Continuation) {
 		res.Err = err.Error()
 		h.log.Error("resumed program failed", "run", r.id, "program", res.Program, "err", err)
 	} else {
-		res.Value = out.Value.String()
+		res.Value = rtfs.Excerpt(out.Value, maxLogLine)
 		h.log.Info("resumed program finished", "run", r.id, "program", res.Program, "value", res.Value)
 	}
 	h.unpark(r, &res)

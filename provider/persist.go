@@ -65,14 +65,21 @@ func (ps *persister) addProgram(prog *rtfs.Program) {
 }
 
 // codec encodes the values of one stream: with its program's codec, which
-// handles closures, or the plain value codec for a stream without a program.
-type codec struct{ prog *rtfs.Program }
+// handles closures, or the plain value codec for a stream without a program,
+// within the output limit of the provider's processor calls (max, 0: none),
+// so that a state too large to store ends the stream instead of the host's
+// memory.
+type codec struct {
+	prog *rtfs.Program
+	max  int64
+}
 
 func (c codec) marshal(v rtfs.Value) ([]byte, error) {
+	o := rtfs.EncodeOptions{MaxBytes: c.max}
 	if c.prog != nil {
-		return c.prog.MarshalValue(v)
+		return c.prog.MarshalValueOpts(v, o)
 	}
-	return rtfs.MarshalValue(v)
+	return rtfs.MarshalValueOpts(v, o)
 }
 
 func (c codec) unmarshal(b []byte) (rtfs.Value, error) {

@@ -212,7 +212,7 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := codec{prog}
+	c := codec{prog, p.opts.Limits.OutputLimit()}
 	proc, err := p.rebindProcessor(d, prog, c)
 	if err != nil {
 		return nil, err

@@ -442,7 +442,7 @@ func queryOf(m *rtfs.Map) map[string]string {
 			if b, err := rtfs.ToJSON(v); err == nil {
 				q[key] = string(b)
 			} else {
-				q[key] = v.String()
+				q[key] = rtfs.Excerpt(v, maxPrinted)
 			}
 		}
 		return true
@@ -450,7 +450,12 @@ func queryOf(m *rtfs.Map) map[string]string {
 	return q
 }
 
-// textOf is the text of a string, keyword or symbol, else the printed form.
+// maxPrinted bounds the printed form of a value that textOf and kindOf
+// show: a program's value may share structure and print without end.
+const maxPrinted = 4096
+
+// textOf is the text of a string, keyword or symbol, else the printed form
+// (cut to maxPrinted).
 func textOf(v rtfs.Value) string {
 	switch v := v.(type) {
 	case rtfs.String:
@@ -460,7 +465,7 @@ func textOf(v rtfs.Value) string {
 	case rtfs.Symbol:
 		return string(v)
 	}
-	return v.String()
+	return rtfs.Excerpt(v, maxPrinted)
 }
 
 // Deliver hands chunk c to stream id as if its transport had read it. It
@@ -496,7 +501,7 @@ func (p *Provider) persistNew(s *stream, req StartRequest) (*persistence.Batch, 
 		fn = rp.fn
 	}
 	prog := programOf(req.Globals, fn)
-	s.ps = newStreamStore(p.ps, s, codec{prog}, !replayable(s.def.kind.Transport))
+	s.ps = newStreamStore(p.ps, s, codec{prog, p.opts.Limits.OutputLimit()}, !replayable(s.def.kind.Transport))
 	b, err := p.startRecords(s, req, req.Globals, prog)
 	if err != nil {
 		return nil, fmt.Errorf("start stream %q: %w", s.id, err)

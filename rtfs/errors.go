@@ -52,7 +52,7 @@ func (e *LimitError) Error() string {
 	case LimitMemory:
 		return fmt.Sprintf("memory limit of %d bytes exceeded", e.Max)
 	case LimitOutput:
-		return fmt.Sprintf("output limit of %d bytes exceeded (the encoding writes shared structure in full)", e.Max)
+		return fmt.Sprintf("output limit of %d bytes exceeded", e.Max)
 	}
 	return fmt.Sprintf("%s limit of %d exceeded", e.Limit, e.Max)
 }

@@ -60,8 +60,11 @@ func TestLimitsOutputLimit(t *testing.T) {
 		{Limits{}, DefaultMaxMemory},
 		{Limits{MaxMemory: 1 << 20}, 1 << 20},
 		{Limits{MaxMemory: 1 << 20, MaxOutput: 4096}, 4096},
+		{Limits{MaxMemory: 1 << 20, MaxOutput: 16 << 20}, 1 << 20},
+		{Limits{MaxOutput: 16 << 20}, 16 << 20},
 		{Limits{MaxMemory: -1}, 0},
-		{Limits{MaxOutput: -1}, 0},
+		{Limits{MaxMemory: -1, MaxOutput: 4096}, 4096},
+		{Limits{MaxOutput: -1}, DefaultMaxMemory},
 	} {
 		if got := c.l.OutputLimit(); got != c.want {
 			t.Errorf("%+v.OutputLimit() = %d, want %d", c.l, got, c.want)

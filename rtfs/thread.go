@@ -28,26 +28,31 @@ type Limits struct {
 	MaxDuration time.Duration
 	// MaxOutput bounds, in bytes, one encoding of a value a run produced
 	// (its result, a stream's output or state): as JSON for a client, or
-	// in the store's codec. Zero: the memory budget, MaxMemory (what
-	// the encoding's buffer takes is memory the run caused); negative:
-	// none. See OutputLimit.
+	// in the store's codec. Zero or negative: no bound of its own; the
+	// memory budget bounds it anyway (see OutputLimit).
 	MaxOutput int64
 }
 
 // OutputLimit is the bound on one encoding of a value that a run with
-// these limits produced: MaxOutput, or MaxMemory (default 1 GiB) when it is
-// zero, and no bound (0) when the one that applies is negative. Pass it to
-// AppendJSON, OutputJSON and MarshalValueOpts.
+// these limits produced: the smaller of MaxOutput and the memory budget
+// MaxMemory (default 1 GiB), since the encoding's buffer is memory the run
+// caused; 0 (no bound) when neither bounds it. Pass it to AppendJSON,
+// OutputJSON and MarshalValueOpts.
 func (l Limits) OutputLimit() int64 {
+	mem := l.MaxMemory
 	switch {
-	case l.MaxOutput > 0:
-		return l.MaxOutput
-	case l.MaxOutput < 0 || l.MaxMemory < 0:
-		return 0
-	case l.MaxMemory > 0:
-		return l.MaxMemory
+	case mem == 0:
+		mem = DefaultMaxMemory
+	case mem < 0:
+		mem = 0
 	}
-	return DefaultMaxMemory
+	switch {
+	case l.MaxOutput <= 0:
+		return mem
+	case mem == 0:
+		return l.MaxOutput
+	}
+	return min(l.MaxOutput, mem)
 }
 
 // Defaults for the zero fields of Limits.

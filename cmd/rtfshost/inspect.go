@@ -133,10 +133,10 @@ func (a *app) inspect(cmd *cobra.Command, o inspectOptions) error {
 // (--stream).
 func (a *app) printInspect(m rtfs.Value, o inspectOptions) {
 	if o.json {
-		fmt.Fprintf(a.stdout, "%s\n", valueJSON(m))
+		fmt.Fprintf(a.stdout, "%s\n", valueJSON(m, a.rt.limits().OutputLimit(), "the inspect map"))
 		return
 	}
-	printInspectMap(a.stdout, m)
+	printInspectMap(a.stdout, m, a.rt.limits().OutputLimit())
 }
 
 // printStreamTable prints the streams as a table, one per row; stored says
@@ -193,16 +193,17 @@ func cursorText(in provider.StreamInfo) string {
 // outcome is the result of a completed stream, or the status message.
 func outcome(in provider.StreamInfo) string {
 	if in.Result.V != nil && in.Result.V != rtfs.Nil {
-		return in.Result.V.String()
+		return rtfs.Excerpt(in.Result.V, 240)
 	}
 	return in.Status.Message
 }
 
-// printInspectMap prints one stream's inspect map, a key per line.
-func printInspectMap(w io.Writer, v rtfs.Value) {
+// printInspectMap prints one stream's inspect map, a key per line, each
+// value cut past max bytes.
+func printInspectMap(w io.Writer, v rtfs.Value, max int64) {
 	m, ok := v.(*rtfs.Map)
 	if !ok {
-		fmt.Fprintln(w, v)
+		fmt.Fprintln(w, printed(v, max))
 		return
 	}
 	var keys []string
@@ -216,7 +217,7 @@ func printInspectMap(w io.Writer, v rtfs.Value) {
 	sort.Strings(keys)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%s\n", k, vals[k])
+		fmt.Fprintf(tw, "%s\t%s\n", k, printed(vals[k], max))
 	}
 	tw.Flush()
 }
@@ -233,7 +234,7 @@ func text(v rtfs.Value) string {
 	case rtfs.Symbol:
 		return string(v)
 	}
-	return v.String()
+	return rtfs.Excerpt(v, 240)
 }
 
 func clip(s string, n int) string {

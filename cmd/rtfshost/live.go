@@ -77,7 +77,7 @@ func (r *liveReporter) end(st provider.Status) {
 		text += ": " + st.Message
 	}
 	if st.State == provider.StateCompleted && st.Result != nil {
-		text += "  result " + clip(st.Result.String(), 60)
+		text += "  result " + clip(rtfs.Excerpt(st.Result, 240), 60)
 	}
 	l.text.Store(&text)
 	l.done = true

@@ -47,10 +47,13 @@ type jsonLine struct {
 //	{"type":"result","value":V}
 //	{"type":"error","file":F,"line":L,"col":C,"message":M}  (the error that ended the run)
 //
-// Values map to JSON as rtfs.ToJSON does (DESIGN §7).
+// Values map to JSON as rtfs.ToJSON does (DESIGN §7), each within max
+// bytes (the output limit of the run's budgets, rtfs.Limits.OutputLimit;
+// 0: none): a value past it is an object {"error": ...} that says so.
 type jsonReporter struct {
 	mu  sync.Mutex
 	enc *json.Encoder
+	max int64
 }
 
 func newJSONReporter(w io.Writer) *jsonReporter {
@@ -66,13 +69,13 @@ func (r *jsonReporter) write(l jsonLine) {
 }
 
 func (r *jsonReporter) output(stream string, seq int64, v rtfs.Value) {
-	r.write(jsonLine{Type: "output", Stream: stream, Seq: &seq, Output: valueJSON(v)})
+	r.write(jsonLine{Type: "output", Stream: stream, Seq: &seq, Output: valueJSON(v, r.max, "the output")})
 }
 
 func (r *jsonReporter) end(st provider.Status) {
 	l := jsonLine{Type: "status", Stream: st.StreamID, State: string(st.State), EndReason: st.EndReason, Message: st.Message}
 	if st.State == provider.StateCompleted {
-		l.Result = valueJSON(orNil(st.Result))
+		l.Result = valueJSON(orNil(st.Result), r.max, "the stream's result")
 	}
 	r.write(l)
 }
@@ -80,14 +83,32 @@ func (r *jsonReporter) end(st provider.Status) {
 func (r *jsonReporter) log(line string) { r.write(jsonLine{Type: "log", Message: line}) }
 
 func (r *jsonReporter) result(v rtfs.Value) {
-	r.write(jsonLine{Type: "result", Value: valueJSON(orNil(v))})
+	r.write(jsonLine{Type: "result", Value: valueJSON(orNil(v), r.max, "the program's value")})
 }
 
 func (r *jsonReporter) close() {}
 
-// valueJSON converts v for a JSON line with rtfs.ToOutputJSON: NaN is null,
-// a function its printed form, the rest of the value kept.
-func valueJSON(v rtfs.Value) json.RawMessage { return rtfs.ToOutputJSON(v) }
+// valueJSON converts v for a JSON line with rtfs.OutputJSON: NaN is null,
+// a function its printed form, the rest of the value kept. Past max bytes
+// (0: none) it is {"error": "<what> not printed: output limit ..."}: a
+// value that shares structure is written in full, however little memory it
+// takes.
+func valueJSON(v rtfs.Value, max int64, what string) json.RawMessage {
+	b, err := rtfs.OutputJSON(v, max)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": what + " not printed: " + err.Error()})
+	}
+	return b
+}
+
+// printed is v's printed form for a plain line, cut past max bytes (0: no
+// bound) with "...".
+func printed(v rtfs.Value, max int64) string {
+	if max <= 0 || max > 1<<40 {
+		max = 1 << 40
+	}
+	return rtfs.Excerpt(v, int(max))
+}
 
 func orNil(v rtfs.Value) rtfs.Value {
 	if v == nil {
@@ -96,10 +117,12 @@ func orNil(v rtfs.Value) rtfs.Value {
 	return v
 }
 
-// textReporter writes plain lines, for a pipe or a file.
+// textReporter writes plain lines, for a pipe or a file; a value is cut
+// past max bytes (see jsonReporter).
 type textReporter struct {
 	mu   sync.Mutex
 	w    io.Writer
+	max  int64
 	last map[string]rtfs.Value // each stream's last output printed
 }
 
@@ -116,30 +139,31 @@ func (r *textReporter) output(stream string, seq int64, v rtfs.Value) {
 	}
 	r.last[stream] = v
 	r.mu.Unlock()
-	r.printf("%s #%d: %s\n", stream, seq, v)
+	r.printf("%s #%d: %s\n", stream, seq, printed(v, r.max))
 }
 
 // end prints the stream's status line; a result that is the output just
 // printed is not printed again.
 func (r *textReporter) end(st provider.Status) {
 	r.mu.Lock()
-	last, printed := r.last[st.StreamID]
+	last, seen := r.last[st.StreamID]
 	r.mu.Unlock()
-	line := statusLine(st)
-	if printed && st.Result != nil && rtfs.Equal(last, st.Result) {
-		line = statusLine(provider.Status{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message}) + " (result: its last output)"
+	line := statusLine(st, r.max)
+	if seen && st.Result != nil && last == st.Result {
+		line = statusLine(provider.Status{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message}, r.max) + " (result: its last output)"
 	}
 	r.printf("%s\n", line)
 }
 
 func (r *textReporter) log(line string) { r.printf("%s\n", line) }
 
-func (r *textReporter) result(v rtfs.Value) { r.printf("result: %s\n", orNil(v)) }
+func (r *textReporter) result(v rtfs.Value) { r.printf("result: %s\n", printed(orNil(v), r.max)) }
 
 func (r *textReporter) close() {}
 
-// statusLine describes how a stream ended, in one line.
-func statusLine(st provider.Status) string {
+// statusLine describes how a stream ended, in one line, its result cut past
+// max bytes.
+func statusLine(st provider.Status, max int64) string {
 	s := fmt.Sprintf("%s %s", st.StreamID, st.State)
 	if st.EndReason != "" {
 		s += " (" + st.EndReason + ")"
@@ -148,7 +172,7 @@ func statusLine(st provider.Status) string {
 		s += ": " + st.Message
 	}
 	if st.State == provider.StateCompleted && st.Result != nil {
-		s += " result " + st.Result.String()
+		s += " result " + printed(st.Result, max)
 	}
 	return s
 }

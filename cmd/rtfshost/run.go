@@ -231,8 +231,11 @@ func (a *app) resumeHint() string {
 // newReporter picks the output format: --json, live lines on a terminal, or
 // plain lines.
 func (a *app) newReporter(o runOptions, prov *provider.Provider) reporter {
+	bound := a.rt.limits().OutputLimit() // each value printed is bounded
 	if o.json {
-		return newJSONReporter(a.stdout)
+		r := newJSONReporter(a.stdout)
+		r.max = bound
+		return r
 	}
 	if f, ok := a.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		// A terminal that reports no size (a bare pseudo-terminal) cannot
@@ -241,7 +244,7 @@ func (a *app) newReporter(o runOptions, prov *provider.Provider) reporter {
 			return newLiveReporter(f, prov)
 		}
 	}
-	return &textReporter{w: a.stdout}
+	return &textReporter{w: a.stdout, max: bound}
 }
 
 // pumpEvents forwards every stream event to rep until the provider closes or

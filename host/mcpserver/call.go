@@ -29,6 +29,7 @@ func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 		session:  req.Session,
 		interval: s.opts.ProgressInterval,
 		max:      s.opts.MaxBufferedOutputs,
+		maxBytes: s.opts.Limits.OutputLimit(),
 		log:      s.log,
 		obs:      s.opts.Observer,
 	}
@@ -187,6 +188,17 @@ func (c *call) recoverFinalOutput(st provider.Status) {
 func sameValue(a, b rtfs.Value) bool {
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
 	return ta == tb && ta != nil && ta.Comparable() && a == b
+}
+
+// valueResult is the result of a tool that answers with an RTFS value (a
+// status, a summary): its JSON, or an error naming the output limit it
+// passes.
+func (c *call) valueResult(tool string, v rtfs.Value) *mcp.CallToolResult {
+	b, err := valueJSON(v, c.s.opts.Limits.OutputLimit())
+	if err != nil {
+		return textResult(fmt.Sprintf("%s: the answer is too large to send: its JSON passes the output limit (%v)", tool, err), true)
+	}
+	return structured(b, false)
 }
 
 // textResult returns a CallToolResult with one text block.
