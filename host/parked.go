@@ -134,7 +134,7 @@ func decodeFields(key, data []byte, kind persistence.RecordKind, fields []*[]byt
 // park stores the program of r as parked on the await call out is
 // suspended at, so that Recover resumes it after a restart.
 func (h *Host) park(ctx context.Context, r *run, out rtfs.Outcome) error {
-	cont, err := out.Continuation.MarshalBinary()
+	cont, err := out.Continuation.MarshalBinaryOpts(rtfs.EncodeOptions{MaxBytes: h.limits.OutputLimit()})
 	if err != nil {
 		return fmt.Errorf("encode the parked program: %w", err)
 	}

@@ -468,7 +468,7 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 		}
 	}
 	if g != nil {
-		if def.globals, err = g.MarshalBinary(); err != nil {
+		if def.globals, err = g.MarshalBinaryOpts(rtfs.EncodeOptions{MaxBytes: c.max}); err != nil {
 			return nil, fmt.Errorf("encode globals: %w", err)
 		}
 	}

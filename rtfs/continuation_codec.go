@@ -45,14 +45,21 @@ const (
 
 // MarshalBinary encodes the continuation: the program's hash, the globals,
 // the frames, the stack and the handlers, with every value, closures
-// included (as function id and captured values). Values shared between
-// slots are written once per slot.
+// included (as function id and captured values). A collection or closure
+// met again (the same pointer) is a back-reference, so shared structure is
+// written once; a text is written where it appears.
 func (k *Continuation) MarshalBinary() ([]byte, error) {
+	return k.MarshalBinaryOpts(EncodeOptions{})
+}
+
+// MarshalBinaryOpts is MarshalBinary with a bound: past o.MaxBytes it stops
+// with a *LimitError (LimitOutput), which the error wraps.
+func (k *Continuation) MarshalBinaryOpts(o EncodeOptions) ([]byte, error) {
 	size := int(min(k.prog.contSize.Load(), 64<<10)) // a huge one is no guide
 	if size == 0 {
 		size = 1024
 	}
-	e := &encoder{buf: make([]byte, 0, size+size/16+16)}
+	e := &encoder{buf: make([]byte, 0, size+size/16+16), max: o.MaxBytes}
 	e.header(contMagic, k.prog)
 	e.globals(k.globals)
 	e.str(k.call.Capability)
@@ -151,7 +158,13 @@ func (e *encoder) globalsSection(g *Globals) {
 // MarshalBinary encodes the globals with the program's hash, in the value
 // encoding of continuations (docs/continuations.md).
 func (g *Globals) MarshalBinary() ([]byte, error) {
-	e := &encoder{buf: make([]byte, 0, 256)}
+	return g.MarshalBinaryOpts(EncodeOptions{})
+}
+
+// MarshalBinaryOpts is MarshalBinary with a bound, as
+// Continuation.MarshalBinaryOpts has.
+func (g *Globals) MarshalBinaryOpts(o EncodeOptions) ([]byte, error) {
+	e := &encoder{buf: make([]byte, 0, 256), max: o.MaxBytes}
 	e.header(globalsMagic, g.prog)
 	e.globals(g)
 	if e.err != nil {
@@ -162,6 +175,7 @@ func (g *Globals) MarshalBinary() ([]byte, error) {
 
 type encoder struct {
 	buf    []byte
+	max    int64 // bound on len(buf); <= 0: none
 	err    error
 	recent [16]Value     // the first collections and closures written, by identity
 	nseen  int           // how many have been written
@@ -247,6 +261,12 @@ func (e *encoder) value(v Value, depth int) {
 	if depth > maxValueDepth {
 		if e.err == nil {
 			e.err = errors.New("value nested too deeply")
+		}
+		return
+	}
+	if e.max > 0 && int64(len(e.buf)) > e.max {
+		if e.err == nil {
+			e.err = &LimitError{Limit: LimitOutput, Max: e.max}
 		}
 		return
 	}
