@@ -118,10 +118,14 @@ type Cluster struct {
 
 	claims, fenced atomic.Uint64 // for Stats
 
-	stop      chan struct{}
-	stopBeat  sync.Once
-	closeOnce sync.Once
-	done      chan struct{} // closed when the heartbeat goroutine exits
+	beats beatLog // the heartbeat's successes and failures
+
+	stop       chan struct{}
+	stopBeat   sync.Once
+	beatCtx    context.Context // ends at stopHeartbeat: bounds a renewal
+	beatCancel context.CancelFunc
+	closeOnce  sync.Once
+	done       chan struct{} // closed when the heartbeat goroutine exits
 }
 
 // Connect joins the cluster at opts.URLs: it connects, creates the
@@ -189,10 +193,13 @@ func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 		opts: opts, inc: subjectSafe(opts.Node) + "-" + randomHex(6), nc: nc, js: js, st: st, log: log,
 		owned: map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	c.beatCtx, c.beatCancel = context.WithCancel(context.Background())
 	if err := c.beat(ctx); err != nil {
+		c.beatCancel()
 		nc.Close()
 		return nil, fmt.Errorf("cluster: first heartbeat at %s: %w", urls, err)
 	}
+	c.beats.renewed(time.Now())
 	go c.heartbeat()
 	log.Info("cluster: joined", "node", opts.Node, "incarnation", c.inc, "nats", urls, "stream", opts.Stream, "lease-ttl", opts.LeaseTTL)
 	return c, nil
@@ -308,35 +315,101 @@ func (c *Cluster) LeaseTTL() time.Duration { return c.opts.LeaseTTL }
 
 func nodeSubject(inc string) string { return "rtfshost.node." + inc }
 
-// beat publishes the heartbeat.
+// beat publishes the heartbeat, waiting up to half the TTL for the
+// acknowledgement (a slow one still renews the lease).
 func (c *Cluster) beat(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.LeaseTTL/3)
+	ctx, cancel := context.WithTimeout(ctx, c.opts.LeaseTTL/2)
 	defer cancel()
 	_, err := c.js.Publish(ctx, nodeSubject(c.inc), []byte(c.opts.Node), jetstream.WithMsgTTL(c.opts.LeaseTTL))
 	return err
 }
 
-// heartbeat renews the heartbeat every third of the TTL until Close.
+// beatRetry is how soon a heartbeat that failed is tried again: NATS
+// electing a new leader for the stream, or the client moving to another
+// server, takes seconds, and the lease is renewed as soon as it is over.
+const beatRetry = 100 * time.Millisecond
+
+// heartbeat renews the heartbeat every third of the TTL until Close. A
+// renewal that fails is tried again every beatRetry, for as long as it
+// fails: a host whose lease expired keeps trying, and renews it (if
+// another host took its streams meanwhile, its commits to them are
+// fenced).
 func (c *Cluster) heartbeat() {
 	defer close(c.done)
-	t := time.NewTicker(c.opts.LeaseTTL / 3)
+	every := c.opts.LeaseTTL / 3
+	t := time.NewTimer(every)
 	defer t.Stop()
-	failing := false
+	var failingSince time.Time // zero while renewals succeed
+	last := time.Now()         // when the last renewal that succeeded began
+	expired := false           // a Warn said that the lease expired
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-t.C:
 		}
-		err := c.beat(context.Background())
+		began := time.Now()
+		err := c.beat(c.beatCtx)
+		now := time.Now()
 		switch {
-		case err != nil && !failing:
-			c.log.Warn("cluster: heartbeat not renewed; other hosts take this host's streams when it expires", "err", err)
-		case err == nil && failing:
-			c.log.Info("cluster: heartbeat renewed again")
+		case err == nil:
+			c.beats.renewed(now)
+			if !failingSince.IsZero() {
+				c.log.Info("cluster: heartbeat renewed again", "after", now.Sub(failingSince).Round(time.Millisecond), "lease-expired", expired)
+			}
+			failingSince, last, expired = time.Time{}, began, false
+			t.Reset(max(every-now.Sub(began), 0))
+			continue
+		case c.beatCtx.Err() != nil:
+			return
+		case failingSince.IsZero():
+			failingSince = now
+			c.log.Warn("cluster: heartbeat not renewed; retrying", "err", err)
+		case !expired && now.Sub(last) >= c.opts.LeaseTTL:
+			expired = true
+			c.log.Warn("cluster: heartbeat not renewed for the lease TTL; other hosts may take this host's streams", "err", err, "lease-ttl", c.opts.LeaseTTL)
 		}
-		failing = err != nil
+		c.beats.failed(now)
+		t.Reset(beatRetry)
 	}
+}
+
+// A beatLog records when the heartbeat failed and when it was renewed
+// again, to tell a cluster that works from one that just came back. It is
+// safe for concurrent use.
+type beatLog struct {
+	mu          sync.Mutex
+	failedAt    time.Time // the last failed renewal; zero: none since Connect
+	recoveredAt time.Time // the first renewal after failedAt's failures
+}
+
+func (b *beatLog) failed(now time.Time) {
+	b.mu.Lock()
+	b.failedAt = now
+	b.mu.Unlock()
+}
+
+func (b *beatLog) renewed(now time.Time) {
+	b.mu.Lock()
+	if !b.failedAt.IsZero() && !b.recoveredAt.After(b.failedAt) {
+		b.recoveredAt = now
+	}
+	b.mu.Unlock()
+}
+
+// settled reports whether a heartbeat that is missing means that its host
+// is gone: this host's own heartbeat has not failed since Connect, or it
+// has been renewed without failing for a lease TTL since. A host's
+// heartbeat also fails while NATS elects a new leader for the stream or
+// cannot be reached, and then every host's may expire though none failed
+// (JetStream's election timeout, 4-9 s after a server crash, can exceed the
+// TTL). Once the stream takes writes again the live hosts renew theirs
+// within beatRetry (plus a reconnection); a host that has not within a
+// TTL is gone.
+func (b *beatLog) settled(now time.Time, ttl time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failedAt.IsZero() || b.recoveredAt.After(b.failedAt) && now.Sub(b.recoveredAt) >= ttl
 }
 
 // Close leaves the cluster: it stops the heartbeat and the control inbox,
@@ -363,7 +436,10 @@ func (c *Cluster) Close() error {
 
 // stopHeartbeat stops renewing the heartbeat and waits for the goroutine.
 func (c *Cluster) stopHeartbeat() {
-	c.stopBeat.Do(func() { close(c.stop) })
+	c.stopBeat.Do(func() {
+		close(c.stop)
+		c.beatCancel()
+	})
 	<-c.done
 }
 

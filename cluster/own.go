@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -24,9 +25,35 @@ func ownSubject(id string) string { return "rtfshost.own." + hex.EncodeToString(
 type Owner struct {
 	Node        string // "" when no host owns it
 	Incarnation string
-	Alive       bool   // the owner's heartbeat lives
-	OfferedTo   string // the incarnation a stream without owner is offered to
+	Alive       bool      // the owner's heartbeat lives
+	Heartbeat   time.Time // when it was last renewed, while it lives
+	OfferedTo   string    // the incarnation a stream without owner is offered to
 }
+
+// An OwnedError is Claim's error while another host holds the stream: it
+// owns it (or it was offered to it) and its heartbeat lives, or its
+// heartbeat expired while NATS could not take writes and it may still
+// renew it (Heartbeat is then zero). errors.Is(err, ErrOwned) holds.
+type OwnedError struct {
+	Stream      string
+	Node        string // the holder's node name; "" for a stream offered to it
+	Incarnation string
+	Heartbeat   time.Time // when the holder's heartbeat was last renewed; zero when it expired
+}
+
+func (e *OwnedError) Error() string {
+	who := e.Incarnation
+	if e.Node != "" {
+		who = e.Node + " (" + e.Incarnation + ")"
+	}
+	if e.Heartbeat.IsZero() {
+		return fmt.Sprintf("cluster: claim stream %q: %v: %s, whose heartbeat expired while NATS did not take writes; it has a lease TTL to renew it", e.Stream, ErrOwned, who)
+	}
+	return fmt.Sprintf("cluster: claim stream %q: %v: %s, its heartbeat renewed %v ago", e.Stream, ErrOwned, who, time.Since(e.Heartbeat).Round(time.Millisecond))
+}
+
+// Is reports ErrOwned.
+func (e *OwnedError) Is(target error) bool { return target == ErrOwned }
 
 func parseOwner(body []byte) Owner {
 	node, rest, _ := strings.Cut(string(body), "\n")
@@ -39,8 +66,10 @@ func parseOwner(body []byte) Owner {
 // over, or when the owner's heartbeat has expired; the ownership record is
 // replaced with a compare-and-set, so of several hosts claiming one stream
 // one wins. A stream this incarnation owns already is kept. It fails with
-// an error wrapping ErrOwned while another live host owns the stream. Cost:
-// two or three round trips.
+// an error wrapping ErrOwned while another live host owns the stream (an
+// *OwnedError names it), and while a heartbeat that expired may be one
+// that NATS could not take (this host's own failed within the last lease
+// TTL: a leader election, an outage). Cost: two or three round trips.
 func (c *Cluster) Claim(ctx context.Context, id string) error {
 	subj := ownSubject(id)
 	var last uint64
@@ -57,12 +86,12 @@ func (c *Cluster) Claim(ctx context.Context, id string) error {
 			return nil
 		}
 		if holder := o.Incarnation + o.OfferedTo; holder != "" && holder != c.inc {
-			live, err := c.isAlive(ctx, holder)
+			beat, live, err := c.heartbeatOf(ctx, holder)
 			if err != nil {
 				return fmt.Errorf("cluster: claim stream %q: %w", id, err)
 			}
-			if live {
-				return fmt.Errorf("cluster: claim stream %q: %w (%s)", id, ErrOwned, holder)
+			if live || !c.settled() {
+				return &OwnedError{Stream: id, Node: o.Node, Incarnation: holder, Heartbeat: beat}
 			}
 		}
 	}
@@ -79,16 +108,22 @@ func (c *Cluster) Claim(ctx context.Context, id string) error {
 	return nil
 }
 
-func (c *Cluster) isAlive(ctx context.Context, inc string) (bool, error) {
-	_, err := c.st.GetLastMsgForSubject(ctx, nodeSubject(inc))
+// heartbeatOf reads the heartbeat of incarnation inc: when it was renewed,
+// and whether it lives.
+func (c *Cluster) heartbeatOf(ctx context.Context, inc string) (time.Time, bool, error) {
+	m, err := c.st.GetLastMsgForSubject(ctx, nodeSubject(inc))
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return false, nil
+		return time.Time{}, false, nil
 	case err != nil:
-		return false, fmt.Errorf("read the heartbeat of %s: %w", inc, err)
+		return time.Time{}, false, fmt.Errorf("read the heartbeat of %s: %w", inc, err)
 	}
-	return true, nil
+	return m.Time, true, nil
 }
+
+// settled reports whether a missing heartbeat means that its host is gone
+// (beatLog.settled).
+func (c *Cluster) settled() bool { return c.beats.settled(time.Now(), c.opts.LeaseTTL) }
 
 func (c *Cluster) setToken(id string, tok uint64) {
 	c.mu.Lock()
@@ -191,7 +226,7 @@ func (c *Cluster) OwnerOf(ctx context.Context, id string) (Owner, error) {
 	}
 	o := parseOwner(m.Data)
 	if o.Incarnation != "" {
-		if o.Alive, err = c.isAlive(ctx, o.Incarnation); err != nil {
+		if o.Heartbeat, o.Alive, err = c.heartbeatOf(ctx, o.Incarnation); err != nil {
 			return Owner{}, fmt.Errorf("cluster: the owner of stream %q: %w", id, err)
 		}
 	}
@@ -199,9 +234,11 @@ func (c *Cluster) OwnerOf(ctx context.Context, id string) (Owner, error) {
 }
 
 // Orphans returns the streams that need a host: handed over, offered to
-// this host, or owned by (or offered to) a host whose heartbeat expired.
-// Cost: two scans of the cluster's ownership and heartbeat subjects.
+// this host, or owned by (or offered to) a host whose heartbeat expired
+// (not while that may be NATS's doing: see Claim). Cost: two scans of the
+// cluster's ownership and heartbeat subjects.
 func (c *Cluster) Orphans(ctx context.Context) ([]string, error) {
+	settled := c.settled()
 	live, err := c.alive(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: list live hosts: %w", err)
@@ -209,11 +246,11 @@ func (c *Cluster) Orphans(ctx context.Context) ([]string, error) {
 	var ids []string
 	err = c.lastPerSubject(ctx, "rtfshost.own.>", func(m *jetstream.RawStreamMsg) error {
 		o := parseOwner(m.Data)
-		if o.Incarnation != "" && (o.Incarnation == c.inc || live[o.Incarnation]) {
+		if o.Incarnation != "" && (o.Incarnation == c.inc || live[o.Incarnation] || !settled) {
 			return nil
 		}
-		if o.OfferedTo != "" && o.OfferedTo != c.inc && live[o.OfferedTo] {
-			return nil // offered to another live host
+		if o.OfferedTo != "" && o.OfferedTo != c.inc && (live[o.OfferedTo] || !settled) {
+			return nil // offered to another host that lives, or may
 		}
 		raw, err := hex.DecodeString(strings.TrimPrefix(m.Subject, "rtfshost.own."))
 		if err != nil {

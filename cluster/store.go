@@ -445,5 +445,11 @@ func (c *Cluster) multiLast(ctx context.Context, subjects []string, fn func(*jet
 			return err
 		}
 	}
+	// The batch ends without an error when ctx ends before the server's
+	// end-of-batch marker (a leader election, NATS unreachable): what was
+	// read may be a part, or nothing, and must not pass for the whole.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("read %s: the answer did not end before %w", subjects[0], err)
+	}
 	return nil
 }

@@ -217,3 +217,84 @@ func TestStreamSettingsPutBack(t *testing.T) {
 		t.Fatalf("a two-key commit after the settings were put back: %v", err)
 	}
 }
+
+// TestScanNATSDown: a scan while NATS does not answer fails when its
+// context ends; it never passes an unanswered read for an empty one (a
+// host would take every stream for an orphan, or a stream for one never
+// stored).
+func TestScanNATSDown(t *testing.T) {
+	s := clustertest.Server(t, clustertest.Options{})
+	c := join(t, s, "a", nil)
+	st := c.Store()
+	var b persistence.Batch
+	b.Put([]byte("k/1"), []byte("v"))
+	if err := st.Commit(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n := 0
+	err := st.Scan(ctx, []byte("k/"), func(k, v []byte) error { n++; return nil })
+	if err == nil {
+		t.Fatalf("Scan with NATS down read %d keys and no error", n)
+	}
+	if live, err := c.alive(ctx); err == nil {
+		t.Fatalf("alive with NATS down: %v and no error", live)
+	}
+}
+
+// TestClaimWhileUnsettled: a host whose own heartbeat failed (a leader
+// election, an outage) neither lists nor claims a stream whose owner's
+// heartbeat is missing until its own has been renewed for a lease TTL: the
+// owner may have been kept from renewing its own by the same outage. A
+// live owner's claim error names it and its last heartbeat.
+func TestClaimWhileUnsettled(t *testing.T) {
+	s := clustertest.Server(t, clustertest.Options{})
+	ctx := context.Background()
+	a, b := join(t, s, "a", keyOwner), join(t, s, "b", keyOwner)
+	const id = "u"
+	if err := a.Claim(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var owned *OwnedError
+	if err := b.Claim(ctx, id); !errors.As(err, &owned) || owned.Node != "a" || time.Since(owned.Heartbeat) > time.Second {
+		t.Fatalf("b's claim of a live host's stream: %v, want an OwnedError naming a and its last heartbeat", err)
+	}
+	a.stopHeartbeat()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if o, err := b.OwnerOf(ctx, id); err == nil && !o.Alive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a's heartbeat did not expire")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	failed := time.Now()
+	b.beats.failed(failed) // as if b's heartbeat had failed just now
+	if orphans, err := b.Orphans(ctx); err != nil || len(orphans) != 0 {
+		t.Fatalf("orphans of a host whose heartbeat just failed: %v %v, want none", orphans, err)
+	}
+	if err := b.Claim(ctx, id); !errors.As(err, &owned) || !owned.Heartbeat.IsZero() {
+		t.Fatalf("claim of a host whose heartbeat just failed: %v, want an OwnedError without heartbeat", err)
+	}
+	for {
+		orphans, err := b.Orphans(ctx)
+		if err == nil && len(orphans) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a's stream is not an orphan a while after b's heartbeat renewed: %v %v", orphans, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if waited := time.Since(failed); waited < time.Second {
+		t.Fatalf("b took a's stream for an orphan %v after its own heartbeat failed; the lease TTL is 1s", waited)
+	}
+	if err := b.Claim(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+}

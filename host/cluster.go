@@ -45,6 +45,7 @@ func keyOwner(key []byte) (string, bool) {
 type peers struct {
 	cl    *cluster.Cluster
 	local func() []string // the streams this host runs (Provider.Live)
+	grace *shutdownGrace  // the host's: bounds Release once the host closes
 
 	mu     sync.Mutex
 	load   map[string]int // streams per live incarnation, for Place
@@ -90,13 +91,28 @@ func (p *peers) Offer(ctx context.Context, id, to string) error { return p.cl.Of
 
 func (p *peers) Claim(ctx context.Context, id string) error {
 	err := p.cl.Claim(ctx, id)
-	if errors.Is(err, cluster.ErrOwned) {
+	var owned *cluster.OwnedError
+	switch {
+	case errors.As(err, &owned):
+		owner := owned.Node
+		if owner == "" {
+			owner = owned.Incarnation
+		}
+		return &provider.OwnedError{Owner: owner, Heartbeat: owned.Heartbeat, Err: fmt.Errorf("%w: %w", provider.ErrOwned, err)}
+	case errors.Is(err, cluster.ErrOwned):
 		return fmt.Errorf("%w: %w", provider.ErrOwned, err)
 	}
 	return err
 }
 
+// Release gives stream id up; once the host is closing, by the end of its
+// shutdown grace at the latest.
 func (p *peers) Release(ctx context.Context, id string, ended bool) error {
+	if end, ok := p.grace.deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, end)
+		defer cancel()
+	}
 	return p.cl.Release(ctx, id, ended)
 }
 
@@ -191,11 +207,13 @@ func (h *Host) answer(ctx context.Context, body []byte) []byte {
 // died (or handed them over), every third of the lease TTL, until the host
 // closes.
 type clusterLoop struct {
-	h    *Host
-	cl   *cluster.Cluster
-	wg   sync.WaitGroup
-	stop chan struct{}
-	seen map[string]int // orphans left to other hosts, by rounds (takeOver's goroutine only)
+	h      *Host
+	cl     *cluster.Cluster
+	wg     sync.WaitGroup
+	stop   chan struct{}
+	ctx    context.Context // ends at stopLoop: bounds a round of takeOver
+	cancel context.CancelFunc
+	seen   map[string]int // orphans left to other hosts, by rounds (takeOver's goroutine only)
 }
 
 func (h *Host) startCluster(cl *cluster.Cluster) error {
@@ -203,6 +221,7 @@ func (h *Host) startCluster(cl *cluster.Cluster) error {
 		return err
 	}
 	l := &clusterLoop{h: h, cl: cl, stop: make(chan struct{}), seen: map[string]int{}}
+	l.ctx, l.cancel = context.WithCancel(h.ctx)
 	h.clusterLoop = l
 	l.wg.Add(1)
 	go l.run()
@@ -229,7 +248,7 @@ func (l *clusterLoop) run() {
 // of one that died; an orphan left to the others for maxLeft rounds is
 // taken anyway.
 func (l *clusterLoop) takeOver() {
-	ctx, cancel := context.WithTimeout(l.h.ctx, l.cl.LeaseTTL())
+	ctx, cancel := context.WithTimeout(l.ctx, l.cl.LeaseTTL())
 	defer cancel()
 	orphans, err := l.cl.Orphans(ctx)
 	if err != nil {
@@ -302,17 +321,28 @@ func (h *Host) resumeOrphan(ctx context.Context, run string) error {
 	return h.resumeRecord(map[string]*rtfs.Program{}, []byte(parkedPrefix+run), value)
 }
 
-// stopCluster stops taking over, after which the host closes its provider;
+// stopLoop stops taking over, after which the host closes its provider;
 // leaveCluster then hands every stream and parked program over and leaves.
 func (l *clusterLoop) stopLoop() {
 	close(l.stop)
+	l.cancel()
 	l.wg.Wait()
 }
 
-func (h *Host) leaveCluster() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := h.cl.ReleaseAll(ctx)
+// leaveCluster hands this host's streams and parked programs over, by the
+// end of the shutdown grace, and leaves the cluster. When NATS did not
+// answer within the grace (gaveUp) nothing is handed over: the other hosts
+// take the streams when this host's lease expires.
+func (h *Host) leaveCluster(by time.Time, gaveUp bool) error {
+	var err error
+	if gaveUp {
+		h.log.Warn("cluster: leaving without handing the streams over; the other hosts take them when this host's lease expires",
+			"streams", len(h.cl.Owned()), "lease-ttl", h.cl.LeaseTTL())
+	} else {
+		ctx, cancel := context.WithDeadline(context.Background(), by)
+		err = h.cl.ReleaseAll(ctx)
+		cancel()
+	}
 	if cerr := h.cl.Close(); err == nil {
 		err = cerr
 	}

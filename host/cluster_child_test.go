@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/cluster"
 	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
@@ -34,6 +35,7 @@ type childSpec struct {
 	Transport       string // ":sse" or ":mock"
 	IDs             []string
 	Limit, Interval int
+	LeaseTTL        time.Duration // 0: 1 s
 }
 
 func runClusterChild(spec string) int {
@@ -52,7 +54,7 @@ func runClusterChild(spec string) int {
 func clusterChildMain(cs childSpec) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	h, mk, err := openClusterHost(cs.NATS, cs.Node, cs.Src)
+	h, mk, err := openClusterHostWith(cluster.Options{URLs: []string{cs.NATS}, Node: cs.Node, LeaseTTL: cs.LeaseTTL}, cs.Src)
 	if err != nil {
 		return err
 	}

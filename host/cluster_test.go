@@ -38,17 +38,26 @@ func clusterHost(t *testing.T, ns *server.Server, node, src string) *host.Host {
 // transports and a mock one (a source that cannot replay), reading the
 // reference server at src, with a lease TTL of 1 s.
 func openClusterHost(natsURL, node, src string) (*host.Host, *mock.Transport, error) {
-	return openClusterHostBalanced(natsURL, node, src, false)
+	return openClusterHostWith(cluster.Options{URLs: []string{natsURL}, Node: node}, src)
 }
 
 // openClusterHostBalanced is openClusterHost; balanced spreads new streams
 // by load.
 func openClusterHostBalanced(natsURL, node, src string, balanced bool) (*host.Host, *mock.Transport, error) {
+	return openClusterHostWith(cluster.Options{URLs: []string{natsURL}, Node: node, Balanced: balanced}, src)
+}
+
+// openClusterHostWith is openClusterHost with the cluster options copts (a
+// lease TTL of 1 s unless they set one).
+func openClusterHostWith(copts cluster.Options, src string) (*host.Host, *mock.Transport, error) {
+	if copts.LeaseTTL == 0 {
+		copts.LeaseTTL = time.Second
+	}
 	mk := &mock.Transport{}
 	h, err := host.Open(host.OpenOptions{
 		Options: host.Options{Streams: provider.Options{ServerURL: src, LookupEnv: env(nil),
 			Transports: transport.NewCatalog(append(host.DefaultTransports().Kinds(), mock.Kind(mk))...)}},
-		Cluster: &cluster.Options{URLs: []string{natsURL}, Node: node, LeaseTTL: time.Second, Balanced: balanced},
+		Cluster: &copts,
 	})
 	return h, mk, err
 }
@@ -443,4 +452,115 @@ func TestClusterParkedProgramMoves(t *testing.T) {
 		t.Fatalf("resumed program = %+v", r)
 	}
 	awaitSums(t, b, "pk", limit)
+}
+
+// TestClusterNATSLeaderKilled: three hosts on a NATS cluster of three
+// servers (the RTFSHOST stream with three replicas) run 30 streams with a
+// lease TTL of 3 s; the server leading the stream is killed (SIGKILL, so its
+// peers elect a new leader after their election timeout, 4-9 s, longer than
+// the TTL). No host failed, so no stream changes its owner: no claim, no
+// fenced commit; and every stream ends exact.
+func TestClusterNATSLeaderKilled(t *testing.T) {
+	nc := clustertest.Cluster(t, clustertest.ClusterOptions{})
+	url := startSource(t)
+	var hosts []*host.Host
+	for i, node := range []string{"a", "b", "c"} {
+		urls := nc.URLs()
+		urls = append(urls[i:], urls[:i]...) // each host on another server first
+		h, _, err := openClusterHostWith(cluster.Options{URLs: urls, Node: node, LeaseTTL: 3 * time.Second, Replicas: 3}, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		hosts = append(hosts, h)
+	}
+	const n, limit = 30, 400
+	for i := range n {
+		if _, err := hosts[i%3].Run(context.Background(), sumsOf(t, fmt.Sprintf("l%02d", i), ":sse", limit, 30)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "the streams to process 10 chunks", func() bool { return processed(t, hosts[2], "l29") >= 10 })
+	var before [3]cluster.Stats
+	for i, h := range hosts {
+		before[i] = h.Cluster().Stats()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	leader, err := nc.StreamLeader(ctx, "RTFSHOST")
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	nc.Kill(leader)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		now, err := nc.StreamLeader(ctx, "RTFSHOST")
+		cancel()
+		if err == nil && now != leader {
+			t.Logf("the RTFSHOST stream's leader %s killed; %s elected %v later", leader, now, time.Since(killed).Round(100*time.Millisecond))
+			break
+		}
+		if time.Since(killed) > 30*time.Second {
+			t.Fatalf("no new leader 30s after %s was killed: %v", leader, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i := range n {
+		awaitSums(t, hosts[i%3], fmt.Sprintf("l%02d", i), limit)
+	}
+	moved := 0
+	for i, h := range hosts {
+		st := h.Cluster().Stats()
+		claims, fenced := st.Claims-before[i].Claims, st.Fenced-before[i].Fenced
+		moved += int(claims)
+		if claims != 0 || fenced != 0 {
+			t.Errorf("host %s: %d claims and %d fenced commits while no host failed", []string{"a", "b", "c"}[i], claims, fenced)
+		}
+	}
+	t.Logf("streams moved: %d of %d", moved, n)
+}
+
+// TestClusterStatusOfKilledOwner: after its owner's SIGKILL, until its
+// lease expires, another host answers status and inspect of a stream from
+// its stored records, marked stale with the owner and its last heartbeat;
+// pause is refused, naming the owner. Once the lease expires the stream is
+// taken over and answers fresh again, and it ends exact.
+func TestClusterStatusOfKilledOwner(t *testing.T) {
+	ns := clustertest.Server(t, clustertest.Options{})
+	url := startSource(t)
+	const limit, ttl = 400, 5 * time.Second
+	a := startClusterChild(t, childSpec{NATS: ns.ClientURL(), Node: "a", Src: url, Transport: ":sse",
+		IDs: []string{"k"}, Limit: limit, Interval: 3, LeaseTTL: ttl})
+	b := clusterHost(t, ns, "b", url)
+	defer b.Close()
+	waitUntil(t, "a to process 30 chunks", func() bool { return processed(t, b, "k") >= 30 })
+	a.kill()
+	killed := time.Now()
+	st, err := b.Provider().Status("k")
+	if err != nil {
+		t.Fatalf("status of the stream of a killed host, within its lease: %v", err)
+	}
+	if time.Since(killed) >= ttl {
+		t.Fatalf("the status took %v, past the lease TTL: this test checks nothing", time.Since(killed))
+	}
+	if st.State != provider.StateActive || st.Stale == nil || st.Stale.Owner != "a" || st.Stale.SinceEpochMs == nil ||
+		*st.Stale.SinceEpochMs > killed.UnixMilli() || killed.Sub(time.UnixMilli(*st.Stale.SinceEpochMs)) > ttl {
+		t.Fatalf("status within the lease = %+v (stale %+v), want active, stale since a's last heartbeat", st, st.Stale)
+	}
+	in, err := b.Provider().Info("k", provider.InspectOptions{})
+	if err != nil || in.Stale == nil || in.Stale.Owner != "a" || in.Stats.ProcessedChunks == 0 {
+		t.Fatalf("inspect within the lease = %+v, %v; want the stored snapshot, stale", in, err)
+	}
+	if v := get(in.Value(), "stale", "owner"); v != rtfs.String("a") {
+		t.Fatalf("the inspect map's :stale :owner is %v", v)
+	}
+	if _, err := b.Provider().Pause("k"); err == nil || !strings.Contains(err.Error(), "owner a does not answer") {
+		t.Fatalf("pause within the lease: %v, want an error naming the owner", err)
+	}
+	takenOver(t, b, "k")
+	if st, err := b.Provider().Status("k"); err != nil || st.Stale != nil {
+		t.Fatalf("status after the takeover: %+v %v, want fresh", st, err)
+	}
+	awaitSums(t, b, "k", limit)
 }

@@ -90,6 +90,7 @@ type Host struct {
 
 	cl          *cluster.Cluster // nil for a host alone with its store (cluster.go)
 	clusterLoop *clusterLoop
+	grace       shutdownGrace // BeginClose
 }
 
 // Parked returns how many programs run by Run are waiting on a parked host
@@ -300,29 +301,28 @@ func (h *Host) Wait(ctx context.Context) error {
 
 // Close stops every stream and every resumed program (a program parked on
 // :mcp.stream.await stays stored) and returns when all the host's goroutines
-// have exited. It closes the store only when Open opened it.
+// have exited. It closes the store only when Open opened it. A host in a
+// cluster hands its streams over to the other hosts and leaves; the
+// commits that wait for NATS meanwhile get its shutdown grace (CloseGrace,
+// counted from BeginClose when it was called, else from Close): when the
+// grace ends first, the store is closed, which fails them, and the host
+// leaves without handing its streams over (the other hosts take them when
+// its lease expires).
 func (h *Host) Close() error {
+	h.BeginClose()
 	if h.clusterLoop != nil {
 		h.clusterLoop.stopLoop()
 		h.clusterLoop = nil
 	}
 	h.cancel()
-	var giveUp *time.Timer
-	if h.cl != nil && h.closeStore != nil {
-		// While NATS is unreachable, commits wait for it; a closing host
-		// waits closeGrace, then gives up (what is not committed is
-		// processed again by the host that takes the streams over).
-		giveUp = time.AfterFunc(closeGrace, func() { _ = h.store.Close() })
-	}
 	err := h.prov.Close()
-	if giveUp != nil {
-		giveUp.Stop()
-	}
 	h.programs.close()
+	gaveUp := h.grace.stop()
 	if h.cl != nil {
 		// The streams and parked programs stopped with their progress
 		// committed: hand them over to the other hosts at once.
-		if cerr := h.leaveCluster(); cerr != nil && err == nil {
+		end, _ := h.grace.deadline()
+		if cerr := h.leaveCluster(end, gaveUp); cerr != nil && err == nil {
 			err = fmt.Errorf("host: leaving the cluster: %w", cerr)
 		}
 	}
@@ -335,20 +335,73 @@ func (h *Host) Close() error {
 	return err
 }
 
-// closeGrace is how long Close waits for the commits of a host in a
-// cluster while NATS does not answer.
-const closeGrace = 10 * time.Second
+// CloseGrace is how long a host in a cluster that is closing waits for
+// the commits that NATS does not answer: from BeginClose (or Close), not
+// from the start of each commit.
+const CloseGrace = 10 * time.Second
+
+// BeginClose starts the shutdown grace of a host in a cluster, before
+// Close: from now on, the commits that wait for NATS have CloseGrace in
+// all, after which the store is closed and they fail. A server calls it
+// when it is told to stop, before it closes what runs on the host (its MCP
+// server waits for the calls and events that commit to the host's store),
+// so that the host exits within the grace however long closing those
+// takes. It stops nothing else; it is idempotent, safe for concurrent use,
+// and does nothing for a host alone with its store.
+func (h *Host) BeginClose() {
+	h.grace.once.Do(func() {
+		h.grace.end.Store(time.Now().Add(CloseGrace).UnixNano())
+		if h.cl == nil || h.closeStore == nil {
+			return
+		}
+		h.grace.timer = time.AfterFunc(CloseGrace, func() {
+			h.grace.fired.Store(true)
+			h.log.Warn("cluster: NATS did not answer within the shutdown grace; the commits still waiting are given up "+
+				"(the hosts that take the streams over process those chunks again)", "grace", CloseGrace)
+			_ = h.store.Close()
+		})
+	})
+}
+
+// shutdownGrace is the state of BeginClose.
+type shutdownGrace struct {
+	once  sync.Once
+	end   atomic.Int64 // when the grace ends, in Unix ns; 0 before BeginClose
+	timer *time.Timer  // closes the store at end; nil outside a cluster; set by once
+	fired atomic.Bool  // the timer closed the store
+}
+
+// deadline returns when the grace ends, once BeginClose has been called.
+func (g *shutdownGrace) deadline() (time.Time, bool) {
+	ns := g.end.Load()
+	return time.Unix(0, ns), ns != 0
+}
+
+// stop stops the timer and reports whether it had fired: NATS did not
+// answer within the grace.
+func (g *shutdownGrace) stop() bool {
+	if g.timer != nil {
+		g.timer.Stop()
+	}
+	return g.fired.Load()
+}
 
 // RouteLog sends the lines that the processor of stream id prints with
 // println or log to fn instead of the host's Stdout, until the returned
 // function is called. fn runs on the stream's goroutine, so it must not
 // block for long. The MCP server uses it to send a stream's lines to the
-// client that started it. It is safe for concurrent use.
+// client that started it. A stream has one route at a time: while one is in
+// place, a later RouteLog of the same id routes nothing and its stop does
+// nothing (a second start of a running stream's id fails, and must not take
+// the running stream's lines). It is safe for concurrent use.
 func (h *Host) RouteLog(id string, fn func(line string)) (stop func()) {
 	h.routesMu.Lock()
 	defer h.routesMu.Unlock()
 	if h.routes == nil {
 		h.routes = make(map[string]*logRoute)
+	}
+	if _, taken := h.routes[id]; taken {
+		return func() {}
 	}
 	r := &logRoute{fn: fn}
 	h.routes[id] = r

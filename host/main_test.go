@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/rtfshost/rtfshost/cluster/clustertest"
 	"github.com/rtfshost/rtfshost/internal/localserver"
 )
 
@@ -16,6 +17,9 @@ import (
 const stdioServerEnv = "RTFSHOST_HOST_TEST_STDIO_SERVER"
 
 func TestMain(m *testing.M) {
+	if code, ran := clustertest.Main(); ran {
+		os.Exit(code)
+	}
 	if spec := os.Getenv(clusterChildEnv); spec != "" {
 		os.Exit(runClusterChild(spec))
 	}

@@ -107,7 +107,7 @@ func openCluster(opts OpenOptions) (*Host, error) {
 		cl.Close()
 		return nil, err
 	}
-	pe.local = h.prov.Live
+	pe.local, pe.grace = h.prov.Live, &h.grace
 	h.cl, h.closeStore = cl, st.Close
 	if err := h.startCluster(cl); err != nil {
 		h.Close()

@@ -113,7 +113,7 @@ func field(m *rtfs.Map, name string) rtfs.Value {
 
 func stringField(m *rtfs.Map, name string) string {
 	if v := field(m, name); v != rtfs.Nil {
-		return textOf(v)
+		return rtfs.TextOf(v)
 	}
 	return ""
 }

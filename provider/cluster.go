@@ -49,6 +49,19 @@ type Cluster interface {
 // the stream.
 var ErrOwned = errors.New("another host owns the stream")
 
+// An OwnedError is a Cluster.Claim error that says which host owns the
+// stream, and when it was last heard from: with it, a status or inspect
+// request that its owner does not answer is answered from the stream's
+// stored records, marked stale. Err wraps ErrOwned.
+type OwnedError struct {
+	Owner     string    // the owner's node name
+	Heartbeat time.Time // the owner's last heartbeat; zero when not known
+	Err       error
+}
+
+func (e *OwnedError) Error() string { return e.Err.Error() }
+func (e *OwnedError) Unwrap() error { return e.Err }
+
 // ErrNotRunning is wrapped by Cluster.Forward's error when no live host runs
 // the stream (it ended, or its owner died and no host has claimed it yet).
 var ErrNotRunning = errors.New("no live host runs the stream")
@@ -213,13 +226,59 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, er
 		return a, nil, err
 	}
 	if err := p.RecoverStream(ctx, req.StreamID); err != nil && !p.has(req.StreamID) {
-		if errors.Is(err, ErrNotPersisted) {
+		var owned *OwnedError
+		switch {
+		case errors.Is(err, ErrNotPersisted):
 			return Answer{}, nil, fmt.Errorf("no stream with id %q: %w", req.StreamID, err)
+		case errors.As(err, &owned) && (req.Verb == "status" || req.Verb == "inspect"):
+			a, err := p.storedAnswer(ctx, req, owned)
+			return a, nil, err
+		case errors.As(err, &owned):
+			return Answer{}, nil, fmt.Errorf("cannot %s stream %q: its owner %s does not answer, and no other host may take it over before its lease expires; try again then: %w",
+				req.Verb, req.StreamID, owned.Owner, err)
 		}
 		return Answer{}, nil, err
 	}
 	s, err := p.lookup(req.StreamID)
 	return Answer{}, s, err
+}
+
+// storedAnswer answers a status or inspect request on a stream whose owner
+// holds its lease but did not answer (owned), from the stream's stored
+// records, marked stale. Cost: a scan of the stream's records and, unless
+// this provider knows it, a compile of its program.
+func (p *Provider) storedAnswer(ctx context.Context, req Request, owned *OwnedError) (Answer, error) {
+	wrap := func(err error) error {
+		return fmt.Errorf("stream %q: its owner %s does not answer, and its stored records cannot be read: %w", req.StreamID, owned.Owner, err)
+	}
+	all, err := p.scanStreams(ctx, append([]byte(streamPrefix+req.StreamID), 0))
+	if err != nil {
+		return Answer{}, wrap(err)
+	}
+	if len(all) == 0 {
+		return Answer{}, wrap(ErrNotPersisted)
+	}
+	if err := all[0].complete(); err != nil {
+		return Answer{}, wrap(err)
+	}
+	s, err := p.rebuild(ctx, all[0])
+	if err != nil {
+		return Answer{}, wrap(err)
+	}
+	defer s.cancel()
+	stale := &Stale{Owner: owned.Owner}
+	if !owned.Heartbeat.IsZero() {
+		ms := owned.Heartbeat.UnixMilli()
+		stale.SinceEpochMs = &ms
+	}
+	a := Answer{Status: s.status()}
+	a.Status.Stale = stale
+	if req.Verb == "inspect" {
+		in := s.info(req.Inspect, time.Now())
+		in.Stale = stale
+		a.Info, a.Inspect = &in, in.Value()
+	}
+	return a, nil
 }
 
 // awaitRemote waits for a stream another host runs to end, asking its

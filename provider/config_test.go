@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
@@ -138,5 +139,26 @@ func TestSpecAndSecrets(t *testing.T) {
 	}
 	if got := path(f.inspect(id), "transport", "server-url"); got != rtfs.String("http://127.0.0.1:9/sse?redacted") {
 		t.Errorf("server-url = %v", got)
+	}
+}
+
+// TestIdleTimeoutInSpec: the Spec carries the stream's idle timeout (the
+// start call's, else the provider's; a start call's negative value means
+// none) for every transport, since a process transport (:stdio) applies it
+// itself.
+func TestIdleTimeoutInSpec(t *testing.T) {
+	rec := &recordingTransport{}
+	f := newFixture(t, Options{IdleTimeout: time.Minute, Transports: catalogOf(map[string]transport.StreamTransport{"stdio": rec})})
+	for i, tc := range []struct{ start, want time.Duration }{{0, time.Minute}, {50 * time.Millisecond, 50 * time.Millisecond}, {-1, 0}} {
+		if _, err := f.p.Start(StartRequest{Endpoint: "tool", Transport: "stdio", IdleTimeout: tc.start, goProc: counter()}); err != nil {
+			t.Fatal(err)
+		}
+		f.waitFor("the transport", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.specs) == i+1 })
+		rec.mu.Lock()
+		got := rec.specs[i].IdleTimeout
+		rec.mu.Unlock()
+		if got != tc.want {
+			t.Errorf(":idle-timeout-ms %v: Spec.IdleTimeout = %v, want %v", tc.start, got, tc.want)
+		}
 	}
 }

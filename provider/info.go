@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 // A StreamInfo is the typed snapshot of one stream: what Inspect returns as
-// an RTFS map (Value) and what the CLI and the MCP server render. Its JSON
-// form has the same kebab-case keys as the RTFS map (docs/streams.md lists
-// them; a test keeps the three in step), so a client of a running serve
-// decodes it back into a StreamInfo. It is a copy: the caller owns it.
+// an RTFS map (Value) and what the CLI and the MCP server render. The
+// struct is the one definition of the inspect shape: its json tags are the
+// keys of both the JSON form and the RTFS map, which Value makes from it
+// (a test checks docs/streams.md and the dashboard against it), so a
+// client of a running serve decodes the JSON back into a StreamInfo. It is
+// a copy: the caller owns it.
 type StreamInfo struct {
 	StreamID           string        `json:"stream-id"`
 	Processor          string        `json:"processor"`
@@ -35,13 +39,16 @@ type StreamInfo struct {
 	CurrentState *JSONValue    `json:"current-state,omitempty"`
 	InitialState *JSONValue    `json:"initial-state,omitempty"`
 	Queue        *[]QueuedInfo `json:"queue,omitempty"`
+	// Stale is set on a snapshot read from the stream's stored records
+	// because its owner did not answer (Status.Stale).
+	Stale *Stale `json:"stale,omitempty"`
 }
 
 // StatusInfo is a stream's :status.
 type StatusInfo struct {
-	State     State  `json:"state"`
+	State     State  `json:"state" rtfs:"keyword"`
 	Message   string `json:"message,omitempty"`
-	EndReason string `json:"end-reason,omitempty"`
+	EndReason string `json:"end-reason,omitempty" rtfs:"keyword"`
 }
 
 // StatsInfo is a stream's :stats. LastLatencyMs and LastEventEpochMs are -1
@@ -60,7 +67,7 @@ type StatsInfo struct {
 
 // TransportInfo is a stream's :transport.
 type TransportInfo struct {
-	Kind          string `json:"kind"`
+	Kind          string `json:"kind" rtfs:"keyword"`
 	AutoConnect   bool   `json:"auto-connect"`
 	TaskPresent   bool   `json:"task-present"`
 	TaskActive    bool   `json:"task-active"`
@@ -217,77 +224,82 @@ func (s *stream) statsInfoLocked() StatsInfo {
 	return si
 }
 
-// Value is the snapshot as the RTFS inspect map (:mcp.stream.inspect).
-func (in StreamInfo) Value() rtfs.Value {
-	var cursor rtfs.Value = rtfs.Nil
-	if in.Cursor != nil {
-		cursor = rtfs.String(*in.Cursor)
+// Value is the snapshot as the RTFS inspect map (:mcp.stream.inspect),
+// made from the struct by shapeValue.
+func (in StreamInfo) Value() rtfs.Value { return shapeValue(reflect.ValueOf(in)) }
+
+// shapeValue is the RTFS form of a value of the inspect shape: a struct is
+// a map whose keys are its fields' json names as keywords, in field order
+// (an omitempty field left out when empty); a field tagged rtfs:"keyword"
+// is a keyword; a JSONValue is its value; a nil pointer is nil; a slice is
+// a vector; strings, integers, floats and booleans are themselves.
+func shapeValue(v reflect.Value) rtfs.Value {
+	if j, ok := v.Interface().(JSONValue); ok {
+		return j.value()
 	}
-	m := rtfs.MapOf(
-		rtfs.Keyword("stream-id"), rtfs.String(in.StreamID),
-		rtfs.Keyword("processor"), rtfs.String(in.Processor),
-		rtfs.Keyword("endpoint"), rtfs.String(in.Endpoint),
-		rtfs.Keyword("status"), statusValue(Status{State: in.Status.State, Message: in.Status.Message, EndReason: in.Status.EndReason}),
-		rtfs.Keyword("queue-capacity"), rtfs.Int(in.QueueCapacity),
-		rtfs.Keyword("stats"), in.Stats.value(),
-		rtfs.Keyword("transport"), in.Transport.value(),
-		rtfs.Keyword("observed-at-epoch-ms"), rtfs.Int(in.ObservedAtEpochMs),
-		rtfs.Keyword("started-at-epoch-ms"), rtfs.Int(in.StartedAtEpochMs),
-		rtfs.Keyword("persistence-enabled"), rtfs.Bool(in.PersistenceEnabled),
-		rtfs.Keyword("last-output"), in.LastOutput.value(),
-		rtfs.Keyword("result"), in.Result.value(),
-		rtfs.Keyword("cursor"), cursor,
-		rtfs.Keyword("dropped-chunks"), rtfs.Int(in.DroppedChunks),
-		rtfs.Keyword("reconnects"), rtfs.Int(in.Reconnects),
-	)
-	if in.CurrentState != nil {
-		m = m.Assoc(rtfs.Keyword("current-state"), in.CurrentState.value())
-	}
-	if in.InitialState != nil {
-		m = m.Assoc(rtfs.Keyword("initial-state"), in.InitialState.value())
-	}
-	if in.Queue != nil {
-		items := make([]rtfs.Value, len(*in.Queue))
-		for i, q := range *in.Queue {
-			items[i] = rtfs.MapOf(rtfs.Keyword("chunk"), q.Chunk.value(), rtfs.Keyword("metadata"), q.Metadata.value(),
-				rtfs.Keyword("waiting-ms"), rtfs.Int(q.WaitingMs))
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return rtfs.Nil
 		}
-		m = m.Assoc(rtfs.Keyword("queue"), rtfs.NewVector(items...))
+		return shapeValue(v.Elem())
+	case reflect.Struct:
+		t := v.Type()
+		kvs := make([]rtfs.Value, 0, 2*t.NumField())
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if opts == "omitempty" && v.Field(i).IsZero() {
+				continue
+			}
+			val := shapeValue(v.Field(i))
+			if f.Tag.Get("rtfs") == "keyword" {
+				val = rtfs.Keyword(v.Field(i).String())
+			}
+			kvs = append(kvs, rtfs.Keyword(name), val)
+		}
+		return rtfs.MapOf(kvs...)
+	case reflect.Slice:
+		items := make([]rtfs.Value, v.Len())
+		for i := range items {
+			items[i] = shapeValue(v.Index(i))
+		}
+		return rtfs.NewVector(items...)
+	case reflect.String:
+		return rtfs.String(v.String())
+	case reflect.Int, reflect.Int64:
+		return rtfs.Int(v.Int())
+	case reflect.Float64:
+		return rtfs.Float(v.Float())
+	case reflect.Bool:
+		return rtfs.Bool(v.Bool())
 	}
-	return m
+	return rtfs.String(fmt.Sprint(v.Interface())) // not in the shape: a test keeps it out
 }
 
-func optInt(p *int64) rtfs.Value {
-	if p == nil {
-		return rtfs.Nil
+// InspectKeys returns the keys of the inspect shape, from StreamInfo's json
+// tags: the top-level ones, and those of the maps in it after their
+// parent's and a dot ("stats.outputs", "queue.chunk"), in field order.
+// Tests hold docs/streams.md and the dashboard to them.
+func InspectKeys() []string {
+	var keys []string
+	var walk func(prefix string, t reflect.Type)
+	walk = func(prefix string, t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			keys = append(keys, prefix+name)
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[JSONValue]() {
+				walk(prefix+name+".", ft)
+			}
+		}
 	}
-	return rtfs.Int(*p)
-}
-
-func (si StatsInfo) value() rtfs.Value {
-	return rtfs.MapOf(
-		rtfs.Keyword("processed-chunks"), rtfs.Int(si.ProcessedChunks),
-		rtfs.Keyword("queued-chunks"), rtfs.Int(si.QueuedChunks),
-		rtfs.Keyword("dropped-chunks"), rtfs.Int(si.DroppedChunks),
-		rtfs.Keyword("last-latency-ms"), optInt(si.LastLatencyMs),
-		rtfs.Keyword("last-event-epoch-ms"), optInt(si.LastEventEpochMs),
-		rtfs.Keyword("chunks-per-second"), rtfs.Float(si.ChunksPerSecond),
-		rtfs.Keyword("reconnects"), rtfs.Int(si.Reconnects),
-		rtfs.Keyword("bytes-received"), rtfs.Int(si.BytesReceived),
-		rtfs.Keyword("outputs"), rtfs.Int(si.Outputs),
-	)
-}
-
-func (ti TransportInfo) value() rtfs.Value {
-	return rtfs.MapOf(
-		rtfs.Keyword("kind"), rtfs.Keyword(ti.Kind),
-		rtfs.Keyword("auto-connect"), rtfs.Bool(ti.AutoConnect),
-		rtfs.Keyword("task-present"), rtfs.Bool(ti.TaskPresent),
-		rtfs.Keyword("task-active"), rtfs.Bool(ti.TaskActive),
-		rtfs.Keyword("timeout-ms"), rtfs.Int(ti.TimeoutMs),
-		rtfs.Keyword("retry-attempts"), rtfs.Int(ti.RetryAttempts),
-		rtfs.Keyword("server-url"), rtfs.String(ti.ServerURL),
-	)
+	walk("", reflect.TypeFor[StreamInfo]())
+	return keys
 }
 
 // JSON returns the snapshot's JSON form.

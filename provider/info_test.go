@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -11,9 +12,9 @@ import (
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
-// The typed snapshot, its RTFS map and docs/streams.md name the same keys
-// (issue 14), and its JSON form decodes back into an equal snapshot.
-func TestStreamInfoMatchesTheMapAndTheDocs(t *testing.T) {
+// The typed snapshot of a running stream: its RTFS map has the keys of its
+// JSON form, and its JSON form decodes back into an equal snapshot.
+func TestStreamInfoMatchesTheMap(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter()})
 	f.send(id, `{"n": 1}`)
@@ -25,31 +26,8 @@ func TestStreamInfoMatchesTheMapAndTheDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := in.Value().(*rtfs.Map)
-	var mapKeys []string
-	m.Range(func(k, _ rtfs.Value) bool { mapKeys = append(mapKeys, string(k.(rtfs.Keyword))); return true })
-	var asJSON map[string]json.RawMessage
-	if err := json.Unmarshal(in.JSON(), &asJSON); err != nil {
-		t.Fatal(err)
-	}
-	var jsonKeys []string
-	for k := range asJSON {
-		jsonKeys = append(jsonKeys, k)
-	}
-	sort.Strings(mapKeys)
-	sort.Strings(jsonKeys)
-	if strings.Join(mapKeys, " ") != strings.Join(jsonKeys, " ") {
-		t.Errorf("RTFS keys %v\nJSON keys %v", mapKeys, jsonKeys)
-	}
-	doc, err := os.ReadFile("../docs/streams.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := string(doc)[strings.Index(string(doc), "## Inspect"):]
-	for _, k := range mapKeys {
-		if !regexp.MustCompile("`:" + regexp.QuoteMeta(k) + "`").MatchString(section) {
-			t.Errorf("docs/streams.md's Inspect section does not list :%s", k)
-		}
+	if got, want := mapPaths(in.Value()), jsonPaths(t, in.JSON()); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("RTFS keys %v\nJSON keys %v", got, want)
 	}
 	var back StreamInfo
 	if err := json.Unmarshal(in.JSON(), &back); err != nil {
@@ -58,4 +36,193 @@ func TestStreamInfoMatchesTheMapAndTheDocs(t *testing.T) {
 	if !rtfs.Equal(back.Value(), in.Value()) {
 		t.Errorf("through JSON:\n%v\nwant\n%v", back.Value(), in.Value())
 	}
+}
+
+// fullInfo is a StreamInfo with every field set, so that its JSON form has
+// every key of the inspect shape.
+func fullInfo() StreamInfo {
+	one, cursor := int64(1), "c1"
+	state := JSONValue{V: rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(1))}
+	queue := []QueuedInfo{{Chunk: JSONValue{V: rtfs.Int(2)}, Metadata: JSONValue{V: rtfs.Nil}, WaitingMs: 3}}
+	return StreamInfo{
+		StreamID: "s", Processor: "p", Endpoint: "e",
+		Status:        StatusInfo{State: StateError, Message: "boom", EndReason: "error"},
+		QueueCapacity: 8,
+		Stats:         StatsInfo{ProcessedChunks: 1, LastLatencyMs: &one, LastEventEpochMs: &one, ChunksPerSecond: 1.5},
+		Transport:     TransportInfo{Kind: "sse", AutoConnect: true, ServerURL: "http://127.0.0.1:2025/sse"},
+		LastOutput:    JSONValue{V: rtfs.Int(1)}, Result: JSONValue{V: rtfs.Nil}, Cursor: &cursor,
+		CurrentState: &state, InitialState: &state, Queue: &queue,
+		Stale: &Stale{Owner: "a", SinceEpochMs: &one},
+	}
+}
+
+// The struct makes the RTFS map: keyword keys in field order, the fields
+// tagged rtfs:"keyword" as keywords, omitempty fields left out when empty,
+// nil pointers nil.
+func TestStreamInfoValue(t *testing.T) {
+	in := fullInfo()
+	kw := func(name string) rtfs.Value { return rtfs.Keyword(name) }
+	want := rtfs.MapOf(
+		kw("stream-id"), rtfs.String("s"), kw("processor"), rtfs.String("p"), kw("endpoint"), rtfs.String("e"),
+		kw("status"), rtfs.MapOf(kw("state"), kw("error"), kw("message"), rtfs.String("boom"), kw("end-reason"), kw("error")),
+		kw("queue-capacity"), rtfs.Int(8),
+		kw("stats"), rtfs.MapOf(kw("processed-chunks"), rtfs.Int(1), kw("queued-chunks"), rtfs.Int(0), kw("dropped-chunks"), rtfs.Int(0),
+			kw("last-latency-ms"), rtfs.Int(1), kw("last-event-epoch-ms"), rtfs.Int(1), kw("chunks-per-second"), rtfs.Float(1.5),
+			kw("reconnects"), rtfs.Int(0), kw("bytes-received"), rtfs.Int(0), kw("outputs"), rtfs.Int(0)),
+		kw("transport"), rtfs.MapOf(kw("kind"), kw("sse"), kw("auto-connect"), rtfs.True, kw("task-present"), rtfs.False,
+			kw("task-active"), rtfs.False, kw("timeout-ms"), rtfs.Int(0), kw("retry-attempts"), rtfs.Int(0),
+			kw("server-url"), rtfs.String("http://127.0.0.1:2025/sse")),
+		kw("observed-at-epoch-ms"), rtfs.Int(0), kw("started-at-epoch-ms"), rtfs.Int(0), kw("persistence-enabled"), rtfs.False,
+		kw("last-output"), rtfs.Int(1), kw("result"), rtfs.Nil, kw("cursor"), rtfs.String("c1"),
+		kw("dropped-chunks"), rtfs.Int(0), kw("reconnects"), rtfs.Int(0),
+		kw("current-state"), rtfs.MapOf(kw("count"), rtfs.Int(1)), kw("initial-state"), rtfs.MapOf(kw("count"), rtfs.Int(1)),
+		kw("queue"), rtfs.NewVector(rtfs.MapOf(kw("chunk"), rtfs.Int(2), kw("metadata"), rtfs.Nil, kw("waiting-ms"), rtfs.Int(3))),
+		kw("stale"), rtfs.MapOf(kw("owner"), rtfs.String("a"), kw("since-epoch-ms"), rtfs.Int(1)),
+	)
+	if got := in.Value(); !rtfs.Equal(got, want) {
+		t.Errorf("Value:\n%v\nwant\n%v", got, want)
+	}
+	if got, _ := in.Value().(*rtfs.Map).Get(rtfs.Keyword("status")); got.String() != `{:state :error :message "boom" :end-reason :error}` {
+		t.Errorf(":status = %s, want its keys in field order", got)
+	}
+	var bare StreamInfo
+	m := bare.Value().(*rtfs.Map)
+	for _, k := range []string{"current-state", "initial-state", "queue", "stale"} {
+		if _, ok := m.Get(rtfs.Keyword(k)); ok {
+			t.Errorf("a snapshot without :%s has the key", k)
+		}
+	}
+	for _, k := range []string{"cursor", "last-output", "result"} {
+		if v, ok := m.Get(rtfs.Keyword(k)); !ok || v != rtfs.Nil {
+			t.Errorf(":%s of an empty snapshot = %v, %v; want nil", k, v, ok)
+		}
+	}
+	if st, _ := m.Get(rtfs.Keyword("status")); st.(*rtfs.Map).Len() != 1 {
+		t.Errorf(":status of an empty snapshot = %v, want :state alone", st)
+	}
+}
+
+// docs/streams.md's Inspect table lists every key of the shape, a nested
+// one in its parent's row, and no key the shape does not have (a nested
+// one in the {...} of its parent's row).
+func TestInspectDocsFollowTheShape(t *testing.T) {
+	paths := InspectKeys()
+	if full := jsonPaths(t, fullInfo().JSON()); strings.Join(full, " ") != strings.Join(slices.Sorted(slices.Values(paths)), " ") {
+		t.Fatalf("InspectKeys\n  %v\nthe JSON of a full snapshot has\n  %v", paths, full)
+	}
+	doc, err := os.ReadFile("../docs/streams.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)[strings.Index(string(doc), "## Inspect"):]
+	section = section[:strings.Index(section[1:], "\n## ")+1]
+	rows := map[string]string{} // top-level key -> the value column of its row
+	row := regexp.MustCompile("(?m)^\\| ((?:`:[a-z-]+` ?)+) \\| (.*) \\|$")
+	token := regexp.MustCompile("`?:([a-z-]+)")
+	var documented []string
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		for _, k := range token.FindAllStringSubmatch(m[1], -1) {
+			rows[k[1]] = m[2]
+			documented = append(documented, k[1])
+		}
+	}
+	var top []string
+	children := map[string][]string{}
+	for _, p := range paths {
+		parent, child, nested := strings.Cut(p, ".")
+		if !nested {
+			top = append(top, p)
+			continue
+		}
+		children[parent] = append(children[parent], child)
+	}
+	sort.Strings(documented)
+	sort.Strings(top)
+	if strings.Join(documented, " ") != strings.Join(top, " ") {
+		t.Errorf("the table's keys\n  %v\nthe shape's\n  %v", documented, top)
+	}
+	values := map[string]bool{}
+	for _, s := range []State{StateActive, StatePaused, StateCompleted, StateCancelled, StateError} {
+		values[string(s)] = true
+	}
+	for parent, keys := range children {
+		inRow, inBraces := map[string]bool{}, map[string]bool{}
+		for _, k := range token.FindAllStringSubmatch(rows[parent], -1) {
+			inRow[k[1]] = true
+		}
+		for _, braces := range regexp.MustCompile(`\{[^}]*\}`).FindAllString(rows[parent], -1) {
+			for _, k := range token.FindAllStringSubmatch(braces, -1) {
+				inBraces[k[1]] = true
+			}
+		}
+		for _, k := range keys {
+			if !inRow[k] {
+				t.Errorf("the row of :%s does not list :%s", parent, k)
+			}
+			delete(inBraces, k)
+		}
+		for k := range inBraces {
+			if !values[k] {
+				t.Errorf("the row of :%s lists :%s, which the shape does not have", parent, k)
+			}
+		}
+	}
+}
+
+// jsonPaths returns the keys of a JSON object and of the objects in it (in
+// arrays too), as dotted paths, sorted.
+func jsonPaths(t *testing.T, b []byte) []string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				out = append(out, prefix+k)
+				if prefix == "" && (k == "current-state" || k == "initial-state" || k == "last-output" || k == "result") {
+					continue // values of the stream, not of the shape
+				}
+				walk(prefix+k+".", x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(prefix, x)
+			}
+		}
+	}
+	walk("", v)
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// mapPaths is jsonPaths of an RTFS map.
+func mapPaths(v rtfs.Value) []string {
+	var out []string
+	var walk func(prefix string, v rtfs.Value)
+	walk = func(prefix string, v rtfs.Value) {
+		switch v := v.(type) {
+		case *rtfs.Map:
+			v.Range(func(k, x rtfs.Value) bool {
+				name := string(k.(rtfs.Keyword))
+				out = append(out, prefix+name)
+				if prefix == "" && (name == "current-state" || name == "initial-state" || name == "last-output" || name == "result") {
+					return true
+				}
+				walk(prefix+name+".", x)
+				return true
+			})
+		case *rtfs.Vector:
+			for i := range v.Len() {
+				walk(prefix, v.Index(i))
+			}
+		}
+	}
+	walk("", v)
+	sort.Strings(out)
+	return slices.Compact(out)
 }

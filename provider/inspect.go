@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"reflect"
 	"time"
 
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -54,14 +55,18 @@ func statusValue(st Status) *rtfs.Map {
 }
 
 // StatusValue returns st as the map :mcp.stream.status answers: {:stream-id
-// :state :message :end-reason :result}.
+// :state :message :end-reason :result}, and :stale when st is stale.
 func StatusValue(st Status) rtfs.Value {
 	m := statusValue(st).Assoc(rtfs.Keyword("stream-id"), rtfs.String(st.StreamID))
 	result := st.Result
 	if result == nil {
 		result = rtfs.Nil
 	}
-	return m.Assoc(rtfs.Keyword("result"), result)
+	m = m.Assoc(rtfs.Keyword("result"), result)
+	if st.Stale != nil {
+		m = m.Assoc(rtfs.Keyword("stale"), shapeValue(reflect.ValueOf(*st.Stale)))
+	}
+	return m
 }
 
 func orNil(v rtfs.Value) rtfs.Value {

@@ -135,6 +135,9 @@ type Provider struct {
 	restoring map[string]bool
 
 	allSubs atomic.Pointer[[]*Subscription] // subscribers to every stream
+	// pending holds the Pending subscriptions to stream ids no stream has
+	// yet (subscribe.go).
+	pending map[string][]*Subscription
 
 	ps *persister // nil without a store
 
@@ -220,9 +223,16 @@ func (p *Provider) Close() error {
 	}
 	p.mu.Lock()
 	subs := p.allSubs.Swap(nil)
+	pending := p.pending
+	p.pending = nil
 	p.mu.Unlock()
 	if subs != nil {
 		for _, s := range *subs {
+			s.Close()
+		}
+	}
+	for _, list := range pending {
+		for _, s := range list {
 			s.Close()
 		}
 	}
@@ -255,24 +265,34 @@ func (p *Provider) StreamIDs() []string {
 // register adds s under its id, or reports a duplicate id or a closed
 // provider. It counts the stream's goroutines in p.wg before Close can wait
 // for them: the worker, and the transport's when the stream connects. A
-// non-nil start batch is committed first (a new persisted stream).
+// non-nil start batch is committed first (a new persisted stream). The
+// Pending subscriptions to s's id are s's from then on.
 func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) error {
+	early, err := p.add(s, start, fresh)
+	for _, sub := range early {
+		s.subscribe(sub)
+	}
+	return err
+}
+
+// add is register but for the Pending subscriptions, which it returns.
+func (p *Provider) add(s *stream, start *persistence.Batch, fresh bool) ([]*Subscription, error) {
 	connect := s.def.kind.Transport != nil && p.cfg.autoConnect
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if _, dup := p.streams[s.id]; dup {
-		return &keyError{"stream-id", fmt.Errorf("a stream with id %q already exists", s.id)}
+		return nil, &keyError{"stream-id", fmt.Errorf("a stream with id %q already exists", s.id)}
 	}
 	if fresh && p.opts.MaxStreams > 0 && len(p.liveLocked()) >= p.opts.MaxStreams {
 		p.limitHit("max-streams")
-		return fmt.Errorf("%w: %d streams are running, the most this host allows", ErrTooManyStreams, p.opts.MaxStreams)
+		return nil, fmt.Errorf("%w: %d streams are running, the most this host allows", ErrTooManyStreams, p.opts.MaxStreams)
 	}
 	if start != nil {
 		if err := p.commitStart(s, start); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	p.streams[s.id] = s
@@ -282,7 +302,7 @@ func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) err
 	if connect {
 		p.wg.Add(1)
 	}
-	return nil
+	return p.attachPendingLocked(s), nil
 }
 
 // ErrTooManyStreams is wrapped by Start's error when Options.MaxStreams

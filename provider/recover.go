@@ -155,6 +155,20 @@ func (l *loaded) add(key, value []byte, suffix byte, seq int64) error {
 	return &persistence.CorruptRecordError{Key: key, Reason: fmt.Sprintf("unknown record suffix %q", suffix)}
 }
 
+// complete reports why the records of l cannot rebuild its stream: one is
+// damaged, or its definition or progress record is missing.
+func (l *loaded) complete() error {
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.def == nil:
+		return &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: "the stream's definition record is missing"}
+	case l.progress == nil:
+		return &persistence.CorruptRecordError{Key: streamKey(l.id, suffixProg), Reason: "the stream's progress record is missing"}
+	}
+	return nil
+}
+
 // restore rebuilds one loaded stream and registers it. A stream that is
 // being restored meanwhile, or is loaded, is left alone (an error says so).
 func (p *Provider) restore(ctx context.Context, l *loaded) error {
@@ -177,13 +191,8 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 		delete(p.restoring, l.id)
 		p.mu.Unlock()
 	}()
-	switch {
-	case l.err != nil:
-		return wrap(l.err)
-	case l.def == nil:
-		return wrap(&persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: "the stream's definition record is missing"})
-	case l.progress == nil:
-		return wrap(&persistence.CorruptRecordError{Key: streamKey(l.id, suffixProg), Reason: "the stream's progress record is missing"})
+	if err := l.complete(); err != nil {
+		return wrap(err)
 	}
 	run := !State(l.progress.status).Terminal() && p.cfg.autoConnect
 	if run {
@@ -425,14 +434,20 @@ func (p *Provider) registerRecovered(s *stream) error {
 	s.cancel()
 	close(s.done)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return ErrClosed
 	}
 	if _, dup := p.streams[s.id]; dup {
+		p.mu.Unlock()
 		return fmt.Errorf("a stream with id %q already exists", s.id)
 	}
 	p.streams[s.id] = s
 	p.order = append(p.order, s)
+	early := p.attachPendingLocked(s)
+	p.mu.Unlock()
+	for _, sub := range early {
+		s.subscribe(sub) // it has ended: its EventEnd at once
+	}
 	return nil
 }

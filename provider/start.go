@@ -387,7 +387,7 @@ func (p *Provider) idleTimeout(def *definition) time.Duration {
 // the stream's target has the header's origin (the configured server URL's),
 // and an HTTP client that checks redirects against the egress policy, strips
 // the header on a redirect that leaves that origin, and applies the idle
-// timeout.
+// timeout (which Spec.IdleTimeout carries for the other transports).
 func (p *Provider) spec(s *stream) transport.Spec {
 	sp := transport.Spec{
 		StreamID:      s.id,
@@ -395,6 +395,7 @@ func (p *Provider) spec(s *stream) transport.Spec {
 		Config:        s.def.tconf,
 		RetryAttempts: p.opts.RetryAttempts,
 		MaxEventBytes: transport.DefaultMaxEventBytes,
+		IdleTimeout:   p.idleTimeout(&s.def),
 		Logger:        p.opts.Logger,
 		Resumed:       s.recovered,
 	}
@@ -428,12 +429,12 @@ func (p *Provider) spec(s *stream) transport.Spec {
 func queryOf(m *rtfs.Map) map[string]string {
 	q := make(map[string]string, m.Len())
 	m.Range(func(k, v rtfs.Value) bool {
-		key := textOf(k)
+		key := rtfs.TextOf(k)
 		switch v := v.(type) {
 		case rtfs.NilType:
 			return true
 		case rtfs.String, rtfs.Keyword, rtfs.Symbol:
-			q[key] = textOf(v)
+			q[key] = rtfs.TextOf(v)
 		case rtfs.Int:
 			q[key] = strconv.FormatInt(int64(v), 10)
 		case rtfs.Float, rtfs.Bool:
@@ -442,30 +443,12 @@ func queryOf(m *rtfs.Map) map[string]string {
 			if b, err := rtfs.ToJSON(v); err == nil {
 				q[key] = string(b)
 			} else {
-				q[key] = rtfs.Excerpt(v, maxPrinted)
+				q[key] = rtfs.Excerpt(v, 4096)
 			}
 		}
 		return true
 	})
 	return q
-}
-
-// maxPrinted bounds the printed form of a value that textOf and kindOf
-// show: a program's value may share structure and print without end.
-const maxPrinted = 4096
-
-// textOf is the text of a string, keyword or symbol, else the printed form
-// (cut to maxPrinted).
-func textOf(v rtfs.Value) string {
-	switch v := v.(type) {
-	case rtfs.String:
-		return string(v)
-	case rtfs.Keyword:
-		return string(v)
-	case rtfs.Symbol:
-		return string(v)
-	}
-	return rtfs.Excerpt(v, maxPrinted)
 }
 
 // Deliver hands chunk c to stream id as if its transport had read it. It

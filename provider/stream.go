@@ -50,6 +50,24 @@ type Status struct {
 	EndReason string
 	// Result is a completed stream's :result; nil otherwise.
 	Result rtfs.Value
+	// Stale, when set, says that the status was read from the stream's
+	// stored records because the host that runs it did not answer (with
+	// Options.Cluster): the stream may have moved on since.
+	Stale *Stale
+}
+
+// A Stale marks an answer about a stream that its owner, a host of the
+// cluster that holds the stream's lease, did not give: it does not answer
+// (it may have died, and another host takes the stream over when the lease
+// expires), so the answer is the stream as its stored records say, as of
+// the owner's last commit.
+type Stale struct {
+	// Owner is the node name of the host that owns the stream.
+	Owner string `json:"owner"`
+	// SinceEpochMs is when the owner was last heard from (its last
+	// heartbeat), in Unix milliseconds; nil when not known (its heartbeat
+	// expired while NATS did not take writes).
+	SinceEpochMs *int64 `json:"since-epoch-ms"`
 }
 
 // errEnded is returned by Deliver once a stream has ended.

@@ -45,6 +45,18 @@ type SubscribeOptions struct {
 	// drops the event and counts it (Dropped), so a slow subscriber never
 	// holds a stream up.
 	Lossless bool
+	// Receive, when set, is called with each event instead of sending it
+	// on the channel (which then stays empty): on the goroutine that
+	// publishes it, the stream's, so Receive must return at once and must
+	// not call the Provider. It gets every event of a stream, in order;
+	// Buffer and Lossless do not apply. It is not called after Close
+	// returns.
+	Receive func(Event)
+	// Pending makes a subscription to a stream id that no stream has yet
+	// wait for the stream that starts (or is recovered) with that id,
+	// instead of failing: it gets every event of that stream. Subscribing
+	// before Start is how a caller sees a stream's first output.
+	Pending bool
 }
 
 // A Subscription receives the events of one stream, or of every stream. Its
@@ -58,8 +70,12 @@ type Subscription struct {
 	mu       sync.RWMutex // held for reading while publishing, for writing to close c
 	closed   bool
 	lossless bool
+	receive  func(Event)
 	dropped  atomic.Int64
 	detach   func(*Subscription)
+	// stream is the stream a Pending subscription was attached to, nil
+	// while it waits; guarded by the Provider's mu.
+	stream *stream
 }
 
 // C returns the channel of events.
@@ -93,6 +109,10 @@ func (sub *Subscription) send(ctx context.Context, ev Event) {
 	if sub.closed {
 		return
 	}
+	if sub.receive != nil {
+		sub.receive(ev)
+		return
+	}
 	if !sub.lossless {
 		select {
 		case sub.c <- ev:
@@ -113,37 +133,113 @@ func newSubscription(opts SubscribeOptions) *Subscription {
 	if opts.Buffer <= 0 {
 		opts.Buffer = defaultSubscriberSize
 	}
-	return &Subscription{c: make(chan Event, opts.Buffer), done: make(chan struct{}), lossless: opts.Lossless}
+	if opts.Receive != nil {
+		opts.Buffer = 0
+	}
+	return &Subscription{c: make(chan Event, opts.Buffer), done: make(chan struct{}), lossless: opts.Lossless, receive: opts.Receive}
 }
 
 // Subscribe returns a Subscription to the events of stream id, or with id ""
 // to the events of every stream, including those started later. Subscribing
-// to a stream that has already ended yields its EventEnd at once.
+// to a stream that has already ended yields its EventEnd at once. An id no
+// stream has is an error, unless opts.Pending.
 func (p *Provider) Subscribe(id string, opts SubscribeOptions) (*Subscription, error) {
 	sub := newSubscription(opts)
 	if id == "" {
 		return sub, p.subscribeAll(sub)
 	}
 	s, err := p.lookup(id)
+	if err != nil && opts.Pending {
+		return sub, p.subscribePending(id, sub)
+	}
 	if err != nil {
 		return nil, err
 	}
+	s.subscribe(sub)
+	return sub, nil
+}
+
+// subscribe adds sub to the stream's subscribers; to those of a stream
+// whose worker has exited, it sends the stream's EventEnd and closes sub.
+func (s *stream) subscribe(sub *Subscription) {
 	s.mu.Lock()
 	if s.exited {
 		st := s.statusLocked()
 		s.mu.Unlock()
-		sub.c <- Event{Kind: EventEnd, StreamID: id, Seq: -1, Status: st}
+		sub.send(context.Background(), Event{Kind: EventEnd, StreamID: s.id, Seq: -1, Status: st})
 		sub.Close()
-		return sub, nil
+		return
 	}
-	s.subs = append(s.subs[:len(s.subs):len(s.subs)], sub)
+	sub.mu.RLock()
+	closed := sub.closed
+	sub.mu.RUnlock()
+	if !closed { // a Pending subscription closed while it was being attached
+		s.subs = append(s.subs[:len(s.subs):len(s.subs)], sub)
+	}
 	s.mu.Unlock()
-	sub.detach = func(sub *Subscription) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.subs = without(s.subs, sub)
+	if sub.detach == nil {
+		sub.detach = s.unsubscribe
 	}
-	return sub, nil
+}
+
+// unsubscribe removes sub from the stream's subscribers.
+func (s *stream) unsubscribe(sub *Subscription) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.subs = without(s.subs, sub)
+}
+
+// subscribePending keeps sub for the stream that will have id (see
+// attachPendingLocked), or attaches it to the stream registered since the
+// lookup.
+func (p *Provider) subscribePending(id string, sub *Subscription) error {
+	sub.detach = func(sub *Subscription) {
+		p.mu.Lock()
+		s := sub.stream
+		if s == nil {
+			if list := without(p.pending[id], sub); len(list) > 0 {
+				p.pending[id] = list
+			} else {
+				delete(p.pending, id)
+			}
+		}
+		p.mu.Unlock()
+		if s != nil {
+			s.unsubscribe(sub)
+		}
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	s, ok := p.streams[id]
+	if ok && !s.moved.Load() && !s.handingOver.Load() {
+		sub.stream = s
+	} else {
+		if p.pending == nil {
+			p.pending = make(map[string][]*Subscription)
+		}
+		p.pending[id] = append(p.pending[id], sub)
+		s = nil
+	}
+	p.mu.Unlock()
+	if s != nil {
+		s.subscribe(sub)
+	}
+	return nil
+}
+
+// attachPendingLocked takes the Pending subscriptions that wait for s's id;
+// p.mu is held. The caller attaches them with s.subscribe once it has
+// released p.mu, before s publishes anything.
+func (p *Provider) attachPendingLocked(s *stream) []*Subscription {
+	subs := p.pending[s.id]
+	delete(p.pending, s.id)
+	for _, sub := range subs {
+		sub.stream = s
+	}
+	return subs
 }
 
 func (p *Provider) subscribeAll(sub *Subscription) error {

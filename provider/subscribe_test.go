@@ -3,9 +3,11 @@ package provider
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -134,5 +136,108 @@ func TestUnknownStreamErrors(t *testing.T) {
 	f.p.Close()
 	if _, err := f.p.Subscribe("", SubscribeOptions{}); err != ErrClosed {
 		t.Errorf("Subscribe after Close = %v", err)
+	}
+}
+
+// eventLog collects what a Receive subscription gets.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []Event
+}
+
+func (l *eventLog) receive(ev Event) {
+	l.mu.Lock()
+	l.evs = append(l.evs, ev)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) events() []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Event(nil), l.evs...)
+}
+
+// A Pending subscription made before its stream starts gets every event of
+// the stream, the first output included, through Receive on the stream's
+// goroutine, in order; one closed before the stream starts gets nothing.
+func TestPendingSubscription(t *testing.T) {
+	f := newFixture(t, Options{})
+	var log, closed eventLog
+	sub, err := f.p.Subscribe("later", SubscribeOptions{Pending: true, Receive: log.receive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	gone, err := f.p.Subscribe("later", SubscribeOptions{Pending: true, Receive: closed.receive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Close()
+	if _, err := f.p.Subscribe("later", SubscribeOptions{}); err == nil {
+		t.Error("a subscription to an unknown id without Pending succeeded")
+	}
+	f.start(StartRequest{StreamID: "later", goProc: counter()})
+	for n := 1; n <= 3; n++ {
+		f.send("later", fmt.Sprintf(`{"n":%d}`, n))
+	}
+	f.mock.Source("later").Close()
+	f.await("later")
+	evs := log.events()
+	if len(evs) != 4 || evs[3].Kind != EventEnd || evs[3].Status.State != StateCompleted {
+		t.Fatalf("events = %+v", evs)
+	}
+	for i, ev := range evs[:3] {
+		if ev.Kind != EventOutput || path(ev.Output, "count") != rtfs.Int(i+1) {
+			t.Errorf("event %d = %+v", i, ev)
+		}
+	}
+	if got := closed.events(); len(got) != 0 {
+		t.Errorf("a subscription closed before the stream started got %+v", got)
+	}
+	if _, ok := <-gone.C(); ok {
+		t.Error("a closed Receive subscription's channel is open")
+	}
+}
+
+// A Pending subscription to the id of a stream recovered as ended gets its
+// end at once; Close of the provider closes those still waiting.
+func TestPendingSubscriptionRecoveredAndClosed(t *testing.T) {
+	ps := newPersisted(t, persistence.NewMemStore())
+	f := ps.f
+	startCount(f, compileGlobals(t, countSrc), "done", rtfs.Symbol("proc"))
+	f.send("done", `{"n":1}`)
+	f.mock.Source("done").Close()
+	f.await("done")
+	if err := f.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ps.open()
+	var log eventLog
+	ended, err := ps.f.p.Subscribe("done", SubscribeOptions{Pending: true, Receive: log.receive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting, err := ps.f.p.Subscribe("never", SubscribeOptions{Pending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.f.p.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if evs := log.events(); len(evs) != 1 || evs[0].Kind != EventEnd || evs[0].Status.State != StateCompleted {
+		t.Errorf("the recovered ended stream's subscriber got %+v", evs)
+	}
+	ended.Close()
+	ps.f.p.Close()
+	select {
+	case _, ok := <-waiting.C():
+		if ok {
+			t.Error("a waiting subscription got an event")
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("Close left a Pending subscription open")
+	}
+	if _, err := ps.f.p.Subscribe("x", SubscribeOptions{Pending: true}); err != ErrClosed {
+		t.Errorf("a Pending subscription after Close: %v", err)
 	}
 }

@@ -94,6 +94,12 @@ type Spec struct {
 	RetryAttempts int
 	// MaxEventBytes bounds one event, line or message (default 16 MiB).
 	MaxEventBytes int
+	// IdleTimeout is the stream's idle timeout (:idle-timeout-ms; zero:
+	// none): a source that sends nothing for this long is broken. Network
+	// transports need not read it, since HTTP.Client applies it
+	// (transport/egress); :stdio applies it to the server's stdout once
+	// the call is made.
+	IdleTimeout time.Duration
 	// Logger receives the transport's logs; nil means no logs.
 	Logger *slog.Logger
 	// Resumed says the stream ran before a host restart and Run continues

@@ -3,7 +3,10 @@
 // its files in a temporary directory, stopped by the test.
 //
 // The main function is Server; Options choose the port, the directory and
-// whether every write is synced (as rtfshost natsd does).
+// whether every write is synced (as rtfshost natsd does). Cluster starts
+// several servers routed together, each in a child process that a test can
+// kill as a crash would; a package that uses it calls Main from its
+// TestMain.
 package clustertest
 
 import (

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/cluster/clustertest"
@@ -119,5 +121,84 @@ func TestServeClusterUnreachable(t *testing.T) {
 		[]string{"serve", "--listen", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node", "x"})
 	if code != exitStreamFailed || !strings.Contains(errOut.String(), "nats://127.0.0.1:1") || !strings.Contains(errOut.String(), "unreachable") {
 		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+}
+
+// TestServeClusterTermNATSDown: SIGTERM to serve --cluster while NATS does
+// not answer, with a stream committing and an MCP call following another
+// (its progress notifications are stored events): the host waits for NATS
+// for its shutdown grace (10 s) from the signal, says that it gives up, and
+// exits.
+func TestServeClusterTermNATSDown(t *testing.T) {
+	ns := clustertest.Server(t, clustertest.Options{})
+	src := localserver.New(localserver.Options{})
+	if err := src.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	p := startServeProc(t, "", "", "serve", "--listen", "127.0.0.1:0", "--server-url", src.URL()+"/sse",
+		"--cluster", ns.ClientURL(), "--node", "a", "--lease-ttl", "1s")
+	defer p.kill()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	program := `(defn step [state chunk meta] {:state (+ state (:n (:chunk chunk))) :output (:n (:chunk chunk))})`
+	start := func(id string) map[string]any {
+		return map[string]any{"program": program, "processor": "step", "endpoint": "counter.v1", "transport": "sse", "stream-id": id,
+			"config": map[string]any{"limit": 100000, "interval_ms": 2}, "initial-state": 0}
+	}
+	detached := start("detached")
+	detached["detach"] = true
+	if _, err := callServer(ctx, p.base, mcpserver.ToolStart, detached); err != nil {
+		t.Fatal(err)
+	}
+	notified := make(chan struct{}, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			select {
+			case notified <- struct{}{}:
+			default:
+			}
+		}})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.base}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	followed := &mcp.CallToolParams{Name: mcpserver.ToolStart, Arguments: start("followed")}
+	followed.SetProgressToken("tok")
+	callDone := make(chan struct{})
+	go func() {
+		defer close(callDone)
+		_, _ = cs.CallTool(ctx, followed)
+	}()
+	defer func() { cancel(); <-callDone }()
+	select {
+	case <-notified:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no progress notification of the followed stream")
+	}
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	time.Sleep(300 * time.Millisecond) // the streams' commits wait for NATS now
+	signalled := time.Now()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	var exitErr error
+	select {
+	case exitErr = <-exited:
+	case <-time.After(60 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-exited
+		t.Fatalf("serve --cluster had not exited 60s after SIGTERM with NATS down\n%s", p.stderr.String())
+	}
+	took := time.Since(signalled)
+	t.Logf("serve --cluster exited %v after SIGTERM with NATS down", took.Round(100*time.Millisecond))
+	logs := p.stderr.String()
+	if exitErr != nil || !strings.Contains(logs, "shutdown grace") {
+		t.Fatalf("exit %v after %v; want exit 0 and the log line that the host gave NATS its shutdown grace:\n%s", exitErr, took, logs)
+	}
+	if took > 30*time.Second {
+		t.Fatalf("serve --cluster took %v to exit after SIGTERM; its shutdown grace is 10s", took)
 	}
 }

@@ -209,7 +209,7 @@ func printInspectMap(w io.Writer, v rtfs.Value, max int64) {
 	var keys []string
 	vals := map[string]rtfs.Value{}
 	m.Range(func(k, v rtfs.Value) bool {
-		ks := text(k)
+		ks := rtfs.TextOf(k)
 		keys = append(keys, ks)
 		vals[ks] = v
 		return true
@@ -220,21 +220,6 @@ func printInspectMap(w io.Writer, v rtfs.Value, max int64) {
 		fmt.Fprintf(tw, "%s\t%s\n", k, printed(vals[k], max))
 	}
 	tw.Flush()
-}
-
-// text prints strings, keywords and symbols without quotes or colon, nil as "".
-func text(v rtfs.Value) string {
-	switch v := v.(type) {
-	case nil, rtfs.NilType:
-		return ""
-	case rtfs.String:
-		return string(v)
-	case rtfs.Keyword:
-		return string(v)
-	case rtfs.Symbol:
-		return string(v)
-	}
-	return rtfs.Excerpt(v, 240)
 }
 
 func clip(s string, n int) string {

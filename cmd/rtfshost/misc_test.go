@@ -122,3 +122,24 @@ func waitCluster(t *testing.T, addr string) *cluster.Cluster {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestNatsdBusyPort: rtfshost natsd on an address another process listens
+// on fails at once with the bind error, naming the address.
+func TestNatsdBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	var out, errOut lockedWriter
+	began := time.Now()
+	code := newApp(strings.NewReader(""), &out, &errOut).execute(context.Background(), []string{"natsd", "--data", t.TempDir(), "--listen", addr})
+	took := time.Since(began)
+	if code != exitStreamFailed || !strings.Contains(errOut.String(), addr) || !strings.Contains(errOut.String(), "address already in use") {
+		t.Fatalf("natsd on a busy port: exit %d after %v: %s", code, took, errOut.String())
+	}
+	if took >= 10*time.Second {
+		t.Fatalf("natsd took %v to report that %s is busy", took, addr)
+	}
+}

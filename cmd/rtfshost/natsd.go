@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"time"
@@ -36,15 +37,22 @@ on one machine; in production, point the hosts at a real NATS cluster.`,
 			if err != nil || perr != nil {
 				return withCode(exitProgramError, fmt.Errorf("natsd: --listen %q is not host:port", listen))
 			}
+			logger, err := a.logger()
+			if err != nil {
+				return err
+			}
 			s, err := server.NewServer(&server.Options{Host: host, Port: port, JetStream: true, StoreDir: dataDir,
 				SyncAlways: true, NoSigs: true, ServerName: "rtfshost-natsd"})
 			if err != nil {
 				return withCode(exitStreamFailed, fmt.Errorf("natsd: %w", err))
 			}
+			nl := &natsLog{log: logger, fatal: make(chan error, 1)}
+			s.SetLogger(nl, false, false)
 			go s.Start()
-			if !s.ReadyForConnections(10 * time.Second) {
+			if err := waitListening(s, nl.fatal, 10*time.Second); err != nil {
 				s.Shutdown()
-				return withCode(exitStreamFailed, fmt.Errorf("natsd: the server did not start listening on %s", listen))
+				s.WaitForShutdown()
+				return withCode(exitStreamFailed, fmt.Errorf("natsd: nats-server did not start: %w", err))
 			}
 			fmt.Fprintf(a.stdout, "NATS with JetStream listening on %s (data in %s)\n", s.ClientURL(), dataDir)
 			<-cmd.Context().Done()
@@ -56,4 +64,53 @@ on one machine; in production, point the hosts at a real NATS cluster.`,
 	cmd.Flags().StringVar(&dataDir, "data", "", "directory for JetStream's files (required)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "address to listen on")
 	return cmd
+}
+
+// waitListening waits until s accepts connections, and fails at once with
+// the error s reported as fatal (the address is in use, JetStream cannot
+// use its directory), or after timeout.
+func waitListening(s *server.Server, fatal <-chan error, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for !s.ReadyForConnections(50 * time.Millisecond) {
+		select {
+		case err := <-fatal:
+			return err
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the server did not start listening within %v", timeout)
+		}
+	}
+	return nil
+}
+
+// natsLog passes an embedded nats-server's logs to natsd's logger (its
+// notices at info level, so quiet by default), and its first fatal error,
+// which the server reports without stopping, to fatal.
+type natsLog struct {
+	log   *slog.Logger
+	fatal chan error // capacity 1
+}
+
+func (l *natsLog) Noticef(format string, v ...any) {
+	l.log.Info("nats-server: " + fmt.Sprintf(format, v...))
+}
+func (l *natsLog) Warnf(format string, v ...any) {
+	l.log.Warn("nats-server: " + fmt.Sprintf(format, v...))
+}
+func (l *natsLog) Errorf(format string, v ...any) {
+	l.log.Error("nats-server: " + fmt.Sprintf(format, v...))
+}
+func (l *natsLog) Debugf(format string, v ...any) {
+	l.log.Debug("nats-server: " + fmt.Sprintf(format, v...))
+}
+func (l *natsLog) Tracef(format string, v ...any) {
+	l.log.Debug("nats-server: " + fmt.Sprintf(format, v...))
+}
+
+func (l *natsLog) Fatalf(format string, v ...any) {
+	select {
+	case l.fatal <- fmt.Errorf(format, v...):
+	default:
+	}
 }

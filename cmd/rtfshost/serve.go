@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -178,6 +179,9 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		return err
 	}
 	defer h.Close()
+	// The host's shutdown grace starts at the signal: the MCP server closes
+	// first, and its calls and events may wait for the store as well.
+	defer context.AfterFunc(cmd.Context(), h.BeginClose)()
 	if err := ob.watchCluster(h.Cluster()); err != nil {
 		return withCode(exitStreamFailed, err)
 	}

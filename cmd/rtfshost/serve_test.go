@@ -394,14 +394,31 @@ func startServeChild(t *testing.T, token string, args ...string) (string, func()
 // SIGKILL and reaps it.
 func startServeChildData(t *testing.T, token, dir string, args ...string) (string, func(), func()) {
 	t.Helper()
+	p := startServeProc(t, token, dir, args...)
+	return p.base, p.stop, p.kill
+}
+
+// serveProc is a running "rtfshost serve" child process.
+type serveProc struct {
+	t      *testing.T
+	base   string // its /mcp URL
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer // read it only once the process has exited
+}
+
+// startServeProc starts this test binary as "rtfshost <args>" on the data
+// directory dir (none when dir is ""), with $RTFSHOST_TOKEN set to token,
+// and waits for its first line, the URL it serves.
+func startServeProc(t *testing.T, token, dir string, args ...string) *serveProc {
+	t.Helper()
 	if dir != "" {
 		args = append(args, "--data", dir)
 	}
 	argsJSON, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSubprocess$")
 	cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argsJSON), tokenEnv+"="+token)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	p := &serveProc{t: t, cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = p.stderr
 	if os.Getenv("RTFSHOST_TEST_SERVE_STDERR") != "" {
 		cmd.Stderr = os.Stderr // to watch the server's logs while debugging a test
 	}
@@ -421,29 +438,33 @@ func startServeChildData(t *testing.T, token, dir string, args ...string) (strin
 		close(lines)
 		_, _ = io.Copy(io.Discard, out)
 	}()
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("rtfshost serve exited with %v\n%s", err, stderr.String())
-		}
-	}
-	kill := func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
 	select {
 	case line, ok := <-lines:
 		m := regexp.MustCompile(`listening on (http://[^ ]+)/mcp `).FindStringSubmatch(line)
 		if !ok || m == nil {
-			stop()
-			t.Fatalf("unexpected first line %q\n%s", line, stderr.String())
+			p.stop()
+			t.Fatalf("unexpected first line %q\n%s", line, p.stderr.String())
 		}
-		return m[1] + "/mcp", stop, kill
+		p.base = m[1] + "/mcp"
 	case <-time.After(30 * time.Second):
-		stop()
-		t.Fatalf("rtfshost serve printed nothing\n%s", stderr.String())
+		p.stop()
+		t.Fatalf("rtfshost serve printed nothing\n%s", p.stderr.String())
 	}
-	return "", nil, nil
+	return p
+}
+
+// stop ends the server with SIGTERM and checks its exit.
+func (p *serveProc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Wait(); err != nil {
+		p.t.Errorf("rtfshost serve exited with %v\n%s", err, p.stderr.String())
+	}
+}
+
+// kill ends the server with SIGKILL and reaps it.
+func (p *serveProc) kill() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
 }
 
 // rawInitialize runs the initialize handshake by hand and returns the

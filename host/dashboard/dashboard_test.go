@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +270,39 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDetailReadsInspectKeys: every field of a stream's inspect JSON that
+// the page's detail view reads (renderDetail in app.js: info, its status
+// st, its stats s, its transport) is a key of the inspect shape.
+func TestDetailReadsInspectKeys(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("static", "app.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := string(src)
+	start := strings.Index(js, "function renderDetail(info)")
+	if start < 0 {
+		t.Fatal("app.js has no renderDetail(info)")
+	}
+	body := js[start:]
+	body = body[:strings.Index(body, "\n  }\n")]
+	keys := map[string]bool{}
+	for _, k := range provider.InspectKeys() {
+		keys[k] = true
+	}
+	parents := map[string]string{"info": "", "info.transport": "transport.", "st": "status.", "s": "stats."}
+	read := regexp.MustCompile(`\b(info\.transport|info|st|s)(?:\.([a-z]+)|\["([a-z-]+)"\])`)
+	n := 0
+	for _, m := range read.FindAllStringSubmatch(body, -1) {
+		key := parents[m[1]] + m[2] + m[3]
+		n++
+		if !keys[key] {
+			t.Errorf("renderDetail reads %s, which is not a key of the inspect shape (provider.StreamInfo)", key)
+		}
+	}
+	if n < 20 {
+		t.Errorf("found %d fields read in renderDetail; the pattern no longer matches app.js", n)
 	}
 }

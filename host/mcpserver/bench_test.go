@@ -16,8 +16,8 @@ import (
 
 // BenchmarkStartProgress measures one mcp.stream.start call, POSTed over
 // loopback HTTP, whose stream gets b.N chunks, each with an output: per op, a
-// chunk goes through the mock transport, the processor, the router and the
-// reporter, and is written to the call's SSE response as a
+// chunk goes through the mock transport, the processor, the call's
+// subscription and the reporter, and is written to the call's SSE response as a
 // notifications/progress event (kept in the event store for resumption), or,
 // throttled, is coalesced. The client reads the raw SSE and counts events,
 // so the cost of a client's JSON decoding is left out. The final result,

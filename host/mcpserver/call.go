@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,11 +15,10 @@ import (
 // A call is one tool call in flight: the streams it watches and the reporter
 // of their outputs. It is used by the goroutine of the tool handler.
 type call struct {
-	s    *Server
-	ctx  context.Context
-	w    *watch
-	rep  *reporter
-	last map[string]provider.Event // the last output event of each stream
+	s   *Server
+	ctx context.Context
+	w   *watch
+	rep *reporter
 }
 
 func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
@@ -33,30 +31,33 @@ func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 		log:      s.log,
 		obs:      s.opts.Observer,
 	}
-	if req.Params != nil {
-		rep.token = req.Params.GetProgressToken()
+	if req.Params != nil && (req.Extra == nil || req.Extra.Header.Get(headerJSONOnly) == "") {
+		rep.token = req.Params.GetProgressToken() // a JSON-only client gets no notification
 	}
-	return &call{s: s, ctx: ctx, w: newWatch(), rep: rep, last: make(map[string]provider.Event)}
+	return &call{s: s, ctx: ctx, w: newWatch(), rep: rep}
 }
 
-// watchStream routes the events of stream id to the call. Call it before the
-// stream starts. It fails when another call watches a stream with that id.
-// What the stream's processor prints reaches the call's client too.
+// watchStream subscribes the call to the events of stream id, from before
+// the stream starts (a Pending subscription), so that it sees every one of
+// its outputs; what the stream's processor prints reaches the call's client
+// too. It fails only when the provider is closed.
 func (c *call) watchStream(id string) error {
-	if !c.s.router.add(id, c.w) {
-		return fmt.Errorf("a stream with id %q is already running for another call", id)
+	sub, err := c.s.prov.Subscribe(id, provider.SubscribeOptions{Pending: true, Receive: c.w.push})
+	if err != nil {
+		return err
 	}
-	c.w.route(id, c.s.host.RouteLog(id, func(line string) { c.w.pushLog(id, line) }))
+	unroute := c.s.host.RouteLog(id, func(line string) { c.w.pushLog(id, line) })
+	if !c.w.add(id, func() { sub.Close(); unroute() }) {
+		sub.Close() // watched already
+		unroute()
+	}
 	return nil
 }
 
-// unwatchStream stops routing the events of stream id to the call.
-func (c *call) unwatchStream(id string) {
-	c.s.router.remove(id, c.w)
-	c.w.unroute(id)
-}
+// unwatchStream stops the call's subscription to stream id.
+func (c *call) unwatchStream(id string) { c.w.remove(id) }
 
-// release stops routing the events of every stream of the call.
+// release stops the call's subscriptions to its streams.
 func (c *call) release() {
 	for _, id := range c.w.streams() {
 		c.unwatchStream(id)
@@ -116,7 +117,6 @@ func (c *call) pump(ctx context.Context, wake <-chan struct{}, stop func(ends ma
 			case provider.EventOutput:
 				c.output(ev)
 			case provider.EventEnd:
-				c.recoverFinalOutput(ev.Status)
 				ends[ev.StreamID] = ev.Status
 			}
 		}
@@ -145,11 +145,8 @@ func (c *call) pump(ctx context.Context, wake <-chan struct{}, stop func(ends ma
 
 // settled reports whether every stream of the call that has ended has had
 // its EventEnd handled (they are in ends), so that none of its outputs is
-// still on its way through the router.
+// still on its way (a stream publishes its end after its last output).
 func (c *call) settled(ends map[string]provider.Status) bool {
-	if c.s.router.stopped() {
-		return true
-	}
 	for _, id := range c.w.streams() {
 		if _, ok := ends[id]; ok {
 			continue
@@ -161,34 +158,7 @@ func (c *call) settled(ends map[string]provider.Status) bool {
 	return true
 }
 
-func (c *call) output(ev provider.Event) {
-	c.last[ev.StreamID] = ev
-	c.rep.add(ev)
-}
-
-// recoverFinalOutput reports the output of the result that completed a
-// stream if its event was not seen. The provider publishes that event after
-// the stream's context has ended, and a lossless subscription may then drop
-// it (see the report of issue 7); the output is the stream's :result, the
-// very value, so an identical last output means it was seen.
-func (c *call) recoverFinalOutput(st provider.Status) {
-	if st.State != provider.StateCompleted || st.EndReason != "processor" || st.Result == nil || st.Result == rtfs.Nil {
-		return
-	}
-	last, seen := c.last[st.StreamID]
-	if seen && sameValue(last.Output, st.Result) {
-		return
-	}
-	// The chunk's seq is not known here: -1 says so.
-	c.output(provider.Event{Kind: provider.EventOutput, StreamID: st.StreamID, Seq: -1, Output: st.Result})
-}
-
-// sameValue reports whether a and b are the same value: the same pointer
-// for collections, equal scalars.
-func sameValue(a, b rtfs.Value) bool {
-	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
-	return ta == tb && ta != nil && ta.Comparable() && a == b
-}
+func (c *call) output(ev provider.Event) { c.rep.add(ev) }
 
 // valueResult is the result of a tool that answers with an RTFS value (a
 // status, a summary): its JSON, or an error naming the output limit it

@@ -1,6 +1,6 @@
 // Package mcpserver exposes an rtfshost host to MCP clients (agent hosts,
 // IDEs, the MCP Inspector) as an MCP server over Streamable HTTP, with the
-// legacy HTTP+SSE transport beside it (DESIGN §9).
+// legacy HTTP+SSE transport beside it (docs/mcp-server.md).
 //
 // The main types are Server and Options. New builds a Server on a
 // host.Host: the programs of the tools run with the host's capabilities, and
@@ -8,11 +8,12 @@
 // and Server.Serve serves it on a listener.
 //
 // The tools are mcp.stream.start, mcp.stream.inspect, mcp.stream.status,
-// mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel and rtfs.eval. Each
-// has a JSON input schema; arguments that break it are JSON-RPC errors -32602
-// naming the tool and the argument, as is an unknown tool. Failures of the
-// work itself (a program error with its position, a stream that ends in
-// :error, a timeout) are CallToolResults with isError set.
+// mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove
+// and rtfs.eval. Each has a JSON input schema; arguments that break it are
+// JSON-RPC errors -32602 naming the tool and the argument, as is an unknown
+// tool. Failures of the work itself (a program error with its position, a
+// stream that ends in :error, a timeout) are CallToolResults with isError
+// set.
 //
 // A call that carries a progress token (params._meta.progressToken) gets
 // each processor :output of the streams it started as a
@@ -23,22 +24,40 @@
 // comes as one buffered CallToolResult with a single text block. A client
 // that accepts application/json only gets that single result.
 //
-// /mcp serves both eras of MCP (eras.go): revision 2026-07-28, with no
-// session and the revision in each request, through go-sdk's stateless
-// handler, and revisions 2025-03-26 to 2025-11-25 through its stateful one.
-// Sessions use Mcp-Session-Id. A request other than initialize (or ping)
-// that arrives without one is refused with HTTP 400 and a JSON-RPC error
-// -32600 echoing its id; an unknown session is 404. A dropped SSE response
-// resumes with Last-Event-ID from an event store in the host's data
-// directory, also after a restart of the server (resume.go); its priming
-// event carries retry (SEP-1699, sep1699.go). notifications/cancelled
-// cancels the streams of the call. mcp.stream.start and rtfs.eval run as
-// durable MCP Tasks when asked, in the shapes of both eras (tasks.go). The
-// handler rejects a foreign Origin with 403 and, when a token is set, a
-// request without "Authorization: Bearer <token>" with 401; Serve refuses a
-// non-loopback listener without a token.
+// /mcp serves both eras of MCP: revision 2026-07-28, with no session and
+// the revision in each request, through go-sdk's stateless handler, and
+// revisions 2025-03-26 to 2025-11-25 through its stateful one, with
+// sessions (Mcp-Session-Id). A request meets a list of layers before go-sdk
+// (http.go's mcpLayers, each with its reason): the token check, the
+// envelope (the body read once: method, id, tool, progress token, task,
+// era), MCP Tasks, the resumption after a restart, the refusal of calls
+// before initialize, the JSON-only adapter and the priming event's retry.
+//
+// The files, in the order a request travels:
+//
+//	conns.go       the http.Server of Serve: header, idle and body timeouts, size limits
+//	server.go      Options, Server, New, Close; the calls in flight per session
+//	http.go        the handler, the layers of /mcp in order, Origin, Host and token checks, Serve
+//	wire.go        the envelope, read once from the body; every reading of JSON-RPC
+//	presession.go  the refusal of a request before initialize
+//	taskwire.go    the task methods of both eras, and what initialize and tools/list say of tasks
+//	taskstore.go   the task table and its records in the host's store
+//	taskrun.go     creating a task and driving it to its end
+//	resume.go      the resumption of a response stream after a restart
+//	eventstore.go  the event store of the stateful era, in the data directory
+//	jsononly.go    the adapter for clients that read application/json only
+//	sep1699.go     the priming event's retry, coalesced flushes, events stored before sent
+//	observe.go     the request id for spans, and the metrics and span of a call
+//	tools.go       the tool specs (input, output, hints, task mode) and their handler
+//	args.go        a call's arguments, checked against the tool's input
+//	call.go        one call in flight: the streams it watches, its results
+//	start.go       mcp.stream.start
+//	eval.go        rtfs.eval
+//	run.go         running a tool's program on the host
+//	progress.go    progress notifications and their coalescing
+//	watch.go       the events of a call's streams, from their subscriptions to the call
 //
 // The protocol layer is github.com/modelcontextprotocol/go-sdk; this package
-// is the mapping between MCP tools and the host. docs/mcp-server.md shows how
-// to point a client at it.
+// is the mapping between MCP tools and the host, and what go-sdk does not
+// have (Tasks, durable resumption, the era routing).
 package mcpserver

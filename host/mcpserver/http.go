@@ -20,11 +20,9 @@ const (
 	PathSSE        = "/sse" // legacy HTTP+SSE: GET opens the stream, POST ?sessionid= sends
 )
 
-// newHandler builds the HTTP handler: on /mcp the two eras of Streamable
-// HTTP (routeEras: go-sdk's stateful handler for sessions, its stateless
-// one for 2026-07-28), behind the refusal of calls before initialize, the
-// JSON-only adapter, the token check and the Origin check; the legacy
-// HTTP+SSE transport on /sse.
+// newHandler builds the HTTP handler: /mcp behind its layers (mcpLayers),
+// the legacy HTTP+SSE transport on /sse behind the token check, the
+// further Routes, and the Origin check in front of them all.
 func (s *Server) newHandler() http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -38,13 +36,15 @@ func (s *Server) newHandler() http.Handler {
 		// cancels the call (and the streams it started).
 		PropagateRequestCancellation: true,
 	})
+	eras := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if envelopeOf(r).era == eraSessionless {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 	mux := http.NewServeMux()
-	legacy := s.resumeAfterRestart(requireSession(s.rememberCall(announceTasks(jsonOnly(s.primeWithRetry(stateful))))))
-	var mcpHandler http.Handler = s.serveTasks(routeEras(legacy, jsonOnly(stateless)))
-	if s.opts.Observer != nil {
-		mcpHandler = tagRequestID(mcpHandler)
-	}
-	mux.Handle(PathStreamable, s.checkToken(mcpHandler))
+	mux.Handle(PathStreamable, stack(s.mcpLayers(), eras))
 	mux.Handle(PathSSE, s.checkToken(mcp.NewSSEHandler(getServer, nil)))
 	for _, r := range s.opts.Routes {
 		h := r.Handler
@@ -54,6 +54,77 @@ func (s *Server) newHandler() http.Handler {
 		mux.Handle(r.Pattern, checkHost(h))
 	}
 	return s.checkOrigin(mux)
+}
+
+// A layer is one step of the request path of /mcp: it answers the request
+// itself, or passes it on (perhaps changed) to the next layer, and the last
+// to go-sdk's handler of the request's era.
+type layer struct {
+	name string
+	// only, when set, is the era whose requests the layer sees; those of
+	// the other era go past it.
+	only era
+	wrap func(next http.Handler) http.Handler
+}
+
+// mcpLayers are the layers of /mcp, in the order a request meets them,
+// after the Origin check (checkOrigin, in front of every path) and before
+// go-sdk. Every layer behind readEnvelope reads the request's envelope
+// (wire.go), never its body.
+func (s *Server) mcpLayers() []layer {
+	return []layer{
+		// Who may ask: before anything reads the body. An authorization
+		// layer (scopes per tool, from the tool specs) goes here too.
+		{name: "token", wrap: s.checkToken},
+		// The body, read once: method, id, tool, progress token, task,
+		// era, batch. It bounds the body's size.
+		{name: "envelope", wrap: readEnvelope},
+		// The JSON-RPC id of a tools/call, for its span (go-sdk does not
+		// tell the tool handler); only with an Observer.
+		{name: "request-id", wrap: s.tagRequestID},
+		// MCP Tasks, which go-sdk does not have, in both eras: the tasks/*
+		// methods and a tools/call asking for a task are answered here.
+		{name: "tasks", wrap: s.serveTasks},
+		// A GET that resumes a response stream of a session from before a
+		// restart, which go-sdk no longer has, is served from the event
+		// store.
+		{name: "resume", only: eraSessions, wrap: s.resumeAfterRestart},
+		// A request other than initialize without a session: a JSON-RPC
+		// -32600 refusal with HTTP 400 (go-sdk answers 200 and code 0).
+		{name: "presession", only: eraSessions, wrap: requireSession},
+		// The request id of a progress-reporting tools/call, stored, so
+		// that its result can still be sent after a restart.
+		{name: "remember-call", only: eraSessions, wrap: s.rememberCall},
+		// The tasks capability and the tools' execution.taskSupport, added
+		// to go-sdk's initialize and tools/list answers.
+		{name: "announce-tasks", only: eraSessions, wrap: s.announceTasks},
+		// A client that accepts application/json only gets the one
+		// response of the SSE answer go-sdk gives, and no notifications.
+		{name: "json-only", wrap: jsonOnly},
+		// The priming event's retry field (SEP-1699), coalesced flushes,
+		// and no event to the client before it is stored.
+		{name: "prime", only: eraSessions, wrap: s.primeWithRetry},
+	}
+}
+
+// stack puts h behind layers, the first outermost.
+func stack(layers []layer, h http.Handler) http.Handler {
+	for i := len(layers) - 1; i >= 0; i-- {
+		l := layers[i]
+		next, wrapped := h, l.wrap(h)
+		if l.only == eraAny {
+			h = wrapped
+			continue
+		}
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if envelopeOf(r).era == l.only {
+				wrapped.ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	return h
 }
 
 // Guard puts h behind the checks the Server applies to /mcp, for a handler

@@ -2,82 +2,30 @@ package mcpserver
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 )
 
 // jsonOnly serves POSTs whose Accept lists application/json but not
-// text/event-stream, which go-sdk would refuse: it removes the call's
-// progress token (so no notification is generated), lets next answer over
-// SSE, and returns the one JSON-RPC response of that stream as
-// application/json. Other requests go to next unchanged.
+// text/event-stream, which go-sdk would refuse: it lets next answer over
+// SSE, telling the tool handlers (headerJSONOnly) that no notification
+// would reach the client so that the call sends no progress, and returns
+// the one JSON-RPC response of that stream as application/json. Other
+// requests go to next unchanged.
 func jsonOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || !acceptsJSONOnly(r.Header.Values("Accept")) {
+		if !envelopeOf(r).jsonOnly {
 			next.ServeHTTP(w, r)
-			return
-		}
-		body, ok := requestBody(w, r)
-		if !ok {
 			return
 		}
 		r2 := r.Clone(r.Context())
 		r2.Header.Set("Accept", "application/json, text/event-stream")
-		setBody(r2, withoutProgressToken(body))
+		r2.Header.Set(headerJSONOnly, "1")
 		rec := &recorder{header: http.Header{}}
 		next.ServeHTTP(rec, r2)
 		rec.replay(w)
 	})
-}
-
-// acceptsJSONOnly reports whether an Accept header admits application/json
-// but not text/event-stream.
-func acceptsJSONOnly(values []string) bool {
-	jsonOK, sseOK := false, false
-	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			base, _, _ := strings.Cut(part, ";")
-			switch strings.ToLower(strings.TrimSpace(base)) {
-			case "application/json", "application/*":
-				jsonOK = true
-			case "text/event-stream", "text/*", "*/*":
-				sseOK = true
-			}
-		}
-	}
-	return jsonOK && !sseOK
-}
-
-// withoutProgressToken returns a JSON-RPC tools/call body without
-// params._meta.progressToken; any other body is returned as it is.
-func withoutProgressToken(body []byte) []byte {
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil || string(msg["method"]) != `"tools/call"` {
-		return body
-	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(msg["params"], &params) != nil {
-		return body
-	}
-	var meta map[string]json.RawMessage
-	if json.Unmarshal(params["_meta"], &meta) != nil || meta["progressToken"] == nil {
-		return body
-	}
-	delete(meta, "progressToken")
-	var err error
-	if params["_meta"], err = json.Marshal(meta); err != nil {
-		return body
-	}
-	if msg["params"], err = json.Marshal(params); err != nil {
-		return body
-	}
-	out, err := json.Marshal(msg)
-	if err != nil {
-		return body
-	}
-	return out
 }
 
 // A recorder is an http.ResponseWriter that keeps the response for replay.
@@ -127,27 +75,4 @@ func (rec *recorder) replay(w http.ResponseWriter) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(resp)))
 	w.WriteHeader(rec.status)
 	_, _ = w.Write(resp)
-}
-
-// responseOf returns the data of the first SSE event in stream that holds a
-// JSON-RPC response (an object with an id and a result or an error).
-func responseOf(stream []byte) []byte {
-	for _, block := range bytes.Split(bytes.ReplaceAll(stream, []byte("\r\n"), []byte("\n")), []byte("\n\n")) {
-		var data [][]byte
-		for _, line := range bytes.Split(block, []byte("\n")) {
-			if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				data = append(data, bytes.TrimPrefix(rest, []byte(" ")))
-			}
-		}
-		payload := bytes.Join(data, []byte("\n"))
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
-		}
-		if json.Unmarshal(payload, &msg) == nil && msg.ID != nil && (msg.Result != nil || msg.Error != nil) {
-			return payload
-		}
-	}
-	return nil
 }

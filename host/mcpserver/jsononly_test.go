@@ -23,21 +23,6 @@ func TestResponseOf(t *testing.T) {
 	}
 }
 
-func TestWithoutProgressToken(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{`{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p","other":1}}}`,
-			`{"id":12345678901234567890,"jsonrpc":"2.0","method":"tools/call","params":{"_meta":{"other":1},"name":"x"}}`},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":"p"}}}`,
-			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":"p"}}}`},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`},
-		{`not json`, `not json`},
-	} {
-		if got := string(withoutProgressToken([]byte(tc.in))); got != tc.want {
-			t.Errorf("withoutProgressToken(%s) = %s, want %s", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestAcceptsJSONOnly(t *testing.T) {
 	for _, tc := range []struct {
 		accept []string
@@ -57,22 +42,27 @@ func TestAcceptsJSONOnly(t *testing.T) {
 	}
 }
 
-// TestRequestBodyReadOnce: the first middleware that asks reads the body;
-// later ones get the same bytes without reading the connection again, and
-// the handler at the end still reads the whole body.
+// TestRequestBodyReadOnce: readEnvelope reads the body once; the layers
+// behind it read the envelope, and the handler at the end (go-sdk) still
+// reads the whole body, without another read of the connection.
 func TestRequestBodyReadOnce(t *testing.T) {
-	src := &countingReader{r: strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)}
+	body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	src := &countingReader{r: strings.NewReader(body)}
 	r := httptest.NewRequest(http.MethodPost, "/mcp", src)
-	w := httptest.NewRecorder()
-	first, ok1 := requestBody(w, r)
-	second, ok2 := requestBody(w, r)
-	if !ok1 || !ok2 || string(first) != string(second) || &first[0] != &second[0] {
-		t.Fatalf("bodies %q, %q", first, second)
+	r.Header.Set("Content-Type", "application/json")
+	var reads int
+	var rest []byte
+	var env *envelope
+	readEnvelope(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		env = envelopeOf(r)
+		reads = src.reads
+		rest, _ = io.ReadAll(r.Body)
+	})).ServeHTTP(httptest.NewRecorder(), r)
+	if string(rest) != body || src.reads != reads {
+		t.Fatalf("the handler read %q and the connection %d more times", rest, src.reads-reads)
 	}
-	reads := src.reads
-	rest, err := io.ReadAll(r.Body)
-	if err != nil || string(rest) != string(first) || src.reads != reads {
-		t.Fatalf("the handler read %q (%v) and the connection %d more times", rest, err, src.reads-reads)
+	if m, ok := env.single(); !ok || m.Method != "ping" || string(m.ID) != "1" {
+		t.Fatalf("envelope %+v", env)
 	}
 }
 

@@ -105,3 +105,35 @@ func TestPrintedLinesReachTheCaller(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateStartKeepsTheLines: a second start of a running stream's id
+// fails, and what the running stream prints still reaches the call that
+// started it, not the second caller nor the server's stdout.
+func TestDuplicateStartKeepsTheLines(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	log := &messageLog{}
+	cs := connectLogging(ctx, t, f, "2025-11-25", log)
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": printingProgram}})
+	waitFor(t, "the stream p1", func() bool { _, err := f.host.Provider().Status("p1"); return err == nil })
+	other := f.connectSession(ctx, nil, nil)
+	res, err := other.CallTool(ctx, &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("p1")})
+	if err != nil || !res.IsError || !strings.Contains(text(t, res), `"p1"`) {
+		t.Fatalf("the second start of p1: %v %+v", err, res)
+	}
+	f.feed(ctx, "p1", map[string]any{"value": 1}, end)
+	if r := await(t, ch); r.err != nil || r.res.IsError {
+		t.Fatalf("rtfs.eval: %v %+v", r.err, r.res)
+	}
+	want := []string{"info rtfs.eval: hello from eval 42", "info stream p1: chunk 1", "info stream p1: chunk nil"}
+	waitFor(t, "the log messages", func() bool { return len(log.snapshot()) >= len(want) })
+	if got := log.snapshot(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("messages:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if out := f.stdout.String(); out != "" {
+		t.Errorf("the server's stdout got %q", out)
+	}
+}

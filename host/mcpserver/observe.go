@@ -1,9 +1,7 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -12,67 +10,20 @@ import (
 	"github.com/rtfshost/rtfshost/host/observe"
 )
 
-// metaRequestID is the _meta key under which tagRequestID passes a
-// tools/call's JSON-RPC id to the tool handler (go-sdk does not expose it),
-// for the jsonrpc.request.id attribute of the call's span.
-const metaRequestID = "rtfshost/jsonrpc-request-id"
-
-// tagRequestID copies the JSON-RPC id of a tools/call request into its
-// params._meta under metaRequestID. Other requests, batches and bodies that
-// are not JSON-RPC pass unchanged.
-func tagRequestID(next http.Handler) http.Handler {
+// tagRequestID tells the tool handler the JSON-RPC id of a tools/call
+// (go-sdk does not expose it), for the jsonrpc.request.id attribute of the
+// call's span, in headerRequestID. Other requests and batches pass
+// unchanged. Without an Observer it is not needed.
+func (s *Server) tagRequestID(next http.Handler) http.Handler {
+	if s.opts.Observer == nil {
+		return next
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || !isJSON(r.Header.Get("Content-Type")) {
-			next.ServeHTTP(w, r)
-			return
+		if m, ok := envelopeOf(r).isCall(); ok {
+			r.Header.Set(headerRequestID, string(m.ID))
 		}
-		body, ok := requestBody(w, r)
-		if !ok {
-			return
-		}
-		setBody(r, withRequestID(body))
 		next.ServeHTTP(w, r)
 	})
-}
-
-// withRequestID returns body with the id of a tools/call copied into
-// params._meta, or body itself.
-func withRequestID(body []byte) []byte {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return body
-	}
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil || string(msg["method"]) != `"tools/call"` || msg["id"] == nil {
-		return body
-	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(msg["params"], &params) != nil || params == nil {
-		return body
-	}
-	meta := map[string]json.RawMessage{}
-	if raw, ok := params["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
-		return body
-	}
-	if meta == nil {
-		meta = map[string]json.RawMessage{}
-	}
-	id, err := json.Marshal(string(msg["id"]))
-	if err != nil {
-		return body
-	}
-	meta[metaRequestID] = id
-	if params["_meta"], err = json.Marshal(meta); err != nil {
-		return body
-	}
-	if msg["params"], err = json.Marshal(params); err != nil {
-		return body
-	}
-	out, err := json.Marshal(msg)
-	if err != nil {
-		return body
-	}
-	return out
 }
 
 // startCall starts observing a tool call (a nil Observer gives a nil
@@ -87,9 +38,9 @@ func (s *Server) startCall(ctx context.Context, tool string, req *mcp.CallToolRe
 	}
 	if req.Params != nil {
 		info.Meta = req.Params.GetMeta()
-		if id, ok := info.Meta[metaRequestID].(string); ok {
-			info.RequestID = id
-		}
+	}
+	if req.Extra != nil {
+		info.RequestID = req.Extra.Header.Get(headerRequestID)
 	}
 	return s.opts.Observer.StartCall(ctx, info)
 }

@@ -35,7 +35,7 @@ func (c *call) beforeHostCall(_ context.Context, hc *capabilities.Call) (func(er
 	var id string
 	hc.Args, id = withStreamID(hc.Args, c.s.prov.NewStreamID)
 	if id == "" || c.watchStream(id) != nil {
-		return nil, nil // another call's stream: the capability reports the duplicate id
+		return nil, nil // the capability reports the missing id, or the closed provider
 	}
 	return func(err error) {
 		if err != nil {

@@ -86,9 +86,9 @@ type Server struct {
 	caps   *capabilities.Registry
 	log    *slog.Logger
 	mcp    *mcp.Server
-	router *router
 	tasks  *tasks
-	events *durableEvents // the stateful era's event store (resume.go)
+	tools  []toolSpec     // the tools, made once by addTools
+	events *durableEvents // the stateful era's event store (eventstore.go)
 	// resumeOnce starts the followers of the streams of an earlier process.
 	resumeOnce sync.Once
 	handler    http.Handler
@@ -102,8 +102,9 @@ type Server struct {
 	inFlight map[any]int // tool calls in flight per session (nil key: no session)
 }
 
-// New returns a Server for opts. It subscribes to the events of the Host's
-// streams at once; Close ends that subscription.
+// New returns a Server for opts. Each call subscribes to the streams it
+// starts or follows (watch.go); none of the Host's other streams publishes
+// to the Server.
 func New(opts Options) (*Server, error) {
 	if opts.Host == nil {
 		return nil, errors.New("mcpserver: Options.Host is nil")
@@ -127,14 +128,9 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	r, err := newRouter(s.prov)
-	if err != nil {
-		return nil, fmt.Errorf("mcpserver: subscribe to the provider: %w", err)
-	}
-	s.router = r
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
-	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (tasks.go)
+	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (taskwire.go)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Logger:       s.log,
 		Instructions: instructions,
@@ -175,7 +171,6 @@ func (s *Server) Close() error {
 		_ = ss.Close()
 	}
 	s.calls.Wait()
-	s.router.close()
 	s.events.close()
 	return nil
 }

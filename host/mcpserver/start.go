@@ -39,7 +39,7 @@ func (c *call) start(a args) (*mcp.CallToolResult, error) {
 		return textResult(err.Error(), true), nil
 	}
 	if err := c.watchStream(req.StreamID); err != nil {
-		return textResult(fmt.Sprintf("%s: argument \"stream-id\": %v", ToolStart, err), true), nil
+		return textResult(fmt.Sprintf("%s: %v", ToolStart, err), true), nil
 	}
 	if _, err := c.s.prov.Start(req); err != nil {
 		c.unwatchStream(req.StreamID)

@@ -36,7 +36,23 @@ type toolSpec struct {
 	output map[string]any
 	hints  mcp.ToolAnnotations
 	run    func(c *call, a args) (*mcp.CallToolResult, error)
+	// task says whether the tool runs as an MCP task when a client asks,
+	// and what the task is (taskstore.go).
+	task taskMode
 }
+
+// A taskMode says whether a tool runs as an MCP task, and how.
+type taskMode uint8
+
+const (
+	noTask taskMode = iota // the tool answers only as a call
+	// taskOfStream: the task is the stream the call starts. Its id is the
+	// stream id and it lives as long as the stream, across restarts.
+	taskOfStream
+	// taskOfCall: the task runs the call. Its id is new, its result the
+	// call's; a restart ends it as failed.
+	taskOfCall
+)
 
 // input returns the input of a tool: the keys of the capability id as the
 // host registered it (none for ""), each changed by adjust when given, then
@@ -68,7 +84,7 @@ func (s *Server) toolSpecs() []toolSpec {
 	mutating := mcp.ToolAnnotations{DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}
 	return []toolSpec{
 		{name: ToolStart, title: "Start an RTFS stream processor", desc: startDesc, input: s.startInput(), run: (*call).start,
-			output: startOutput, hints: mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes}},
+			output: startOutput, task: taskOfStream, hints: mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes}},
 		{name: ToolInspect, title: "Inspect streams", readOnly: true, input: s.input(provider.CapInspect, nil), run: (*call).inspect, output: objectOutput,
 			desc: "Returns the inspect map of one stream (with stream-id) or the summary of every stream: status, stats, queue, current and initial state, last output, result, cursor. Keywords appear as strings without the colon."},
 		{name: ToolStatus, title: "Stream status", readOnly: true, input: s.input(ToolStatus, nil), run: control(ToolStatus), output: statusOutput,
@@ -80,7 +96,7 @@ func (s *Server) toolSpecs() []toolSpec {
 		{name: ToolCancel, title: "Cancel a stream", input: s.input(ToolCancel, nil), run: control(ToolCancel), output: statusOutput,
 			hints: mcp.ToolAnnotations{DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no},
 			desc:  "Cancels a stream: its source is closed and its queued chunks are dropped (and counted). Returns the status."},
-		{name: ToolEval, title: "Evaluate an RTFS program", desc: evalDesc, input: s.input("", nil, evalKeys()...), run: (*call).eval, output: evalOutput,
+		{name: ToolEval, title: "Evaluate an RTFS program", desc: evalDesc, input: s.input("", nil, evalKeys()...), run: (*call).eval, output: evalOutput, task: taskOfCall,
 			hints: mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes}},
 		{name: ToolRemove, title: "Remove an ended stream", input: s.input("", nil, streamIDKey(),
 			capabilities.Key{Name: "force", Type: "bool", Doc: "Also remove a stream that has not ended (it is cancelled first; its progress is lost)."}),
@@ -114,6 +130,7 @@ var (
 		"message":    map[string]any{"type": []string{"string", "null"}},
 		"end-reason": map[string]any{"type": []string{"string", "null"}},
 		"result":     map[string]any{},
+		"stale":      map[string]any{"type": "object", "description": "set when the stream's host did not answer: the status is read from the stream's stored records; {owner, since-epoch-ms}"},
 	}}
 	evalOutput = map[string]any{"type": "object", "required": []string{"value"}, "properties": map[string]any{
 		"value": map[string]any{"description": "the program's value as JSON"},
@@ -174,9 +191,37 @@ func evalKeys() []capabilities.Key {
 	}
 }
 
+// toolSpec returns the spec of the tool named name.
+func (s *Server) toolSpec(name string) (toolSpec, bool) {
+	for _, t := range s.tools {
+		if t.name == name {
+			return t, true
+		}
+	}
+	return toolSpec{}, false
+}
+
+// runsAsTask reports whether the tool named name runs as an MCP task.
+func (s *Server) runsAsTask(name string) bool {
+	t, ok := s.toolSpec(name)
+	return ok && t.task != noTask
+}
+
+// taskTools returns the names of the tools that run as MCP tasks.
+func (s *Server) taskTools() []string {
+	var names []string
+	for _, t := range s.tools {
+		if t.task != noTask {
+			names = append(names, t.name)
+		}
+	}
+	return names
+}
+
 // addTools registers every tool with the MCP server.
 func (s *Server) addTools() {
-	for _, t := range s.toolSpecs() {
+	s.tools = s.toolSpecs()
+	for _, t := range s.tools {
 		tool := &mcp.Tool{
 			Name:        t.name,
 			Title:       t.title,

@@ -43,6 +43,13 @@
 //   - Tasks, either revision: the task id is in the cursor, so a Run from it
 //     polls the same task instead of calling the tool again.
 //
+// In the session era a server's own requests are answered by one
+// implementation for all three transports (requests.go): ping, roots/list
+// with the start key :roots (StreamableConfig, LegacyConfig, StdioConfig),
+// and a -32601 refusal for elicitation, sampling and anything else; the
+// answer is POSTed with the session id (Streamable), to the message
+// endpoint (LegacySSE) or written on stdin (Stdio).
+//
 // Every request carries the W3C trace context (traceparent, tracestate) of
 // Run's context in params._meta when that context holds a span.
 //

@@ -223,6 +223,9 @@ type sdkConfig struct {
 	noStore   bool   // no event store: nothing is replayed or resumable
 	legacy    bool   // serve the 2024-11-05 SSE handler instead
 	stateless bool   // a stateless handler: with version 2026-07-28, a server of that revision only
+	// keepAlive pings the client at this interval; two missed pings in a
+	// row close the session.
+	keepAlive time.Duration
 	intercept func(http.ResponseWriter, *http.Request, string) bool
 }
 
@@ -231,7 +234,8 @@ type countArgs struct {
 	Fail bool `json:"fail,omitempty"`
 }
 
-// newSDKServer starts go-sdk's server with four tools: "endless" sends
+// newSDKServer starts go-sdk's server with the tools of addRequestTools
+// and four more: "endless" sends
 // progress notifications until its context ends; "count" sends n
 // progress notifications then a text result (or an isError result when fail
 // is set), and "count-idempotent" is the same tool annotated idempotentHint
@@ -240,11 +244,12 @@ type countArgs struct {
 func newSDKServer(t *testing.T, cfg sdkConfig) *sdkServer {
 	t.Helper()
 	s := &sdkServer{cancelled: make(chan struct{}, 1), intercept: cfg.intercept}
-	var opts *sdk.ServerOptions
+	opts := &sdk.ServerOptions{KeepAlive: cfg.keepAlive, KeepAliveFailureThreshold: 2}
 	if cfg.version != "" {
-		opts = &sdk.ServerOptions{SupportedProtocolVersions: []string{cfg.version}}
+		opts.SupportedProtocolVersions = []string{cfg.version}
 	}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "test", Version: "1"}, opts)
+	addRequestTools(s.srv)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "count"}, s.count)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "count-idempotent", Annotations: &sdk.ToolAnnotations{IdempotentHint: true}}, s.count)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "block"}, s.block)

@@ -40,6 +40,11 @@ type conn struct {
 	maxEvent int
 	session  string
 	proto    string
+	// answers answers the server's requests, POSTed to answerURL (the MCP
+	// endpoint; for :mcp-sse the message endpoint, once known). It is
+	// read-only, shared with the copy the standalone stream's reader has.
+	answers   *answerer
+	answerURL *url.URL
 }
 
 // newConn validates spec and builds the connection state for rawURL.
@@ -109,6 +114,36 @@ func (c *conn) request(ctx context.Context, method string, target *url.URL, body
 		req.Header.Set(headerProtocol, c.proto)
 	}
 	return req, nil
+}
+
+// answerRequests answers the server's requests among msgs (answerer),
+// each POSTed as a JSON-RPC response to answerURL with the request headers
+// of the run (Spec.Header, the session id and protocol version). Under
+// 2026-07-28, which has no server-to-client requests and no session to
+// answer on, they are ignored.
+func (c *conn) answerRequests(ctx context.Context, msgs []rpcMessage) {
+	if c.answers == nil || c.answerURL == nil || c.proto == version20260728 {
+		return
+	}
+	c.answers.answer(ctx, msgs, func(ctx context.Context, body []byte) error {
+		return c.postMessage(ctx, c.answerURL, body, "answer")
+	})
+}
+
+// postMessage POSTs one JSON-RPC message to target, a server that answers
+// it without a body of interest (202 for a notification or a response; the
+// legacy message endpoint for anything).
+func (c *conn) postMessage(ctx context.Context, target *url.URL, body []byte, op string) error {
+	req, err := c.request(ctx, http.MethodPost, target, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(req, op)
+	if err != nil {
+		return err
+	}
+	drain(resp)
+	return nil
 }
 
 // do sends req and returns the response if its status is 2xx. Other statuses

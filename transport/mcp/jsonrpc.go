@@ -113,7 +113,7 @@ func encodeRequest(id int, method string, p params) ([]byte, error) {
 func initializeParams(version string) params {
 	return params{
 		"protocolVersion": version,
-		"capabilities":    map[string]any{},
+		"capabilities":    clientCapabilities,
 		"clientInfo":      clientInfo,
 	}
 }

@@ -39,6 +39,15 @@ type LegacySSE struct {
 
 var _ transport.StreamTransport = LegacySSE{}
 
+// LegacyConfig is the configuration of the :mcp-sse transport, made by
+// LegacyKind's Configure from the start keys (Spec.Config). A nil Config
+// means the zero value. It is a value, read-only once built.
+type LegacyConfig struct {
+	// Roots (:roots) are what the client lists to the server's
+	// roots/list; none by default.
+	Roots []Root
+}
+
 // legacyRun is the state of one LegacySSE.Run.
 type legacyRun struct {
 	*conn
@@ -67,6 +76,19 @@ func (l LegacySSE) Run(ctx context.Context, spec transport.Spec, cursor string, 
 	if err != nil {
 		return err
 	}
+	var roots []Root
+	switch cfg := spec.Config.(type) {
+	case nil:
+	case LegacyConfig:
+		roots = cfg.Roots
+	case *LegacyConfig:
+		if cfg != nil {
+			roots = cfg.Roots
+		}
+	default:
+		return c.fail("config", 0, true, fmt.Errorf("the spec's Config is %T, want *mcp.LegacyConfig", spec.Config))
+	}
+	c.answers = &answerer{roots: roots, streamID: spec.StreamID, log: spec.Logger}
 	if cursor != "" {
 		st, err := decodeCursor(cursor, kindLegacy)
 		if err != nil {
@@ -106,8 +128,9 @@ func (r *legacyRun) run(ctx context.Context) error {
 	for {
 		msgs, err := r.nextMessages(ctx, "read")
 		if err != nil {
-			if resumable(err) {
-				err = r.fail("read", 0, true, fmt.Errorf("%w; a legacy HTTP+SSE call cannot be resumed", err))
+			var te *transport.Error
+			if resumable(err) && errors.As(err, &te) {
+				err = r.fail(te.Op, te.Status, true, fmt.Errorf("%w; a legacy HTTP+SSE call cannot be resumed", te.Err))
 			}
 			return err
 		}
@@ -184,6 +207,7 @@ func (r *legacyRun) readEndpoint(ctx context.Context) error {
 		return r.fail("connect", 0, true, fmt.Errorf("endpoint %s is not on the SSE URL's origin %s", u.Redacted(), r.target.Origin()))
 	}
 	r.endpoint = u.URL()
+	r.answerURL = r.endpoint
 	return nil
 }
 
@@ -229,6 +253,7 @@ func (r *legacyRun) nextMessages(ctx context.Context, op string) ([]rpcMessage, 
 		if err != nil {
 			return nil, r.fail(op, 0, true, err)
 		}
+		r.answerRequests(ctx, msgs)
 		return msgs, nil
 	}
 }
@@ -239,16 +264,7 @@ func (r *legacyRun) send(ctx context.Context, id int, method string, p params) e
 	if err != nil {
 		return r.fail(method, 0, true, err)
 	}
-	req, err := r.request(ctx, http.MethodPost, r.endpoint, body)
-	if err != nil {
-		return err
-	}
-	resp, err := r.do(req, method)
-	if err != nil {
-		return err
-	}
-	drain(resp)
-	return nil
+	return r.postMessage(ctx, r.endpoint, body, method)
 }
 
 // finish sends notifications/cancelled when the host stopped the call.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -80,7 +82,7 @@ func (r *streamRun) stopListener() {
 	if l == nil {
 		return
 	}
-	r.listen = nil
+	r.listen, r.held = nil, nil
 	l.cancel()
 	<-l.done
 	switch {
@@ -91,7 +93,8 @@ func (r *streamRun) stopListener() {
 	}
 }
 
-// run is the listener's goroutine: it GETs the stream and forwards the
+// run is the listener's goroutine: it GETs the stream, answers the
+// server's requests on it (KeepAlive pings come here) and forwards the
 // progress notifications and the responses to request id until the stream
 // ends or ctx is cancelled.
 func (l *listener) run(ctx context.Context, c *conn, req *http.Request, id int) {
@@ -126,13 +129,24 @@ func (l *listener) read(ctx context.Context, c *conn, resp *http.Response, id in
 			if err != nil {
 				return c.fail("standalone GET", 0, true, err)
 			}
+			c.answerRequests(ctx, msgs) // here: a ping must not wait for the call's reader
 			for _, m := range msgs {
 				if m.Method == methodProgress || m.isResponseTo(id) {
 					item.msgs = append(item.msgs, m)
 				}
 			}
 		}
-		if len(item.msgs) == 0 && !item.hasID {
+		if len(item.msgs) == 0 {
+			if item.hasID {
+				// An event with nothing for the call (a ping, a priming
+				// event) only moves the resume point, which matters after
+				// a 202; it never makes the reader wait, since the reader
+				// must go on answering pings.
+				select {
+				case l.items <- item:
+				default:
+				}
+			}
 			continue
 		}
 		select {
@@ -149,6 +163,11 @@ func (l *listener) read(ctx context.Context, c *conn, resp *http.Response, id in
 func (r *streamRun) drainListener(ctx context.Context) (done bool, err error) {
 	if r.listen == nil {
 		return false, nil
+	}
+	for _, it := range r.takeHeld() {
+		if done, err := r.tr.handle(ctx, it.msgs, "", false); done || err != nil {
+			return done, err
+		}
 	}
 	for {
 		select {
@@ -204,13 +223,18 @@ func (r *streamRun) awaitTrailing(ctx context.Context) error {
 // ended (or was never offered) it falls back to a new GET.
 func (r *streamRun) awaitAccepted(ctx context.Context) (done bool, err error) {
 	if r.listen != nil {
+		held := r.takeHeld()
 		for {
 			var it listenItem
 			var ok bool
-			select {
-			case it, ok = <-r.listen.items:
-			case <-ctx.Done():
-				return false, ctx.Err()
+			if len(held) > 0 {
+				it, ok, held = held[0], true, held[1:]
+			} else {
+				select {
+				case it, ok = <-r.listen.items:
+				case <-ctx.Done():
+					return false, ctx.Err()
+				}
 			}
 			if !ok {
 				break
@@ -235,4 +259,88 @@ func progressOnly(msgs []rpcMessage) []rpcMessage {
 		}
 	}
 	return out
+}
+
+// doListening sends the tools/call request like do while the standalone
+// stream is open, taking meanwhile what that stream carries, so that its
+// reader never waits for room: it answers the server's pings, and a server
+// in JSON-response mode (go-sdk's) holds the POST's answer until the
+// tool's result and sends the call's progress on that stream. Events are
+// held, unhandled, for drainListener or awaitAccepted, which read them as
+// the answer's shape says (after a 202 the standalone stream is the call's
+// stream, and its ids the resume point); once maxHeld are held the oldest
+// progress is delivered, and an event that carries a response is held
+// until the answer came, the stream not read further. The request runs in
+// a goroutine of its own, joined before doListening returns; its context
+// ends when the returned body is closed.
+func (r *streamRun) doListening(req *http.Request, op string) (*http.Response, error) {
+	ctx := req.Context()
+	rctx, cancel := context.WithCancel(ctx)
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := r.do(req.WithContext(rctx), op)
+		got <- answer{resp, err}
+	}()
+	items := r.listen.items
+	for {
+		select {
+		case a := <-got:
+			if a.err != nil {
+				cancel()
+				return nil, a.err
+			}
+			a.resp.Body = &cancelBody{ReadCloser: a.resp.Body, cancel: cancel}
+			return a.resp, nil
+		case it, ok := <-items:
+			if !ok {
+				items = nil
+				continue
+			}
+			r.held = append(r.held, it)
+			if slices.ContainsFunc(it.msgs, func(m rpcMessage) bool { return m.Method == "" }) {
+				items = nil
+				continue
+			}
+			if len(r.held) <= maxHeld {
+				continue
+			}
+			oldest := r.held[0]
+			r.held = r.held[1:]
+			if _, err := r.tr.handle(ctx, oldest.msgs, "", false); err != nil {
+				cancel()
+				if a := <-got; a.resp != nil {
+					a.resp.Body.Close()
+				}
+				return nil, err
+			}
+		}
+	}
+}
+
+// maxHeld bounds the events doListening holds (as many as the listener's
+// channel).
+const maxHeld = 16
+
+// takeHeld returns the events doListening held, and forgets them.
+func (r *streamRun) takeHeld() []listenItem {
+	held := r.held
+	r.held = nil
+	return held
+}
+
+// cancelBody is a response body whose Close also ends its request's
+// context.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }

@@ -98,6 +98,9 @@ type StreamableConfig struct {
 	// response stream was lost (broken, or the host restarted) to be sent
 	// again even when the tool is not annotated idempotentHint true.
 	Restart bool
+	// Roots (:roots) are what the client lists to a session-era server's
+	// roots/list; none by default.
+	Roots []Root
 }
 
 // streamRun is the state of one Streamable.Run.
@@ -109,12 +112,13 @@ type streamRun struct {
 	args        json.RawMessage
 	serverRetry time.Duration
 	callSent    bool
-	listen      *listener // the standalone GET stream while tools/call is in flight
-	restart     bool      // StreamableConfig.Restart
-	resumed     bool      // Spec.Resumed
-	nextID      int       // the next auxiliary request id
-	serverTasks bool      // a 2025-11-25 server declared tasks for tools/call
-	toolInfo    *toolInfo // from tools/list, once looked up
+	listen      *listener    // the standalone GET stream while tools/call is in flight
+	held        []listenItem // events of listen that doListening took but did not handle
+	restart     bool         // StreamableConfig.Restart
+	resumed     bool         // Spec.Resumed
+	nextID      int          // the next auxiliary request id
+	serverTasks bool         // a 2025-11-25 server declared tasks for tools/call
+	toolInfo    *toolInfo    // from tools/list, once looked up
 	toolLooked  bool
 	askTask     bool // send params.task (2025-11-25, taskSupport "required")
 }
@@ -139,17 +143,20 @@ func (s Streamable) Run(ctx context.Context, spec transport.Spec, cursor string,
 	}
 	r := &streamRun{conn: c, tool: spec.Endpoint, args: args, retry: s.policy.Start("mcp", &spec, sink),
 		tr: tracker{sink: sink, streamID: spec.StreamID, log: spec.Logger}, resumed: spec.Resumed, nextID: firstAuxID}
+	var roots []Root
 	switch cfg := spec.Config.(type) {
 	case nil:
 	case StreamableConfig:
-		r.restart = cfg.Restart
+		r.restart, roots = cfg.Restart, cfg.Roots
 	case *StreamableConfig:
 		if cfg != nil {
-			r.restart = cfg.Restart
+			r.restart, roots = cfg.Restart, cfg.Roots
 		}
 	default:
 		return c.fail("config", 0, true, fmt.Errorf("the spec's Config is %T, want *mcp.StreamableConfig", spec.Config))
 	}
+	c.answers = &answerer{roots: roots, streamID: spec.StreamID, log: spec.Logger}
+	c.answerURL = c.url
 	if cursor == "" {
 		err = r.start(ctx)
 	} else {
@@ -361,6 +368,9 @@ func (r *streamRun) post(ctx context.Context, id int, method string, p params) (
 			req.Header.Set(headerName, r.tool)
 		}
 	}
+	if method == methodToolsCall && r.listen != nil {
+		return r.doListening(req, method)
+	}
 	return r.do(req, method)
 }
 
@@ -403,6 +413,7 @@ func (r *streamRun) readResponse(ctx context.Context, resp *http.Response, id in
 		if msgs, err = r.readJSONBody(resp, op); err != nil {
 			return nil, err
 		}
+		r.answerRequests(ctx, msgs)
 	case contentSSE:
 		return r.awaitSSE(ctx, resp.Body, id, op)
 	default:
@@ -431,6 +442,7 @@ func (r *streamRun) awaitSSE(ctx context.Context, body io.Reader, id int, op str
 		if err != nil {
 			return nil, r.fail(op, 0, true, err)
 		}
+		r.answerRequests(ctx, msgs)
 		for i := range msgs {
 			if msgs[i].isResponseTo(id) {
 				return checkRPC(r.conn, &msgs[i], op)

@@ -32,6 +32,7 @@ func (r *streamRun) call(ctx context.Context) (done bool, err error) {
 		if err != nil {
 			return false, err
 		}
+		r.answerRequests(ctx, msgs)
 		return r.jsonAnswer(ctx, msgs)
 	case mt == contentSSE:
 		return r.readSSE(ctx, resp.Body, "tools/call")
@@ -84,9 +85,14 @@ func (r *streamRun) postCall(ctx context.Context) (*http.Response, error) {
 			r.callSent = true
 			return resp, nil
 		}
+		var se *sinkError
 		switch status := statusOf(err); {
 		case ctx.Err() != nil:
+			r.callSent = true // it may have reached the server: cancel it
 			return nil, ctx.Err()
+		case errors.As(err, &se): // the host refused progress delivered while waiting
+			r.callSent = true
+			return nil, err
 		case status == http.StatusNotFound && r.session != "" && !reinitialized:
 			reinitialized = true
 			r.debug("session not found; re-initializing before the call")
@@ -133,6 +139,7 @@ func (r *streamRun) readSSE(ctx context.Context, body io.Reader, op string) (don
 		if err != nil {
 			return false, r.fail(op, 0, true, err)
 		}
+		r.answerRequests(ctx, msgs)
 		if done, err := r.tr.handle(ctx, msgs, string(ev.ID), ev.HasID); done || err != nil {
 			return done, err
 		}

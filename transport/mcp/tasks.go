@@ -13,7 +13,7 @@ import (
 // Task polling: a tools/call answered with a task (a 2025-11-25
 // CreateTaskResult, a 2026-07-28 result with resultType "task") is followed
 // with tasks/get until it ends. The shapes are those of the MCP revisions
-// and of rtfshost's own server (host/mcpserver/tasks.go): 2025-11-25 tasks
+// and of rtfshost's own server (host/mcpserver/taskwire.go): 2025-11-25 tasks
 // carry pollInterval (ms) and their result comes from tasks/result;
 // 2026-07-28 tasks carry pollIntervalMs and tasks/get returns the result
 // inline once the task is completed.

@@ -14,7 +14,7 @@ import (
 )
 
 // taskServer is a fake MCP server whose tool "job" runs as a task, in the
-// shapes rtfshost's own server produces (host/mcpserver/tasks.go, which this
+// shapes rtfshost's own server produces (host/mcpserver/taskwire.go, which this
 // package cannot import): under 2025-11-25 a session whose initialize
 // declares capabilities.tasks, a tools/list with execution.taskSupport
 // "required", a tools/call with params.task answered by a CreateTaskResult

@@ -1,0 +1,299 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rtfshost/rtfshost/provider"
+)
+
+// The work of the tasks: a task is created and driven to its end here,
+// by a goroutine of the server, and cancelled (the table is taskstore.go).
+
+// resumeLocked drives a stored task that no goroutine of this process
+// drives: a stream task whose stream was recovered is followed to its end;
+// any other ends as failed.
+func (t *tasks) resumeLocked(e *taskEntry) {
+	if e.rec.StreamID != "" && t.clustered() && !t.runsHere(e.rec.StreamID) {
+		return // another host drives it; refresh reads what it stores
+	}
+	if e.rec.StreamID != "" {
+		if st, err := t.s.prov.Status(e.rec.StreamID); err == nil {
+			if st.State.Terminal() {
+				rec := e.rec
+				t.finishLocked(e, streamTaskResult(streamResult{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason,
+					Message: st.Message, Result: shownJSON(st.Result, t.s.opts.Limits.OutputLimit(), "the stream's result"), Outputs: []json.RawMessage{}}, rec.ID), st.State)
+				return
+			}
+			t.followLocked(e, nil)
+			return
+		}
+		t.finishLocked(e, taskErrorResult("the task's stream %s was not found after the server restarted", e.rec.StreamID), provider.StateError)
+		return
+	}
+	t.finishLocked(e, taskErrorResult("the server restarted while the program ran; an %s task does not survive a restart", e.rec.Tool), provider.StateError)
+}
+
+// create makes a task for a call of tool with the raw arguments, stores it,
+// and starts its work; the task exists (tasks/get answers) when it
+// returns.
+func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, ttl time.Duration) (taskRecord, error) {
+	t.load(ctx)
+	spec, ok := t.s.toolSpec(tool)
+	if !ok || spec.task == noTask {
+		return taskRecord{}, &rpcFailure{code: codeMethodNotFound, msg: fmt.Sprintf("tool %q does not run as a task (only %s do)", tool, strings.Join(t.s.taskTools(), " and "))}
+	}
+	a, err := parseArgs(spec.name, spec.input, raw)
+	if err != nil {
+		return taskRecord{}, &rpcFailure{code: codeInvalidParams, msg: err.Error()}
+	}
+	if ttl <= 0 {
+		ttl = defaultTaskTTL
+	}
+	ttl = min(ttl, maxTaskTTL)
+	now := time.Now().UTC()
+	rec := taskRecord{Tool: tool, Created: now, Updated: now, TTL: ttl, Status: taskWorking}
+	if spec.task == taskOfStream {
+		rec.StreamID = a.str("stream-id")
+		if rec.StreamID == "" {
+			base := a.str("endpoint")
+			if base == "" {
+				base = a.str("transport")
+			}
+			rec.StreamID = t.s.prov.NewStreamID(base)
+			a["stream-id"], _ = json.Marshal(rec.StreamID)
+		}
+		rec.ID = rec.StreamID
+		rec.Message = "starting the stream"
+	} else {
+		rec.ID = t.s.prov.NewStreamID(tool[strings.LastIndex(tool, ".")+1:]) // rtfs.eval: eval-...
+		rec.Message = "running the program"
+	}
+	t.mu.Lock()
+	if _, dup := t.byID[rec.ID]; dup {
+		t.mu.Unlock()
+		return taskRecord{}, &rpcFailure{code: codeInvalidParams, msg: fmt.Sprintf("a task %q exists already", rec.ID)}
+	}
+	e := &taskEntry{rec: rec, done: make(chan struct{})}
+	t.byID[rec.ID] = e
+	t.mu.Unlock()
+	if err := t.save(ctx, rec); err != nil {
+		t.mu.Lock()
+		delete(t.byID, rec.ID)
+		t.mu.Unlock()
+		return taskRecord{}, fmt.Errorf("storing the task: %w", err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if spec.task == taskOfStream {
+		t.followLocked(e, a)
+	} else {
+		t.runLocked(e, spec, a)
+	}
+	return e.rec, nil
+}
+
+// followLocked starts the goroutine that drives a stream task: it starts
+// the stream (start != nil) or follows a recovered one, collects its
+// outputs as the blocking tool would, and stores the result when the
+// stream ends. On Close it leaves the stream and the task as they are: the
+// stream is durable and resumed by the next serve.
+func (t *tasks) followLocked(e *taskEntry, start args) {
+	ctx, cancel := context.WithCancel(t.s.ctx)
+	e.running, e.cancel = true, cancel
+	t.s.calls.Add(1)
+	go func() {
+		defer t.s.calls.Done()
+		defer cancel()
+		c := t.s.newCall(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolStart}})
+		defer c.release()
+		id := e.rec.StreamID
+		if err := c.watchStream(id); err != nil {
+			t.finish(e, taskErrorResult("%s: %v", ToolStart, err), provider.StateError)
+			return
+		}
+		if start != nil {
+			req, err := c.startRequest(ctx, start)
+			if err == nil {
+				_, err = t.s.prov.Start(req)
+			}
+			if err != nil {
+				t.finish(e, taskErrorResult("%s: %v", ToolStart, err), provider.StateError)
+				return
+			}
+			if t.cancelled(e) { // tasks/cancel came while the stream started
+				_, _ = t.s.prov.Cancel(id)
+			}
+			t.setMessage(e, "the stream is running")
+		}
+		ends, err := c.pump(ctx, nil, func(ends map[string]provider.Status) bool {
+			_, ok := ends[id]
+			return ok
+		})
+		if err != nil {
+			return // Close: the stream stays stored, and so does the task
+		}
+		st := ends[id]
+		if !st.State.Terminal() {
+			// The stream moved to another host of the cluster: the task
+			// goes on there (refresh drives it where the stream runs).
+			t.mu.Lock()
+			e.running = false
+			t.mu.Unlock()
+			return
+		}
+		t.finish(e, streamTaskResult(c.streamResult(st), e.rec.ID), st.State)
+	}()
+}
+
+// runLocked starts the goroutine that runs the call of a task of a
+// taskOfCall tool (rtfs.eval).
+func (t *tasks) runLocked(e *taskEntry, spec toolSpec, a args) {
+	ctx, cancel := context.WithCancel(t.s.ctx)
+	e.running, e.cancel = true, cancel
+	t.s.calls.Add(1)
+	go func() {
+		defer t.s.calls.Done()
+		defer cancel()
+		raw, _ := json.Marshal(a)
+		res, err := t.s.toolHandler(spec)(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: spec.name, Arguments: raw}})
+		if t.s.ctx.Err() != nil {
+			return // Close
+		}
+		if err != nil {
+			res = textResult(err.Error(), true)
+		}
+		state := provider.StateCompleted
+		if res == nil || res.IsError {
+			state = provider.StateError
+		}
+		t.finish(e, taskResult(res, e.rec.ID), state)
+	}()
+}
+
+// cancelled reports whether tasks/cancel cancelled e.
+func (t *tasks) cancelled(e *taskEntry) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.rec.Status == taskCancelled {
+		return true
+	}
+	if t.store == nil || !t.clustered() {
+		return false
+	}
+	// Another host may have cancelled it through the stored record.
+	rec, err := t.stored(t.s.ctx, e.rec.ID)
+	return err == nil && rec.Status == taskCancelled
+}
+
+// setMessage updates a running task's status message.
+func (t *tasks) setMessage(e *taskEntry, msg string) {
+	t.mu.Lock()
+	if !e.rec.terminal() {
+		e.rec.Message, e.rec.Updated = msg, time.Now().UTC()
+	}
+	rec := e.rec
+	t.mu.Unlock()
+	if err := t.save(context.Background(), rec); err != nil {
+		t.s.log.Error("mcp tasks: storing a task", "task", rec.ID, "err", err)
+	}
+}
+
+// finish makes e terminal with the CallToolResult result, its status from
+// the stream state; a cancelled task stays cancelled.
+func (t *tasks) finish(e *taskEntry, result json.RawMessage, state provider.State) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.finishLocked(e, result, state)
+}
+
+func (t *tasks) finishLocked(e *taskEntry, result json.RawMessage, state provider.State) {
+	if e.rec.terminal() {
+		if e.rec.Result == nil { // cancelled by tasks/cancel: keep the status, add the result
+			e.rec.Result = result
+			_ = t.save(context.Background(), e.rec)
+		}
+		return
+	}
+	switch state {
+	case provider.StateCompleted:
+		e.rec.Status, e.rec.Message = taskCompleted, "the stream completed"
+		if e.rec.StreamID == "" { // a taskOfCall tool's
+			e.rec.Message = "the program finished"
+		}
+	case provider.StateCancelled:
+		e.rec.Status, e.rec.Message = taskCancelled, "the stream was cancelled"
+	default:
+		e.rec.Status, e.rec.Message = taskFailed, "the work failed: tasks/result has the error"
+	}
+	e.rec.Result, e.rec.Updated, e.running = result, time.Now().UTC(), false
+	close(e.done)
+	if err := t.save(context.Background(), e.rec); err != nil {
+		t.s.log.Error("mcp tasks: storing a task's result", "task", e.rec.ID, "err", err)
+	}
+}
+
+// cancelTask cancels a task that has not ended: its stream is cancelled
+// (or its program stopped) and it is cancelled before this returns.
+func (t *tasks) cancelTask(ctx context.Context, id string) (taskRecord, error) {
+	e, err := t.lookup(ctx, id)
+	if err != nil {
+		return taskRecord{}, err
+	}
+	t.mu.Lock()
+	if e.rec.terminal() {
+		t.mu.Unlock()
+		return taskRecord{}, &rpcFailure{code: codeInvalidParams, msg: fmt.Sprintf("task %q has ended (%s) and cannot be cancelled", id, e.rec.Status)}
+	}
+	e.rec.Status, e.rec.Message, e.rec.Updated = taskCancelled, "the task was cancelled by request", time.Now().UTC()
+	close(e.done)
+	rec, cancel := e.rec, e.cancel
+	t.mu.Unlock()
+	if err := t.save(ctx, rec); err != nil {
+		return taskRecord{}, fmt.Errorf("storing the cancelled task: %w", err)
+	}
+	switch {
+	case rec.StreamID != "" && t.clustered() && t.store != nil:
+		t.cancelStream(rec.StreamID)
+	case rec.StreamID != "":
+		_, _ = t.s.prov.Cancel(rec.StreamID)
+	case cancel != nil:
+		cancel()
+	}
+	return rec, nil
+}
+
+// cancelStream cancels a task's stream in a cluster, where it may run on
+// another host and may not have started yet (the host that drives the
+// task starts it, then looks at the stored record again): it is asked
+// until it is cancelled or ended, for at most cancelPatience, on a
+// goroutine of the server.
+func (t *tasks) cancelStream(id string) {
+	if _, err := t.s.prov.Cancel(id); err == nil {
+		return
+	}
+	t.s.calls.Add(1)
+	go func() {
+		defer t.s.calls.Done()
+		deadline := time.Now().Add(cancelPatience)
+		for time.Now().Before(deadline) {
+			select {
+			case <-t.s.ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if _, err := t.s.prov.Cancel(id); err == nil {
+				return
+			}
+		}
+		t.s.log.Warn("mcp tasks: a cancelled task's stream was not found to cancel", "stream", id)
+	}()
+}
+
+// cancelPatience bounds how long a cancelled task's stream is looked for.
+const cancelPatience = 10 * time.Second

@@ -1,0 +1,283 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rtfshost/rtfshost/provider"
+)
+
+// MCP Tasks on the wire, in both shapes: the experimental Tasks of revision
+// 2025-11-25 (a tools/call with params.task, tasks/get, a blocking
+// tasks/result, tasks/list, tasks/cancel) and the
+// io.modelcontextprotocol/tasks extension of 2026-07-28 (a tools/call
+// answered with resultType "task", tasks/get with the result inline,
+// tasks/update, tasks/cancel). go-sdk v1.8.0 has no Tasks, so the layers
+// here serve those methods in front of go-sdk, with go-sdk's JSON-RPC
+// shapes, and add the tasks capability to what go-sdk answers;
+// docs/mcp-server.md says which parts are ours. The tasks themselves are in
+// taskstore.go.
+
+// The task methods and _meta keys.
+const (
+	methodTasksGet    = "tasks/get"
+	methodTasksResult = "tasks/result"
+	methodTasksList   = "tasks/list"
+	methodTasksCancel = "tasks/cancel"
+	methodTasksUpdate = "tasks/update"
+	extensionTasks    = "io.modelcontextprotocol/tasks"
+	metaRelatedTask   = "io.modelcontextprotocol/related-task"
+	metaClientCaps    = "io.modelcontextprotocol/clientCapabilities"
+)
+
+// serveTasks answers the task methods, and tools/call requests that ask for
+// a task (2025-11-25: params.task; 2026-07-28: a client that declared the
+// extension calling a tool that runs as a task), before go-sdk sees them.
+// Every other request goes to next.
+func (s *Server) serveTasks(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		env := envelopeOf(r)
+		m, ok := env.single()
+		if !ok || !m.full || m.ID == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		modern := env.era == eraSessionless
+		switch {
+		case m.Method == "tools/call" && m.Params.Task != nil && !modern,
+			m.Method == "tools/call" && modern && m.declares(extensionTasks) && s.runsAsTask(m.Params.Name):
+		case strings.HasPrefix(m.Method, "tasks/"):
+		default:
+			next.ServeHTTP(w, r)
+			return
+		}
+		result, err := s.taskCall(r.Context(), m, modern)
+		writeRPC(w, m.ID, result, err)
+	})
+}
+
+// taskCall serves one task request and returns its result.
+func (s *Server) taskCall(ctx context.Context, req *message, modern bool) (any, error) {
+	switch req.Method {
+	case "tools/call":
+		var ttl time.Duration
+		if req.Params.Task != nil && req.Params.Task.TTL != nil {
+			ttl = time.Duration(*req.Params.Task.TTL) * time.Millisecond
+		}
+		rec, err := s.tasks.create(ctx, req.Params.Name, req.Params.Arguments, ttl)
+		if err != nil {
+			return nil, err
+		}
+		if modern {
+			m := taskJSON(rec, true)
+			m["resultType"] = "task"
+			return m, nil
+		}
+		return map[string]any{"task": taskJSON(rec, false), "_meta": map[string]any{
+			"io.modelcontextprotocol/model-immediate-response": fmt.Sprintf("Started %s as task %s; poll it with tasks/get.", rec.Tool, rec.ID)}}, nil
+	case methodTasksGet:
+		e, err := s.tasks.lookup(ctx, req.Params.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		rec := s.tasks.snapshot(e)
+		m := taskJSON(rec, modern)
+		if modern && rec.terminal() && rec.Result != nil && rec.Status != taskCancelled {
+			m["result"] = rec.Result // a tool's failure is an isError result of a completed task
+			m["status"] = taskCompleted
+		}
+		return m, nil
+	case methodTasksResult:
+		e, err := s.tasks.lookup(ctx, req.Params.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := s.tasks.wait(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Result == nil {
+			return json.RawMessage(taskErrorResult("task %s was cancelled before it produced a result", rec.ID)), nil
+		}
+		return rec.Result, nil
+	case methodTasksList:
+		if modern {
+			return nil, &rpcFailure{code: codeMethodNotFound, msg: "tasks/list is not part of the 2026-07-28 tasks extension"}
+		}
+		recs, next, err := s.tasks.list(ctx, req.Params.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{"tasks": []any{}}
+		list := make([]any, 0, len(recs))
+		for _, r := range recs {
+			list = append(list, taskJSON(r, false))
+		}
+		out["tasks"] = list
+		if next != "" {
+			out["nextCursor"] = next
+		}
+		return out, nil
+	case methodTasksCancel:
+		rec, err := s.tasks.cancelTask(ctx, req.Params.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		if modern {
+			return map[string]any{}, nil
+		}
+		return taskJSON(rec, false), nil
+	case methodTasksUpdate:
+		if _, err := s.tasks.lookup(ctx, req.Params.TaskID); err != nil {
+			return nil, err
+		}
+		return map[string]any{}, nil // rtfshost's tasks never ask for input
+	}
+	return nil, &rpcFailure{code: codeMethodNotFound, msg: fmt.Sprintf("method %q not found", req.Method)}
+}
+
+// taskJSON is a task as the revision writes it: ttl and pollInterval
+// (2025-11-25) or ttlMs and pollIntervalMs (2026-07-28).
+func taskJSON(rec taskRecord, modern bool) map[string]any {
+	m := map[string]any{
+		"taskId":        rec.ID,
+		"status":        rec.Status,
+		"createdAt":     rec.Created.Format(time.RFC3339Nano),
+		"lastUpdatedAt": rec.Updated.Format(time.RFC3339Nano),
+	}
+	if rec.Message != "" {
+		m["statusMessage"] = rec.Message
+	}
+	if modern {
+		m["ttlMs"], m["pollIntervalMs"] = rec.TTL.Milliseconds(), taskPoll.Milliseconds()
+	} else {
+		m["ttl"], m["pollInterval"] = rec.TTL.Milliseconds(), taskPoll.Milliseconds()
+	}
+	return m
+}
+
+// writeRPC writes a JSON-RPC response: result, or err as an error (an
+// *rpcFailure keeps its code; anything else is an internal error).
+func writeRPC(w http.ResponseWriter, id json.RawMessage, result any, err error) {
+	resp := map[string]any{"jsonrpc": "2.0", "id": id}
+	if err != nil {
+		code := codeInternal
+		var f *rpcFailure
+		if errors.As(err, &f) {
+			code = f.code
+		}
+		resp["error"] = map[string]any{"code": code, "message": err.Error()}
+	} else {
+		resp["result"] = result
+	}
+	b, _ := json.Marshal(resp)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+// JSON-RPC error codes the task methods answer with.
+const (
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternal       = -32603
+)
+
+// rpcFailure is a JSON-RPC error to answer a request with.
+type rpcFailure struct {
+	code int
+	msg  string
+}
+
+func (f *rpcFailure) Error() string { return f.msg }
+
+// legacyTaskCaps is the tasks capability of revision 2025-11-25.
+var legacyTaskCaps = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
+
+// announceTasks adds what go-sdk cannot say to the answers of the stateful
+// era: the tasks capability in the initialize result, and
+// execution.taskSupport "optional" on the tools that run as tasks in
+// tools/list. Other requests pass unchanged; these two, small, are
+// buffered whole.
+func (s *Server) announceTasks(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m, ok := envelopeOf(r).single()
+		if !ok || (m.Method != "initialize" && m.Method != "tools/list") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		method := m.Method
+		rec := &recorder{header: http.Header{}}
+		next.ServeHTTP(rec, r)
+		patched := rewriteResults(rec.body.Bytes(), func(res jsonObject) {
+			if method == "initialize" {
+				if caps := res.object("capabilities"); caps != nil {
+					caps["tasks"] = legacyTaskCaps
+					res.set("capabilities", caps)
+				}
+				return
+			}
+			tools := res.objects("tools")
+			if tools == nil {
+				return
+			}
+			for _, tool := range tools {
+				if s.runsAsTask(tool.str("name")) {
+					tool["execution"] = json.RawMessage(`{"taskSupport":"optional"}`)
+				}
+			}
+			res.set("tools", tools)
+		})
+		rec.body.Reset()
+		rec.body.Write(patched)
+		rec.header.Del("Content-Length")
+		rec.replay(w)
+	})
+}
+
+// streamTaskResult is the CallToolResult of a stream task: what the
+// blocking mcp.stream.start would have returned.
+func streamTaskResult(res streamResult, taskID string) json.RawMessage {
+	return taskResult(jsonResult(res, res.State != provider.StateCompleted), taskID)
+}
+
+// taskResult is the CallToolResult of task taskID: res with the
+// related-task _meta.
+func taskResult(res *mcp.CallToolResult, taskID string) json.RawMessage {
+	if res != nil {
+		if res.Meta == nil {
+			res.Meta = mcp.Meta{}
+		}
+		res.Meta[metaRelatedTask] = map[string]string{"taskId": taskID}
+	}
+	return resultJSON(res)
+}
+
+// taskErrorResult is an isError CallToolResult with the message.
+func taskErrorResult(format string, args ...any) json.RawMessage {
+	return resultJSON(textResult(fmt.Sprintf(format, args...), true))
+}
+
+// resultJSON encodes a CallToolResult, with isError explicit (see
+// explicitSuccess).
+func resultJSON(res *mcp.CallToolResult) json.RawMessage {
+	if res == nil {
+		res = textResult("the tool returned no result", true)
+	}
+	var v json.Marshaler = res
+	if !res.IsError {
+		v = succeeded{res}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`{"content":[{"type":"text","text":"the result could not be encoded"}],"isError":true}`)
+	}
+	return b
+}
