@@ -539,12 +539,13 @@ func storeBytes(t *testing.T, st persistence.Store) int {
 
 // Issue 25 item 5: a stream whose state and output shared structure wrote
 // 35 MB to the store from 5 chunks. The store's codec writes what is shared
-// once.
+// once: here a state of 300,000 elements in 1,300 vectors, and an output
+// that shares part of it.
 func TestPersistSharedStructureOnce(t *testing.T) {
 	g := compileGlobals(t, `
 (defn proc [s c m]
   (let [a (vec (range 100)) b (vec (repeat 300 a)) v (vec (repeat 1000 b))]
-    {:state (assoc s :count (inc (:count s)) :big v) :output {:n (:count s) :big v}}))`)
+    {:state (assoc s :count (inc (:count s)) :big v) :output {:n (:count s) :part b}}))`)
 	store := persistence.NewMemStore()
 	f := newFixture(t, Options{Store: store, Limits: rtfs.Limits{MaxOutput: 1 << 30}})
 	id := startCount(f, g, "shared", rtfs.Symbol("proc"))
