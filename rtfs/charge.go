@@ -281,15 +281,20 @@ func entryCost(n int) int64 {
 	return entryBytes + trieScratchBytes
 }
 
+// buildSteps is what building one entry of a map or set at once costs, in
+// steps, besides hashing and placing it: its allocation and copies
+// (BenchmarkStepCost).
+const buildSteps = 8
+
 // mapOf builds the map of the pairs in kvs for a builtin (MapOf), charged:
-// the size limit, then a step and entryCost per entry before it builds, and
-// the hashing, comparing and placing of the keys as it goes.
+// the size limit, then buildSteps and entryCost per entry before it builds,
+// and the hashing, comparing and placing of the keys as it goes.
 func (th *Thread) mapOf(kvs []Value) (*Map, error) {
 	n := (len(kvs) + 1) / 2
 	if err := th.checkSize(n); err != nil {
 		return nil, err
 	}
-	if err := th.charge(int64(n), int64(n)*entryCost(n)); err != nil {
+	if err := th.charge(int64(n)*buildSteps, int64(n)*entryCost(n)); err != nil {
 		return nil, err
 	}
 	m := meter{th: th}
@@ -303,7 +308,7 @@ func (th *Thread) setOf(elems []Value) (*Set, error) {
 	if err := th.checkSize(n); err != nil {
 		return nil, err
 	}
-	if err := th.charge(int64(n), int64(n)*(entryCost(n)+2*elemBytes)); err != nil {
+	if err := th.charge(int64(n)*buildSteps, int64(n)*(entryCost(n)+2*elemBytes)); err != nil {
 		return nil, err
 	}
 	m := meter{th: th}

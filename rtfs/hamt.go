@@ -80,8 +80,10 @@ func (n *hnode) getKeyword(name string, h uint64) (Value, bool) {
 }
 
 // copyCost is the work, in units of a meter, of copying a node of n
-// entries: a unit per four entries (192 bytes), and one for the node.
-func copyCost(n int) int { return n>>2 + 1 }
+// entries: a unit per entry (48 bytes allocated and copied), and one for
+// the node. Measured against the VM's steps (BenchmarkStepCost), a path
+// copy then costs about what as many instructions do.
+func copyCost(n int) int { return n + 1 }
 
 // with returns a copy of n with entry i replaced by e, counted on m.
 func (n *hnode) with(i int, e hentry, m *meter) *hnode {

@@ -231,6 +231,10 @@ func builtinSort(th *Thread, args []Value) (Value, error) {
 // valueSet is a scratch hash set of values for one builtin call.
 type valueSet map[uint64][]Value
 
+// valueSetSteps is what adding to a valueSet costs, in steps, beyond
+// hashing and comparing: a Go map operation and its growth.
+const valueSetSteps = 8
+
 // add adds v and reports whether it was new, hashing and comparing on m.
 func (s valueSet) add(v Value, m *meter) bool {
 	h := m.hash(v)
@@ -250,9 +254,9 @@ func builtinDistinct(th *Thread, args []Value) (Value, error) {
 	}
 	seen := make(valueSet, len(elems))
 	out := elems[:0]
-	m := meter{th: th, bytes: elemBytes} // the scratch set holds each element
+	m := meter{th: th, bytes: entryBytes / valueSetSteps} // the scratch set holds each element
 	for _, e := range elems {
-		if !m.visit(1) {
+		if !m.visit(valueSetSteps) {
 			break
 		}
 		if seen.add(e, &m) {
@@ -276,9 +280,9 @@ func builtinFrequencies(th *Thread, args []Value) (Value, error) {
 	// the map at once.
 	index := make(map[uint64][]int, len(elems))
 	var kvs []Value
-	m := meter{th: th, bytes: elemBytes}
+	m := meter{th: th, bytes: entryBytes / valueSetSteps}
 	for _, e := range elems {
-		if !m.visit(1) {
+		if !m.visit(valueSetSteps) {
 			break
 		}
 		h := m.hash(e)
