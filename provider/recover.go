@@ -18,12 +18,16 @@ import (
 // stream with the given id.
 var ErrNotPersisted = errors.New("no persisted stream with this id")
 
+// errBusy says that a stream is loaded already, or being loaded.
+var errBusy = errors.New("it is already loaded, or being loaded")
+
 // loaded is one stream's records as read from the store.
 type loaded struct {
 	id       string
 	def      *defRecord
 	progress *progressRecord
 	journal  []journalEntry // in seq order
+	child    *childRecord   // the process group its transport ran, if recorded (children.go)
 	err      error          // the first bad record
 }
 
@@ -45,10 +49,14 @@ type journalEntry struct {
 // running: they can be inspected, not driven.
 //
 // A stream whose records cannot be used (corrupt, of an unknown format
-// version, its program missing) is left out; its error names the stream and
-// the key, and is logged and returned, joined with the others, while the
-// other streams recover. Recover fails at once without a store. Cost: one
-// scan of the stream records, a compile per distinct program.
+// version, its program missing or not compiling, a replay that fails) is
+// listed in StateUnrecoverable with the reason as its message, and does
+// not run (without Options.Cluster: in a cluster it is left to the other
+// hosts); its error names the stream and the key, and is logged and
+// returned, joined with the others, while the other streams recover.
+// Recover fails at once without a store. Cost: one scan of the stream
+// records, a compile per distinct program (and, for a program this build
+// compiles to another hash, a replay of it per stream).
 func (p *Provider) Recover(ctx context.Context) error {
 	if p.ps == nil {
 		return errors.New("provider: Recover: no store is configured (Options.Store is nil)")
@@ -59,7 +67,7 @@ func (p *Provider) Recover(ctx context.Context) error {
 	}
 	var errs []error
 	for _, l := range all {
-		if p.has(l.id) {
+		if p.has(l.id) || l.leftover() {
 			continue
 		}
 		if err := p.restore(ctx, l); errors.Is(err, ErrOwned) {
@@ -67,6 +75,11 @@ func (p *Provider) Recover(ctx context.Context) error {
 		} else if err != nil {
 			p.log.Error("stream not recovered", "stream", l.id, "err", err)
 			errs = append(errs, err)
+			// In a cluster another host may manage it (or later this
+			// one, through RecoverStream): it is not listed here.
+			if p.opts.Cluster == nil && !errors.Is(err, errBusy) && !errors.Is(err, ErrClosed) {
+				p.registerUnrecoverable(l, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -86,7 +99,7 @@ func (p *Provider) RecoverStream(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("provider: recover stream %q: %w", id, err)
 	}
-	if len(all) == 0 {
+	if len(all) == 0 || all[0].leftover() {
 		return fmt.Errorf("provider: recover stream %q: %w", id, ErrNotPersisted)
 	}
 	return p.restore(ctx, all[0])
@@ -151,6 +164,9 @@ func (l *loaded) add(key, value []byte, suffix byte, seq int64) error {
 		}
 		l.journal = append(l.journal, e)
 		return nil
+	case suffixChild:
+		l.child = &childRecord{}
+		return l.child.decode(key, value)
 	}
 	return &persistence.CorruptRecordError{Key: key, Reason: fmt.Sprintf("unknown record suffix %q", suffix)}
 }
@@ -184,7 +200,7 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 	}
 	p.mu.Unlock()
 	if loaded || busy {
-		return wrap(errors.New("it is already loaded, or being loaded"))
+		return wrap(errBusy)
 	}
 	defer func() {
 		p.mu.Lock()
@@ -221,8 +237,20 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
+	origin, err := loadOrigin(ctx, p.ps.store, l.id)
+	if err != nil {
+		return nil, err
+	}
 	c := codec{prog, p.opts.Limits.OutputLimit()}
-	proc, err := p.rebindProcessor(d, prog, c)
+	var proc processor
+	if prog != nil && prog.Hash() != d.progHash {
+		// Another compiler's: its stored values are read, and written
+		// from now on, without functions (origin.go).
+		c = codec{max: p.opts.Limits.OutputLimit()}
+		proc, err = p.replayProcessor(ctx, l, prog, origin)
+	} else {
+		proc, err = p.rebindProcessor(d, prog, c)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -259,6 +287,12 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	}
 	s := newStream(p, l.id, def, proc)
 	s.recovered = true
+	if prog != nil {
+		s.history = origin.historyOf(d, prog.Name())
+	}
+	if l.child != nil {
+		s.stale = l.child.process()
+	}
 	if d.order > 0 {
 		s.started = time.Unix(0, d.order)
 	}
@@ -272,7 +306,10 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 }
 
 // loadProgram returns the program with the given hash: one this provider
-// knows, else compiled from the stored source. "" means no program.
+// knows, else compiled from the stored source. "" means no program. A
+// program that this build compiles to another hash (another compiler or
+// prelude) is returned all the same: the caller sees the hashes differ and
+// replays it (origin.go).
 func (p *Provider) loadProgram(ctx context.Context, hash string) (*rtfs.Program, error) {
 	if hash == "" {
 		return nil, nil
@@ -294,7 +331,8 @@ func (p *Provider) loadProgram(ctx context.Context, hash string) (*rtfs.Program,
 		return nil, fmt.Errorf("recompile program %s (%s): %w", rec.name, hash, err)
 	}
 	if prog.Hash() != hash {
-		return nil, fmt.Errorf("program %s recompiles to hash %s, not %s: it was stored by an rtfshost with another compiler", rec.name, prog.Hash(), hash)
+		p.ps.addProgramAs(hash, prog)
+		return prog, nil
 	}
 	p.ps.addProgram(prog)
 	return prog, nil
@@ -388,9 +426,9 @@ func (st *streamStore) restoreJournal(l *loaded) {
 		if low < 0 {
 			low = e.seq
 		}
-		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received)}
+		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received), FD: e.rec.fd}
 		chunk := decodeChunk(&s.dec, c.Data, c.Event)
-		s.enqueueLocked(c, chunk, controlAction(chunk), e.seq, true)
+		s.requeueLocked(c, chunk, e.seq)
 		if e.seq >= next {
 			next = e.seq + 1
 		}

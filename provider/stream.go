@@ -31,6 +31,11 @@ const (
 	StateCompleted State = "completed"
 	StateCancelled State = "cancelled"
 	StateError     State = "error"
+	// StateUnrecoverable is the state of a stored stream that recovery
+	// could not rebuild (its message says why): it is listed, and can be
+	// inspected, removed or given a processor again (rtfshost upgrade),
+	// but it does not run. It is never stored.
+	StateUnrecoverable State = "unrecoverable"
 )
 
 // Terminal reports whether a stream in state s has ended for good.
@@ -105,6 +110,10 @@ type stream struct {
 	exited    bool // the worker has exited; subs stays nil
 	dormant   bool // recovered without connecting: inspect only
 	recovered bool // rebuilt from the store after a restart (transport.Spec.Resumed)
+	// stale is the process group a recovered stream's previous host
+	// recorded and did not see end (transport.Spec.Stale); set before the
+	// stream's goroutines start.
+	stale transport.ChildProcess
 
 	// moved: another host took the stream over (a commit was fenced); it
 	// stops here without writing and leaves the provider (cluster.go).
@@ -112,6 +121,18 @@ type stream struct {
 	// handingOver: placement stops the stream here to offer it to another
 	// host (cluster.go); its end is not published.
 	handingOver atomic.Bool
+
+	// history lists the programs the stream's processor came from, oldest
+	// first (origin.go); set before the stream is registered.
+	history []ProgramVersion
+	// upgrade is made (under mu) when Upgrade stops the stream to swap its
+	// processor: the worker then closes it instead of done, keeps the
+	// subscriptions, and replacedBy is set to the stream that goes on,
+	// which takes over done (upgrade.go).
+	upgrade    chan struct{}
+	replacedBy atomic.Pointer[stream]
+	// tdone is closed when the stream's transport goroutine has returned.
+	tdone chan struct{}
 
 	// obs observes the stream (nopObserver when nothing does); it is set by
 	// launch under mu before the stream's goroutines start, and observed
@@ -125,7 +146,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 	s := &stream{
 		p: p, id: id, def: def, proc: proc,
 		idVal: rtfs.String(id), epVal: rtfs.String(def.endpoint),
-		done: make(chan struct{}), epoch: time.Now(),
+		done: make(chan struct{}), tdone: make(chan struct{}), epoch: time.Now(),
 		obs: nopObserver{},
 	}
 	s.wake = make(chan struct{}, 1)
@@ -143,6 +164,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 // to the worker.
 func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec) {
 	defer s.p.wg.Done()
+	defer close(s.tdone)
 	ctx := s.obs.TransportStarted(s.ctx)
 	err := runGuarded(ctx, tr, spec, s.startCursor, s)
 	s.mu.Lock()
@@ -179,6 +201,9 @@ func (s *stream) status() Status {
 // endErr returns the error that Await and WaitAll report for s, which did
 // not complete.
 func (s *stream) endErr(st Status) error {
+	if st.State == StateUnrecoverable {
+		return &StreamError{StreamID: st.StreamID, State: st.State, Message: st.Message}
+	}
 	if s.dormant {
 		return &StreamError{StreamID: st.StreamID, State: st.State, Message: "it was loaded from the store without running (manual connect)"}
 	}
