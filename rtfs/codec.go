@@ -27,12 +27,14 @@ import (
 // the same collection or closure (the same pointer) or an equal text met
 // again is a ref to that number. So a state of 60 nested pairs holding
 // 2^60 elements takes 60 entries, not 2^60. Version 1, without refs, is
-// still read.
+// still read, and still written: an encoding that needs no ref is version
+// 1's byte for byte and says so, so that only a value that shares
+// structure is unreadable by releases that know version 1 alone.
 //
 // Nesting is bounded by valueCodecMaxDepth on both sides, and corrupt
 // input is always an error that gives the offset, never a panic.
 
-// valueCodecVersion is the format version byte that MarshalValue writes.
+// valueCodecVersion is the format version byte of an encoding with refs.
 const valueCodecVersion = 2
 
 // refMinText is the length from which a text is numbered for refs: a
@@ -81,6 +83,9 @@ type valueEncoder struct {
 	start int   // len(buf) before the encoding
 	max   int64 // bound on len(buf)-start; <= 0: none
 	refs  refTable
+	// refsWritten says that the encoding holds a ref, so it needs version
+	// 2 to be read.
+	refsWritten bool
 }
 
 // A refTable numbers the values written so far that a ref may name.
@@ -152,6 +157,12 @@ func marshalValue(dst []byte, v Value, fns fnCodec, o EncodeOptions) ([]byte, er
 	if err := e.appendValue(v); err != nil {
 		return nil, err
 	}
+	if !e.refsWritten {
+		// Without a ref the encoding is version 1's, byte for byte: say so,
+		// so that a release that reads only version 1 (a host of 0.2.0 in a
+		// cluster being upgraded) reads it.
+		e.buf[e.start] = 1
+	}
 	return e.buf, nil
 }
 
@@ -163,6 +174,7 @@ func (e *valueEncoder) appendString(tag byte, s string) {
 		k := textKey{tag, s}
 		if i, ok := e.refs.texts[k]; ok {
 			e.buf = append(e.buf, vcRef)
+			e.refsWritten = true
 			e.appendUvarint(uint64(i))
 			return
 		}
@@ -210,6 +222,7 @@ func (e *valueEncoder) appendValue(v Value) error {
 	if shared(v) {
 		if i, ok := e.refs.lookup(v); ok {
 			e.buf = append(e.buf, vcRef)
+			e.refsWritten = true
 			e.appendUvarint(uint64(i))
 			return nil
 		}

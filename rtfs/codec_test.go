@@ -234,6 +234,13 @@ func TestValueCodecReadsVersion1(t *testing.T) {
 	if want := sharedSample(); !Equal(got, want) {
 		t.Fatalf("version 1 decoded to %v, want %v", got, want)
 	}
+	// A value that shares nothing is written as version 1 wrote it, byte
+	// for byte, so that a release of version 1 alone reads it.
+	plain := MapOf(Keyword("state"), MapOf(Keyword("readings"), NewVector(Float(21.5), Float(-3))))
+	want := []byte{1, vcMap, 1, vcKeyword, 5, 's', 't', 'a', 't', 'e', vcMap, 1, vcKeyword, 8, 'r', 'e', 'a', 'd', 'i', 'n', 'g', 's', vcVector, 2}
+	if pb, err := MarshalValue(plain); err != nil || !bytes.Equal(pb[:len(want)], want) || !bytes.Contains(b, pb[3:]) {
+		t.Fatalf("a value without sharing: %x, %v; want version 1's bytes", pb, err)
+	}
 	// Written again, it is version 2 and shorter: the vector and the text
 	// met twice are refs the second time.
 	b2, err := MarshalValue(got)
