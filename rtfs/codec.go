@@ -88,10 +88,12 @@ type valueEncoder struct {
 	refsWritten bool
 }
 
-// A refTable numbers the values written so far that a ref may name.
+// A refTable numbers the values written so far that a ref may name: the
+// collections and closures, by identity, for the value codec and the
+// continuation codec, and the texts, by content, for the value codec.
 type refTable struct {
 	n     int
-	first [8]Value      // the first ones, found by a scan
+	first [16]Value     // the first collections and closures, found by a scan
 	more  map[Value]int // the rest
 	texts map[textKey]int
 }
@@ -110,6 +112,20 @@ func (t *refTable) lookup(v Value) (int, bool) {
 	}
 	i, ok := t.more[v]
 	return i, ok
+}
+
+// values returns the collections and closures numbered so far, by number,
+// in a table without texts (the continuation codec's).
+func (t *refTable) values() []Value {
+	if t.n == 0 {
+		return nil
+	}
+	out := make([]Value, t.n)
+	copy(out, t.first[:min(t.n, len(t.first))])
+	for v, i := range t.more {
+		out[i] = v
+	}
+	return out
 }
 
 // add numbers collection or closure v, just written.

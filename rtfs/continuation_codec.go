@@ -108,7 +108,7 @@ type encodedGlobals struct {
 // so it is encoded with nothing remembered yet and always the same way:
 // the encoding of g is kept with g and copied the next time.
 func (e *encoder) globals(g *Globals) {
-	if e.nseen == 0 && e.err == nil {
+	if e.refs.n == 0 && e.err == nil {
 		if c := g.enc.Load(); c != nil {
 			e.buf = append(e.buf, c.enc...)
 			for _, v := range c.refs {
@@ -127,17 +127,7 @@ func (e *encoder) globals(g *Globals) {
 }
 
 // remembered returns the values remembered so far, by index.
-func (e *encoder) remembered() []Value {
-	if e.nseen == 0 {
-		return nil
-	}
-	refs := make([]Value, e.nseen)
-	copy(refs, e.recent[:min(e.nseen, len(e.recent))])
-	for v, i := range e.seen {
-		refs[i] = v
-	}
-	return refs
-}
+func (e *encoder) remembered() []Value { return e.refs.values() }
 
 func (e *encoder) globalsSection(g *Globals) {
 	e.uint(uint64(len(g.values)))
@@ -177,9 +167,7 @@ type encoder struct {
 	buf    []byte
 	max    int64 // bound on len(buf); <= 0: none
 	err    error
-	recent [16]Value     // the first collections and closures written, by identity
-	nseen  int           // how many have been written
-	seen   map[Value]int // those beyond the first len(recent)
+	refs   refTable // the collections and closures written, by identity
 }
 
 // backref writes a back-reference and reports true if v was written before.
@@ -193,27 +181,9 @@ func (e *encoder) backref(v Value) bool {
 }
 
 // remember records v, just written, for later back-references.
-func (e *encoder) remember(v Value) {
-	if e.nseen < len(e.recent) {
-		e.recent[e.nseen] = v
-	} else {
-		if e.seen == nil {
-			e.seen = make(map[Value]int)
-		}
-		e.seen[v] = e.nseen
-	}
-	e.nseen++
-}
+func (e *encoder) remember(v Value) { e.refs.add(v) }
 
-func (e *encoder) lookup(v Value) (int, bool) {
-	for i, x := range e.recent[:min(e.nseen, len(e.recent))] {
-		if x == v {
-			return i, true
-		}
-	}
-	i, ok := e.seen[v]
-	return i, ok
-}
+func (e *encoder) lookup(v Value) (int, bool) { return e.refs.lookup(v) }
 
 func (e *encoder) uint(x uint64) { e.buf = binary.AppendUvarint(e.buf, x) }
 
