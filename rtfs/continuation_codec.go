@@ -164,10 +164,10 @@ func (g *Globals) MarshalBinaryOpts(o EncodeOptions) ([]byte, error) {
 }
 
 type encoder struct {
-	buf    []byte
-	max    int64 // bound on len(buf); <= 0: none
-	err    error
-	refs   refTable // the collections and closures written, by identity
+	buf  []byte
+	max  int64 // bound on len(buf); <= 0: none
+	err  error
+	refs refTable // the collections and closures written, by identity
 }
 
 // backref writes a back-reference and reports true if v was written before.
