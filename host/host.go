@@ -457,8 +457,12 @@ func (h *Host) logHandler(_ context.Context, c *capabilities.Call) (capabilities
 	return capabilities.Now(rtfs.Nil), nil
 }
 
+// maxLogLine bounds what println and log print of one value: a value that
+// shares structure prints without end.
+const maxLogLine = 1 << 20
+
 // logLine is what println and log print for args: their values separated by
-// spaces, strings without quotes.
+// spaces, strings without quotes, each cut past maxLogLine bytes.
 func logLine(args []rtfs.Value) string {
 	var b strings.Builder
 	for i, a := range args {
@@ -468,7 +472,7 @@ func logLine(args []rtfs.Value) string {
 		if s, ok := a.(rtfs.String); ok {
 			b.WriteString(string(s))
 		} else {
-			b.WriteString(a.String())
+			b.WriteString(rtfs.Excerpt(a, maxLogLine))
 		}
 	}
 	return b.String()

@@ -158,6 +158,11 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 		RunJournal:   c.Journal.Snapshot(),
 	}
 	if cfg, ok := field(m, "config").(*rtfs.Map); ok {
+		// It becomes JSON arguments and query parameters: bounded as an
+		// output is, whatever structure it shares.
+		if err := rtfs.CheckOutputSize(cfg, p.opts.Limits.OutputLimit()); err != nil {
+			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: "config", Msg: err.Error()}
+		}
 		req.Config = cfg
 	}
 	for _, u := range p.opts.Transports.Keys() {
@@ -165,7 +170,7 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 		if v == rtfs.Nil {
 			continue
 		}
-		b, err := rtfs.ToJSON(v)
+		b, err := rtfs.AppendJSON(nil, v, rtfs.EncodeOptions{MaxBytes: p.opts.Limits.OutputLimit()})
 		if err != nil {
 			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: u.Name, Msg: err.Error()}
 		}

@@ -318,10 +318,7 @@ func kindOf(v rtfs.Value) string {
 	if v == nil {
 		return "nothing"
 	}
-	s := v.String()
-	if len(s) > 60 {
-		s = s[:57] + "..."
-	}
+	s := rtfs.Excerpt(v, 57)
 	if v.Kind().String() == "nil" {
 		return "nil"
 	}

@@ -42,15 +42,15 @@ func TestStreamInfoMatchesTheMap(t *testing.T) {
 // every key of the inspect shape.
 func fullInfo() StreamInfo {
 	one, cursor := int64(1), "c1"
-	state := JSONValue{rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(1))}
-	queue := []QueuedInfo{{Chunk: JSONValue{rtfs.Int(2)}, Metadata: JSONValue{rtfs.Nil}, WaitingMs: 3}}
+	state := JSONValue{V: rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(1))}
+	queue := []QueuedInfo{{Chunk: JSONValue{V: rtfs.Int(2)}, Metadata: JSONValue{V: rtfs.Nil}, WaitingMs: 3}}
 	return StreamInfo{
 		StreamID: "s", Processor: "p", Endpoint: "e",
 		Status:        StatusInfo{State: StateError, Message: "boom", EndReason: "error"},
 		QueueCapacity: 8,
 		Stats:         StatsInfo{ProcessedChunks: 1, LastLatencyMs: &one, LastEventEpochMs: &one, ChunksPerSecond: 1.5},
 		Transport:     TransportInfo{Kind: "sse", AutoConnect: true, ServerURL: "http://127.0.0.1:2025/sse"},
-		LastOutput:    JSONValue{rtfs.Int(1)}, Result: JSONValue{rtfs.Nil}, Cursor: &cursor,
+		LastOutput:    JSONValue{V: rtfs.Int(1)}, Result: JSONValue{V: rtfs.Nil}, Cursor: &cursor,
 		Programs:     []ProgramVersion{{Hash: "h1", File: "f.rtfs", Processor: "p", Compiler: "rtfs-compile-2", AtEpochMs: 1}},
 		CurrentState: &state, InitialState: &state, Queue: &queue,
 		Stale: &Stale{Owner: "a", SinceEpochMs: &one},

@@ -472,7 +472,7 @@ func queryOf(m *rtfs.Map) map[string]string {
 			if b, err := rtfs.ToJSON(v); err == nil {
 				q[key] = string(b)
 			} else {
-				q[key] = v.String()
+				q[key] = rtfs.Excerpt(v, 4096)
 			}
 		}
 		return true
@@ -513,7 +513,7 @@ func (p *Provider) persistNew(s *stream, req StartRequest) (*persistence.Batch, 
 		fn = rp.fn
 	}
 	prog := programOf(req.Globals, fn)
-	s.ps = newStreamStore(p.ps, s, codec{prog}, !replayable(s.def.kind.Transport))
+	s.ps = newStreamStore(p.ps, s, codec{prog, p.opts.Limits.OutputLimit()}, !replayable(s.def.kind.Transport))
 	b, err := p.startRecords(s, req, req.Globals, prog)
 	if err != nil {
 		return nil, fmt.Errorf("start stream %q: %w", s.id, err)

@@ -95,6 +95,9 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 		t0 = time.Now()
 	}
 	res, err := callGuarded(s.ctx, s.proc, state, it.chunk, meta)
+	if err == nil {
+		err = s.checkOutput(res)
+	}
 	if s.observed {
 		s.obs.ProcessorCalled(it.number(), t0, time.Since(t0), err)
 	}
@@ -111,6 +114,26 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 		s.changed(subs) // processed without an output
 	}
 	return next
+}
+
+// checkOutput refuses a result whose :output would pass the output limit
+// once encoded for a subscriber or a client: a value that shares structure
+// is written in full there, however little memory it takes. The check
+// counts at most the limit's worth, and runs before the result is applied,
+// so the stream keeps its last state.
+func (s *stream) checkOutput(res rtfs.Value) error {
+	m, ok := res.(*rtfs.Map)
+	if !ok {
+		return nil // applyLocked reports the shape
+	}
+	out, ok := m.GetKeyword("output")
+	if !ok {
+		return nil
+	}
+	if err := rtfs.CheckOutputSize(out, s.p.opts.Limits.OutputLimit()); err != nil {
+		return fmt.Errorf("its :output is too large to send (a value that shares structure is sent in full): %w", err)
+	}
+	return nil
 }
 
 // A waiter parks the worker until it is woken, a deadline passes or the

@@ -422,7 +422,8 @@ func (hd *holder) run(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	wr := &wireReporter{w: w, rc: rc}
 	wr.flush()
-	j, err := newJob(hd.h, hd.owners, wr, jobOptions{timeout: time.Duration(req.TimeoutNs), waitPaused: req.WaitPaused, live: req.Live})
+	j, err := newJob(hd.h, hd.owners, wr, jobOptions{timeout: time.Duration(req.TimeoutNs), waitPaused: req.WaitPaused, live: req.Live,
+		maxOutput: hd.a.rt.limits().OutputLimit()})
 	if err != nil {
 		wr.fail(failure{Kind: failOther, Message: err.Error()})
 		wr.exit(exitStreamFailed)
@@ -694,7 +695,7 @@ func (a *app) join(ctx context.Context, d *holderDesk, file string, src []byte, 
 
 func deref(v *shown) shown {
 	if v == nil {
-		return show(rtfs.Nil)
+		return show(rtfs.Nil, 0, "nil")
 	}
 	return *v
 }

@@ -72,7 +72,7 @@ func (a *app) inspect(ctx context.Context, o inspectOptions) error {
 		if o.json {
 			fmt.Fprintf(a.stdout, "%s\n", in.JSON())
 		} else {
-			printInspectMap(a.stdout, in.Value())
+			printInspectMap(a.stdout, in.Value(), a.rt.limits().OutputLimit())
 		}
 		return unreadable(d)
 	}
@@ -172,16 +172,17 @@ func cursorText(in provider.StreamInfo) string {
 // outcome is the result of a completed stream, or the status message.
 func outcome(in provider.StreamInfo) string {
 	if in.Result.V != nil && in.Result.V != rtfs.Nil {
-		return in.Result.V.String()
+		return rtfs.Excerpt(in.Result.V, 240)
 	}
 	return in.Status.Message
 }
 
-// printInspectMap prints one stream's inspect map, a key per line.
-func printInspectMap(w io.Writer, v rtfs.Value) {
+// printInspectMap prints one stream's inspect map, a key per line, each
+// value cut past max bytes.
+func printInspectMap(w io.Writer, v rtfs.Value, max int64) {
 	m, ok := v.(*rtfs.Map)
 	if !ok {
-		fmt.Fprintln(w, v)
+		fmt.Fprintln(w, printed(v, max))
 		return
 	}
 	var keys []string
@@ -195,7 +196,7 @@ func printInspectMap(w io.Writer, v rtfs.Value) {
 	sort.Strings(keys)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%s\n", k, vals[k])
+		fmt.Fprintf(tw, "%s\t%s\n", k, printed(vals[k], max))
 	}
 	tw.Flush()
 }

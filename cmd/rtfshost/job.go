@@ -51,6 +51,7 @@ type jobOptions struct {
 	timeout    time.Duration
 	waitPaused bool
 	limits     rtfs.Limits // the program's budgets; zero: the host's
+	maxOutput  int64       // the bound on each value reported (rtfs.Limits.OutputLimit; 0: none)
 	live       bool        // the reporter shows live lines: send it stats
 	catchAll   bool        // the job owns every stream no other job owns
 }
@@ -97,10 +98,10 @@ func newJob(h *host.Host, o *owners, rep reporter, opts jobOptions) (*job, error
 		for ev := range sub.C() {
 			switch ev.Kind {
 			case provider.EventOutput:
-				rep.output(ev.StreamID, ev.Seq, show(ev.Output))
+				rep.output(ev.StreamID, ev.Seq, show(ev.Output, opts.maxOutput, "the output"))
 			case provider.EventEnd:
 				if ev.Status.State.Terminal() {
-					rep.end(endingOf(ev.Status))
+					rep.end(endingOf(ev.Status, opts.maxOutput))
 				}
 			}
 		}
@@ -191,7 +192,7 @@ func (j *job) run(ctx context.Context, file string, prog *rtfs.Program) int {
 			j.rep.fail(f)
 			return f.exitCode()
 		}
-		j.rep.result(show(val))
+		j.rep.result(show(val, j.opts.maxOutput, "the program's value"))
 		for _, err := range failed {
 			j.rep.fail(failureOf(err, file))
 			code = exitStreamFailed

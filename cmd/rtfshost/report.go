@@ -41,9 +41,34 @@ type shown struct {
 	JSON json.RawMessage `json:"json"`
 }
 
-func show(v rtfs.Value) shown {
+// show makes v's two forms, each within max bytes (the output limit of the
+// run's budgets, rtfs.Limits.OutputLimit; 0: none): past it, the text is
+// cut with "..." and the JSON is an object {"error": ...} that says what
+// was not printed. A value that shares structure is written in full,
+// however little memory it takes, so the bound is on the bytes written.
+func show(v rtfs.Value, max int64, what string) shown {
 	v = orNil(v)
-	return shown{Text: v.String(), JSON: rtfs.ToOutputJSON(v)}
+	return shown{Text: printed(v, max), JSON: valueJSON(v, max, what)}
+}
+
+// valueJSON converts v for a JSON line with rtfs.OutputJSON: NaN is null,
+// a function its printed form, the rest of the value kept. Past max bytes
+// (0: none) it is {"error": "<what> not printed: output limit ..."}.
+func valueJSON(v rtfs.Value, max int64, what string) json.RawMessage {
+	b, err := rtfs.OutputJSON(v, max)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": what + " not printed: " + err.Error()})
+	}
+	return b
+}
+
+// printed is v's printed form for a plain line, cut past max bytes (0: no
+// bound) with "...".
+func printed(v rtfs.Value, max int64) string {
+	if max <= 0 || max > 1<<40 {
+		max = 1 << 40
+	}
+	return rtfs.Excerpt(v, int(max))
 }
 
 func orNil(v rtfs.Value) rtfs.Value {
@@ -62,10 +87,10 @@ type ending struct {
 	Result    *shown `json:"result,omitempty"` // a completed stream's
 }
 
-func endingOf(st provider.Status) ending {
+func endingOf(st provider.Status, max int64) ending {
 	e := ending{Stream: st.StreamID, State: string(st.State), EndReason: st.EndReason, Message: st.Message}
 	if st.State == provider.StateCompleted {
-		r := show(st.Result)
+		r := show(st.Result, max, "the stream's result")
 		e.Result = &r
 	}
 	return e

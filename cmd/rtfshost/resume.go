@@ -91,7 +91,8 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) error {
 		s.close()
 		return a.reportErr(rep, withCode(exitStreamFailed, err))
 	}
-	j, err := newJob(s.h, s.owners, rep, jobOptions{timeout: o.timeout, waitPaused: o.waitPaused, live: live, catchAll: true})
+	j, err := newJob(s.h, s.owners, rep, jobOptions{timeout: o.timeout, waitPaused: o.waitPaused, live: live, catchAll: true,
+		maxOutput: a.rt.limits().OutputLimit()})
 	if err != nil {
 		s.close()
 		return a.reportErr(rep, withCode(exitProgramError, err))

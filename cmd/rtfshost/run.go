@@ -111,7 +111,8 @@ func (a *app) runProgram(ctx context.Context, path string, o runOptions) error {
 	if err != nil {
 		return a.reportErr(rep, err)
 	}
-	j, err := newJob(s.h, s.owners, rep, jobOptions{timeout: o.timeout, waitPaused: o.waitPaused, live: live, catchAll: true})
+	j, err := newJob(s.h, s.owners, rep, jobOptions{timeout: o.timeout, waitPaused: o.waitPaused, live: live, catchAll: true,
+		maxOutput: a.rt.limits().OutputLimit()})
 	if err != nil {
 		s.close()
 		return a.reportErr(rep, withCode(exitProgramError, err))

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/internal/localserver"
+	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 // serveChildEnv, when set in the environment of this test binary, makes
@@ -599,5 +600,36 @@ func TestServeFlags(t *testing.T) {
 	}
 	if err := checkListen("[::]:7070", "", true); err != nil {
 		t.Errorf("any address under OAuth refused: %v", err)
+	}
+}
+
+func TestRuntimeFlagDefaultsAreEachCommands(t *testing.T) {
+	// run, resume and serve share one set of budget flags; each must run
+	// with its own defaults, whichever command was registered last.
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		want rtfs.Limits
+	}{
+		{"serve", nil, rtfs.Limits{MaxMemory: 256 << 20, MaxOutput: 16 << 20, MaxDuration: 30 * time.Second}},
+		{"serve", []string{"--max-output-bytes", "1MiB", "--call-timeout", "2s"}, rtfs.Limits{MaxMemory: 256 << 20, MaxOutput: 1 << 20, MaxDuration: 2 * time.Second}},
+		{"serve", []string{"--max-output-bytes", "-1"}, rtfs.Limits{MaxMemory: 256 << 20, MaxDuration: 30 * time.Second}},
+		{"run", nil, rtfs.Limits{}},
+		{"resume", nil, rtfs.Limits{}},
+	} {
+		a := newApp(strings.NewReader(""), io.Discard, io.Discard)
+		cmd, _, err := a.root.Find([]string{tc.cmd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.rt.resolve(cmd); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.rt.limits(); got != tc.want {
+			t.Errorf("%s %v: limits %+v, want %+v", tc.cmd, tc.args, got, tc.want)
+		}
 	}
 }

@@ -249,6 +249,21 @@ type row struct {
 // maxOutputText bounds the last output a row carries.
 const maxOutputText = 160
 
+// maxOutputJSON bounds the JSON of one output the dashboard sends to a
+// browser: a value that shares structure is written in full, and a browser
+// needs no more to show a row.
+const maxOutputJSON = 64 << 10
+
+// outputJSON is an output's JSON for the dashboard, or a JSON string that
+// says it is too large to show.
+func outputJSON(v rtfs.Value) json.RawMessage {
+	b, err := rtfs.OutputJSON(v, maxOutputJSON)
+	if err != nil {
+		b, _ = json.Marshal("(not shown: " + err.Error() + ")")
+	}
+	return b
+}
+
 // sample reads every stream's snapshot and updates the rows. A row changes
 // when anything it shows changed (its rate included).
 func (d *Dashboard) sample(now time.Time) {
@@ -286,7 +301,7 @@ func (d *Dashboard) sample(now time.Time) {
 			r.Rate, r.Lifetime = roundRate(in.Stats.ChunksPerSecond), true
 		}
 		if in.LastOutput.V != nil && in.LastOutput.V != rtfs.Nil {
-			r.LastOutput = cut(string(rtfs.ToOutputJSON(in.LastOutput.V)), maxOutputText)
+			r.LastOutput = cut(string(outputJSON(in.LastOutput.V)), maxOutputText)
 		}
 		if old == nil {
 			r.history = make([]float64, 0, d.opts.History)
@@ -488,7 +503,7 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			if ev.Kind == provider.EventOutput {
-				ew.event("output", map[string]any{"stream": ev.StreamID, "seq": ev.Seq, "at": time.Now().UnixMilli(), "output": json.RawMessage(rtfs.ToOutputJSON(ev.Output))})
+				ew.event("output", map[string]any{"stream": ev.StreamID, "seq": ev.Seq, "at": time.Now().UnixMilli(), "output": outputJSON(ev.Output)})
 				fl.Flush()
 			}
 		case <-keepAlive.C:

@@ -243,7 +243,7 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage, c *call, r
 				}
 				l.seq = ev.Seq
 				progress++
-				out := valueJSON(ev.Output)
+				out := outputJSON(ev, s.opts.Limits.OutputLimit())
 				outputs = append(outputs, out)
 				s.appendEvent(k, progressNote(l.token, progress, out, l.streamID, ev.Seq))
 			case provider.EventEnd:
@@ -252,7 +252,7 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage, c *call, r
 		}
 	}
 	res := streamResult{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message,
-		Result: valueJSON(st.Result), Outputs: outputs, OutputCount: int64(len(outputs))}
+		Result: shownJSON(st.Result, s.opts.Limits.OutputLimit(), "the stream's result"), Outputs: outputs, OutputCount: int64(len(outputs))}
 	s.appendEvent(k, rpcResponse(id, resultJSON(jsonResult(res, st.State != provider.StateCompleted))))
 }
 
