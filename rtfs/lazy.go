@@ -3,6 +3,7 @@ package rtfs
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rtfshost/rtfshost/rtfs/types"
@@ -55,7 +56,7 @@ func (*Lazy) Kind() Kind { return types.KindSeq }
 // shows as "...".
 func (l *Lazy) String() string {
 	var b strings.Builder
-	writeLazy(&b, l, -1)
+	writeLazy(&b, l, -1, nil)
 	return b.String()
 }
 
@@ -63,10 +64,12 @@ func (l *Lazy) String() string {
 // show whole.
 const lazyPrintMax = 16
 
-func writeLazy(b *strings.Builder, l *Lazy, limit int) {
+// writeLazy prints l as writeLimited prints a list: up to limit bytes
+// (limit < 0: all), counting on m a unit per element.
+func writeLazy(b *strings.Builder, l *Lazy, limit int, m *meter) {
 	b.WriteByte('(')
 	var s Value = l
-	for i := 0; limit < 0 || b.Len() <= limit; i++ {
+	for i := 0; (limit < 0 || b.Len() <= limit) && m.visit(1); i++ {
 		if i == lazyPrintMax && isInfinite(s) {
 			b.WriteString(" ...")
 			break
@@ -85,7 +88,7 @@ func writeLazy(b *strings.Builder, l *Lazy, limit int) {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		writeLimited(b, x, limit)
+		writeLimited(b, x, limit, m)
 		s = rest
 	}
 	b.WriteByte(')')
@@ -219,9 +222,18 @@ func realize(th *Thread, v Value, n int) (elems []Value, rest Value, err error) 
 	if n < 0 && isLazy && l.inf {
 		return nil, nil, errInfinite(v)
 	}
-	m := meter{th: th}
+	m := meter{th: th, bytes: elemBytes}
 	s := v
 	for n < 0 || len(elems) < n {
+		if lz, ok := s.(*Lazy); ok && n >= 0 && lz.kind >= lzRange && lz.kind <= lzCycle {
+			// A range, repetition or cycle: its elements in a loop,
+			// without a node per step.
+			elems, rest, err := lz.fill(th, elems, n, &m)
+			if err != nil {
+				return nil, nil, err
+			}
+			return elems, rest, m.done()
+		}
 		x, r, ok, thunk, err := stepPure(s)
 		if err != nil {
 			return nil, nil, err
@@ -233,18 +245,86 @@ func realize(th *Thread, v Value, n int) (elems []Value, rest Value, err error) 
 			return nil, nil, errors.New("internal error: a thunk outside a lazy sequence")
 		}
 		if !ok {
-			return elems, Nil, th.checkSize(len(elems))
+			return elems, Nil, m.done()
 		}
 		if n < 0 && isInfinite(r) {
 			return nil, nil, errInfinite(r)
 		}
 		elems = append(elems, x)
+		if err := th.checkSize(len(elems)); err != nil {
+			return nil, nil, err
+		}
 		if err := m.tick(); err != nil {
 			return nil, nil, err
 		}
 		s = r
 	}
-	return elems, s, th.checkSize(len(elems))
+	return elems, s, m.done()
+}
+
+// fill appends the elements of l, a range, repetition or cycle (infinite),
+// to elems until it holds n, counting each on m, and returns the sequence
+// after them. What it appends is what stepPure would give.
+func (l *Lazy) fill(th *Thread, elems []Value, n int, m *meter) ([]Value, Value, error) {
+	// Room for what the budgets allow, up to a million (then append
+	// doubles): one allocation for the usual take, and no huge one for a
+	// take the budget stops.
+	elems = slices.Grow(elems, min(th.room(n-len(elems), len(elems)), 1<<20))
+	switch l.kind {
+	case lzRange:
+		x := l.a
+		for len(elems) < n {
+			next, err := addNumbers(x, l.b)
+			if err != nil {
+				return nil, nil, err
+			}
+			elems = append(elems, x)
+			if err := th.checkSize(len(elems)); err != nil {
+				return nil, nil, err
+			}
+			if err := m.tick(); err != nil {
+				return nil, nil, err
+			}
+			x = next
+		}
+		return elems, &Lazy{kind: lzRange, inf: true, origin: l.origin, a: x, b: l.b}, nil
+	case lzRepeat:
+		for len(elems) < n {
+			elems = append(elems, l.a)
+			if err := th.checkSize(len(elems)); err != nil {
+				return nil, nil, err
+			}
+			if err := m.tick(); err != nil {
+				return nil, nil, err
+			}
+		}
+		return elems, l, nil
+	}
+	vec, i := l.a.(*Vector), l.i
+	for len(elems) < n {
+		elems = append(elems, vec.Index(i))
+		if err := th.checkSize(len(elems)); err != nil {
+			return nil, nil, err
+		}
+		if err := m.tick(); err != nil {
+			return nil, nil, err
+		}
+		i = (i + 1) % vec.Len()
+	}
+	return elems, &Lazy{kind: lzCycle, inf: true, origin: l.origin, a: vec, i: i}, nil
+}
+
+// room is how many of want more elements a builtin building a collection
+// of have elements may allocate at once: no more than the collection-size
+// limit, the memory budget and the step budget allow (want itself outside
+// a run).
+func (th *Thread) room(want, have int) int {
+	if th == nil {
+		return want
+	}
+	r := min(int64(want), int64(th.limits.MaxCollectionSize-have)+1,
+		(th.limits.MaxMemory-th.mem)/elemBytes+1, th.limits.MaxSteps-th.steps-th.work+1)
+	return int(max(r, 0))
 }
 
 // lazyOf returns v as a *Lazy when it is one.
@@ -302,6 +382,17 @@ func intrLzStep1(th *Thread, args []Value) (Value, error) {
 	if Truth(args[1]) && isInfinite(s) {
 		return nil, errInfinite(s)
 	}
+	switch c := s.(type) {
+	case *Map, *Set, String:
+		// stepPure copies its elements once (the rest is a list).
+		n, err := countOf(th, c)
+		if err != nil {
+			return nil, err
+		}
+		if err := th.chargeElems(n); err != nil {
+			return nil, err
+		}
+	}
 	x, rest, ok, thunk, err := stepPure(s)
 	switch {
 	case err != nil:
@@ -318,10 +409,13 @@ func intrLzStep1(th *Thread, args []Value) (Value, error) {
 }
 
 // intrLzRun is (%lz-run elems more): the computed elements, then more.
-func intrLzRun(_ *Thread, args []Value) (Value, error) {
+func intrLzRun(th *Thread, args []Value) (Value, error) {
 	v, ok := args[0].(*Vector)
 	if !ok {
 		return nil, typeError("a vector", args[0])
+	}
+	if err := th.chargeElems(v.Len()); err != nil {
+		return nil, err
 	}
 	return lazyRun(v.appendTo(nil, 0), args[1]), nil
 }
@@ -448,7 +542,7 @@ func intrEagerCount(th *Thread, args []Value) (Value, error) {
 		if _, ok := c.(*Lazy); ok {
 			continue
 		}
-		k, err := countOf(c)
+		k, err := countOf(th, c)
 		if err != nil {
 			return nil, err
 		}
@@ -609,7 +703,12 @@ const maxComputed = 1 << 16
 // computedList returns the elements of a finite lazy sequence as a list when
 // Go can compute them all (no thunk in the way, not infinite, not longer
 // than maxComputed).
-func computedList(l *Lazy) (*List, bool) {
+func computedList(l *Lazy) (*List, bool) { return (*meter)(nil).computedList(l) }
+
+// computedList is computedList counting one unit per element it steps
+// through; once m's budget is spent it reports false, and the caller
+// returns m's error.
+func (m *meter) computedList(l *Lazy) (*List, bool) {
 	if l.inf {
 		return nil, false
 	}
@@ -623,7 +722,7 @@ func computedList(l *Lazy) (*List, bool) {
 		if !ok {
 			return listOwned(elems), true
 		}
-		if isInfinite(rest) {
+		if isInfinite(rest) || !m.visit(1) {
 			return nil, false
 		}
 		elems = append(elems, x)
@@ -634,8 +733,9 @@ func computedList(l *Lazy) (*List, bool) {
 
 // equalLazy is = with a lazy sequence: element by element when Go can
 // compute them (an infinite sequence differs from every finite one), else
-// identity. The = builtin computes a lazy argument's thunks first.
-func equalLazy(l *Lazy, b Value) bool {
+// identity. The = builtin computes a lazy argument's thunks first. It
+// counts one unit on m per element pair, as equalSeq does.
+func (m *meter) equalLazy(l *Lazy, b Value) bool {
 	if Value(l) == b {
 		return true
 	}
@@ -654,7 +754,7 @@ func equalLazy(l *Lazy, b Value) bool {
 			if !ok1 || !ok2 {
 				return ok1 == ok2
 			}
-			if !Equal(x1, x2) {
+			if !m.visit(1) || !m.equal(x1, x2) {
 				return false
 			}
 			xs, ys = r1, r2
@@ -675,6 +775,7 @@ func isLazy(v Value) bool {
 // finite sequence). To compare, it computes no more than one element beyond
 // the shortest list or vector among args: that decides = already.
 func realizeLazyArgs(th *Thread, args []Value, print bool) error {
+	m := meter{th: th}
 	bound := -1
 	if !print {
 		for _, a := range args {
@@ -694,8 +795,11 @@ func realizeLazyArgs(th *Thread, args []Value, print bool) error {
 			}
 			continue
 		}
-		if _, ok := computedList(l); ok {
+		if _, ok := m.computedList(l); ok {
 			continue
+		}
+		if err := m.done(); err != nil {
+			return err
 		}
 		n := -1
 		if bound >= 0 {
@@ -705,7 +809,7 @@ func realizeLazyArgs(th *Thread, args []Value, print bool) error {
 			return err
 		}
 	}
-	return nil
+	return m.done()
 }
 
 // intrRealized is (%realized x ...): the arguments, each lazy sequence
@@ -716,13 +820,14 @@ func intrRealized(th *Thread, args []Value) (Value, error) {
 		return nil, err
 	}
 	out := make([]Value, len(args))
+	m := meter{th: th, bytes: elemBytes}
 	for i, a := range args {
 		if l, ok := a.(*Lazy); ok {
-			if xs, ok := computedList(l); ok {
+			if xs, ok := m.computedList(l); ok {
 				a = xs
 			}
 		}
 		out[i] = a
 	}
-	return listOwned(out), nil
+	return listOwned(out), m.done()
 }

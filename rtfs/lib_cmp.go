@@ -9,13 +9,15 @@ func addCmpBuiltins(t builtinTable) {
 		if err := realizeLazyArgs(th, args, false); err != nil {
 			return nil, err
 		}
-		return Bool(allEqual(args)), nil
+		eq, err := allEqual(th, args)
+		return Bool(eq), err
 	})
 	t.add("not=", 1, -1, func(th *Thread, args []Value) (Value, error) {
 		if err := realizeLazyArgs(th, args, false); err != nil {
 			return nil, err
 		}
-		return Bool(!allEqual(args)), nil
+		eq, err := allEqual(th, args)
+		return Bool(!eq), err
 	})
 	t.add("==", 1, -1, numChain(func(c int) bool { return c == 0 }))
 	t.add("<", 1, -1, numChain(func(c int) bool { return c < 0 }))
@@ -24,20 +26,22 @@ func addCmpBuiltins(t builtinTable) {
 	t.add(">=", 1, -1, numChain(func(c int) bool { return c >= 0 }))
 	t.add("not", 1, 1, func(_ *Thread, args []Value) (Value, error) { return Bool(!Truth(args[0])), nil })
 	t.add("identity", 1, 1, func(_ *Thread, args []Value) (Value, error) { return args[0], nil })
-	t.add("compare", 2, 2, func(_ *Thread, args []Value) (Value, error) {
-		c, err := Compare(args[0], args[1])
+	t.add("compare", 2, 2, func(th *Thread, args []Value) (Value, error) {
+		c, err := th.compare(args[0], args[1])
 		return Int(c), err
 	})
 }
 
-// allEqual reports whether each argument equals the next.
-func allEqual(args []Value) bool {
+// allEqual reports whether each argument equals the next, charging the
+// comparisons.
+func allEqual(th *Thread, args []Value) (bool, error) {
+	m := meter{th: th}
 	for i := 1; i < len(args); i++ {
-		if !Equal(args[i-1], args[i]) {
-			return false
+		if !m.equal(args[i-1], args[i]) {
+			return false, m.done()
 		}
 	}
-	return true
+	return true, m.done()
 }
 
 // numChain returns a numeric comparison that holds when ok(cmp(a, b)) holds

@@ -79,11 +79,14 @@ func (r *Regex) String() string {
 func (r *Regex) Pattern() string { return r.src }
 
 func addRegexBuiltins(t builtinTable) {
-	t.add("re-pattern", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+	t.add("re-pattern", 1, 1, func(th *Thread, args []Value) (Value, error) {
 		if r, ok := args[0].(*Regex); ok {
 			return r, nil
 		}
 		s, err := toText(1, args[0])
+		if err == nil {
+			err = th.scanRegex(len(s)) // compiling reads the pattern a few times
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -91,6 +94,9 @@ func addRegexBuiltins(t builtinTable) {
 	})
 	t.add("re-find", 2, 2, func(th *Thread, args []Value) (Value, error) {
 		re, s, err := regexArgs(th, args)
+		if err == nil {
+			err = th.scanRegex(len(s))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -98,6 +104,9 @@ func addRegexBuiltins(t builtinTable) {
 	})
 	t.add("re-matches", 2, 2, func(th *Thread, args []Value) (Value, error) {
 		re, s, err := regexArgs(th, args)
+		if err == nil {
+			err = th.scanRegex(len(s))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +117,10 @@ func addRegexBuiltins(t builtinTable) {
 		if err != nil {
 			return nil, err
 		}
-		all := re.re.FindAllStringSubmatchIndex(s, -1)
+		all, err := th.findAll(re.re, s, -1)
+		if err != nil {
+			return nil, err
+		}
 		if len(all) == 0 {
 			return Nil, nil
 		}
@@ -130,8 +142,39 @@ func addRegexBuiltins(t builtinTable) {
 	t.alias("str/re-quote-replacement", "re-quote-replacement")
 }
 
-// regexArgs reads (f re s): a pattern and the string it searches, charging
-// the search (RE2 is linear in the input).
+// What a regex search costs, in steps. RE2 is linear in its input, but it
+// reads a byte several times slower than a plain text search
+// (textStepBytes), and it starts its machine again for each match: so a
+// search pays a step per byte of input, up front, and regexMatchSteps per
+// match it finds (BenchmarkStepCost's regex programs measure both against
+// the VM's instruction).
+const regexMatchSteps = 20
+
+// scanRegex charges a regex search over n bytes of input, before it runs.
+func (th *Thread) scanRegex(n int) error {
+	return th.charge(int64(n)+1, 0)
+}
+
+// findAll is re.FindAllStringSubmatchIndex(s, n) (n < 0: every match) for a
+// builtin: it charges the search up front and each match it found, and
+// looks for no more matches than the step budget pays for, so a pattern
+// that matches at every byte stops at the budget rather than after the
+// whole search.
+func (th *Thread) findAll(re *regexp.Regexp, s string, n int) ([][]int, error) {
+	if err := th.scanRegex(len(s)); err != nil {
+		return nil, err
+	}
+	if th != nil {
+		room := (th.limits.MaxSteps-th.steps-th.work)/regexMatchSteps + 1
+		if n < 0 || int64(n) > room {
+			n = int(max(room, 1))
+		}
+	}
+	all := re.FindAllStringSubmatchIndex(s, n)
+	return all, th.charge(int64(len(all))*regexMatchSteps, 0)
+}
+
+// regexArgs reads (f re s): a pattern and the string it searches.
 func regexArgs(th *Thread, args []Value) (*Regex, string, error) {
 	re, ok := args[0].(*Regex)
 	if !ok {
@@ -141,7 +184,7 @@ func regexArgs(th *Thread, args []Value) (*Regex, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return re, s, th.charge(int64(len(s)/elemBytes+1), 0)
+	return re, s, nil
 }
 
 // matchResult is what re-find and friends return for one match: nil for
@@ -172,10 +215,18 @@ func matchResult(th *Thread, re *regexp.Regexp, s string, m []int) (Value, error
 // re, at most limit of them when limit > 0, all when limit < 0, and with
 // trailing empty pieces dropped when limit is 0. A match of no width at the
 // start makes no empty first piece, and no match at all leaves s whole.
-func splitRegex(re *regexp.Regexp, s string, limit int) []string {
+func splitRegex(th *Thread, re *regexp.Regexp, s string, limit int) ([]string, error) {
+	n := -1
+	if limit > 0 {
+		n = limit // limit-1 pieces before the rest, and a match of no width at the start
+	}
+	matches, err := th.findAll(re, s, n)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	index := 0
-	for _, m := range re.FindAllStringIndex(s, -1) {
+	for _, m := range matches {
 		if limit > 0 && len(out) >= limit-1 {
 			break
 		}
@@ -186,13 +237,13 @@ func splitRegex(re *regexp.Regexp, s string, limit int) []string {
 		index = m[1]
 	}
 	if index == 0 && len(out) == 0 {
-		return []string{s}
+		return []string{s}, nil
 	}
 	out = append(out, s[index:])
 	if limit == 0 {
 		out = dropTrailingEmpty(out)
 	}
-	return out
+	return out, nil
 }
 
 // expandReplacement appends to b the replacement text of one match, read
@@ -261,12 +312,17 @@ func replaceRegex(th *Thread, re *regexp.Regexp, s, repl string, all bool) (Valu
 	if all {
 		n = -1
 	}
-	if err := th.charge(int64(len(s)/elemBytes+1), 0); err != nil {
+	matches, err := th.findAll(re, s, n)
+	if err != nil {
 		return nil, err
 	}
 	var b strings.Builder
 	last := 0
-	for _, m := range re.FindAllStringSubmatchIndex(s, n) {
+	mt := meter{th: th}
+	for _, m := range matches {
+		if err := mt.tick(); err != nil {
+			return nil, err
+		}
 		b.WriteString(s[last:m[0]])
 		if err := expandReplacement(&b, re, repl, s, m); err != nil {
 			return nil, err
@@ -277,6 +333,9 @@ func replaceRegex(th *Thread, re *regexp.Regexp, s, repl string, all bool) (Valu
 		}
 	}
 	b.WriteString(s[last:])
+	if err := mt.done(); err != nil {
+		return nil, err
+	}
 	return String(b.String()), th.buildText(b.Len())
 }
 
@@ -316,7 +375,10 @@ func intrReAll(th *Thread, args []Value) (Value, error) {
 	if Truth(args[2]) {
 		n = -1
 	}
-	all := re.re.FindAllStringSubmatchIndex(s, n)
+	all, err := th.findAll(re.re, s, n)
+	if err != nil {
+		return nil, err
+	}
 	if err := th.build(len(all)); err != nil {
 		return nil, err
 	}
@@ -342,6 +404,7 @@ func intrReSplice(th *Thread, args []Value) (Value, error) {
 	}
 	var b strings.Builder
 	last := 0
+	mt := meter{th: th}
 	for i := 0; i < ms.Len(); i++ {
 		m, _ := ms.Index(i).(*Vector)
 		start, _ := m.Index(0).(Int)
@@ -350,11 +413,17 @@ func intrReSplice(th *Thread, args []Value) (Value, error) {
 			return nil, fmt.Errorf("internal: bad splice")
 		}
 		b.WriteString(s[last:start])
-		if err := strInto(th, &b, reps.Index(i)); err != nil {
+		if err := strInto(th, &b, reps.Index(i), &mt); err != nil {
 			return nil, err
 		}
 		last = int(end)
+		if err := mt.tick(); err != nil {
+			return nil, err
+		}
 	}
 	b.WriteString(s[last:])
+	if err := mt.done(); err != nil {
+		return nil, err
+	}
 	return String(b.String()), th.buildText(b.Len())
 }

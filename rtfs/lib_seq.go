@@ -46,8 +46,8 @@ func addSeqBuiltins(t builtinTable) {
 }
 
 // countOf returns the number of elements of a collection, string (code
-// points) or nil (0).
-func countOf(v Value) (int, error) {
+// points) or nil (0); a lazy sequence is realized, charged to th.
+func countOf(th *Thread, v Value) (int, error) {
 	switch x := v.(type) {
 	case NilType:
 		return 0, nil
@@ -62,20 +62,24 @@ func countOf(v Value) (int, error) {
 	case String:
 		return utf8.RuneCountInString(string(x)), nil
 	case *Lazy:
-		elems, _, err := realize(nil, x, -1)
+		elems, _, err := realize(th, x, -1)
 		return len(elems), err
 	}
 	return 0, typeError("a collection", v)
 }
 
-// seqEmpty reports whether a seqable value has no elements, computing at
-// most the first of a lazy sequence.
+// seqEmpty reports whether a seqable value has no elements: in O(1) for a
+// collection, string or nil, computing at most the first element of a lazy
+// sequence.
 func seqEmpty(th *Thread, v Value) (bool, error) {
-	if l, ok := v.(*Lazy); ok {
-		elems, _, err := realize(th, l, 1)
+	switch x := v.(type) {
+	case *Lazy:
+		elems, _, err := realize(th, x, 1)
 		return len(elems) == 0, err
+	case String:
+		return len(x) == 0, nil
 	}
-	n, err := countOf(v)
+	n, err := countOf(th, v)
 	return n == 0, err
 }
 
@@ -94,10 +98,13 @@ func asSeq(th *Thread, v Value) (Value, error) {
 	return listOwned(elems), err
 }
 
-func builtinCount(_ *Thread, args []Value) (Value, error) {
-	n, err := countOf(args[0])
+func builtinCount(th *Thread, args []Value) (Value, error) {
+	n, err := countOf(th, args[0])
 	if err != nil {
 		return nil, err
+	}
+	if s, ok := args[0].(String); ok {
+		return Int(n), th.scanText(len(s)) // counting code points reads them
 	}
 	return Int(n), nil
 }
@@ -122,7 +129,7 @@ func seqSlice(th *Thread, v Value) ([]Value, error) {
 		elems, _, err := realize(th, l, -1)
 		return elems, err
 	}
-	n, err := countOf(v)
+	n, err := countOf(th, v)
 	if err != nil {
 		return nil, errNotSeqable
 	}
@@ -166,6 +173,11 @@ func nthOr(th *Thread, v Value, i int, def Value) (Value, error) {
 		return def, nil
 	case *List:
 		if i < x.n {
+			if x.vec == nil {
+				if err := th.charge(int64(i), 0); err != nil { // a cons list walks to i
+					return nil, err
+				}
+			}
 			return x.Index(i), nil
 		}
 		return def, nil
@@ -208,6 +220,9 @@ func dropSeq(th *Thread, v Value, n int) (Value, error) {
 		}
 		if x.vec != nil {
 			return listView(x.vec, x.off+n), nil
+		}
+		if err := th.charge(int64(n), 0); err != nil { // a cons list walks n cells
+			return nil, err
 		}
 		for ; n > 0 && x.vec == nil; n-- {
 			x = x.tail
@@ -266,11 +281,14 @@ func nilIfEmpty(th *Thread, r Value) (Value, error) {
 }
 
 func builtinLast(th *Thread, args []Value) (Value, error) {
-	n, err := countOf(args[0])
+	n, err := countOf(th, args[0])
 	if err != nil || n == 0 {
 		return Nil, err
 	}
 	if l, ok := args[0].(*List); ok && l.vec == nil {
+		if err := th.charge(int64(n), 0); err != nil {
+			return nil, err
+		}
 		it := newSeqIter(l)
 		var last Value
 		for e, ok := it.next(); ok; e, ok = it.next() {
@@ -312,7 +330,7 @@ func builtinNth(th *Thread, args []Value) (Value, error) {
 		}
 		return elems[i], nil
 	}
-	n, _ := countOf(args[0])
+	n, _ := countOf(th, args[0])
 	if i < 0 || i >= int64(n) {
 		return nil, indexError("index %d out of bounds for %s of length %d", i, args[0].Kind(), n)
 	}

@@ -23,14 +23,15 @@ func addSetBuiltins(t builtinTable) {
 		if err != nil {
 			return nil, err
 		}
-		out := emptyMap
-		mt := meter{th: th}
+		if err := th.build(2 * m.Len()); err != nil {
+			return nil, err
+		}
+		kvs := make([]Value, 0, 2*m.Len())
 		m.Range(func(k, v Value) bool {
-			out = out.Assoc(v, k)
-			err = mt.tick()
-			return err == nil
+			kvs = append(kvs, v, k)
+			return true
 		})
-		return out, err
+		return th.mapOf(kvs) // a later value's key wins, as in Clojure's reduce of assoc
 	})
 	t.add("clojure.set/select", 2, 2, func(th *Thread, args []Value) (Value, error) {
 		return nil, th.redirectTo("%set-select", args[0], args[1])
@@ -90,11 +91,7 @@ func setUnion(th *Thread, args []Value) (Value, error) {
 		}
 		var err error
 		s.Range(func(x Value) bool {
-			if err = sortedCheck(th, out.m, x); err != nil {
-				return false
-			}
-			out = out.Conj(x)
-			if err = th.checkSize(out.Len()); err == nil {
+			if out, err = conjSet(th, out, x, &mt); err == nil {
 				err = mt.tick()
 			}
 			return err == nil
@@ -103,7 +100,7 @@ func setUnion(th *Thread, args []Value) (Value, error) {
 			return nil, err
 		}
 	}
-	return out, nil
+	return out, mt.done()
 }
 
 // setIntersection keeps the elements of the smallest set that every other
@@ -123,18 +120,16 @@ func setIntersection(th *Thread, args []Value) (Value, error) {
 	}
 	out := sets[small]
 	mt := meter{th: th}
-	var err error
 	sets[small].Range(func(x Value) bool {
 		for _, s := range sets {
-			if !s.Has(x) {
-				out = out.Disj(x)
+			if !s.has(x, &mt) {
+				out = out.disj(x, &mt)
 				break
 			}
 		}
-		err = mt.tick()
-		return err == nil
+		return mt.tick() == nil
 	})
-	return out, err
+	return out, mt.done()
 }
 
 func setDifference(th *Thread, args []Value) (Value, error) {
@@ -149,11 +144,10 @@ func setDifference(th *Thread, args []Value) (Value, error) {
 			return nil, err
 		}
 		s.Range(func(x Value) bool {
-			out = out.Disj(x)
-			err = mt.tick()
-			return err == nil
+			out = out.disj(x, &mt)
+			return mt.tick() == nil
 		})
-		if err != nil {
+		if err := mt.done(); err != nil {
 			return nil, err
 		}
 	}
@@ -175,14 +169,10 @@ func setSubset(th *Thread, a, b Value) (Value, error) {
 	ok := true
 	mt := meter{th: th}
 	s1.Range(func(x Value) bool {
-		ok = s2.Has(x)
-		if e := mt.tick(); e != nil {
-			err = e
-			return false
-		}
-		return ok
+		ok = s2.has(x, &mt)
+		return ok && mt.tick() == nil
 	})
-	return Bool(ok), err
+	return Bool(ok), mt.done()
 }
 
 // relation reads an xrel: a collection of maps.
@@ -215,15 +205,22 @@ func relationAndKeys(th *Thread, args []Value) ([]*Map, []Value, error) {
 	return rel, ks, nil
 }
 
-// selectKeys is (select-keys m ks) with ks already read.
-func selectKeys(m *Map, ks []Value) *Map {
+// selectKeys is (select-keys m ks) with ks already read, its work counted
+// on mt.
+func selectKeys(th *Thread, m *Map, ks []Value, mt *meter) (*Map, error) {
 	out := emptyMap
 	for _, k := range ks {
-		if v, ok := m.Get(k); ok {
-			out = out.Assoc(k, v)
+		if v, ok := m.get(k, mt); ok {
+			var err error
+			if out, err = assocEntry(th, out, k, v, mt); err != nil {
+				return nil, err
+			}
+		}
+		if err := mt.tick(); err != nil {
+			return nil, err
 		}
 	}
-	return out
+	return out, nil
 }
 
 func setProject(th *Thread, args []Value) (Value, error) {
@@ -232,30 +229,45 @@ func setProject(th *Thread, args []Value) (Value, error) {
 		return nil, err
 	}
 	out := emptySet
+	mt := meter{th: th}
 	for _, m := range rel {
-		out = out.Conj(selectKeys(m, ks))
+		p, err := selectKeys(th, m, ks, &mt)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = conjSet(th, out, p, &mt); err != nil {
+			return nil, err
+		}
 	}
-	return out, nil
+	return out, mt.done()
 }
 
 // renameKeys is (rename-keys m kmap): each key of kmap present in m moved
-// to its new name (all old keys dissociated first, as Clojure does).
-func renameKeys(m, kmap *Map) *Map {
+// to its new name (all old keys dissociated first, as Clojure does), its
+// work counted on mt.
+func renameKeys(th *Thread, m, kmap *Map, mt *meter) (*Map, error) {
 	out := m
 	kmap.Range(func(old, _ Value) bool {
-		out = out.Dissoc(old)
-		return true
+		out = out.dissoc(old, mt)
+		return mt.tick() == nil
 	})
+	var err error
 	kmap.Range(func(old, nu Value) bool {
-		if v, ok := m.Get(old); ok {
-			out = out.Assoc(nu, v)
+		if v, ok := m.get(old, mt); ok {
+			if out, err = assocEntry(th, out, nu, v, mt); err != nil {
+				return false
+			}
 		}
-		return true
+		err = mt.tick()
+		return err == nil
 	})
-	return out
+	if err != nil {
+		return nil, err
+	}
+	return out, mt.done()
 }
 
-func setRenameKeys(_ *Thread, args []Value) (Value, error) {
+func setRenameKeys(th *Thread, args []Value) (Value, error) {
 	m, err := mapArg(1, args[0])
 	if err != nil {
 		return nil, err
@@ -270,7 +282,8 @@ func setRenameKeys(_ *Thread, args []Value) (Value, error) {
 	if o := m.sorted(); o != nil && !o.goComparable() {
 		return nil, errSortedBy
 	}
-	return renameKeys(m, kmap), nil
+	mt := meter{th: th}
+	return renameKeys(th, m, kmap, &mt)
 }
 
 func setRename(th *Thread, args []Value) (Value, error) {
@@ -283,10 +296,17 @@ func setRename(th *Thread, args []Value) (Value, error) {
 		return nil, err
 	}
 	out := emptySet
+	mt := meter{th: th}
 	for _, m := range rel {
-		out = out.Conj(renameKeys(m, kmap))
+		r, err := renameKeys(th, m, kmap, &mt)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = conjSet(th, out, r, &mt); err != nil {
+			return nil, err
+		}
 	}
-	return out, nil
+	return out, mt.done()
 }
 
 // setIndex is (index xrel ks): a map from each combination of the ks'
@@ -297,16 +317,25 @@ func setIndex(th *Thread, args []Value) (Value, error) {
 		return nil, err
 	}
 	out := emptyMap
+	mt := meter{th: th}
 	for _, m := range rel {
-		ik := selectKeys(m, ks)
-		cur, ok := out.Get(ik)
+		ik, err := selectKeys(th, m, ks, &mt)
+		if err != nil {
+			return nil, err
+		}
+		cur, ok := out.get(ik, &mt)
 		s, _ := cur.(*Set)
 		if !ok {
 			s = emptySet
 		}
-		out = out.Assoc(ik, s.Conj(m))
+		if s, err = conjSet(th, s, m, &mt); err != nil {
+			return nil, err
+		}
+		if out, err = assocEntry(th, out, ik, s, &mt); err != nil {
+			return nil, err
+		}
 	}
-	return out, nil
+	return out, mt.done()
 }
 
 // setJoin is the natural join of two relations on their common keys, or on
@@ -323,6 +352,7 @@ func setJoin(th *Thread, args []Value) (Value, error) {
 	if len(xr) == 0 || len(yr) == 0 {
 		return emptySet, nil
 	}
+	mt := meter{th: th}
 	var xks, yks []Value // the keys joined on, in the first and the second
 	if len(args) == 3 {
 		km, err := mapArg(3, args[2])
@@ -331,16 +361,19 @@ func setJoin(th *Thread, args []Value) (Value, error) {
 		}
 		km.Range(func(k, v Value) bool {
 			xks, yks = append(xks, k), append(yks, v)
-			return true
+			return mt.tick() == nil
 		})
 	} else {
 		xr[0].Range(func(k, _ Value) bool {
-			if yr[0].Has(k) {
+			if _, ok := yr[0].get(k, &mt); ok {
 				xks = append(xks, k)
 			}
-			return true
+			return mt.tick() == nil
 		})
 		yks = xks
+	}
+	if err := mt.done(); err != nil {
+		return nil, err
 	}
 	if err := th.charge(int64(len(xr))*int64(len(yr)), 0); err != nil {
 		return nil, err
@@ -350,28 +383,33 @@ func setJoin(th *Thread, args []Value) (Value, error) {
 		for _, y := range yr {
 			match := true
 			for i := range xks {
-				a, ok1 := x.Get(xks[i])
-				b, ok2 := y.Get(yks[i])
-				if !ok1 || !ok2 || !Equal(a, b) {
+				a, ok1 := x.get(xks[i], &mt)
+				b, ok2 := y.get(yks[i], &mt)
+				if !ok1 || !ok2 || !mt.equal(a, b) {
 					if !(ok1 == ok2 && !ok1) {
 						match = false
 						break
 					}
 				}
 			}
+			if err := mt.tick(); err != nil {
+				return nil, err
+			}
 			if !match {
 				continue
 			}
 			merged := x
 			y.Range(func(k, v Value) bool {
-				merged = merged.Assoc(k, v)
-				return true
+				merged, err = assocEntry(th, merged, k, v, &mt)
+				return err == nil && mt.tick() == nil
 			})
-			out = out.Conj(merged)
-			if err := th.checkSize(out.Len()); err != nil {
+			if err != nil {
+				return nil, err
+			}
+			if out, err = conjSet(th, out, merged, &mt); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return out, nil
+	return out, mt.done()
 }

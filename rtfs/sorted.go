@@ -39,13 +39,25 @@ func (o *sortedOrder) goComparable() bool {
 
 // compare orders a and b: -1, 0 or 1. A comparator's result is read as
 // Clojure reads it: a number by its sign, true as "a before b", and a false
-// asks the comparator again with b and a.
-func (o *sortedOrder) compare(a, b Value) (int, error) {
+// asks the comparator again with b and a. The comparison is counted on m
+// (nil: not counted).
+func (o *sortedOrder) compare(a, b Value, m *meter) (int, error) {
 	switch c := o.cmp.(type) {
 	case nil:
-		return Compare(a, b)
+		r, err := m.compare(a, b)
+		if m.failed() {
+			return 0, m.err
+		}
+		return r, err
 	case *Builtin:
-		r, err := c.call(nil, []Value{a, b})
+		if !m.visit(1) {
+			return 0, m.err
+		}
+		var th *Thread
+		if m != nil {
+			th = m.th
+		}
+		r, err := c.call(th, []Value{a, b})
 		if err != nil {
 			return 0, err
 		}
@@ -58,7 +70,7 @@ func (o *sortedOrder) compare(a, b Value) (int, error) {
 		if Truth(r) {
 			return -1, nil
 		}
-		r2, err := c.call(nil, []Value{b, a})
+		r2, err := c.call(th, []Value{b, a})
 		if err != nil {
 			return 0, err
 		}
@@ -74,14 +86,15 @@ func (o *sortedOrder) compare(a, b Value) (int, error) {
 // sorted by an RTFS function; (*Builtin).call redirects it to the prelude.
 var errSortedBy = errors.New("internal error: a sorted-by collection needs the prelude")
 
-// position is where k goes in the order (the first key not before it).
-func (o *sortedOrder) position(k Value) (int, error) {
+// position is where k goes in the order (the first key not before it),
+// its comparisons counted on m.
+func (o *sortedOrder) position(k Value, m *meter) (int, error) {
 	var err error
 	i := sort.Search(len(o.keys), func(i int) bool {
 		if err != nil {
 			return true
 		}
-		c, e := o.compare(o.keys[i], k)
+		c, e := o.compare(o.keys[i], k, m)
 		if e != nil {
 			err = e
 			return true
@@ -93,9 +106,11 @@ func (o *sortedOrder) position(k Value) (int, error) {
 
 // insert returns the order with the new key k in its place. Go code that
 // adds keys (Map.Assoc) reaches here only for orders it can compare (the
-// builtins check first, sortedCheck); an incomparable key goes last.
-func (o *sortedOrder) insert(k Value) *sortedOrder {
-	i, err := o.position(k)
+// builtins check first, sortedCheck); an incomparable key goes last. Its
+// comparisons are counted on m; the copy of the keys is charged by the
+// builtin (sortedCheck).
+func (o *sortedOrder) insert(k Value, m *meter) *sortedOrder {
+	i, err := o.position(k, m)
 	if err != nil {
 		i = len(o.keys)
 	}
@@ -108,10 +123,12 @@ func (o *sortedOrder) insertAt(k Value, i int) *sortedOrder {
 	return &sortedOrder{cmp: o.cmp, keys: keys}
 }
 
-func (o *sortedOrder) remove(k Value) *sortedOrder {
+// remove returns the order without key k, counting on m a unit per key it
+// compares and copies.
+func (o *sortedOrder) remove(k Value, m *meter) *sortedOrder {
 	keys := make([]Value, 0, len(o.keys))
 	for _, x := range o.keys {
-		if !Equal(x, k) {
+		if !m.visit(1) || !m.equal(x, k) {
 			keys = append(keys, x)
 		}
 	}
@@ -124,8 +141,12 @@ func (o *sortedOrder) remove(k Value) *sortedOrder {
 // ClassCastException), and for one sorted by an RTFS function it returns
 // errSortedBy.
 func sortedCheck(th *Thread, m *Map, k Value) error {
-	if !m.isSorted() || m.Has(k) {
+	if !m.isSorted() {
 		return nil
+	}
+	mt := meter{th: th}
+	if _, ok := m.get(k, &mt); ok || mt.failed() {
+		return mt.done()
 	}
 	o := m.sorted()
 	if !o.goComparable() {
@@ -135,11 +156,15 @@ func sortedCheck(th *Thread, m *Map, k Value) error {
 		return err
 	}
 	if len(o.keys) > 0 {
-		if _, err := o.compare(o.keys[0], k); err != nil {
+		_, err := o.compare(o.keys[0], k, &mt)
+		if err := mt.done(); err != nil {
+			return err
+		}
+		if err != nil {
 			return withKind(compile.KindType, err)
 		}
 	}
-	return nil
+	return mt.done()
 }
 
 // newSorted returns the sorted map of the key/value pairs kvs in order cmp
@@ -150,11 +175,18 @@ func newSorted(th *Thread, cmp Value, kvs []Value) (*Map, error) {
 		return nil, errSortedBy
 	}
 	m := (&Map{}).withOrder(o)
+	mt := meter{th: th}
 	for i := 0; i+1 < len(kvs); i += 2 {
 		if err := sortedCheck(th, m, kvs[i]); err != nil {
 			return nil, err
 		}
-		m = m.Assoc(kvs[i], kvs[i+1])
+		m = m.assoc(kvs[i], kvs[i+1], &mt)
+		if err := mt.tick(); err != nil {
+			return nil, err
+		}
+	}
+	if err := mt.done(); err != nil {
+		return nil, err
 	}
 	return m, th.checkSize(m.n)
 }
@@ -235,10 +267,13 @@ func intrSortedEmpty(_ *Thread, args []Value) (Value, error) {
 
 // intrSortedInfo is (%sorted-info c): [comparator keys] of a sorted map or
 // set (the comparator nil for the natural order), nil for anything else.
-func intrSortedInfo(_ *Thread, args []Value) (Value, error) {
+func intrSortedInfo(th *Thread, args []Value) (Value, error) {
 	o := sortedOf(args[0])
 	if o == nil {
 		return Nil, nil
+	}
+	if err := th.build(len(o.keys)); err != nil {
+		return nil, err
 	}
 	cmp := o.cmp
 	if cmp == nil {
@@ -260,8 +295,12 @@ func intrSortedPut(th *Thread, args []Value) (Value, error) {
 		if o == nil || int(i) > len(o.keys) {
 			return nil, errors.New("internal: bad sorted insertion")
 		}
-		if m.Has(k) || i < 0 {
-			nm := m.assocBase(k, v)
+		mt := meter{th: th}
+		if _, has := m.get(k, &mt); has || i < 0 {
+			nm := m.assocBase(k, v, &mt)
+			if err := mt.done(); err != nil {
+				return nil, err
+			}
 			if nm == m {
 				return m, nil
 			}
@@ -270,7 +309,11 @@ func intrSortedPut(th *Thread, args []Value) (Value, error) {
 			}
 			return nm.withOrder(o), nil
 		}
-		return m.assocBase(k, v).withOrder(o.insertAt(k, int(i))), th.chargeElems(len(o.keys))
+		nm := m.assocBase(k, v, &mt)
+		if err := mt.done(); err != nil {
+			return nil, err
+		}
+		return nm.withOrder(o.insertAt(k, int(i))), th.chargeElems(len(o.keys))
 	}
 	switch c := args[0].(type) {
 	case *Map:

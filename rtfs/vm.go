@@ -179,14 +179,7 @@ func (th *Thread) run(pending error) (result Value, err error) {
 		case compile.RERAISE, compile.ERRVAL, compile.CATCHES:
 			err = caughtOp(compile.Opcode(ins&0xff), fi.consts, arg, stack, &sp)
 		case compile.EQ:
-			r := Equal(stack[sp-2], stack[sp-1])
-			if !r && (isLazy(stack[sp-2]) || isLazy(stack[sp-1])) {
-				// = computes a lazy sequence's thunks first (lazy.go).
-				sp, err = th.callBuiltinOp(fi.builtins[arg].(*Builtin), 2, stack, sp)
-				break
-			}
-			sp--
-			stack[sp-1] = Bool(r)
+			sp, err = th.eqOp(stack, sp)
 		case compile.NOT:
 			v := stack[sp-1]
 			stack[sp-1] = Bool(v == Nil || v == False)
@@ -194,13 +187,15 @@ func (th *Thread) run(pending error) (result Value, err error) {
 			sp, err = th.arith(compile.Opcode(ins&0xff), fi.builtins[arg].(*Builtin), stack, sp)
 		case compile.GET:
 			if m, ok := stack[sp-2].(*Map); ok {
-				v, found := m.Get(stack[sp-1])
-				if !found {
-					v = Nil
+				if k, ok := stack[sp-1].(Keyword); ok {
+					v, found := m.GetKeyword(string(k))
+					if !found {
+						v = Nil
+					}
+					sp--
+					stack[sp-1] = v
+					break
 				}
-				sp--
-				stack[sp-1] = v
-				break
 			}
 			sp, err = th.callBuiltinOp(fi.builtins[arg].(*Builtin), 2, stack, sp)
 		case compile.GETDEF:
@@ -229,6 +224,21 @@ func fastCount(v Value) (int, bool) {
 		return 0, true
 	}
 	return 0, false
+}
+
+// eqOp replaces the two values on top of the stack by whether they are
+// equal, charging the comparison. When they differ and one is a lazy
+// sequence, it calls the = builtin instead, which computes the sequence's
+// thunks first (lazy.go). (The instruction's argument names no builtin:
+// match emits it too.)
+func (th *Thread) eqOp(stack []Value, sp int) (int, error) {
+	a, b := stack[sp-2], stack[sp-1]
+	r, err := th.equal(a, b)
+	if !r && err == nil && (isLazy(a) || isLazy(b)) {
+		return th.callBuiltinOp(lookupBuiltin("="), 2, stack, sp)
+	}
+	stack[sp-2] = Bool(r)
+	return sp - 1, err
 }
 
 // callBuiltinOp calls b with the top n stack values, replacing them by the result.
@@ -301,19 +311,20 @@ func (th *Thread) makeCollection(op compile.Opcode, n int, sp int) (int, error) 
 		return sp, err
 	}
 	var v Value
+	m := meter{th: th} // the hashing and comparing of computed keys
 	switch op {
 	case compile.MKVEC:
 		v = vectorOwned(append([]Value(nil), th.stack[sp-n:sp]...))
 		sp -= n
 	case compile.MKMAP:
-		v = MapOf(th.stack[sp-2*n : sp]...)
+		v = mapOf(th.stack[sp-2*n:sp], &m)
 		sp -= 2 * n
 	case compile.MKSET:
-		v = NewSet(th.stack[sp-n : sp]...)
+		v = setOf(th.stack[sp-n:sp], &m)
 		sp -= n
 	}
 	th.stack[sp] = v
-	return sp + 1, nil
+	return sp + 1, m.done()
 }
 
 // arith runs + - < > <= >= on two operands: ints and floats inline, anything
