@@ -200,8 +200,25 @@ func connectVersion(ctx context.Context, t *testing.T, tr mcp.Transport, log *pr
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	t.Cleanup(func() { cs.Close() })
+	t.Cleanup(func() { closeWithin(t, cs) })
 	return cs
+}
+
+// closeWithin closes cs, or reports that it did not close within the hang
+// guard: a call still in flight (a test that failed before its stream
+// ended) keeps the session open until the server ends the call, which the
+// fixture's own cleanup, run after this one, does.
+func closeWithin(t *testing.T, cs *mcp.ClientSession) {
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		cs.Close()
+	}()
+	select {
+	case <-closed:
+	case <-time.After(hangGuard):
+		t.Errorf("the client session did not close within %v: a call is still in flight", hangGuard)
+	}
 }
 
 // callAsync calls a tool on its own goroutine; the result arrives on the
