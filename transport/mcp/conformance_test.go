@@ -332,7 +332,7 @@ func conf500Backoff(t *testing.T, tr confTransport) {
 }
 
 // confCancelMidBackoff: cancel during an hour-long reconnect wait (the real
-// clock) returns within 100 ms.
+// clock) ends Run at once, with context.Canceled.
 func confCancelMidBackoff(t *testing.T, tr confTransport) {
 	s := newConfServer(t, &confServer{legacy: tr.legacy, connectFail: slices.Repeat([]int{500}, 20)})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -345,7 +345,7 @@ func confCancelMidBackoff(t *testing.T, tr confTransport) {
 		}
 	}}
 	p := retry.Policy{Initial: time.Hour, Max: time.Hour}
-	cancelAndTime(t, cancel, ready, startRun(func() error { return tr.new(p).Run(ctx, s.spec(), "", sink) }))
+	cancelEnds(t, cancel, ready, startRun(func() error { return tr.new(p).Run(ctx, s.spec(), "", sink) }))
 	if !slices.Equal(sink.delays, []time.Duration{time.Hour}) || s.connects() != 1 {
 		t.Fatalf("waits %v after %d attempts", sink.delays, s.connects())
 	}

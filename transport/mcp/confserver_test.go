@@ -330,26 +330,33 @@ func smallBufClient() (*http.Client, *http.Transport) {
 // fakeClock is the transports' shared test clock.
 type fakeClock = retry.FakeClock
 
-// cancelAndTime waits for ready, cancels ctx and checks that Run (whose
-// result wait returns) ends with context.Canceled within 100 ms of cancel().
-func cancelAndTime(t *testing.T, cancel context.CancelFunc, ready <-chan struct{}, wait func() error) {
+// hangGuard bounds the waits of the cancel tests: far shorter than the
+// waits they cancel (an hour-long backoff, a server that never answers), so
+// a Run that returns before it did return at the cancel, not at their end.
+// It is no measure of speed (BenchmarkCancel in the suite reports that).
+const hangGuard = 10 * time.Second
+
+// cancelEnds waits for ready, cancels ctx and checks that Run (whose
+// result wait returns) then ends with context.Canceled, within hangGuard.
+func cancelEnds(t *testing.T, cancel context.CancelFunc, ready <-chan struct{}, wait func() error) {
 	t.Helper()
 	select {
 	case <-ready:
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangGuard):
 		cancel()
 		wait()
 		t.Fatal("the transport never reached the point to cancel at")
 	}
-	start := time.Now()
 	cancel()
-	err := wait()
-	took := time.Since(start)
-	if took > 100*time.Millisecond {
-		t.Fatalf("Run returned %v after cancel(), want within 100ms", took)
-	}
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatalf("Run did not return within %v of cancel()", hangGuard)
 	}
 }
 
