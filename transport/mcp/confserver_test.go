@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -211,17 +209,8 @@ func (s *confServer) okAttempt(id string) int {
 }
 
 func (s *confServer) post(w http.ResponseWriter, r *http.Request) {
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			Meta struct {
-				ProgressToken string `json:"progressToken"`
-			} `json:"_meta"`
-		} `json:"params"`
-	}
-	body, _ := io.ReadAll(r.Body)
-	if err := json.Unmarshal(body, &m); err != nil {
-		http.Error(w, "bad body", http.StatusBadRequest)
+	m, ok := readPosted(w, r)
+	if !ok {
 		return
 	}
 	if m.Method == methodToolsCall {
@@ -329,36 +318,6 @@ func smallBufClient() (*http.Client, *http.Transport) {
 
 // fakeClock is the transports' shared test clock.
 type fakeClock = retry.FakeClock
-
-// hangGuard bounds the waits of the cancel tests: far shorter than the
-// waits they cancel (an hour-long backoff, a server that never answers), so
-// a Run that returns before it did return at the cancel, not at their end.
-// It is no measure of speed (BenchmarkCancel in the suite reports that).
-const hangGuard = 10 * time.Second
-
-// cancelEnds waits for ready, cancels ctx and checks that Run (whose
-// result wait returns) then ends with context.Canceled, within hangGuard.
-func cancelEnds(t *testing.T, cancel context.CancelFunc, ready <-chan struct{}, wait func() error) {
-	t.Helper()
-	select {
-	case <-ready:
-	case <-time.After(hangGuard):
-		cancel()
-		wait()
-		t.Fatal("the transport never reached the point to cancel at")
-	}
-	cancel()
-	done := make(chan error, 1)
-	go func() { done <- wait() }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("err = %v, want context.Canceled", err)
-		}
-	case <-time.After(hangGuard):
-		t.Fatalf("Run did not return within %v of cancel()", hangGuard)
-	}
-}
 
 // startRun runs run in a goroutine; the returned function waits for its
 // result.

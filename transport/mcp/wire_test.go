@@ -12,6 +12,7 @@ import (
 
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/internal/retry"
+	"github.com/rtfshost/rtfshost/transport/transporttest"
 )
 
 type specT = transport.Spec
@@ -224,7 +225,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 		defer cancel()
 		ready := make(chan struct{})
 		sink := &recSink{onRetry: func(int) { close(ready) }}
-		cancelEnds(t, cancel, ready, startRun(func() error {
+		transporttest.CancelEnds(t, cancel, ready, startRun(func() error {
 			return (Streamable{policy: hour}).Run(ctx, f.spec().build(), "", sink)
 		}))
 	})
@@ -242,7 +243,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 		defer cancel()
 		ready := make(chan struct{})
 		sink := &recSink{onRetry: func(int) { close(ready) }}
-		cancelEnds(t, cancel, ready, startRun(func() error {
+		transporttest.CancelEnds(t, cancel, ready, startRun(func() error {
 			return (Streamable{policy: hour}).Run(ctx, f.spec().build(), "", sink)
 		}))
 		if len(f.getIDs()) != 0 || !slices.Contains(f.log.all(), "DELETE") {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/internal/retry"
+	"github.com/rtfshost/rtfshost/transport/transporttest"
 )
 
 // conformanceCase is one behaviour every run of the SSE transport must show,
@@ -398,36 +399,6 @@ func test408(t *testing.T) {
 	}
 }
 
-// hangGuard bounds the waits of the cancel tests: far shorter than the
-// waits they cancel (an hour-long backoff, a server that never answers), so
-// a Run that returns before it did return at the cancel, not at their end.
-// It is no measure of speed (BenchmarkCancel in the suite reports that).
-const hangGuard = 10 * time.Second
-
-// cancelEnds waits for ready, cancels ctx and checks that Run (whose
-// result wait returns) then ends with context.Canceled, within hangGuard.
-func cancelEnds(t *testing.T, cancel context.CancelFunc, ready <-chan struct{}, wait func() error) {
-	t.Helper()
-	select {
-	case <-ready:
-	case <-time.After(hangGuard):
-		cancel()
-		wait()
-		t.Fatal("the transport never reached the point to cancel at")
-	}
-	cancel()
-	done := make(chan error, 1)
-	go func() { done <- wait() }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("err = %v, want context.Canceled", err)
-		}
-	case <-time.After(hangGuard):
-		t.Fatalf("Run did not return within %v of cancel()", hangGuard)
-	}
-}
-
 func testCancelMidBackoff(t *testing.T) {
 	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		sseHeaders(w)
@@ -438,7 +409,7 @@ func testCancelMidBackoff(t *testing.T) {
 	ready := make(chan struct{})
 	sink := &recSink{reconnecting: func(int) { close(ready) }}
 	wait := startRun(ctx, new(Transport), specFor(ts), "", sink) // the real clock
-	cancelEnds(t, cancel, ready, wait)
+	transporttest.CancelEnds(t, cancel, ready, wait)
 	if sink.reconnects[0].Delay != time.Minute {
 		t.Errorf("delay = %v, want 1m from retry:", sink.reconnects[0].Delay)
 	}
@@ -452,7 +423,7 @@ func testCancelConnecting(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cancelEnds(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", &recSink{}))
+	transporttest.CancelEnds(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", &recSink{}))
 }
 
 func testCancelReading(t *testing.T) {
@@ -465,7 +436,7 @@ func testCancelReading(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sink := &recSink{deliver: func(context.Context, transport.Chunk) error { close(ready); return nil }}
-	cancelEnds(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", sink))
+	transporttest.CancelEnds(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", sink))
 }
 
 func testCancelDelivering(t *testing.T) {
@@ -481,7 +452,7 @@ func testCancelDelivering(t *testing.T) {
 		<-ctx.Done() // a full queue
 		return ctx.Err()
 	}}
-	cancelEnds(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", sink))
+	transporttest.CancelEnds(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", sink))
 }
 
 func testStreakReset(t *testing.T) {

@@ -217,24 +217,50 @@ func testCancel(t *testing.T, h Harness) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := runAsync(ctx, s, rec)
+	CancelEnds(t, cancel, rec.first, func() error { return <-done })
+}
+
+// CancelEnds waits for ready (the transport reached the point to cancel
+// at: a first chunk, a backoff, a connection, a read, a delivery), calls
+// cancel, and checks that Run, whose result wait returns, then ends with
+// context.Canceled, within hangGuard: at the cancel, not at the end of what
+// it was waiting for, when that is longer (an hour-long backoff, a server
+// that never answers).
+func CancelEnds(t *testing.T, cancel context.CancelFunc, ready <-chan struct{}, wait func() error) {
+	t.Helper()
+	if err := cancelAt(t, nil, cancel, ready, wait); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after cancel() = %v, want context.Canceled", err)
+	}
+}
+
+// cancelAt is CancelEnds' wait: it returns Run's result, after failing tb
+// when Run ends before ready or does not return within hangGuard of the
+// cancel. A non-nil b times the cancel and the return alone.
+func cancelAt(tb testing.TB, b *testing.B, cancel context.CancelFunc, ready <-chan struct{}, wait func() error) error {
+	tb.Helper()
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
 	select {
-	case <-rec.first:
+	case <-ready:
 	case err := <-done:
-		t.Fatalf("Run ended before the first chunk: %v", err)
+		tb.Fatalf("Run ended before the point to cancel at: %v", err)
 	case <-time.After(hangGuard):
 		cancel()
 		<-done
-		t.Fatalf("no chunk within %v", hangGuard)
+		tb.Fatalf("the transport did not reach the point to cancel at within %v", hangGuard)
+	}
+	if b != nil {
+		b.StartTimer()
+		defer b.StopTimer()
 	}
 	cancel()
 	select {
 	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Run after cancel = %v, want context.Canceled", err)
-		}
+		return err
 	case <-time.After(hangGuard):
-		t.Fatalf("Run did not return within %v of the cancel", hangGuard)
+		tb.Fatalf("Run did not return within %v of cancel()", hangGuard)
 	}
+	return nil
 }
 
 // BenchmarkCancel reports how long Run takes to return once its context
@@ -247,27 +273,10 @@ func BenchmarkCancel(b *testing.B, h Harness) {
 	b.StopTimer()
 	for range b.N {
 		s := h.Endless(b)
-		ctx, cancel := context.WithCancel(context.Background())
 		rec := newRecorder(false)
+		ctx, cancel := context.WithCancel(context.Background())
 		done := runAsync(ctx, s, rec)
-		select {
-		case <-rec.first:
-		case err := <-done:
-			cancel()
-			b.Fatalf("Run ended before the first chunk: %v", err)
-		case <-time.After(hangGuard):
-			cancel()
-			<-done
-			b.Fatalf("no chunk within %v", hangGuard)
-		}
-		b.StartTimer()
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(hangGuard):
-			b.Fatalf("Run did not return within %v of the cancel", hangGuard)
-		}
-		b.StopTimer()
+		_ = cancelAt(b, b, cancel, rec.first, func() error { return <-done })
 	}
 }
 
@@ -293,24 +302,32 @@ func testBackpressure(t *testing.T, h Harness) {
 		t.Fatalf("no chunk within %v", hangGuard)
 	}
 	// The source fills the buffers on its way (a socket, a pipe), then
-	// must stop: wait until its count holds still for 200 ms.
-	last, still := s.Produced(), time.Now()
+	// must stop.
+	n, settled := Settle(func() int64 { return int64(s.Produced()) })
+	if !settled {
+		t.Fatalf("the source kept writing while the sink was blocked: %d chunks and counting", s.Produced())
+	}
+	if got := len(rec.got()); got != 1 {
+		t.Errorf("the blocked sink got %d chunks, want 1", got)
+	}
+	t.Logf("the source stopped after %d chunks", n)
+}
+
+// Settle waits until count has held still for 300 ms (a source that
+// backpressure holds back, once the buffers on its way are full) and
+// returns it; settled is false when it still moved after the hang guard.
+// It polls every 50 ms.
+func Settle(count func() int64) (n int64, settled bool) {
+	last, same := count(), 0
 	for deadline := time.Now().Add(hangGuard); time.Now().Before(deadline); {
-		time.Sleep(25 * time.Millisecond)
-		n := s.Produced()
-		if n != last {
-			last, still = n, time.Now()
-			continue
-		}
-		if time.Since(still) >= 200*time.Millisecond {
-			if got := len(rec.got()); got != 1 {
-				t.Errorf("the blocked sink got %d chunks, want 1", got)
-			}
-			t.Logf("the source stopped after %d chunks", n)
-			return
+		time.Sleep(50 * time.Millisecond)
+		if cur := count(); cur != last {
+			last, same = cur, 0
+		} else if same++; same == 6 {
+			return last, true
 		}
 	}
-	t.Fatalf("the source kept writing while the sink was blocked: %d chunks and counting", s.Produced())
+	return last, false
 }
 
 // testError: a failing source ends Run with an error that errors.As
