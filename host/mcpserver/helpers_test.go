@@ -271,9 +271,12 @@ func decode(t *testing.T, res *mcp.CallToolResult) map[string]any {
 	return m
 }
 
-// feed sends chunks to the mock source of stream id.
+// feed sends chunks to the mock source of stream id. A chunk the stream
+// does not take within the hang guard fails the test.
 func (f *fixture) feed(ctx context.Context, id string, chunks ...any) {
 	f.t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, hangGuard)
+	defer cancel()
 	src := f.mock.Source(id)
 	for _, c := range chunks {
 		if err := src.SendJSON(ctx, "", c); err != nil {
