@@ -16,7 +16,10 @@ type processor interface {
 	// name is the processor's name for inspect output and messages.
 	name() string
 	// call runs the processor once. ctx ends when the stream is cancelled or
-	// the provider closes. meta is nil when wantsMeta is false.
+	// the provider closes. meta is nil when wantsMeta is false. The result
+	// may live in storage the processor reuses (rtfs.Thread.ReuseResults):
+	// it is valid until the next call, and the stream reads its entries
+	// (which it may keep) but never keeps the map itself.
 	call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error)
 	// wantsMeta reports whether the processor reads its metadata argument:
 	// the worker builds the metadata map only for one that does.
@@ -82,6 +85,7 @@ func (p *rtfsProcessor) function() rtfs.Value { return p.fn }
 func (p *rtfsProcessor) call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 	if p.th == nil {
 		p.th = rtfs.NewThread(p.limits)
+		p.th.ReuseResults(true) // the worker reads a result's entries and drops it
 	}
 	var out rtfs.Outcome
 	var err error
