@@ -117,7 +117,7 @@ func timeProcessorCalls(b *testing.B, g *rtfs.Globals, n int) time.Duration {
 func anchorCaller(g *rtfs.Globals) func() error {
 	fn, _ := g.Get("proc")
 	proc := newRTFSProcessor("proc", fn, g, rtfs.Limits{}, nil)
-	chunk := decodeChunk(new(rtfs.JSONDecoder), benchChunk, "")
+	chunk := decodeChunk(new(rtfs.JSONDecoder), benchChunk, "", nil)
 	mb := newMetaBuilder(rtfs.String("bench"), rtfs.String("bench"))
 	var meta rtfs.Value = rtfs.Nil
 	if proc.wantsMeta() {
@@ -181,7 +181,7 @@ func BenchmarkDecodeChunk(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		it := item{event: c.Event, id: c.ID, received: c.ReceivedAt, seq: int64(i)}
-		if it.chunk = decodeChunk(&dec, c.Data, c.Event); controlAction(it.chunk) != actNone || mb.build(&it) == nil {
+		if it.chunk = decodeChunk(&dec, c.Data, c.Event, nil); controlAction(it.chunk) != actNone || mb.build(&it) == nil {
 			b.Fatal("unexpected")
 		}
 	}

@@ -115,13 +115,12 @@ type resultBox struct {
 // when they do not make an array-map of distinct keys (the caller then
 // builds it on the heap). kvs is copied, never retained.
 func (b *resultBox) build(kvs []Value) *Map {
-	if len(kvs) == 0 || len(kvs) > len(b.kv) || len(kvs)%2 != 0 || !distinctKeys(kvs) {
+	if b.m.kvs == nil {
+		b.m.kvs = b.kv[:0]
+	}
+	if !b.m.refill(kvs) {
 		return nil
 	}
-	n := copy(b.kv[:], kvs)
-	clear(b.kv[n:])
-	b.m.kvs, b.m.root, b.m.n = b.kv[:n:n], nil, n/2
-	b.m.hash.Store(0)
 	return &b.m
 }
 
