@@ -34,6 +34,9 @@ type StreamInfo struct {
 	Cursor             *string       `json:"cursor"` // shortened (DisplayCursor); nil before the first chunk
 	DroppedChunks      int64         `json:"dropped-chunks"`
 	Reconnects         int64         `json:"reconnects"`
+	// Programs lists the programs the processor came from, oldest first:
+	// the one the stream started with, then each swapped in by an upgrade.
+	Programs []ProgramVersion `json:"programs"`
 	// CurrentState, InitialState and Queue are nil when InspectOptions
 	// left them out.
 	CurrentState *JSONValue    `json:"current-state,omitempty"`
@@ -166,6 +169,7 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 		PersistenceEnabled: s.p.ps != nil,
 		LastOutput:         JSONValue{s.lastOut}, Result: JSONValue{s.result},
 		DroppedChunks: s.stats.dropped, Reconnects: s.stats.reconnects,
+		Programs: append([]ProgramVersion(nil), s.history...),
 	}
 	if s.cursor != "" {
 		c := DisplayCursor(s.cursor)

@@ -27,14 +27,22 @@ type output struct {
 	Output   json.RawMessage `json:"output"`
 }
 
+// A peer is where a call's notifications go: the session of the client
+// that called (an *mcp.ServerSession), or, for a task, the session that
+// created it (a taskPeer).
+type peer interface {
+	NotifyProgress(context.Context, *mcp.ProgressNotificationParams) error
+	Log(context.Context, *mcp.LoggingMessageParams) error
+}
+
 // A reporter turns the outputs of one call into notifications/progress
 // messages on the call's stream, at most one per interval; outputs in
 // between are coalesced into the next one and counted. It also keeps every
 // output (up to a bound) for the final result. It is used by one goroutine.
 type reporter struct {
 	ctx      context.Context // the call's context: it routes notifications to the call's stream
-	session  *mcp.ServerSession
-	token    any // the progress token; nil: no notifications
+	session  peer            // nil: no notifications
+	token    any             // the progress token; nil: no progress notifications
 	interval time.Duration
 	max      int
 	log      *slog.Logger

@@ -35,8 +35,12 @@ type Options struct {
 	// result (default 10000); the result counts those left out.
 	MaxBufferedOutputs int
 	// Token, when set, is the bearer token every request must carry in
-	// "Authorization: Bearer <token>".
+	// "Authorization: Bearer <token>". It and OAuth exclude each other.
 	Token string
+	// OAuth, when set, makes the server an OAuth 2.1 resource server:
+	// every request carries an access token of OAuth.Issuer, whose scopes
+	// say which tools it may call (docs/security.md).
+	OAuth *OAuth
 	// AllowedOrigins lists the browser origins (e.g. "http://localhost:6274")
 	// accepted besides the server's own; any other Origin gets 403.
 	AllowedOrigins []string
@@ -61,6 +65,11 @@ type Options struct {
 	// zero value: the defaults of HTTPLimits). Handler alone sets none;
 	// serve it with NewHTTPServer.
 	HTTP HTTPLimits
+	// ResourceInterval is the least time between two
+	// notifications/resources/updated of one stream's resource
+	// (rtfs://streams/{id}); the changes in between become one. Zero means
+	// DefaultResourceInterval (one second).
+	ResourceInterval time.Duration
 }
 
 // A Route is a handler the Server serves beside /mcp and /sse: the metrics
@@ -88,7 +97,11 @@ type Server struct {
 	mcp    *mcp.Server
 	tasks  *tasks
 	tools  []toolSpec     // the tools, made once by addTools
+	oauth  *oauthServer   // nil without Options.OAuth
 	events *durableEvents // the stateful era's event store (eventstore.go)
+	// resources holds the subscriptions to the streams' resources
+	// (resources.go).
+	resources *resourceWatch
 	// resumeOnce starts the followers of the streams of an earlier process.
 	resumeOnce sync.Once
 	handler    http.Handler
@@ -118,6 +131,12 @@ func New(opts Options) (*Server, error) {
 	if opts.ProgressInterval < 0 {
 		return nil, fmt.Errorf("mcpserver: negative progress interval %v", opts.ProgressInterval)
 	}
+	if opts.ResourceInterval < 0 {
+		return nil, fmt.Errorf("mcpserver: negative resource update interval %v", opts.ResourceInterval)
+	}
+	if opts.ResourceInterval == 0 {
+		opts.ResourceInterval = DefaultResourceInterval
+	}
 	if opts.Name == "" {
 		opts.Name = "rtfshost"
 	}
@@ -129,17 +148,35 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	if opts.OAuth != nil {
+		if opts.Token != "" {
+			s.cancel()
+			return nil, errors.New("mcpserver: a static Token and OAuth exclude each other: give one")
+		}
+		o, err := newOAuthServer(s.ctx, *opts.OAuth, s.log)
+		if err != nil {
+			s.cancel()
+			return nil, err
+		}
+		s.oauth = o
+	}
+	// The resources are the streams (resources.go): subscribable, and the
+	// list never changes.
+	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Resources: &mcp.ResourceCapabilities{Subscribe: true}}
 	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (taskwire.go)
+	s.resources = newResourceWatch(s, opts.ResourceInterval)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
-		Logger:       s.log,
-		Instructions: instructions,
-		Capabilities: caps,
+		Logger:             s.log,
+		Instructions:       instructions,
+		Capabilities:       caps,
+		SubscribeHandler:   s.resources.subscribe,
+		UnsubscribeHandler: s.resources.unsubscribe,
 	})
-	s.mcp.AddReceivingMiddleware(explicitSuccess)
+	s.mcp.AddReceivingMiddleware(explicitSuccess, resourceNotFound)
 	s.tasks = newTasks(s, opts.Host.Store())
 	s.events = newDurableEvents(opts.Host.Store(), func(msg string, args ...any) { s.log.Error(msg, args...) })
 	s.addTools()
+	s.addResources()
 	s.handler = s.newHandler()
 	return s, nil
 }
@@ -171,6 +208,7 @@ func (s *Server) Close() error {
 		_ = ss.Close()
 	}
 	s.calls.Wait()
+	s.resources.close()
 	s.events.close()
 	return nil
 }
