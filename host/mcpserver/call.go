@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 // A call is one tool call in flight: the streams it watches and the reporter
@@ -25,6 +26,7 @@ func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 		ctx:      ctx,
 		interval: s.opts.ProgressInterval,
 		max:      s.opts.MaxBufferedOutputs,
+		maxBytes: s.opts.Limits.OutputLimit(),
 		log:      s.log,
 		obs:      s.opts.Observer,
 	}
@@ -162,6 +164,17 @@ func (c *call) settled(ends map[string]provider.Status) bool {
 }
 
 func (c *call) output(ev provider.Event) { c.rep.add(ev) }
+
+// valueResult is the result of a tool that answers with an RTFS value (a
+// status, a summary): its JSON, or an error naming the output limit it
+// passes.
+func (c *call) valueResult(tool string, v rtfs.Value) *mcp.CallToolResult {
+	b, err := valueJSON(v, c.s.opts.Limits.OutputLimit())
+	if err != nil {
+		return textResult(fmt.Sprintf("%s: the answer is too large to send: its JSON passes the output limit (%v)", tool, err), true)
+	}
+	return structured(b, false)
+}
 
 // textResult returns a CallToolResult with one text block.
 func textResult(text string, isError bool) *mcp.CallToolResult {

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -45,6 +46,7 @@ type reporter struct {
 	token    any             // the progress token; nil: no progress notifications
 	interval time.Duration
 	max      int
+	maxBytes int64 // bound on one output's JSON (Limits.OutputLimit); 0: none
 	log      *slog.Logger
 	obs      *observe.Observer // counts the first output left out; nil: none
 
@@ -78,7 +80,7 @@ func (r *reporter) add(ev provider.Event) {
 	if !keep && r.token == nil {
 		return
 	}
-	out := output{StreamID: ev.StreamID, Seq: ev.Seq, Output: valueJSON(ev.Output)}
+	out := output{StreamID: ev.StreamID, Seq: ev.Seq, Output: outputJSON(ev, r.maxBytes)}
 	if keep {
 		r.outputs = append(r.outputs, out)
 	}
@@ -126,11 +128,34 @@ func (r *reporter) flush() {
 }
 
 // valueJSON encodes v as DESIGN §7 maps values to JSON, with
-// rtfs.ToOutputJSON: what JSON cannot hold (NaN, a function) is written in
-// place (null, "#<fn f>"), the rest of the value kept.
-func valueJSON(v rtfs.Value) json.RawMessage {
+// rtfs.OutputJSON: what JSON cannot hold (NaN, a function) is written in
+// place (null, "#<fn f>"), the rest of the value kept. Past max bytes
+// (Limits.OutputLimit; 0: none) it stops with a *rtfs.LimitError: a value
+// that shares structure is written in full, however little memory it takes.
+func valueJSON(v rtfs.Value, max int64) (json.RawMessage, error) {
 	if v == nil {
-		return json.RawMessage("null")
+		return json.RawMessage("null"), nil
 	}
-	return rtfs.ToOutputJSON(v)
+	return rtfs.OutputJSON(v, max)
+}
+
+// outputJSON is the JSON of an output for a notification and a result (see
+// shownJSON).
+func outputJSON(ev provider.Event, max int64) json.RawMessage {
+	return shownJSON(ev.Output, max, fmt.Sprintf("output of stream %s, chunk %d", ev.StreamID, ev.Seq))
+}
+
+// shownJSON is the JSON of a stream's value (an output, its :result) inside
+// a result or a notification: the value, or, past max bytes, an object
+// {"error": ...} that names what is not there and the limit. The provider
+// refuses an output past the limit before it publishes it (its stream ends
+// in :error), so this is for the rare value that passes the provider's
+// count and not this encoding.
+func shownJSON(v rtfs.Value, max int64, what string) json.RawMessage {
+	b, err := valueJSON(v, max)
+	if err == nil {
+		return b
+	}
+	note, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("%s not sent: %v", what, err)})
+	return note
 }
