@@ -100,6 +100,10 @@ type stream struct {
 	// several goroutines.
 	decMu sync.Mutex
 	dec   rtfs.JSONDecoder
+	// spare is a chunk map the processor let go of, for the next decode
+	// to build its chunk in (queue.go's spares); Deliver sets it from the
+	// spares under mu and takes it back under decMu.
+	spare atomic.Pointer[rtfs.Map]
 
 	mu        sync.Mutex
 	flow      // queue.go: the chunks between transport and worker
