@@ -45,7 +45,7 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 		return nil
 	}
 	s.decMu.Lock()
-	chunk := decodeChunk(&s.dec, c.Data, c.Event)
+	chunk := decodeChunk(&s.dec, c.Data, c.Event, s.takeSpare())
 	s.decMu.Unlock()
 	ctrl := controlAction(chunk)
 	if c.ReceivedAt.IsZero() {
@@ -73,6 +73,7 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 		s.sentCtrl = true
 	}
 	s.enqueueLocked(c, chunk, ctrl, seq, journal)
+	s.spareLocked()
 	wake := s.wakeLocked()
 	s.mu.Unlock()
 	if wake {

@@ -202,6 +202,7 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 		q := make([]QueuedInfo, 0, len(s.ctrl)+s.queue.len())
 		mb := newMetaBuilder(s.idVal, s.epVal)
 		add := func(it *item) {
+			it.shown = true // the caller may read it after the worker is done with it
 			q = append(q, QueuedInfo{JSONValue{it.chunk, bound}, JSONValue{mb.build(it), bound}, now.Sub(it.received).Milliseconds()})
 		}
 		for i := range s.ctrl {

@@ -142,6 +142,13 @@ type Provider struct {
 	// pending holds the Pending subscriptions to stream ids no stream has
 	// yet (subscribe.go).
 	pending map[string][]*Subscription
+	// runs holds, by stream id, the tdone of the transport goroutine last
+	// launched for a stream of that id while it has not returned: the
+	// next run of that id waits for it (runs.go).
+	runs map[string]chan struct{}
+	// runWaits counts, by stream id, the goroutines waiting for a run in
+	// runs to return.
+	runWaits map[string]int
 
 	ps *persister // nil without a store
 
@@ -166,10 +173,12 @@ func New(opts Options) *Provider {
 		opts.RetryAttempts = defaultRetryAttempts
 	}
 	p := &Provider{
-		opts:    opts,
-		cfg:     resolveConfig(opts.LookupEnv, opts.ServerURL, !opts.ManualConnect),
-		log:     opts.Logger,
-		streams: make(map[string]*stream),
+		opts:     opts,
+		cfg:      resolveConfig(opts.LookupEnv, opts.ServerURL, !opts.ManualConnect),
+		log:      opts.Logger,
+		streams:  make(map[string]*stream),
+		runs:     make(map[string]chan struct{}),
+		runWaits: make(map[string]int),
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)

@@ -427,7 +427,7 @@ func (st *streamStore) restoreJournal(l *loaded) {
 			low = e.seq
 		}
 		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received), FD: e.rec.fd}
-		chunk := decodeChunk(&s.dec, c.Data, c.Event)
+		chunk := decodeChunk(&s.dec, c.Data, c.Event, nil)
 		s.requeueLocked(c, chunk, e.seq)
 		if e.seq >= next {
 			next = e.seq + 1

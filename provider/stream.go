@@ -100,6 +100,10 @@ type stream struct {
 	// several goroutines.
 	decMu sync.Mutex
 	dec   rtfs.JSONDecoder
+	// spare is a chunk map the processor let go of, for the next decode
+	// to build its chunk in (queue.go's spares); Deliver sets it from the
+	// spares under mu and takes it back under decMu.
+	spare atomic.Pointer[rtfs.Map]
 
 	mu        sync.Mutex
 	flow      // queue.go: the chunks between transport and worker
@@ -132,7 +136,8 @@ type stream struct {
 	// which takes over done (upgrade.go).
 	upgrade    chan struct{}
 	replacedBy atomic.Pointer[stream]
-	// tdone is closed when the stream's transport goroutine has returned.
+	// tdone is closed when the stream's transport goroutine has returned;
+	// the next transport run of the stream's id waits for it (runs.go).
 	tdone chan struct{}
 
 	// obs observes the stream (nopObserver when nothing does); it is set by
@@ -162,12 +167,16 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 }
 
 // runTransport runs the transport until the source ends and reports the end
-// to the worker.
-func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec) {
+// to the worker. It starts only once prev, the previous transport run of
+// the stream's id, has returned (runs.go).
+func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec, prev <-chan struct{}) {
 	defer s.p.wg.Done()
-	defer close(s.tdone)
-	ctx := s.obs.TransportStarted(s.ctx)
-	err := runGuarded(ctx, tr, spec, s.startCursor, s)
+	defer s.p.runReturned(s)
+	var err error
+	if s.awaitPrevious(prev) {
+		ctx := s.obs.TransportStarted(s.ctx)
+		err = runGuarded(ctx, tr, spec, s.startCursor, s)
+	}
 	s.mu.Lock()
 	s.taskActive = false
 	failed := !s.st.Terminal() && s.ctx.Err() == nil && !errors.Is(err, errEnded)

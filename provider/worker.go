@@ -77,6 +77,9 @@ func (w *worker) step() bool {
 			runtime.Gosched()
 			return true
 		}
+		s.mu.Lock()
+		s.dropSparesLocked()
+		s.mu.Unlock()
 		w.wait.wait(s, st.deadline)
 	}
 	return true
@@ -103,6 +106,9 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 	}
 	s.mu.Lock()
 	out, subs := s.applyLocked(it, res, err)
+	if err == nil && s.proc.letGo() {
+		s.reclaimLocked(it)
+	}
 	next := s.nextLocked()
 	s.mu.Unlock()
 	if s.ps != nil {

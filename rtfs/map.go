@@ -75,6 +75,25 @@ func mapOf(kvs []Value, m *meter) *Map {
 	return buildMap(kvs, m)
 }
 
+// refill makes m, an array-map that nothing else refers to (the caller
+// guarantees it), hold the entries of the flat k, v, ... slice kvs instead
+// of its own, in its own storage: the reuse of a map whose life has ended
+// (a processor's result, a chunk the processor let go of). It returns
+// false, leaving m as it was, when kvs is empty or odd, holds more entries
+// than m's storage or repeats a key. kvs is copied, never retained. mt
+// charges the comparing of computed keys (nil: no budget).
+func (m *Map) refill(kvs []Value, mt *meter) bool {
+	if m.root != nil || len(kvs) == 0 || len(kvs)%2 != 0 || len(kvs) > cap(m.kvs) || !distinctKeys(kvs, mt) {
+		return false
+	}
+	m.kvs = m.kvs[:len(kvs)]
+	copy(m.kvs, kvs)
+	clear(m.kvs[len(kvs):cap(m.kvs)]) // no stale values kept alive
+	m.n = len(kvs) / 2
+	m.hash.Store(0)
+	return true
+}
+
 // mapOwned is MapOf taking ownership of an even-length kvs slice.
 func mapOwned(kvs []Value) *Map {
 	if len(kvs) <= 2*arrayMapMax && distinctKeys(kvs, nil) {

@@ -36,6 +36,7 @@ func serveChild(argsJSON string) {
 		fmt.Fprintln(os.Stderr, "bad child args:", err)
 		os.Exit(3)
 	}
+	setGCDefaults(os.LookupEnv) // as main does
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a := newApp(os.Stdin, os.Stdout, os.Stderr)

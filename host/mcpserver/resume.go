@@ -222,7 +222,7 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage, c *call, r
 		return
 	}
 	if _, err := s.prov.Status(l.streamID); err != nil {
-		s.appendEvent(k, rpcResponse(id, resultJSON(textResult(fmt.Sprintf("%s: the stream %s was not recovered after the server restarted", ToolStart, l.streamID), true))))
+		s.appendEvent(k, rpcAnswer(id, resultJSON(textResult(fmt.Sprintf("%s: the stream %s was not recovered after the server restarted", ToolStart, l.streamID), true)), nil))
 		return
 	}
 	outputs, progress := l.outputs, l.progress
@@ -253,7 +253,7 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage, c *call, r
 	}
 	res := streamResult{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message,
 		Result: shownJSON(st.Result, s.opts.Limits.OutputLimit(), "the stream's result"), Outputs: outputs, OutputCount: int64(len(outputs))}
-	s.appendEvent(k, rpcResponse(id, resultJSON(jsonResult(res, st.State != provider.StateCompleted))))
+	s.appendEvent(k, rpcAnswer(id, resultJSON(jsonResult(res, st.State != provider.StateCompleted)), nil))
 }
 
 func (s *Server) appendEvent(k streamKey, data []byte) {
@@ -266,10 +266,5 @@ func progressNote(token string, progress float64, output json.RawMessage, stream
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
 		"progressToken": json.RawMessage(token), "progress": progress, "message": string(output),
 		"_meta": map[string]any{metaStream: streamID, metaSeq: seq}}})
-	return b
-}
-
-func rpcResponse(id json.RawMessage, result json.RawMessage) []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
 	return b
 }
