@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/persistence"
 )
 
@@ -46,7 +47,12 @@ func benchStart(b *testing.B, interval time.Duration, withStore bool) {
 		defer bs.Close()
 		store = bs
 	}
-	f := newFixtureStore(&testing.T{}, Options{ProgressInterval: interval}, store)
+	// Without the schema check of the tests' fixtures: the benchmark
+	// measures the server, not the check.
+	f := buildFixture(&testing.T{}, Options{ProgressInterval: interval}, func(ho host.Options) (*host.Host, error) {
+		ho.Store = store
+		return host.New(ho)
+	}, func(h http.Handler) http.Handler { return h })
 	defer func() {
 		f.srv.Close()
 		f.ts.Close()
