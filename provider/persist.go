@@ -396,8 +396,12 @@ func (st *streamStore) snapshotLocked() snapshot {
 			lowWater: st.lowWater, extra: append([]int64(nil), st.extra...),
 			processed: s.stats.processed, dropped: s.stats.dropped, reconnects: s.stats.reconnects,
 			bytes: s.stats.bytes, outputs: s.stats.outputs, latencyNs: -1,
+			progress: s.progress, // its reached slice is replaced, never changed in place
 		},
 		state: s.state, lastOut: s.lastOut, result: s.result, deletes: st.deletes,
+	}
+	for p := range sn.rec.outDropped {
+		sn.rec.outDropped[p] = s.outDropped[p].Load()
 	}
 	st.deletes = nil
 	if limit := st.ps.maxDeletes; len(sn.deletes) > limit {
@@ -442,6 +446,7 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 		order: s.started.UnixNano(), endpoint: s.def.endpoint, transport: s.def.transport,
 		serverURL: stripUserInfo(s.def.serverURL), procName: s.def.procName, capacity: int64(s.def.capacity),
 		journal: st.journal, idleMs: idleMillis(s.def.idle),
+		delivery: s.def.delivery, milestones: s.def.milestones,
 	}
 	var err error
 	if len(s.def.keys) > 0 {

@@ -25,6 +25,8 @@ type flow struct {
 	taskActive  bool
 	srcDone     bool  // the transport returned
 	srcErr      error // its failure, if it failed
+	connected   bool  // a chunk arrived since the transport's last failed attempt (circuit.go)
+	failCounted bool  // the last failed attempt reached the circuit breaker (circuit.go)
 }
 
 // An item is one decoded chunk waiting for, or going through, the

@@ -106,6 +106,10 @@ type stream struct {
 	dormant   bool // recovered without connecting: inspect only
 	recovered bool // rebuilt from the store after a restart (transport.Spec.Resumed)
 
+	// outDropped counts the outputs subscribers' outboxes dropped, by
+	// Priority (outbox.go).
+	outDropped [3]atomic.Int64
+
 	// moved: another host took the stream over (a commit was fenced); it
 	// stops here without writing and leaves the provider (cluster.go).
 	moved atomic.Bool
@@ -130,6 +134,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 	}
 	s.wake = make(chan struct{}, 1)
 	s.st, s.state = StateActive, def.initial
+	s.progress = newProgress(def.milestones)
 	s.started = s.epoch
 	s.lowWater = def.capacity - max(1, def.capacity/4)
 	s.ctx, s.cancel = context.WithCancel(p.ctx)
@@ -144,14 +149,26 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec) {
 	defer s.p.wg.Done()
 	ctx := s.obs.TransportStarted(s.ctx)
-	err := runGuarded(ctx, tr, spec, s.startCursor, s)
+	var err error
+	if s.recovered {
+		// A recovered stream reconnects: not to an origin whose circuit
+		// is open (a new stream's start asked already).
+		err = s.p.breakers.Allow(s.def.origin)
+	}
+	if err == nil {
+		err = runGuarded(ctx, tr, spec, s.startCursor, s)
+	}
 	s.mu.Lock()
 	s.taskActive = false
 	failed := !s.st.Terminal() && s.ctx.Err() == nil && !errors.Is(err, errEnded)
 	if failed {
 		s.srcDone, s.srcErr = true, err
 	}
+	uncounted := failed && !s.failCounted
 	s.mu.Unlock()
+	if uncounted {
+		s.runFailed(err)
+	}
 	if !failed {
 		err = nil
 	}

@@ -99,14 +99,14 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 		s.obs.ProcessorCalled(it.seq, t0, time.Since(t0), err)
 	}
 	s.mu.Lock()
-	out, subs := s.applyLocked(it, res, err)
+	ev, subs := s.applyLocked(it, res, err)
 	next := s.nextLocked()
 	s.mu.Unlock()
 	if s.ps != nil {
 		s.ps.changed()
 	}
-	if out != nil && s.hasSubscribers(subs) {
-		s.publish(s.p.ctx, subs, Event{Kind: EventOutput, StreamID: s.id, Seq: it.seq, Output: out})
+	if ev.Kind != 0 && s.hasSubscribers(subs) {
+		s.publish(s.p.ctx, subs, ev)
 	}
 	return next
 }

@@ -160,6 +160,7 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 			Logger:      logger,
 			Limits:      a.rt.limits(),
 			IdleTimeout: a.rt.idle(),
+			Breaker:     a.rt.breaker(),
 			HTTPClient:  s.srv.client(),
 			Observer:    s.ob.observer(),
 		},

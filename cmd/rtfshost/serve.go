@@ -169,6 +169,7 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		Streams: provider.Options{
 			ServerURL: a.flags.serverURL, Logger: logger,
 			Egress: policy, Limits: a.rt.limits(), IdleTimeout: a.rt.idle(), MaxStreams: o.maxStreams,
+			Breaker:    a.rt.breaker(),
 			HTTPClient: emb.client(), Observer: ob.observer(),
 		},
 		Limits: a.rt.limits(),
