@@ -100,6 +100,7 @@ type crashChild struct {
 	role string
 	dir  string
 	url  string
+	env  []string // more environment for the child
 }
 
 // child is one running child process and the lines of its stdout.
@@ -112,6 +113,7 @@ func (c *crashChild) start() *child {
 	c.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashRoleEnv+"="+c.role, crashDirEnv+"="+c.dir, crashURLEnv+"="+c.url)
+	cmd.Env = append(cmd.Env, c.env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -203,7 +205,11 @@ func (c *crashChild) runToEnd() string {
 // the stream if the store does not hold it yet, feeds a mock source, and
 // prints "ready", then "final <state> processed <n>" when the stream ends.
 func runCrashChild(role string) int {
-	if err := crashChildMain(role, os.Getenv(crashDirEnv), os.Getenv(crashURLEnv)); err != nil {
+	run := func() error { return crashChildMain(role, os.Getenv(crashDirEnv), os.Getenv(crashURLEnv)) }
+	if role == "exec" || role == "stdio" {
+		run = func() error { return procCrashChildMain(role, os.Getenv(crashDirEnv)) }
+	}
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "crash child:", err)
 		return 3
 	}

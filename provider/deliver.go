@@ -121,6 +121,19 @@ func (s *stream) enqueueLocked(c transport.Chunk, chunk rtfs.Value, ctrl action,
 	s.queue.push(it, s.def.capacity)
 }
 
+// requeueLocked puts a journaled chunk back at recovery (c decoded as chunk,
+// numbered seq): at the back of the queue, whatever its length. Recovery
+// requeues the whole journal, in seq order, before the transport starts, so
+// the journal is processed in order and before anything newer; it may hold
+// more than the capacity (the chunk in the processor, a full queue and the
+// control chunks that jumped it), and a Deliver then waits until the queue is
+// short again.
+func (s *stream) requeueLocked(c transport.Chunk, chunk rtfs.Value, seq int64) {
+	s.stats.lastEvent = c.ReceivedAt
+	s.queue.push(item{chunk: chunk, event: c.Event, id: c.ID, fd: c.FD, received: c.ReceivedAt, seq: seq,
+		ctrl: controlAction(chunk), journaled: true}, s.def.capacity)
+}
+
 // Reconnecting implements transport.ReconnectObserver.
 func (s *stream) Reconnecting(attempt int, _ time.Duration, cause error) {
 	s.mu.Lock()

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -21,10 +22,21 @@ import (
 )
 
 // TestMain runs the tests, or, in a child process of the crash tests, the
-// child's role.
+// child's role, or the producer program of a process transport's stream;
+// or it writes the stored-format fixtures (fixture_test.go).
 func TestMain(m *testing.M) {
 	if role := os.Getenv(crashRoleEnv); role != "" {
 		os.Exit(runCrashChild(role))
+	}
+	if kind := os.Getenv(producerEnv); kind != "" {
+		os.Exit(producerMain(kind))
+	}
+	if dir := os.Getenv(fixtureEnv); dir != "" {
+		if err := writeFixtures(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "write fixtures:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
 }

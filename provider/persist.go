@@ -129,6 +129,9 @@ type keeper interface {
 	// saveFinal commits the final snapshot of an ended stream, with the
 	// deletion of its journal, and waits for it.
 	saveFinal()
+	// childLocked records, under mu, the process group the stream's
+	// transport started (running), or that it is gone (children.go).
+	childLocked(c transport.ChildProcess, running bool)
 	// err returns the first store error, after which nothing is saved.
 	err() error
 }
@@ -156,6 +159,7 @@ type streamStore struct {
 	failed atomic.Pointer[error] // the first store error; the stream stops saving
 	done   func(error)           // Submit's callback for snapshots, bound once
 	jdone  func(error)           // Submit's callback for journal entries, bound once
+	cdone  func(error)           // Submit's callback for process group records, bound once
 
 	dirty       atomic.Bool // a change is not in a submitted snapshot yet (cleared under mu)
 	inflight    atomic.Bool // a snapshot is submitted and not committed yet
@@ -189,6 +193,11 @@ func newStreamStore(ps *persister, s *stream, c codec, journal bool) *streamStor
 			st.fail(fmt.Errorf("journal a chunk of stream %q: %w", s.id, err))
 		}
 	}
+	st.cdone = func(err error) {
+		if err != nil {
+			st.fail(fmt.Errorf("record the process group of stream %q: %w", s.id, err))
+		}
+	}
 	return st
 }
 
@@ -213,7 +222,7 @@ func (st *streamStore) journalLocked(ctx context.Context, seq int64, c transport
 	if err := st.err(); err != nil {
 		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.id, err)
 	}
-	rec := journalRecord{id: c.ID, event: c.Event, received: c.ReceivedAt.UnixNano(), data: c.Data}
+	rec := journalRecord{id: c.ID, event: c.Event, received: c.ReceivedAt.UnixNano(), data: c.Data, fd: c.FD}
 	var b persistence.Batch
 	b.Put(journalKey(st.s.id, seq), rec.encode())
 	if err := st.ps.com.Submit(ctx, &b, st.jdone); err != nil {

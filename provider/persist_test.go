@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/persistence/storetest"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -430,6 +431,46 @@ func TestProgressRecordTruncated(t *testing.T) {
 	}
 }
 
+// The record of a stream's process group round-trips; a truncated one is a
+// corrupt record naming its key.
+func TestChildRecordRoundTrip(t *testing.T) {
+	r := childRecord{pid: 4242, start: 1 << 40, boot: "0b9f2d3e-boot"}
+	key := streamKey("k", suffixChild)
+	var back childRecord
+	must(t, back.decode(key, r.encode()))
+	if back != r {
+		t.Fatalf("round trip: %+v, want %+v", back, r)
+	}
+	full := persistence.EncodeRecord(kindChild, recordVersion, nil)
+	enc := r.encode()
+	payload := enc[len(full)-4 : len(enc)-4] // between the header and the checksum
+	for n := 0; n < len(payload); n++ {
+		var cr *persistence.CorruptRecordError
+		err := (&childRecord{}).decode(key, persistence.EncodeRecord(kindChild, recordVersion, payload[:n]))
+		if !errors.As(err, &cr) || !strings.Contains(err.Error(), `"stream/k\x00c"`) {
+			t.Fatalf("truncated at %d: %v", n, err)
+		}
+	}
+}
+
+// A store holding nothing of a stream but the record of its process group
+// (written as the stream was removed) recovers without it and without an
+// error.
+func TestPersistLeftoverChildRecordIgnored(t *testing.T) {
+	mem := persistence.NewMemStore()
+	var b persistence.Batch
+	b.Put(streamKey("gone", suffixChild), (&childRecord{pid: 1, start: 1, boot: "b"}).encode())
+	must(t, mem.Commit(context.Background(), &b))
+	f := newFixture(t, Options{Store: mem})
+	must(t, f.p.Recover(context.Background()))
+	if ids := f.p.StreamIDs(); len(ids) != 0 {
+		t.Fatalf("streams after recovery: %v", ids)
+	}
+	if err := f.p.RecoverStream(context.Background(), "gone"); !errors.Is(err, ErrNotPersisted) {
+		t.Fatalf("RecoverStream: %v, want ErrNotPersisted", err)
+	}
+}
+
 // A processor error puts the stream in :error with the state before the
 // failing chunk; both are stored, so a restart shows the same.
 func TestPersistProcessorErrorKeepsState(t *testing.T) {
@@ -524,5 +565,84 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Journal mode past the queue's capacity: the stream holds one chunk in its
+// processor and a full queue behind it when the provider goes away, so its
+// journal holds one chunk more than the queue takes. Recovery queues all of
+// them again, in order, ahead of anything newer: the chunk past the
+// capacity neither jumps the others (a processor that completes on it
+// would end the stream with the others never processed) nor is lost. Each
+// comes back as it was delivered, its :fd (a process transport's output)
+// included.
+func TestPersistJournalPastCapacityKeepsOrder(t *testing.T) {
+	const src = `
+(defn proc [state chunk meta]
+  (call :test.hold {:n (:n chunk)})
+  (let [seen (conj (:seen state) [(:n chunk) (:fd meta)])]
+    (if (= (:n chunk) 4)
+      {:state {:seen seen} :action :complete}
+      {:state {:seen seen}})))`
+	mem := persistence.NewMemStore()
+	held := make(chan struct{}, 1)
+	hold := func(block bool) *capabilities.Registry {
+		reg := capabilities.NewRegistry()
+		must(t, reg.Register(capabilities.Capability{ID: "test.hold", Handler: func(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+			if n, _ := capabilities.Field(c.Args[0].(*rtfs.Map), "n"); block && n == rtfs.Int(1) {
+				held <- struct{}{}
+				<-ctx.Done() // until the provider closes
+				return capabilities.Answer{}, ctx.Err()
+			}
+			return capabilities.Now(nil), nil
+		}}))
+		return reg
+	}
+	fds := []string{"", "stderr", "stdout", "stderr", "stdout"} // by n
+	send := func(f *fixture, id string, n int) {
+		t.Helper()
+		c := transport.Chunk{Data: []byte(fmt.Sprintf(`{"n":%d}`, n)), FD: fds[n]}
+		must(t, f.mock.Source(id).Send(context.Background(), c))
+	}
+	f := newFixture(t, Options{Store: mem, Capabilities: hold(true)})
+	g := compileGlobals(t, src)
+	id := f.start(StartRequest{StreamID: "past-capacity", Processor: rtfs.Symbol("proc"), Globals: g,
+		InitialState: rtfs.MapOf(rtfs.Keyword("seen"), rtfs.NewVector()), QueueCapacity: 2})
+	send(f, id, 1)
+	<-held // chunk 1 is in the processor
+	send(f, id, 2)
+	send(f, id, 3)
+	f.waitFor("2 queued", func() bool { return path(f.inspect(id), "stats", "queued-chunks") == rtfs.Int(2) })
+	must(t, f.p.Close())
+
+	f = newFixture(t, Options{Store: mem, Capabilities: hold(false)})
+	must(t, f.p.Recover(context.Background()))
+	send(f, id, 4)
+	if st := f.await(id); st.State != StateCompleted {
+		t.Fatalf("status %+v", st)
+	}
+	want := rtfs.NewVector()
+	for n := 1; n <= 4; n++ {
+		want = want.Conj(rtfs.NewVector(rtfs.Int(n), rtfs.Keyword(fds[n])))
+	}
+	if got := path(f.stateOf(id), "seen"); !rtfs.Equal(got, want) {
+		t.Fatalf("processed %v after recovery, want %v: the journal must be processed in order, whole, as delivered, before newer chunks", got, want)
+	}
+}
+
+// A journal record written before it kept a chunk's :fd reads as a chunk
+// without one.
+func TestJournalRecordWithoutFD(t *testing.T) {
+	old := journalRecord{id: "1:1", event: "e", received: 7, data: []byte(`{"line":"x"}`)}
+	key := journalKey("k", 3)
+	var back journalRecord
+	must(t, back.decode(key, old.encode()))
+	if back.fd != "" || back.id != "1:1" || string(back.data) != `{"line":"x"}` {
+		t.Fatalf("decoded %+v", back)
+	}
+	old.fd = "stderr"
+	must(t, back.decode(key, old.encode()))
+	if back.fd != "stderr" {
+		t.Fatalf("decoded %+v", back)
 	}
 }

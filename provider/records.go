@@ -17,6 +17,7 @@ const (
 	kindDefinition persistence.RecordKind = 2
 	kindProgress   persistence.RecordKind = 3
 	kindJournal    persistence.RecordKind = 4
+	kindChild      persistence.RecordKind = 5
 )
 
 // recordVersion is the format version of every provider record; a record of a
@@ -31,6 +32,7 @@ const (
 	suffixDef     = 'd'
 	suffixProg    = 'p'
 	suffixJournal = 'j'
+	suffixChild   = 'c'
 )
 
 func programKey(hash string) []byte { return []byte(programPrefix + hash) }
@@ -455,14 +457,18 @@ type journalRecord struct {
 	event    string
 	received int64 // unix nanoseconds
 	data     []byte
+	fd       string // a process transport's output ("stdout", "stderr"); "" for others
 }
 
 func (r *journalRecord) encode() []byte {
-	e := enc{b: make([]byte, 0, 24+len(r.id)+len(r.event)+len(r.data))}
+	e := enc{b: make([]byte, 0, 24+len(r.id)+len(r.event)+len(r.data)+len(r.fd))}
 	e.str(r.id)
 	e.str(r.event)
 	e.int(r.received)
 	e.bytes(r.data)
+	if r.fd != "" { // added after the first release: written only when set
+		e.str(r.fd)
+	}
 	return persistence.EncodeRecord(kindJournal, recordVersion, e.b)
 }
 
@@ -470,5 +476,32 @@ func (r *journalRecord) decode(key, data []byte) error {
 	return decodePayload(key, data, kindJournal, func(d *dec) {
 		r.id, r.event, r.received = d.str("id"), d.str("event"), d.int("received")
 		r.data = append([]byte(nil), d.bytes("data")...)
+		if d.more() { // older records end here
+			r.fd = d.str("fd")
+		}
+	})
+}
+
+// childRecord is the process group a stream's transport runs (its :exec or
+// :stdio program), kept while it runs, so that a host restarted after a
+// crash can end a group that outlived its host (transport.Spec.Stale).
+// Added after the first release: a store without it has no such record.
+type childRecord struct {
+	pid   int64
+	start uint64 // the leader's start time as the OS counts it; 0: unknown
+	boot  string // the boot start counts from; "": unknown
+}
+
+func (r *childRecord) encode() []byte {
+	e := enc{b: make([]byte, 0, 16+len(r.boot))}
+	e.int(r.pid)
+	e.uint(r.start)
+	e.str(r.boot)
+	return persistence.EncodeRecord(kindChild, recordVersion, e.b)
+}
+
+func (r *childRecord) decode(key, data []byte) error {
+	return decodePayload(key, data, kindChild, func(d *dec) {
+		r.pid, r.start, r.boot = d.int("pid"), d.uint("start time"), d.str("boot id")
 	})
 }

@@ -24,6 +24,7 @@ type loaded struct {
 	def      *defRecord
 	progress *progressRecord
 	journal  []journalEntry // in seq order
+	child    *childRecord   // the process group its transport ran, if recorded (children.go)
 	err      error          // the first bad record
 }
 
@@ -59,7 +60,7 @@ func (p *Provider) Recover(ctx context.Context) error {
 	}
 	var errs []error
 	for _, l := range all {
-		if p.has(l.id) {
+		if p.has(l.id) || l.leftover() {
 			continue
 		}
 		if err := p.restore(ctx, l); errors.Is(err, ErrOwned) {
@@ -86,7 +87,7 @@ func (p *Provider) RecoverStream(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("provider: recover stream %q: %w", id, err)
 	}
-	if len(all) == 0 {
+	if len(all) == 0 || all[0].leftover() {
 		return fmt.Errorf("provider: recover stream %q: %w", id, ErrNotPersisted)
 	}
 	return p.restore(ctx, all[0])
@@ -151,6 +152,9 @@ func (l *loaded) add(key, value []byte, suffix byte, seq int64) error {
 		}
 		l.journal = append(l.journal, e)
 		return nil
+	case suffixChild:
+		l.child = &childRecord{}
+		return l.child.decode(key, value)
 	}
 	return &persistence.CorruptRecordError{Key: key, Reason: fmt.Sprintf("unknown record suffix %q", suffix)}
 }
@@ -260,6 +264,9 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	}
 	s := newStream(p, l.id, def, proc)
 	s.recovered = true
+	if l.child != nil {
+		s.stale = l.child.process()
+	}
 	if d.order > 0 {
 		s.started = time.Unix(0, d.order)
 	}
@@ -398,9 +405,9 @@ func (st *streamStore) restoreJournal(l *loaded) {
 		if low < 0 {
 			low = e.seq
 		}
-		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received)}
+		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received), FD: e.rec.fd}
 		chunk := decodeChunk(&s.dec, c.Data, c.Event)
-		s.enqueueLocked(c, chunk, controlAction(chunk), e.seq, true)
+		s.requeueLocked(c, chunk, e.seq)
 		if e.seq >= next {
 			next = e.seq + 1
 		}

@@ -428,6 +428,7 @@ func (p *Provider) spec(s *stream) transport.Spec {
 		IdleTimeout:   p.idleTimeout(&s.def),
 		Logger:        p.opts.Logger,
 		Resumed:       s.recovered,
+		Stale:         s.stale,
 	}
 	if s.def.config != nil {
 		if b, err := rtfs.ToJSON(s.def.config); err == nil {

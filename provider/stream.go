@@ -105,6 +105,10 @@ type stream struct {
 	exited    bool // the worker has exited; subs stays nil
 	dormant   bool // recovered without connecting: inspect only
 	recovered bool // rebuilt from the store after a restart (transport.Spec.Resumed)
+	// stale is the process group a recovered stream's previous host
+	// recorded and did not see end (transport.Spec.Stale); set before the
+	// stream's goroutines start.
+	stale transport.ChildProcess
 
 	// outDropped counts the outputs subscribers' outboxes dropped, by
 	// Priority (outbox.go).

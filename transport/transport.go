@@ -118,6 +118,41 @@ type Spec struct {
 	// is gone) returns an error wrapping ErrSourceLost, unless its
 	// configuration says it may start the source again.
 	Resumed bool
+	// Stale is a process group that the stream's previous host started
+	// and recorded (ChildObserver) and whose end it did not see: the host
+	// may have died with it still running. A transport that starts
+	// processes ends it first (when it is still the same process group),
+	// before anything else, so that a resumed stream never runs its
+	// program twice at once, and reports its end with ChildExited. The
+	// zero value (PID 0) is none.
+	Stale ChildProcess
+}
+
+// A ChildProcess identifies a process group that a transport started (the
+// :exec and :stdio transports start one per run of their program): its
+// leader's pid, which is also the group's id, and when the leader started,
+// so that a later host never takes another process that got the same pid
+// for it. It is a plain value, stored with the stream.
+type ChildProcess struct {
+	PID int
+	// Start is the leader's start time as the OS counts it (Linux: clock
+	// ticks since boot, field 22 of /proc/PID/stat); 0 when the OS does not
+	// say.
+	Start uint64
+	// Boot identifies the boot Start counts from (Linux: the kernel's
+	// boot_id); "" when unknown. A group of another boot, or another
+	// machine, is never touched.
+	Boot string
+}
+
+// A ChildObserver is a Sink that records the process groups its stream's
+// transport starts, so that a host restarted after a crash can end one that
+// outlived its host (Spec.Stale). A transport calls ChildStarted once the
+// group runs and ChildExited once no process of it is left (or a stale one
+// was ended). Both may block briefly; neither fails.
+type ChildObserver interface {
+	ChildStarted(ChildProcess)
+	ChildExited(ChildProcess)
 }
 
 // HTTP is the part of a Spec that network transports (raw SSE, MCP

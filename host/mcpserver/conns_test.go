@@ -50,8 +50,10 @@ func slowBody(t *testing.T, addr string, stop <-chan struct{}, wg *sync.WaitGrou
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{", PathStreamable, addr)
+	// The time is taken before the headers go out: the server may read them
+	// and start its body timeout before this goroutine runs again.
 	sent := time.Now()
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{", PathStreamable, addr)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -15,7 +15,10 @@
 // *transport.Error naming the command, the status and the last lines of its
 // stderr; with :restart :on-failure the program is started again under the
 // retry policy instead. Cancelling Run stops the program and its whole
-// process group (stdin closed, SIGTERM, SIGKILL after a grace period). The
+// process group (stdin closed, SIGTERM, SIGKILL after a grace period); the
+// host's death, even by SIGKILL, kills the group too (on Unix), and a
+// resumed stream first ends a group its previous host left running
+// (transport.Spec.Stale). The
 // program's stdin is closed at start. Output is read only when the sink
 // accepted the previous chunk, so a full queue blocks the program on its
 // pipe. The transport cannot replay: the host journals its chunks, and a
@@ -126,6 +129,9 @@ func (t *Transport) Run(ctx context.Context, spec transport.Spec, cursor string,
 		return &transport.Error{StreamID: spec.StreamID, Op: "config", Permanent: true, Err: fmt.Errorf("exec: the spec's Config is %T, want *exec.Config", spec.Config)}
 	}
 	run := runOf(cursor) + 1
+	if err := proc.EndStale(ctx, &spec, sink); err != nil {
+		return err
+	}
 	if spec.Resumed && !cfg.Process.Restart {
 		return &transport.Error{StreamID: spec.StreamID, Op: "resume", Permanent: true,
 			Err: fmt.Errorf("%w: %s was running when the host stopped and is not started again without :restart :on-failure", transport.ErrSourceLost, cfg.Process.Name())}
@@ -204,7 +210,8 @@ func (e *sinkError) Unwrap() error { return e.err }
 // once runs the program one time.
 func (t *Transport) once(ctx context.Context, cfg *Config, spec *transport.Spec, run int, sink transport.Sink) error {
 	d := &deliverer{sink: sink, run: strconv.Itoa(run) + ":"}
-	opts := proc.Options{StreamID: spec.StreamID, Logger: spec.Logger, MaxLine: spec.MaxEventBytes, Grace: t.grace}
+	opts := proc.Options{StreamID: spec.StreamID, Logger: spec.Logger, MaxLine: spec.MaxEventBytes, Grace: t.grace,
+		Observer: proc.ObserverOf(sink)}
 	if cfg.StderrChunks {
 		var errBuf deliverer // stderr's own JSON buffer; numbering stays d's
 		opts.Stderr = func(line []byte) error {

@@ -47,9 +47,11 @@ import (
 // exits before the result, naming the command, its exit status and its
 // stderr tail. The tool is not called again unless :restart :on-failure
 // says it may be. Cancelling Run sends notifications/cancelled, closes
-// stdin, then SIGTERM and SIGKILL after a grace period. A stream resumed
-// after a host restart ends with transport.ErrSourceLost, unless :restart
-// :on-failure.
+// stdin, then SIGTERM and SIGKILL after a grace period; the host's death,
+// even by SIGKILL, kills the server's process group too (on Unix). A stream
+// resumed after a host restart first ends a group its previous host left
+// running (transport.Spec.Stale), then ends with transport.ErrSourceLost,
+// unless :restart :on-failure.
 type Stdio struct {
 	policy    retry.Policy // zero: the project policy; tests shorten it
 	grace     time.Duration
@@ -129,6 +131,9 @@ func (t *Stdio) Run(ctx context.Context, spec transport.Spec, cursor string, sin
 	if !ok || cfg == nil {
 		return &transport.Error{StreamID: spec.StreamID, Op: "config", Permanent: true, Err: fmt.Errorf("stdio: the spec's Config is %T, want the *mcp.StdioConfig of StdioKind", spec.Config)}
 	}
+	if err := proc.EndStale(ctx, &spec, sink); err != nil {
+		return err
+	}
 	if spec.Resumed && !cfg.Process.Restart {
 		return &transport.Error{StreamID: spec.StreamID, Op: "resume", Permanent: true,
 			Err: fmt.Errorf("%w: the MCP server %s was running the call when the host stopped, and a tool call is not made again without :restart :on-failure", transport.ErrSourceLost, cfg.Process.Name())}
@@ -183,7 +188,7 @@ func (t *Stdio) once(ctx context.Context, cfg *StdioConfig, spec *transport.Spec
 	if handshake <= 0 {
 		handshake = DefaultHandshakeTimeout
 	}
-	p, err := proc.Start(&cfg.Process, proc.Options{StreamID: spec.StreamID, Logger: spec.Logger, Grace: t.grace})
+	p, err := proc.Start(&cfg.Process, proc.Options{StreamID: spec.StreamID, Logger: spec.Logger, Grace: t.grace, Observer: proc.ObserverOf(sink)})
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func checkNothingLeft(t *testing.T, src func() Source) Source {
 		if marker == "" {
 			return
 		}
-		if pids := processesWith(marker); len(pids) > 0 {
+		if pids := ProcessesWith(marker, time.Second); len(pids) > 0 {
 			t.Errorf("processes left behind carrying %s: %v", marker, pids)
 		}
 	})
@@ -98,11 +98,13 @@ func checkNothingLeft(t *testing.T, src func() Source) Source {
 	return s
 }
 
-// processesWith lists the processes whose environment holds marker, after
-// giving exiting ones up to a second to be reaped.
-func processesWith(marker string) []string {
+// ProcessesWith lists the processes (as /proc names them: Linux) whose
+// environment holds the entry kv ("NAME=value"), after giving exiting ones
+// up to wait to go. Tests mark the programs they start with such an entry
+// and check that none is left.
+func ProcessesWith(kv string, wait time.Duration) []string {
 	var pids []string
-	for deadline := time.Now().Add(time.Second); ; {
+	for deadline := time.Now().Add(wait); ; {
 		pids = pids[:0]
 		dirs, _ := filepath.Glob("/proc/[0-9]*")
 		for _, d := range dirs {
@@ -110,8 +112,8 @@ func processesWith(marker string) []string {
 			if err != nil {
 				continue
 			}
-			for _, kv := range bytes.Split(env, []byte{0}) {
-				if string(kv) == marker {
+			for _, e := range bytes.Split(env, []byte{0}) {
+				if string(e) == kv {
 					pids = append(pids, filepath.Base(d))
 					break
 				}

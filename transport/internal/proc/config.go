@@ -1,10 +1,11 @@
 // Package proc is the process machinery of the transports that start a
 // program (stdio, exec): the start keys they share and their parsing
 // (Config), starting the program in a process group of its own with a
-// minimal environment (Start), reading its output bounded in memory
-// (LineReader), keeping the tail of its stderr for errors (Tail), and
-// stopping it so that no process of its group and no zombie survives
-// (Process.Stop).
+// minimal environment, under a keeper that kills the group when the host
+// dies (Start, keeper_unix.go), reading its output bounded in memory
+// (LineReader), keeping the tail of its stderr for errors (Tail), stopping
+// it so that no process of its group and no zombie survives (Process.Stop),
+// and ending a group that a crashed host left running (EndStale).
 //
 // The main types are Config and Process.
 package proc

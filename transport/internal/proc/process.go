@@ -3,6 +3,7 @@ package proc
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,14 +42,25 @@ type Options struct {
 	MaxLine int
 	// Grace is the wait between SIGTERM and SIGKILL (default DefaultGrace).
 	Grace time.Duration
+	// Observer, when set, is told when the process group runs and when no
+	// process of it is left (transport.ChildObserver): the host records the
+	// group with its stream. ObserverOf gives the sink's, if it has one.
+	Observer transport.ChildObserver
 }
 
-// A Process is a started program in a process group of its own. Its owner
-// (one transport Run) reads Stdout, writes Stdin, and calls Stop before it
-// returns; Stop returns when the program and every process of its group
-// are gone and the Process's goroutines have exited. Stdout and Stdin are
-// for one goroutine at a time; Stop (also from a context.AfterFunc), Done,
-// ExitError, Ended and Tail are safe for concurrent use.
+// ObserverOf returns sink as a transport.ChildObserver, or nil.
+func ObserverOf(sink transport.Sink) transport.ChildObserver {
+	o, _ := sink.(transport.ChildObserver)
+	return o
+}
+
+// A Process is a started program in a process group of its own, whose
+// life is tied to its host's (see Start). Its owner (one transport Run)
+// reads Stdout, writes Stdin, and calls Stop before it returns; Stop
+// returns when the program and every process of its group are gone and the
+// Process's goroutines have exited. Stdout and Stdin are for one goroutine
+// at a time; Stop (also from a context.AfterFunc), Done, ExitError, Ended,
+// Tail and ID are safe for concurrent use.
 type Process struct {
 	cfg    *Config
 	opts   Options
@@ -57,9 +69,11 @@ type Process struct {
 	Stdout *os.File // the program's standard output; EOF once the group is gone
 	stderr *os.File
 	tail   *Tail
+	id     transport.ChildProcess
+	keeper keeperLink // the link to the program's keeper (process_unix.go)
 
 	done       chan struct{} // closed when the program has exited and its group is killed
-	waitErr    error         // the program's exit, valid after done
+	exit       string        // how the program ended ("" for status 0), valid after done
 	stderrDone chan struct{}
 	stopOnce   sync.Once
 }
@@ -67,8 +81,14 @@ type Process struct {
 // Start starts cfg's program with a minimal environment (see Keys), its
 // stdin and stdout as pipes, and its stderr read line by line into a tail
 // of the last lines and the log (or opts.Stderr). The program runs in a new
-// process group, so that Stop reaches its children too. The error names
-// the command.
+// process group, so that Stop reaches its children too.
+//
+// On Unix the group's leader is a keeper, this executable started again
+// (keeper_unix.go), which starts the program and waits for it: when the
+// host dies, even by SIGKILL, the keeper kills the whole group, the
+// program's own children included, so nothing the stream started outlives
+// its host. Elsewhere the program is started directly and only Stop ends
+// it. The error names the command.
 func Start(cfg *Config, opts Options) (*Process, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
@@ -79,7 +99,6 @@ func Start(cfg *Config, opts Options) (*Process, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = cfg.environ()
 	cmd.Dir = cfg.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p := &Process{cfg: cfg, opts: opts, cmd: cmd, tail: NewTail(20, 4096),
 		done: make(chan struct{}), stderrDone: make(chan struct{})}
 	var files []*os.File // the parent's copies of the child's ends, closed after Start
@@ -108,17 +127,24 @@ func Start(cfg *Config, opts Options) (*Process, error) {
 	}
 	files = append(files, inR, outW, errW)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
+	if err := p.start(); err != nil {
 		inW.Close()
 		outR.Close()
 		errR.Close()
 		return nil, p.startError(err)
 	}
 	p.Stdin, p.Stdout, p.stderr = inW, outR, errR
+	p.id = identify(cmd.Process.Pid) // before wait reaps it
+	if opts.Observer != nil {
+		opts.Observer.ChildStarted(p.id)
+	}
 	go p.readStderr()
 	go p.wait()
 	return p, nil
 }
+
+// ID identifies the process group, as the host records it.
+func (p *Process) ID() transport.ChildProcess { return p.id }
 
 func (p *Process) startError(err error) error {
 	return &transport.Error{StreamID: p.opts.StreamID, Op: "start", Permanent: true,
@@ -136,17 +162,15 @@ func (p *Process) describe() string {
 }
 
 // wait reaps the program, then kills what is left of its group (a child
-// that kept running would hold the output pipes open).
+// that kept running would hold the output pipes open) and tells the
+// observer that the group is gone.
 func (p *Process) wait() {
-	p.waitErr = p.cmd.Wait()
+	p.exit = p.reap()
 	p.killGroup(syscall.SIGKILL)
-	close(p.done)
-}
-
-func (p *Process) killGroup(sig syscall.Signal) {
-	if pid := p.cmd.Process.Pid; pid > 0 {
-		_ = syscall.Kill(-pid, sig)
+	if p.opts.Observer != nil {
+		p.opts.Observer.ChildExited(p.id)
 	}
+	close(p.done)
 }
 
 // readStderr reads stderr lines into the tail and the log or opts.Stderr.
@@ -191,10 +215,10 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 func (p *Process) ExitError() error {
 	<-p.done
 	<-p.stderrDone
-	if p.waitErr == nil {
+	if p.exit == "" {
 		return nil
 	}
-	return fmt.Errorf("%s %s%s", p.describe(), exitStatus(p.waitErr), p.tail.Suffix())
+	return fmt.Errorf("%s %s%s", p.describe(), p.exit, p.tail.Suffix())
 }
 
 // Ended returns an error for a program that ended before it should have:
@@ -203,21 +227,37 @@ func (p *Process) Ended(what string) error {
 	<-p.done
 	<-p.stderrDone
 	status := "exited with status 0"
-	if p.waitErr != nil {
-		status = exitStatus(p.waitErr)
+	if p.exit != "" {
+		status = p.exit
 	}
 	return fmt.Errorf("%s %s %s%s", p.describe(), status, what, p.tail.Suffix())
 }
 
+// exitStatus describes how a process ended, from the error of its Wait:
+// "" for status 0.
 func exitStatus(err error) string {
+	if err == nil {
+		return ""
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "was killed by signal " + ws.Signal().String()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			return waitStatus(ws)
 		}
 		return fmt.Sprintf("exited with status %d", ee.ExitCode())
 	}
 	return "failed: " + err.Error()
+}
+
+// waitStatus describes a wait status: "" for status 0.
+func waitStatus(ws syscall.WaitStatus) string {
+	switch {
+	case ws.Signaled():
+		return "was killed by signal " + ws.Signal().String()
+	case ws.ExitStatus() == 0:
+		return ""
+	}
+	return fmt.Sprintf("exited with status %d", ws.ExitStatus())
 }
 
 // stdinGrace is how long Stop waits for a program to exit after its stdin
@@ -369,4 +409,31 @@ func (t *Tail) Suffix() string {
 		return ""
 	}
 	return "; stderr: " + s
+}
+
+// EndStale ends spec.Stale, the process group a previous host of the
+// stream started (transport.Spec), if it still runs, and reports its end to
+// sink's observer. A transport that starts processes calls it first in Run.
+// On Linux it kills, with SIGKILL, every process of that group, checked by
+// its start time so that a process that got a recorded pid again is never
+// touched, and waits until none is left (at most a few seconds); elsewhere
+// it does nothing, since a pid cannot be told from a later one there (the
+// keeper ends the group when its host dies). The error, a permanent
+// *transport.Error, says that the group could not be ended.
+func EndStale(ctx context.Context, spec *transport.Spec, sink transport.Sink) error {
+	c := spec.Stale
+	if c.PID == 0 {
+		return nil
+	}
+	if err := endGroup(ctx, c); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &transport.Error{StreamID: spec.StreamID, Op: "resume", Permanent: true,
+			Err: fmt.Errorf("the process group %d that the stream's previous host started could not be ended: %w", c.PID, err)}
+	}
+	if o := ObserverOf(sink); o != nil {
+		o.ChildExited(c)
+	}
+	return nil
 }

@@ -1,0 +1,110 @@
+//go:build unix
+
+package proc
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The keeper ties a program's life to its host's. Start runs this
+// executable again, with keeperArg0 as its argv[0], as the leader of a new
+// process group; package initialization sees that argv[0] and runs keep
+// instead of the executable's main. The keeper starts the program in its
+// group, with the stdin, stdout and stderr the host gave it, and waits for
+// it, reporting to the host on a socket (fd 3): "ok" once the program
+// runs, or "err <why>"; "exit <wait status>" when it ends. It then exits.
+//
+// The host dying is seen two ways, and either kills the whole group (the
+// keeper, the program and the program's children) with SIGKILL: end of file
+// on the socket, whose other end only the host holds (the kernel closes it
+// whatever kills the host), and, on Linux, the parent-death signal
+// (SIGTERM), taken for the host's death only when the keeper's parent has
+// changed, since Linux sends it when the host's thread that started the
+// keeper exits, which may be while the host lives. Any other SIGTERM,
+// SIGINT or SIGHUP reaches the keeper with its group (Stop signals the
+// group) and is left to the program.
+//
+// The host's executable serves as the keeper so that no other file needs to
+// be installed; on Linux it is started as /proc/self/exe, which stays the
+// running host's even if its file is replaced. The cost is one more process
+// per program (its memory is the Go runtime's and what the executable's
+// package initialization allocates).
+
+// keeperArg0 is the keeper's argv[0]. Its command line is then the host's
+// pid, the program's resolved path and the program's argv.
+const keeperArg0 = "rtfshost-keeper"
+
+func init() {
+	if len(os.Args) >= 4 && os.Args[0] == keeperArg0 {
+		// syscall.Exit rather than os.Exit: the keeper has nothing to
+		// flush, and os.Exit(0) in a -race build sleeps a second first.
+		syscall.Exit(keep(os.Args[1:]))
+	}
+}
+
+// keep is the keeper's main; it returns its exit status.
+func keep(args []string) int {
+	hostPid, err := strconv.Atoi(args[0])
+	link := os.NewFile(3, "keeper-link")
+	report := func(s string) { _, _ = io.WriteString(link, s+"\n") }
+	if err != nil || link == nil {
+		report("err the keeper's command line is not the host's")
+		return 2
+	}
+	syscall.CloseOnExec(3)
+	killGroup := func() {
+		_ = syscall.Kill(0, syscall.SIGKILL) // the keeper's own group, the keeper included
+		syscall.Exit(1)                      // not reached
+	}
+	orphaned := func() bool { return os.Getppid() != hostPid }
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	if orphaned() {
+		killGroup() // the host died before the program started
+	}
+	proc, err := os.StartProcess(args[1], args[2:], &os.ProcAttr{
+		Env:   os.Environ(),
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+	})
+	if err != nil {
+		report("err " + strings.ReplaceAll(err.Error(), "\n", " "))
+		return 127
+	}
+	report("ok")
+	// The program holds the pipes now; the keeper lets go of them, so that
+	// the host sees end of file on the program's stdout when the program
+	// closes it, as if no keeper were there.
+	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
+		for fd := 0; fd <= 2; fd++ {
+			_ = unix.Dup2(int(null.Fd()), fd)
+		}
+		null.Close()
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, link) // returns at end of file: the host is gone
+		killGroup()
+	}()
+	go func() {
+		for range sigs {
+			if orphaned() {
+				killGroup()
+			}
+		}
+	}()
+	st, err := proc.Wait()
+	if err != nil {
+		report("err " + fmt.Sprint(err))
+		return 1
+	}
+	ws, _ := st.Sys().(syscall.WaitStatus)
+	report("exit " + strconv.FormatUint(uint64(ws), 10))
+	return 0
+}
