@@ -380,6 +380,13 @@ func (r *progressRecord) appendTo(dst []byte) []byte {
 	e.bytes(r.state)
 	e.bytes(r.lastOut)
 	e.bytes(r.result)
+	return r.appendTail(e.b)
+}
+
+// appendTail appends the fields added to the record after its first
+// release: the progress and the dropped outputs.
+func (r *progressRecord) appendTail(dst []byte) []byte {
+	e := enc{b: dst}
 	pr := &r.progress
 	e.bool(pr.known)
 	if pr.known {
