@@ -27,6 +27,9 @@ type lifecycle struct {
 	cursor   string    // ID of the last processed chunk
 	procNext int64     // seq after the last processed chunk
 	progress progress  // progress.go
+	// progressShown: an event of this run of the stream carried its
+	// progress.
+	progressShown bool
 }
 
 // An action is a directive of DESIGN §4.2.
@@ -232,8 +235,11 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (Event, []*Sub
 		s.stats.outputs++
 		ev.Kind, ev.Output = EventOutput, v
 	}
-	if progressed {
-		ev.Progress = s.progressInfoLocked(time.Now())
+	// The first output of a stream with a progress (it declares
+	// milestones) carries it too, so that a subscriber knows the total
+	// from the start.
+	if progressed || (out != nil && s.progress.known && !s.progressShown) {
+		ev.Progress, s.progressShown = s.progressInfoLocked(time.Now()), true
 		if out == nil {
 			ev.Kind = EventProgress
 		}

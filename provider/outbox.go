@@ -92,7 +92,10 @@ type Batch struct {
 type Output struct {
 	Seq   int64 // the :seq of the chunk that produced Value
 	Value rtfs.Value
-	Kind  string // the result's :kind; "" none
+	// Encoded is what the consumer gave AddEncoded with Value; nil after
+	// Add.
+	Encoded []byte
+	Kind    string // the result's :kind; "" none
 	// Count is how many outputs it stands for: 1, or more when consecutive
 	// outputs of its kind were coalesced (Value is the last of them).
 	Count int64
@@ -158,9 +161,14 @@ type held struct {
 
 // Add takes an event of a subscription; it never blocks. It can be used as
 // SubscribeOptions.Receive.
-func (o *Outbox) Add(ev Event) {
+func (o *Outbox) Add(ev Event) { o.AddEncoded(ev, nil) }
+
+// AddEncoded is Add for a consumer that has encoded the event's output
+// already (its JSON, for the call's result): the Output delivered carries
+// enc in Encoded, so that it is not encoded again.
+func (o *Outbox) AddEncoded(ev Event, enc []byte) {
 	o.mu.Lock()
-	o.addLocked(ev)
+	o.addLocked(ev, enc)
 	o.mu.Unlock()
 	select {
 	case o.wake <- struct{}{}:
@@ -168,7 +176,7 @@ func (o *Outbox) Add(ev Event) {
 	}
 }
 
-func (o *Outbox) addLocked(ev Event) {
+func (o *Outbox) addLocked(ev Event, enc []byte) {
 	if o.cut != nil {
 		if ev.Kind == EventOutput {
 			ev.src.outputDropped(ev.Priority, 1)
@@ -194,10 +202,10 @@ func (o *Outbox) addLocked(ev Event) {
 		return
 	case EventOutput:
 		o.ord++
-		if o.coalesce(l, ev) {
+		if o.coalesce(l, ev, enc) {
 			return
 		}
-		l.push(held{out: Output{Seq: ev.Seq, Value: ev.Output, Kind: ev.OutputKind, Count: 1}, prio: ev.Priority, progress: ev.Progress, ord: o.ord})
+		l.push(held{out: Output{Seq: ev.Seq, Value: ev.Output, Encoded: enc, Kind: ev.OutputKind, Count: 1}, prio: ev.Priority, progress: ev.Progress, ord: o.ord})
 		if ev.Priority != PriorityLow {
 			o.held++
 		}
@@ -223,7 +231,7 @@ func (o *Outbox) addLocked(ev Event) {
 
 // coalesce folds an output into the one held just before it when both have
 // the same non-empty :kind and priority (not immediate).
-func (o *Outbox) coalesce(l *lane, ev Event) bool {
+func (o *Outbox) coalesce(l *lane, ev Event, enc []byte) bool {
 	n := len(l.items)
 	if ev.OutputKind == "" || ev.Priority == PriorityImmediate || n == l.head {
 		return false
@@ -232,7 +240,7 @@ func (o *Outbox) coalesce(l *lane, ev Event) bool {
 	if h.noOutput || h.dead || h.prio != ev.Priority || h.out.Kind != ev.OutputKind {
 		return false
 	}
-	h.out.Seq, h.out.Value, h.ord = ev.Seq, ev.Output, o.ord
+	h.out.Seq, h.out.Value, h.out.Encoded, h.ord = ev.Seq, ev.Output, enc, o.ord
 	h.out.Count++
 	if ev.Progress != nil {
 		h.progress = ev.Progress
@@ -287,6 +295,19 @@ func (o *Outbox) cutLocked() {
 		}
 	}
 	o.lanes, o.order, o.held = make(map[string]*lane), nil, 0
+}
+
+// Behind tells the Outbox that its consumer has n more immediate and
+// normal outputs that it took from its subscription but has not added
+// yet (a consumer that adds a burst in parts): they count toward
+// MaxPending, so that a consumer that falls behind is cut off however it
+// adds.
+func (o *Outbox) Behind(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cut == nil && o.maxPending > 0 && o.held+n > o.maxPending {
+		o.cutLocked()
+	}
 }
 
 // outputDropped counts n outputs of priority p that a subscriber dropped.

@@ -174,10 +174,16 @@ func (c *cli) run(t testing.TB, args ...string) result {
 // runEnv is run with extra environment variables (NAME=value).
 func (c *cli) runEnv(t testing.TB, env []string, args ...string) result {
 	t.Helper()
+	return c.runAt(t, t.TempDir(), env, args...)
+}
+
+// runAt is runEnv in the working directory dir.
+func (c *cli) runAt(t testing.TB, dir string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, args...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	cmd.Env = append(childEnv(), env...)
 	// On timeout, ask for a goroutine dump first: it shows where it hung.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
@@ -481,6 +487,8 @@ type outLine struct {
 	Stream    string          `json:"stream"`
 	Seq       *int64          `json:"seq"`
 	Output    json.RawMessage `json:"output"`
+	Count     int64           `json:"count"`
+	Kind      string          `json:"kind"`
 	State     string          `json:"state"`
 	EndReason string          `json:"end-reason"`
 	Message   string          `json:"message"`
@@ -507,7 +515,7 @@ func parseJSONLines(t testing.TB, r result) []outLine {
 			t.Fatalf("line %d is not one JSON object (%v): %q\n%s", i+1, err, text, r)
 		}
 		switch l.Type {
-		case "output", "status", "log", "result", "error":
+		case "output", "status", "log", "result", "error", "dropped":
 		default:
 			t.Fatalf("line %d has unknown type %q\n%s", i+1, l.Type, r)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,7 @@ type streamLine struct {
 	lastN     int64
 	lastT     time.Time
 	rate      float64
+	progress  string // the stream's progress as the last refresh drew it
 }
 
 const liveRefresh = 150 * time.Millisecond
@@ -54,8 +56,9 @@ func newLiveReporter(w io.Writer, prov *provider.Provider) *liveReporter {
 	return r
 }
 
-func (r *liveReporter) output(stream string, seq int64, v rtfs.Value) { r.text.output(stream, seq, v) }
-func (r *liveReporter) log(line string)                               { r.text.log(line) }
+func (r *liveReporter) output(stream string, o provider.Output) { r.text.output(stream, o) }
+func (r *liveReporter) dropped(stream string, n int64)          { r.text.dropped(stream, n) }
+func (r *liveReporter) log(line string)                         { r.text.log(line) }
 
 // result keeps the program's result for close, which prints it under the
 // streams' final lines rather than above them.
@@ -69,7 +72,7 @@ func (r *liveReporter) end(st provider.Status) {
 	r.refresh()
 	r.mu.Lock()
 	l := r.line(st.StreamID)
-	text := liveText(st.StreamID, l, string(st.State))
+	text := liveText(st.StreamID, l, string(st.State)) + l.progress
 	if st.EndReason != "" {
 		text += " (" + st.EndReason + ")"
 	}
@@ -118,7 +121,8 @@ func (r *liveReporter) refresh() {
 				l.lastN, l.lastT = st.processed, now
 			}
 			l.processed = st.processed
-			text := liveText(id, l, st.state) + fmt.Sprintf("  queue %d/%d", st.queued, st.capacity)
+			l.progress = progressText(in.Progress)
+			text := liveText(id, l, st.state) + fmt.Sprintf("  queue %d/%d", st.queued, st.capacity) + l.progress
 			l.text.Store(&text)
 		}
 		r.mu.Unlock()
@@ -139,6 +143,32 @@ func (r *liveReporter) line(id string) *streamLine {
 	})))
 	r.lines[id] = l
 	return l
+}
+
+// progressText draws a stream's :progress after its live line: a bar of
+// the fraction done, the percentage, the ETA and the step; "" without one.
+func progressText(p *provider.ProgressInfo) string {
+	if p == nil {
+		return ""
+	}
+	var b strings.Builder
+	if p.Fraction != nil {
+		const width = 20
+		n := int(*p.Fraction*width + 0.5)
+		fmt.Fprintf(&b, "  [%s%s] %3.0f%%", strings.Repeat("#", n), strings.Repeat(".", width-n), *p.Fraction*100)
+	} else {
+		fmt.Fprintf(&b, "  done %g", p.Done)
+	}
+	if p.EtaMs != nil {
+		fmt.Fprintf(&b, " eta %s", (time.Duration(*p.EtaMs) * time.Millisecond).Round(time.Second))
+	}
+	if step := p.Message; step != "" || p.Milestone != "" {
+		if step == "" {
+			step = p.Milestone
+		}
+		b.WriteString("  " + clip(step, 40))
+	}
+	return b.String()
 }
 
 func liveText(id string, l *streamLine, state string) string {

@@ -15,7 +15,11 @@ import (
 // concurrent use. The three implementations are the JSON-lines format of
 // DESIGN §7 (--json), plain lines (a pipe) and live lines (a terminal).
 type reporter interface {
-	output(stream string, seq int64, v rtfs.Value)
+	// output prints an output as delivered (docs/streams.md, "Delivery"):
+	// o.Count > 1 when it stands for outputs of its :kind coalesced.
+	output(stream string, o provider.Output)
+	// dropped reports n low-priority outputs of stream left out.
+	dropped(stream string, n int64)
 	end(st provider.Status)
 	log(line string)
 	result(v rtfs.Value)
@@ -29,6 +33,8 @@ type jsonLine struct {
 	Stream    string          `json:"stream,omitempty"`
 	Seq       *int64          `json:"seq,omitempty"`
 	Output    json.RawMessage `json:"output,omitempty"`
+	Count     int64           `json:"count,omitempty"`
+	Kind      string          `json:"kind,omitempty"`
 	State     string          `json:"state,omitempty"`
 	EndReason string          `json:"end-reason,omitempty"`
 	Message   string          `json:"message,omitempty"`
@@ -41,7 +47,8 @@ type jsonLine struct {
 
 // jsonReporter writes one JSON object per line:
 //
-//	{"type":"output","stream":ID,"seq":N,"output":V}
+//	{"type":"output","stream":ID,"seq":N,"output":V}   (+ "count":C,"kind":K when C outputs of kind K were coalesced)
+//	{"type":"dropped","stream":ID,"count":N}           (low-priority outputs left out)
 //	{"type":"status","stream":ID,"state":"completed","end-reason":R,"message":M,"result":V}
 //	{"type":"log","message":TEXT}
 //	{"type":"result","value":V}
@@ -65,8 +72,16 @@ func (r *jsonReporter) write(l jsonLine) {
 	_ = r.enc.Encode(l) // a closed stdout has nowhere to report to
 }
 
-func (r *jsonReporter) output(stream string, seq int64, v rtfs.Value) {
-	r.write(jsonLine{Type: "output", Stream: stream, Seq: &seq, Output: valueJSON(v)})
+func (r *jsonReporter) output(stream string, o provider.Output) {
+	l := jsonLine{Type: "output", Stream: stream, Seq: &o.Seq, Output: valueJSON(o.Value)}
+	if o.Count > 1 {
+		l.Count, l.Kind = o.Count, o.Kind
+	}
+	r.write(l)
+}
+
+func (r *jsonReporter) dropped(stream string, n int64) {
+	r.write(jsonLine{Type: "dropped", Stream: stream, Count: n})
 }
 
 func (r *jsonReporter) end(st provider.Status) {
@@ -109,14 +124,22 @@ func (r *textReporter) printf(format string, args ...any) {
 	fmt.Fprintf(r.w, format, args...)
 }
 
-func (r *textReporter) output(stream string, seq int64, v rtfs.Value) {
+func (r *textReporter) output(stream string, o provider.Output) {
 	r.mu.Lock()
 	if r.last == nil {
 		r.last = map[string]rtfs.Value{}
 	}
-	r.last[stream] = v
+	r.last[stream] = o.Value
 	r.mu.Unlock()
-	r.printf("%s #%d: %s\n", stream, seq, v)
+	if o.Count > 1 {
+		r.printf("%s #%d: %s  (×%d %s)\n", stream, o.Seq, o.Value, o.Count, o.Kind)
+		return
+	}
+	r.printf("%s #%d: %s\n", stream, o.Seq, o.Value)
+}
+
+func (r *textReporter) dropped(stream string, n int64) {
+	r.printf("%s: %d low-priority outputs left out\n", stream, n)
 }
 
 // end prints the stream's status line; a result that is the output just

@@ -245,8 +245,13 @@ func (a *app) newReporter(o runOptions, prov *provider.Provider) reporter {
 	return &textReporter{w: a.stdout}
 }
 
-// pumpEvents forwards every stream event to rep until the provider closes or
-// every stream has ended... it runs until the subscription closes.
+// pumpEvents forwards every stream event to rep as an Outbox delivers
+// them (docs/streams.md, "Delivery": immediate outputs at once, normal and
+// low ones in batches, coalesced by :kind, the oldest low ones dropped when
+// more wait than a batch holds) until the subscription closes (the
+// provider closes), then everything held. The subscription is lossless:
+// a reporter slower than the streams holds them up, so it is never cut
+// off.
 func pumpEvents(prov *provider.Provider, rep reporter) (<-chan struct{}, error) {
 	sub, err := prov.Subscribe("", provider.SubscribeOptions{Lossless: true, Buffer: 256})
 	if err != nil {
@@ -255,16 +260,51 @@ func pumpEvents(prov *provider.Provider, rep reporter) (<-chan struct{}, error) 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ev := range sub.C() {
-			switch ev.Kind {
-			case provider.EventOutput:
-				rep.output(ev.StreamID, ev.Seq, ev.Output)
-			case provider.EventEnd:
-				rep.end(ev.Status)
+		box := provider.NewOutbox(provider.OutboxOptions{})
+		var batches []provider.Batch
+		timer := time.NewTimer(time.Hour)
+		defer timer.Stop()
+		events := sub.C()
+		for events != nil {
+			timer.Stop()
+			var tick <-chan time.Time
+			if at, ok := box.Next(); ok {
+				timer.Reset(time.Until(at))
+				tick = timer.C
+			}
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					events = nil
+					break
+				}
+				box.Add(ev)
+			case <-tick:
+			}
+			if events == nil {
+				batches = box.Drain(batches[:0])
+			} else {
+				batches = box.Take(time.Now(), batches[:0])
+			}
+			for _, b := range batches {
+				report(rep, &b)
 			}
 		}
 	}()
 	return done, nil
+}
+
+// report hands one delivered batch to rep.
+func report(rep reporter, b *provider.Batch) {
+	if b.Dropped > 0 {
+		rep.dropped(b.StreamID, b.Dropped)
+	}
+	for _, o := range b.Outputs {
+		rep.output(b.StreamID, o)
+	}
+	if b.End != nil {
+		rep.end(*b.End)
+	}
 }
 
 // lineWriter turns what println and log write into whole lines for the

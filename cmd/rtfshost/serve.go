@@ -26,6 +26,7 @@ type serveOptions struct {
 	listen           string
 	token            string
 	progressInterval time.Duration
+	delivery         deliveryFlags
 	allowOrigins     []string
 	allowServers     []string
 	allowCommands    []string
@@ -69,7 +70,7 @@ Bound to any other address it requires a bearer token (--token or the
 ` + tokenEnv + ` environment variable), which every request must then carry
 as "Authorization: Bearer <token>".`,
 		Example: `  rtfshost serve
-  rtfshost serve --listen 127.0.0.1:7070 --progress-interval 250ms
+  rtfshost serve --listen 127.0.0.1:7070 --normal-interval 250ms --low-batch 50
   RTFSHOST_TOKEN=$(openssl rand -hex 16) rtfshost serve --listen 0.0.0.0:7070`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -85,7 +86,9 @@ as "Authorization: Bearer <token>".`,
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:7070", "address to listen on (a non-loopback address needs a token)")
 	f.StringVar(&o.token, "token", "", "bearer token required on every request (default $"+tokenEnv+")")
-	f.DurationVar(&o.progressInterval, "progress-interval", 0, "least time between two progress notifications of a call; outputs in between are coalesced (0: one per output)")
+	f.DurationVar(&o.progressInterval, "progress-interval", 0, "the same as --normal-interval")
+	_ = f.MarkDeprecated("progress-interval", "use --normal-interval")
+	o.delivery.add(cmd)
 	f.StringSliceVar(&o.allowOrigins, "allow-origin", nil, "browser origin to accept besides the server's own, e.g. http://localhost:6274 (repeatable)")
 	f.StringArrayVar(&o.allowServers, "allow-server", nil, "URL prefix streams may connect to besides the default server's origin, e.g. https://api.example.com/sse (repeatable; also $"+allowServersEnv+", comma-separated)")
 	f.StringArrayVar(&o.allowCommands, "allow-command", nil, "executable a child-process stream may start, by name or absolute path (repeatable; also $"+allowCommandsEnv+")")
@@ -114,6 +117,12 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	if o.progressInterval < 0 {
 		return withCode(exitProgramError, fmt.Errorf("--progress-interval: must not be negative, got %v", o.progressInterval))
+	}
+	if cmd.Flags().Changed("progress-interval") && !cmd.Flags().Changed("normal-interval") {
+		o.delivery.policy.Normal.Interval = o.progressInterval
+	}
+	if err := o.delivery.check(); err != nil {
+		return withCode(exitProgramError, err)
 	}
 	if err := checkListen(o.listen, o.token); err != nil {
 		return withCode(exitProgramError, err)
@@ -186,13 +195,13 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	if err := ob.watchCluster(h.Cluster()); err != nil {
 		return withCode(exitStreamFailed, err)
 	}
-	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI)
+	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI, &o.delivery.policy)
 	if err != nil {
 		return withCode(exitStreamFailed, err)
 	}
 	defer closeRoutes()
 	srv, err := mcpserver.New(mcpserver.Options{
-		Host: h, Token: o.token, ProgressInterval: o.progressInterval,
+		Host: h, Token: o.token, Delivery: &o.delivery.policy,
 		AllowedOrigins: o.allowOrigins, Version: version, Logger: logger,
 		Limits: a.rt.limits(), MaxCallsPerSession: o.maxSessionCalls,
 		Observer: ob.obs, Routes: routes,
@@ -235,6 +244,36 @@ func checkListen(addr, token string) error {
 	}
 	if err := mcpserver.CheckExposure(addr, token); err != nil {
 		return fmt.Errorf("--listen: %w (--token or $%s)", err, tokenEnv)
+	}
+	return nil
+}
+
+// deliveryFlags are serve's delivery policy: how the outputs of a call's
+// streams become progress notifications, and reach the dashboard
+// (docs/streams.md, "Delivery"); a stream's :delivery overrides them.
+type deliveryFlags struct{ policy provider.Delivery }
+
+func (d *deliveryFlags) add(cmd *cobra.Command) {
+	def := provider.DefaultDelivery()
+	d.policy = def
+	f := cmd.Flags()
+	f.DurationVar(&d.policy.Normal.Interval, "normal-interval", def.Normal.Interval, "least time between two deliveries of normal outputs to one subscriber (a progress notification, the dashboard); 0: at once")
+	f.IntVar(&d.policy.Normal.MaxBatch, "normal-batch", def.Normal.MaxBatch, "most normal outputs one delivery carries; a full batch goes at once")
+	f.DurationVar(&d.policy.Low.Interval, "low-interval", def.Low.Interval, "least time between two deliveries of low outputs to one subscriber; more than a batch waiting drops the oldest")
+	f.IntVar(&d.policy.Low.MaxBatch, "low-batch", def.Low.MaxBatch, "most low outputs one delivery carries")
+}
+
+func (d *deliveryFlags) check() error {
+	for _, t := range []struct {
+		name string
+		t    provider.Throttle
+	}{{"normal", d.policy.Normal}, {"low", d.policy.Low}} {
+		if t.t.Interval < 0 {
+			return fmt.Errorf("--%s-interval: must not be negative, got %v", t.name, t.t.Interval)
+		}
+		if t.t.MaxBatch < 1 {
+			return fmt.Errorf("--%s-batch: must be at least 1, got %d", t.name, t.t.MaxBatch)
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -194,19 +195,33 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage) {
 		s.appendEvent(k, rpcResponse(id, resultJSON(textResult(fmt.Sprintf("%s: the stream %s was not recovered after the server restarted", ToolStart, l.streamID), true))))
 		return
 	}
-	outputs, progress := l.outputs, l.progress
+	outputs := l.outputs
 	if !st.State.Terminal() {
 		if err := c.watchStream(l.streamID); err != nil {
 			return
 		}
+		// The outputs go out as the call's did: through an Outbox, one
+		// notification per batch, the progress going on from the last.
+		box := s.newOutbox()
+		note := notifier{base: l.progress, last: l.progress, any: true}
+		var params mcp.ProgressNotificationParams
 		var evs []provider.Event
-		for {
+		var batches []provider.Batch
+		timer := time.NewTimer(time.Hour)
+		defer timer.Stop()
+		for ended := false; !ended; {
+			timer.Stop()
+			var tick <-chan time.Time
+			if at, ok := box.Next(); ok {
+				timer.Reset(time.Until(at))
+				tick = timer.C
+			}
 			select {
 			case <-c.w.wake:
+			case <-tick:
 			case <-ctx.Done():
 				return
 			}
-			ended := false
 			evs = c.w.take(evs)
 			for _, ev := range evs {
 				switch ev.Kind {
@@ -215,16 +230,23 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage) {
 						continue // processed again after the restart: notified before it
 					}
 					l.seq = ev.Seq
-					progress++
 					out := valueJSON(ev.Output)
 					outputs = append(outputs, out)
-					s.appendEvent(k, progressNote(l.token, progress, out, l.streamID, ev.Seq))
+					box.AddEncoded(ev, out)
+				case provider.EventProgress:
+					box.Add(ev)
 				case provider.EventEnd:
 					st, ended = ev.Status, true
 				}
 			}
 			if ended {
-				break
+				batches = box.Drain(batches[:0])
+			} else {
+				batches = box.Take(time.Now(), batches[:0])
+			}
+			for i := range batches {
+				note.fill(&params, &batches[i])
+				s.appendEvent(k, progressNote(l.token, &params))
 			}
 		}
 	}
@@ -239,10 +261,11 @@ func (s *Server) appendEvent(k streamKey, data []byte) {
 	}
 }
 
-func progressNote(token string, progress float64, output json.RawMessage, streamID string, seq int64) []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
-		"progressToken": json.RawMessage(token), "progress": progress, "message": string(output),
-		"_meta": map[string]any{metaStream: streamID, metaSeq: seq}}})
+// progressNote is the notifications/progress message of params for the
+// call whose progress token is token (its JSON).
+func progressNote(token string, params *mcp.ProgressNotificationParams) []byte {
+	params.ProgressToken = json.RawMessage(token)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
 	return b
 }
 

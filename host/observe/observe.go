@@ -193,7 +193,7 @@ func (o *Observer) register() error {
 		Namespace: ns, Name: "mcp_call_duration_seconds", Help: "How long an MCP tool call took, to its result.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 	}, []string{"tool"})
-	o.limits = counter("limit_hits_total", "Work refused or stopped by a limit, by kind (max-streams, session-calls, buffered-outputs, event-size, rtfs-steps, rtfs-depth, rtfs-memory, rtfs-time, rtfs-collection-size).", "kind")
+	o.limits = counter("limit_hits_total", "Work refused or stopped by a limit, by kind (max-streams, session-calls, buffered-outputs, pending-notifications, event-size, rtfs-steps, rtfs-depth, rtfs-memory, rtfs-time, rtfs-collection-size).", "kind")
 	for _, c := range []prometheus.Collector{
 		o.received, o.bytes, o.processed, o.dropped, o.outDropped, o.procErrors, o.procLatency, o.directives,
 		o.started, o.ended, o.reconnects, o.tErrors, o.commitDur, o.commitSize, o.commitOps,
