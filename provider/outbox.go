@@ -281,6 +281,18 @@ func (l *lane) dropOldestLow() {
 	l.count[PriorityLow]--
 	l.drops += h.out.Count
 	l.src.outputDropped(PriorityLow, h.out.Count)
+	if h.progress != nil {
+		// The progress it carried goes with the next item, unless that
+		// one carries a later one.
+		for j := i + 1; j < len(l.items); j++ {
+			if n := &l.items[j]; !n.dead {
+				if n.progress == nil {
+					n.progress = h.progress
+				}
+				break
+			}
+		}
+	}
 }
 
 // cutLocked cuts the subscriber off: everything held is dropped and

@@ -253,3 +253,22 @@ func TestOutboxCut(t *testing.T) {
 		t.Fatalf("dropped %+v", d)
 	}
 }
+
+// TestOutboxDropKeepsProgress: a low output dropped hands the progress it
+// carried to the next one, so that the subscriber still learns it.
+func TestOutboxDropKeepsProgress(t *testing.T) {
+	o := NewOutbox(OutboxOptions{})
+	o.Add(out(0, PriorityLow, ""))
+	o.Take(at(0), nil)
+	total := 2.0
+	first := out(1, PriorityLow, "")
+	first.Progress = &ProgressInfo{Total: &total}
+	o.Add(first)
+	for i := int64(2); i < 30; i++ {
+		o.Add(out(i, PriorityLow, ""))
+	}
+	bs := o.Take(at(1000), nil)
+	if len(bs) != 1 || bs[0].Dropped != 9 || bs[0].Progress == nil || *bs[0].Progress.Total != 2 {
+		t.Fatalf("batches %s, progress %+v", shape(bs), bs[0].Progress)
+	}
+}

@@ -162,6 +162,9 @@ func serveResumeAfterKill(t *testing.T, sourceURL string) {
 			"program": `(defn step [n chunk meta] {:state (inc n) :output {:count (inc n)}})`, "processor": "step",
 			"endpoint": "counter.v1", "transport": "sse", "stream-id": "resumable", "initial-state": 0,
 			"config": map[string]any{"limit": 30, "interval_ms": 30},
+			// One notification per output, here and after the restart (the
+			// stream's :delivery is stored with it).
+			"delivery": map[string]any{"normal": map[string]any{"interval-ms": 0, "max-batch": 1}},
 		}}})
 	req, _ := http.NewRequest(http.MethodPost, base, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
