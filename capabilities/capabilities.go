@@ -44,7 +44,17 @@ type Call struct {
 	// Stream is the id of the stream whose processor made the call; empty
 	// for a program's call and a call from Go.
 	Stream string
+	// Journal is the calling run's journal, nil when the run records none.
+	// Its Snapshot, taken while the handler runs, ends with this call as
+	// the pending one: what a replay of the run needs to come back to this
+	// call under another compiler (:mcp.stream.start keeps it with the
+	// stream it starts).
+	Journal *Journal
 }
+
+// LogCapability is the id of the capability that RTFS's println and log
+// call; it answers nil.
+const LogCapability = "ccos.io.log"
 
 // A Handler serves a capability. It runs on the goroutine of the program or
 // stream that made the call, must honour ctx, and returns an Answer or an

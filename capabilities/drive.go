@@ -27,20 +27,31 @@ type Server func(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error)
 func Drive(ctx context.Context, th *rtfs.Thread, out rtfs.Outcome, err error, serve Server) (rtfs.Outcome, error) {
 	for err == nil && out.Call != nil {
 		v, cerr := serve(ctx, out)
-		if cerr == nil {
+		switch {
+		case cerr == nil:
 			out, err = th.Resume(ctx, out.Continuation, v)
-			continue
-		}
-		var h *haltError
-		if errors.As(cerr, &h) {
-			return out, h.err
-		}
-		if ctx.Err() != nil {
+		case resumes(ctx, cerr):
+			out, err = th.ResumeError(ctx, out.Continuation, cerr)
+		default:
+			var h *haltError
+			if errors.As(cerr, &h) {
+				return out, h.err
+			}
 			return out, fmt.Errorf("host call :%s at %s: %w", out.Call.Capability, out.Call.Pos, ctx.Err())
 		}
-		out, err = th.ResumeError(ctx, out.Continuation, cerr)
 	}
 	return out, err
+}
+
+// resumes reports whether Drive resumes the program after serve returned
+// err: with the answer (nil) or by throwing err into it, unless err is a
+// Halt or ctx has ended.
+func resumes(ctx context.Context, err error) bool {
+	if err == nil {
+		return true
+	}
+	var h *haltError
+	return !errors.As(err, &h) && ctx.Err() == nil
 }
 
 // Halt wraps err so that Drive ends the run with err instead of throwing it

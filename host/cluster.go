@@ -33,7 +33,7 @@ func keyOwner(key []byte) (string, bool) {
 	if id, ok := provider.KeyOwner(key); ok {
 		return id, true
 	}
-	for _, prefix := range []string{parkedPrefix, resumedPrefix} {
+	for _, prefix := range []string{parkedPrefix, resumedPrefix, journalPrefix} {
 		if rest, ok := bytes.CutPrefix(key, []byte(prefix)); ok {
 			return runOwner(string(rest)), true
 		}
@@ -143,7 +143,9 @@ type wireAnswer struct {
 	Result  []byte               `json:"result,omitempty"`
 	Inspect []byte               `json:"inspect,omitempty"`
 	Info    *provider.StreamInfo `json:"info,omitempty"`
-	Err     string               `json:"err,omitempty"`
+	// Upgraded is what an "upgrade" did.
+	Upgraded *provider.UpgradeResult `json:"upgraded,omitempty"`
+	Err      string                  `json:"err,omitempty"`
 	// NotRunning: the host asked does not run the stream (it stopped
 	// between the asker's look at the owner and the answer).
 	NotRunning bool `json:"not-running,omitempty"`
@@ -152,7 +154,7 @@ type wireAnswer struct {
 // encodeAnswer encodes a's answer, or err, for the wire. Values that cannot
 // be encoded (closures) become an error answer.
 func encodeAnswer(a provider.Answer, err error) []byte {
-	w := wireAnswer{ID: a.Status.StreamID, State: a.Status.State, Message: a.Status.Message, Reason: a.Status.EndReason, Info: a.Info}
+	w := wireAnswer{ID: a.Status.StreamID, State: a.Status.State, Message: a.Status.Message, Reason: a.Status.EndReason, Info: a.Info, Upgraded: a.Upgraded}
 	if err == nil && a.Status.Result != nil {
 		w.Result, err = rtfs.MarshalValue(a.Status.Result)
 	}
@@ -179,7 +181,7 @@ func decodeAnswer(data []byte) (provider.Answer, error) {
 	case w.Err != "":
 		return provider.Answer{}, errors.New(w.Err)
 	}
-	a := provider.Answer{Status: provider.Status{StreamID: w.ID, State: w.State, Message: w.Message, EndReason: w.Reason}, Info: w.Info}
+	a := provider.Answer{Status: provider.Status{StreamID: w.ID, State: w.State, Message: w.Message, EndReason: w.Reason}, Info: w.Info, Upgraded: w.Upgraded}
 	var err error
 	if len(w.Result) > 0 {
 		if a.Status.Result, err = rtfs.UnmarshalValue(w.Result); err != nil {

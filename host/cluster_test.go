@@ -564,3 +564,47 @@ func TestClusterStatusOfKilledOwner(t *testing.T) {
 	}
 	awaitSums(t, b, "k", limit)
 }
+
+// TestClusterUpgradeForwarded: a processor swap asked of a host that does
+// not run the stream is made by the host that does; the stream goes on
+// there with the new processor, every chunk counted once.
+func TestClusterUpgradeForwarded(t *testing.T) {
+	ns := clustertest.Server(t, clustertest.Options{})
+	url := startSource(t)
+	a := clusterHost(t, ns, "a", url)
+	defer a.Close()
+	b := clusterHost(t, ns, "b", url)
+	defer b.Close()
+	const limit = 200
+	if _, err := a.Run(context.Background(), sumsOf(t, "up", ":sse", limit, 5)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "20 chunks", func() bool { return processed(t, a, "up") >= 20 })
+	prog, err := rtfs.Compile("new.rtfs", []byte(`
+(defn proc [state chunk meta]
+  (let [n (get-in chunk [:chunk :n] 0)]
+    {:state {:count (inc (:count state)) :sum (+ (:sum state) n) :new (inc (:new state 0))}}))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Provider().Upgrade(context.Background(), provider.Upgrade{StreamID: "up", Program: prog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.To.File != "new.rtfs" || res.From.File != "up.rtfs" || res.State != provider.StateActive {
+		t.Fatalf("upgrade through b: %+v", res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := b.Provider().Await(ctx, "up"); err != nil {
+		t.Fatal(err)
+	}
+	v, err := a.Provider().Inspect("up", provider.InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := get(v, "current-state", "new").(rtfs.Int)
+	if get(v, "current-state", "count") != rtfs.Int(limit) || get(v, "current-state", "sum") != rtfs.Int(limit*(limit+1)/2) || n < 1 || n > limit-20 {
+		t.Fatalf("the stream ended with %v: want every chunk once, the new processor's after the swap", get(v, "current-state"))
+	}
+}

@@ -100,7 +100,7 @@ type Host struct {
 func (h *Host) Parked() int { return int(h.parked.Load()) }
 
 // LogCapability is the id of the capability that println and log call.
-const LogCapability = "ccos.io.log"
+const LogCapability = capabilities.LogCapability
 
 // New returns a Host with the stream and log capabilities registered.
 func New(opts Options) (*Host, error) {
@@ -179,6 +179,12 @@ type RunOptions struct {
 	// Ephemeral keeps the run out of the store: a program waiting on
 	// :mcp.stream.await is not stored and does not outlive the run.
 	Ephemeral bool
+	// Journal, when set, records the run's host calls and their answers
+	// (a host with a store records them by itself): what a stream the run
+	// starts keeps, to come back to its processor under another compiler
+	// (docs/upgrading.md). The caller owns it; it is written on the run's
+	// goroutine until RunWith returns.
+	Journal *capabilities.Journal
 }
 
 // RunWith runs prog as Run does, adjusted by opts, and returns also the
@@ -195,6 +201,10 @@ func (h *Host) RunWith(ctx context.Context, prog *rtfs.Program, opts RunOptions)
 	out, err := th.Run(ctx, prog)
 	r := newRun(prog)
 	r.opts = opts
+	r.journal = opts.Journal
+	if r.journal == nil && h.store != nil {
+		r.journal = &capabilities.Journal{}
+	}
 	out, err = h.drive(ctx, th, r, out, err)
 	if !errors.Is(err, ErrParkInterrupted) {
 		h.unpark(r, nil)
@@ -210,11 +220,12 @@ func (h *Host) RunWith(ctx context.Context, prog *rtfs.Program, opts RunOptions)
 // context ended. Recover resumes it.
 var ErrParkInterrupted = errors.New("the program parked on :mcp.stream.await was interrupted; it stays stored and resumes after Recover")
 
-// drive serves the host calls of run r from out (or err) to its end.
+// drive serves the host calls of run r from out (or err) to its end,
+// recording them in r's journal.
 func (h *Host) drive(ctx context.Context, th *rtfs.Thread, r *run, out rtfs.Outcome, err error) (rtfs.Outcome, error) {
-	return capabilities.Drive(ctx, th, out, err, func(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error) {
+	return capabilities.Drive(ctx, th, out, err, r.journal.Serve(func(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error) {
 		return h.serve(ctx, r, out)
-	})
+	}))
 }
 
 // serve performs the host call out is suspended at for run r. With a store,
@@ -222,7 +233,7 @@ func (h *Host) drive(ctx context.Context, th *rtfs.Thread, r *run, out rtfs.Outc
 // failing to store it is an error thrown into the program.
 func (h *Host) serve(ctx context.Context, r *run, out rtfs.Outcome) (rtfs.Value, error) {
 	hc := out.Call
-	call := &capabilities.Call{ID: hc.Capability, Args: hc.Args, Pos: hc.Pos, Globals: out.Globals}
+	call := &capabilities.Call{ID: hc.Capability, Args: hc.Args, Pos: hc.Pos, Globals: out.Globals, Journal: r.journal}
 	if r.opts.Before != nil {
 		after, err := r.opts.Before(ctx, call)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/cluster"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
@@ -26,15 +27,23 @@ const (
 	hostVersion                          = 1
 	parkedPrefix                         = "host/parked/"
 	resumedPrefix                        = "host/resumed/"
+	// journalPrefix keys the journal of a parked program's run
+	// (capabilities.Journal.Snapshot, ending with its await), kept beside
+	// its parked record so that a release that does not know it reads the
+	// parked record all the same.
+	journalPrefix = "host/journal/"
 )
 
 // A run is one program run: Run's, or a parked program's that Recover
-// resumed. parked says that its record is in the store.
+// resumed. parked says that its record is in the store; journal records
+// its host calls (nil when nothing needs them: no store, no caller's
+// journal).
 type run struct {
-	id     string
-	prog   *rtfs.Program
-	parked bool
-	opts   RunOptions
+	id      string
+	prog    *rtfs.Program
+	parked  bool
+	opts    RunOptions
+	journal *capabilities.Journal
 }
 
 func newRun(prog *rtfs.Program) *run {
@@ -147,6 +156,9 @@ func (h *Host) park(ctx context.Context, r *run, out rtfs.Outcome) error {
 	}
 	var b persistence.Batch
 	b.Put([]byte(parkedPrefix+r.id), rec.encode())
+	if r.journal != nil {
+		b.Put([]byte(journalPrefix+r.id), r.journal.Snapshot())
+	}
 	if err := h.store.Commit(ctx, &b); err != nil {
 		return fmt.Errorf("persist the parked program: %w", err)
 	}
@@ -162,6 +174,7 @@ func (h *Host) unpark(r *run, outcome *ResumedProgram) {
 	}
 	var b persistence.Batch
 	b.Delete([]byte(parkedPrefix + r.id))
+	b.Delete([]byte(journalPrefix + r.id))
 	if outcome != nil {
 		b.Put([]byte(resumedPrefix+r.id), encodeResumed(*outcome))
 	}
@@ -256,30 +269,98 @@ func (h *Host) resumeRecord(progs map[string]*rtfs.Program, key, value []byte) e
 		}
 		progs[rec.hash] = prog
 	}
-	k, err := rtfs.UnmarshalContinuation(prog, rec.cont)
-	if err != nil {
-		return fmt.Errorf("decode the continuation: %w", err)
-	}
 	r := &run{id: strings.TrimPrefix(string(key), parkedPrefix), prog: prog, parked: true}
 	if h.cl != nil {
 		if err := h.cl.Claim(h.ctx, runOwner(r.id)); err != nil {
 			return err
 		}
 	}
+	out, err := h.unparkedOutcome(r, &rec)
+	if err != nil {
+		if h.cl != nil {
+			_ = h.cl.Release(h.ctx, runOwner(r.id), false) // another host may manage
+		}
+		return err
+	}
 	if !h.programs.add() {
 		return errors.New("the host is closed")
 	}
-	go h.resumeParked(r, rec.streamID, k)
+	go h.resumeParked(r, rec.streamID, out)
 	return nil
 }
 
-// resumeParked serves a recovered program from its parked await to its end.
-func (h *Host) resumeParked(r *run, streamID string, k *rtfs.Continuation) {
+// unparkedOutcome returns the outcome at which parked run r waits on its
+// await, and sets r's journal to go on from the stored one. A program
+// compiled to the stored hash resumes from its continuation; one that this
+// build compiles to another hash (another compiler or prelude) is replayed
+// from its source, its host calls answered from its stored journal, or,
+// for a program stored by a release that kept none, from what is known of
+// its calls (provider.LegacyReplay). A replay that goes another way than
+// the stored run fails with a capabilities.NondeterminismError: the
+// program stays parked.
+func (h *Host) unparkedOutcome(r *run, rec *parkedRecord) (rtfs.Outcome, error) {
+	jdata, err := h.store.Get(h.ctx, []byte(journalPrefix+r.id))
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+		jdata = nil
+	case err != nil:
+		return rtfs.Outcome{}, fmt.Errorf("read the program's journal: %w", err)
+	}
+	var jrec *capabilities.Record
+	if jdata != nil {
+		if jrec, err = capabilities.DecodeJournal(jdata); err != nil {
+			return rtfs.Outcome{}, &persistence.CorruptRecordError{Key: []byte(journalPrefix + r.id), Reason: "bad journal", Err: err}
+		}
+	}
+	if r.prog.Hash() == rec.hash {
+		k, err := rtfs.UnmarshalContinuation(r.prog, rec.cont)
+		if err != nil {
+			return rtfs.Outcome{}, fmt.Errorf("decode the continuation: %w", err)
+		}
+		if jrec != nil {
+			r.journal = jrec.Journal()
+		} else {
+			r.journal = capabilities.NewBrokenJournal("the run was resumed from a continuation stored without a journal")
+		}
+		return rtfs.Outcome{Call: k.Call(), Continuation: k, Globals: k.Globals()}, nil
+	}
+	var next capabilities.ReplayFunc
+	how := "legacy replay (the release that stored it kept no journal of its host calls)"
+	if jrec != nil {
+		next, how = jrec.Next, "replay of its journal"
+		r.journal = jrec.Journal()
+	} else {
+		endpoint := ""
+		if in, err := h.prov.Info(rec.streamID, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true}); err == nil {
+			endpoint = in.Endpoint
+		}
+		r.journal = &capabilities.Journal{}
+		next = r.journal.Recording(provider.LegacyReplay(rec.streamID, endpoint, func(c *rtfs.HostCall) bool {
+			return strings.TrimPrefix(c.Capability, ":") == provider.CapAwait && awaitedStream(c.Args) == rec.streamID
+		}))
+	}
+	out, err := capabilities.Replay(h.ctx, rtfs.NewThread(h.limits), r.prog, next)
+	if err == nil && out.Call == nil {
+		err = errors.New("the run ended without coming back to its await")
+	}
+	if err != nil {
+		return rtfs.Outcome{}, fmt.Errorf("program %s was compiled by another compiler; this one (%s) could not come back to its await on stream %q by %s: %w",
+			rec.name, rtfs.CompileVersion(), rec.streamID, how, err)
+	}
+	h.log.Info("parked program recompiled by this compiler", "run", r.id, "program", rec.name, "compiler", rtfs.CompileVersion(), "by", how)
+	return out, nil
+}
+
+// resumeParked serves a recovered program from its parked await (out) to
+// its end.
+func (h *Host) resumeParked(r *run, streamID string, out rtfs.Outcome) {
 	defer h.programs.done()
 	th := rtfs.NewThread(h.limits)
-	out := rtfs.Outcome{Call: k.Call(), Continuation: k, Globals: k.Globals()}
 	out, err := h.drive(h.ctx, th, r, out, nil)
 	if errors.Is(err, ErrParkInterrupted) {
+		if h.ctx.Err() == nil { // the host goes on: the awaited stream does not run (unrecoverable)
+			h.log.Warn("resumed program stays parked: its stream does not run", "run", r.id, "program", r.prog.Name(), "stream", streamID, "err", err)
+		}
 		return // still parked: the next Recover resumes it
 	}
 	res := ResumedProgram{RunID: r.id, Program: r.prog.Name(), StreamID: streamID, FinishedAt: time.Now()}

@@ -128,3 +128,16 @@ func uvarintLen(v uint64) int {
 func clone(b []byte) []byte {
 	return append([]byte(nil), b...)
 }
+
+// StoreFormat numbers the layout of what rtfshost keeps in a store: which
+// records there are, under which keys, with which payloads (the provider's
+// and the host's, docs/durability.md). It goes up with every release that
+// writes something an older release does not read alike; CHANGELOG.md says
+// which release brought which, and host/testdata/upgrade holds a data
+// directory of each (docs/upgrading.md). 1: 0.1.0. 2: 0.2.0 (a stream's
+// idle timeout and transport keys in its definition; MCP tasks and event
+// store). 3: streams' origin records and parked programs' journals, which
+// let another compiler come back to them (older releases ignore both); the
+// process group of an :exec or :stdio stream, and the output a journaled
+// chunk of such a stream came from (which 0.2.0 refuses).
+const StoreFormat = 3

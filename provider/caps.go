@@ -131,6 +131,7 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 		Transport:    stringField(m, "transport"),
 		ServerURL:    stringField(m, "server-url"),
 		StreamID:     stringField(m, "stream-id"),
+		RunJournal:   c.Journal.Snapshot(),
 	}
 	if cfg, ok := field(m, "config").(*rtfs.Map); ok {
 		req.Config = cfg
@@ -178,11 +179,7 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 		}
 		return capabilities.Answer{}, err
 	}
-	return capabilities.Now(rtfs.MapOf(
-		rtfs.Keyword("stream-id"), rtfs.String(id),
-		rtfs.Keyword("endpoint"), rtfs.String(req.Endpoint),
-		rtfs.Keyword("status"), rtfs.Keyword(StateActive),
-	)), nil
+	return capabilities.Now(startAnswer(id, req.Endpoint)), nil
 }
 
 func (p *Provider) capInspect(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {

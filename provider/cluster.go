@@ -67,26 +67,37 @@ func (e *OwnedError) Unwrap() error { return e.Err }
 var ErrNotRunning = errors.New("no live host runs the stream")
 
 // A Request is a request on a stream that may run on another host: Verb is
-// "status", "pause", "resume", "cancel" or "inspect".
+// "status", "pause", "resume", "cancel", "inspect" or "upgrade" (with
+// Upgrade).
 type Request struct {
 	Verb     string         `json:"verb"`
 	StreamID string         `json:"stream"`
 	Inspect  InspectOptions `json:"inspect"`
+	Upgrade  *UpgradeSource `json:"upgrade,omitempty"`
+}
+
+// An UpgradeSource is an Upgrade as it travels to another host: the new
+// program as source, compiled there.
+type UpgradeSource struct {
+	File      string `json:"file"`
+	Source    string `json:"source"`
+	Processor string `json:"processor,omitempty"`
 }
 
 // An Answer is a host's answer to a Request: the stream's status after it,
 // and for "inspect" its snapshot (Info) and inspect map (Inspect, its
 // Value).
 type Answer struct {
-	Status  Status
-	Info    *StreamInfo
-	Inspect rtfs.Value
+	Status   Status
+	Info     *StreamInfo
+	Inspect  rtfs.Value
+	Upgraded *UpgradeResult // for "upgrade"
 }
 
 // Answer runs req on a stream this provider runs, for another host of the
 // cluster (it is never forwarded again). It fails with an error wrapping
 // ErrNotRunning when this provider does not run the stream.
-func (p *Provider) Answer(_ context.Context, req Request) (Answer, error) {
+func (p *Provider) Answer(ctx context.Context, req Request) (Answer, error) {
 	s, err := p.lookup(req.StreamID)
 	if err != nil || s.moved.Load() {
 		return Answer{}, fmt.Errorf("stream %q: %w here", req.StreamID, ErrNotRunning)
@@ -104,6 +115,16 @@ func (p *Provider) Answer(_ context.Context, req Request) (Answer, error) {
 	case "inspect":
 		in := s.info(req.Inspect, time.Now())
 		return Answer{Status: s.status(), Info: &in, Inspect: in.Value()}, nil
+	case "upgrade":
+		if req.Upgrade == nil {
+			return Answer{}, errors.New("an upgrade request without its program")
+		}
+		prog, err := rtfs.Compile(req.Upgrade.File, []byte(req.Upgrade.Source))
+		if err != nil {
+			return Answer{}, fmt.Errorf("upgrade stream %q: %w: %w", req.StreamID, ErrCannotUpgrade, err)
+		}
+		res, err := p.Upgrade(ctx, Upgrade{StreamID: req.StreamID, Program: prog, Processor: req.Upgrade.Processor, Limits: p.opts.Limits})
+		return Answer{Status: s.current().status(), Upgraded: &res}, err
 	default:
 		return Answer{}, fmt.Errorf("unknown request %q", req.Verb)
 	}
@@ -111,9 +132,13 @@ func (p *Provider) Answer(_ context.Context, req Request) (Answer, error) {
 }
 
 // KeyOwner returns the stream whose records include key: the keys a
-// provider writes under "stream/<id>\x00". Package cluster fences writes
-// of such keys by the stream's ownership. It costs a scan of key.
+// provider writes under "stream/<id>\x00", and its origin record
+// "origin/<id>". Package cluster fences writes of such keys by the
+// stream's ownership. It costs a scan of key.
 func KeyOwner(key []byte) (string, bool) {
+	if id, ok := bytes.CutPrefix(key, []byte(originPrefix)); ok {
+		return string(id), true
+	}
 	rest, ok := bytes.CutPrefix(key, []byte(streamPrefix))
 	if !ok {
 		return "", false
@@ -219,7 +244,7 @@ func movedErr(err error) bool { return errors.Is(err, persistence.ErrFenced) }
 // owner died is claimed and runs here).
 func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, error) {
 	if p.opts.Cluster == nil || p.ps == nil {
-		return Answer{}, nil, fmt.Errorf("no stream with id %q", req.StreamID)
+		return Answer{}, nil, &noStreamError{id: req.StreamID}
 	}
 	a, err := p.opts.Cluster.Forward(ctx, req)
 	if err == nil || !errors.Is(err, ErrNotRunning) {
@@ -229,7 +254,7 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, er
 		var owned *OwnedError
 		switch {
 		case errors.Is(err, ErrNotPersisted):
-			return Answer{}, nil, fmt.Errorf("no stream with id %q: %w", req.StreamID, err)
+			return Answer{}, nil, &noStreamError{id: req.StreamID, err: err}
 		case errors.As(err, &owned) && (req.Verb == "status" || req.Verb == "inspect"):
 			a, err := p.storedAnswer(ctx, req, owned)
 			return a, nil, err

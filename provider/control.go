@@ -78,9 +78,9 @@ func (p *Provider) Cancel(id string) (Status, error) {
 		return p.forward(id, "cancel", err)
 	}
 	s.mu.Lock()
-	if s.dormant {
-		s.mu.Unlock()
-		return Status{}, errDormant(id, "cancel")
+	if s.dormant || s.upgrade != nil {
+		defer s.mu.Unlock()
+		return Status{}, errDormant(s, "cancel")
 	}
 	if !s.st.Terminal() {
 		s.obs.Directive("cancel", "request")
@@ -93,9 +93,16 @@ func (p *Provider) Cancel(id string) (Status, error) {
 }
 
 // errDormant reports a request to a stream that was recovered without
-// connecting (Options.ManualConnect): it can be inspected, not driven.
-func errDormant(id, verb string) error {
-	return fmt.Errorf("cannot %s stream %q: it was loaded from the store without running (manual connect); inspect only", verb, id)
+// connecting (Options.ManualConnect), or could not be recovered, or is
+// stopped for an upgrade: it can be inspected, not driven. s.mu is held.
+func errDormant(s *stream, verb string) error {
+	switch {
+	case s.st == StateUnrecoverable:
+		return fmt.Errorf("cannot %s stream %q: it is unrecoverable (%s); give it a processor again (rtfshost upgrade) or remove it", verb, s.id, s.msg)
+	case s.upgrade != nil:
+		return fmt.Errorf("cannot %s stream %q: its processor is being swapped; try again in a moment", verb, s.id)
+	}
+	return fmt.Errorf("cannot %s stream %q: it was loaded from the store without running (manual connect); inspect only", verb, s.id)
 }
 
 func (p *Provider) control(id, verb string, change func(*stream)) (Status, error) {
@@ -107,9 +114,9 @@ func (p *Provider) control(id, verb string, change func(*stream)) (Status, error
 		return p.forward(id, verb, err)
 	}
 	s.mu.Lock()
-	if s.dormant {
-		s.mu.Unlock()
-		return Status{}, errDormant(id, verb)
+	if s.dormant || s.upgrade != nil {
+		defer s.mu.Unlock()
+		return Status{}, errDormant(s, verb)
 	}
 	if s.st.Terminal() {
 		st := s.st
@@ -118,7 +125,9 @@ func (p *Provider) control(id, verb string, change func(*stream)) (Status, error
 	}
 	change(s)
 	st := s.statusLocked()
+	subs := s.subs
 	s.mu.Unlock()
+	s.changed(subs)
 	if s.ps != nil {
 		s.ps.changed()
 	}
@@ -142,6 +151,7 @@ func (p *Provider) Await(ctx context.Context, id string) (rtfs.Value, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	s = s.current()
 	if s.moved.Load() || s.handingOver.Load() {
 		return p.awaitRemote(ctx, id)
 	}

@@ -37,6 +37,9 @@ type StreamInfo struct {
 	// Progress is the stream's :progress (progress.go); nil when no result
 	// reported any and the stream has no milestones.
 	Progress *ProgressInfo `json:"progress"`
+	// Programs lists the programs the processor came from, oldest first:
+	// the one the stream started with, then each swapped in by an upgrade.
+	Programs []ProgramVersion `json:"programs"`
 	// CurrentState, InitialState and Queue are nil when InspectOptions
 	// left them out.
 	CurrentState *JSONValue    `json:"current-state,omitempty"`
@@ -182,6 +185,7 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 		LastOutput:         JSONValue{s.lastOut}, Result: JSONValue{s.result},
 		DroppedChunks: s.stats.dropped, Reconnects: s.stats.reconnects,
 		Progress: s.progressInfoLocked(now),
+		Programs: append([]ProgramVersion(nil), s.history...),
 	}
 	if s.cursor != "" {
 		c := DisplayCursor(s.cursor)

@@ -51,6 +51,7 @@ func fullInfo() StreamInfo {
 		Stats:         StatsInfo{ProcessedChunks: 1, LastLatencyMs: &one, LastEventEpochMs: &one, ChunksPerSecond: 1.5},
 		Transport:     TransportInfo{Kind: "sse", AutoConnect: true, ServerURL: "http://127.0.0.1:2025/sse"},
 		LastOutput:    JSONValue{rtfs.Int(1)}, Result: JSONValue{rtfs.Nil}, Cursor: &cursor,
+		Programs:     []ProgramVersion{{Hash: "h1", File: "f.rtfs", Processor: "p", Compiler: "rtfs-compile-2", AtEpochMs: 1}},
 		CurrentState: &state, InitialState: &state, Queue: &queue,
 		Stale:    &Stale{Owner: "a", SinceEpochMs: &one},
 		Progress: &ProgressInfo{Done: 1, Total: &half, Fraction: &half, EtaMs: &one, Message: "m", Milestone: "scan"},
@@ -79,6 +80,8 @@ func TestStreamInfoValue(t *testing.T) {
 		kw("dropped-chunks"), rtfs.Int(0), kw("reconnects"), rtfs.Int(0),
 		kw("progress"), rtfs.MapOf(kw("done"), rtfs.Float(1), kw("total"), rtfs.Float(0.5), kw("fraction"), rtfs.Float(0.5),
 			kw("eta-ms"), rtfs.Int(1), kw("message"), rtfs.String("m"), kw("milestone"), kw("scan")),
+		kw("programs"), rtfs.NewVector(rtfs.MapOf(kw("hash"), rtfs.String("h1"), kw("file"), rtfs.String("f.rtfs"),
+			kw("processor"), rtfs.String("p"), kw("compiler"), rtfs.String("rtfs-compile-2"), kw("at-epoch-ms"), rtfs.Int(1))),
 		kw("current-state"), rtfs.MapOf(kw("count"), rtfs.Int(1)), kw("initial-state"), rtfs.MapOf(kw("count"), rtfs.Int(1)),
 		kw("queue"), rtfs.NewVector(rtfs.MapOf(kw("chunk"), rtfs.Int(2), kw("metadata"), rtfs.Nil, kw("waiting-ms"), rtfs.Int(3))),
 		kw("stale"), rtfs.MapOf(kw("owner"), rtfs.String("a"), kw("since-epoch-ms"), rtfs.Int(1)),
@@ -146,7 +149,7 @@ func TestInspectDocsFollowTheShape(t *testing.T) {
 		t.Errorf("the table's keys\n  %v\nthe shape's\n  %v", documented, top)
 	}
 	values := map[string]bool{}
-	for _, s := range []State{StateActive, StatePaused, StateCompleted, StateCancelled, StateError} {
+	for _, s := range []State{StateActive, StatePaused, StateCompleted, StateCancelled, StateError, StateUnrecoverable} {
 		values[string(s)] = true
 	}
 	for parent, keys := range children {

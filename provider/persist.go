@@ -58,10 +58,14 @@ func (ps *persister) program(hash string) (*rtfs.Program, bool) {
 }
 
 // addProgram records that prog is in the store.
-func (ps *persister) addProgram(prog *rtfs.Program) {
+func (ps *persister) addProgram(prog *rtfs.Program) { ps.addProgramAs(prog.Hash(), prog) }
+
+// addProgramAs records that the program stored under hash compiles to
+// prog (whose own hash differs when another compiler stored it).
+func (ps *persister) addProgramAs(hash string, prog *rtfs.Program) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	ps.programs[prog.Hash()] = prog
+	ps.programs[hash] = prog
 }
 
 // codec encodes the values of one stream: with its program's codec, which
@@ -493,6 +497,7 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 		if _, stored := s.p.ps.program(prog.Hash()); !stored {
 			b.Put(programKey(prog.Hash()), (&programRecord{name: prog.Name(), source: prog.Source()}).encode())
 		}
+		b.Put(originKey(s.id), newOrigin(prog, s.def.procName, req.RunJournal, s.started).encode())
 	}
 	b.Put(streamKey(s.id, suffixDef), def.encode())
 	s.mu.Lock()

@@ -312,7 +312,8 @@ func (r replaying) Run(ctx context.Context, spec transport.Spec, cursor string, 
 }
 
 // A record of an unknown format version, and a corrupt record, are each
-// reported with their key; the other streams recover and keep running.
+// reported with their key and listed as unrecoverable; the other streams
+// recover and keep running.
 func TestPersistBadRecordsReported(t *testing.T) {
 	g := compileGlobals(t, countSrc)
 	mem := persistence.NewMemStore()
@@ -344,8 +345,18 @@ func TestPersistBadRecordsReported(t *testing.T) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
 	}
-	if ids := ps.f.p.StreamIDs(); len(ids) != 1 || ids[0] != "good" {
-		t.Fatalf("recovered %v, want only good", ids)
+	// The two bad ones are listed, unrecoverable, with the reason.
+	for id, want := range map[string]string{"future": "format version 2", "corrupt": `"stream/corrupt\x00d"`} {
+		st, err := ps.f.p.Status(id)
+		if err != nil || st.State != StateUnrecoverable || !strings.Contains(st.Message, want) {
+			t.Errorf("%s: %+v, %v; want unrecoverable, saying %s", id, st, err, want)
+		}
+		if _, err := ps.f.p.Pause(id); err == nil {
+			t.Errorf("%s: an unrecoverable stream was paused", id)
+		}
+	}
+	if n := len(ps.f.p.StreamIDs()); n != 3 {
+		t.Fatalf("%d streams listed, want 3", n)
 	}
 	ps.f.send("good", `{"n":2,"done":true}`)
 	if st := ps.f.await("good"); st.State != StateCompleted {

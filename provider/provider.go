@@ -139,6 +139,10 @@ type Provider struct {
 	restoring map[string]bool
 
 	allSubs atomic.Pointer[[]*Subscription] // subscribers to every stream
+	// changeSubs counts the open subscriptions that asked for EventChange
+	// (SubscribeOptions.Changes): while it is zero, no stream looks for
+	// them.
+	changeSubs atomic.Int64
 	// pending holds the Pending subscriptions to stream ids no stream has
 	// yet (subscribe.go).
 	pending map[string][]*Subscription
@@ -253,10 +257,32 @@ func (p *Provider) lookup(id string) (*stream, error) {
 	s, ok := p.streams[id]
 	p.mu.Unlock()
 	if !ok || s.moved.Load() || s.handingOver.Load() {
-		return nil, fmt.Errorf("no stream with id %q", id)
+		return nil, &noStreamError{id: id}
 	}
 	return s, nil
 }
+
+// ErrNoStream is wrapped by the error of a request naming a stream id that
+// no stream has (on this host, or, in a cluster, in the shared store).
+var ErrNoStream = errors.New("no such stream")
+
+// noStreamError is the error of a request on an unknown stream id: it says
+// "no stream with id ..." and wraps ErrNoStream (and err, when set).
+type noStreamError struct {
+	id  string
+	err error
+}
+
+func (e *noStreamError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("no stream with id %q: %v", e.id, e.err)
+	}
+	return fmt.Sprintf("no stream with id %q", e.id)
+}
+
+func (e *noStreamError) Is(target error) bool { return target == ErrNoStream }
+
+func (e *noStreamError) Unwrap() error { return e.err }
 
 // StreamIDs returns the ids of every stream, in start order.
 func (p *Provider) StreamIDs() []string {
@@ -278,13 +304,15 @@ func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) err
 	early, err := p.add(s, start, fresh)
 	for _, sub := range early {
 		s.subscribe(sub)
+		if sub.changes { // the stream it waited for is here
+			sub.send(p.ctx, Event{Kind: EventChange, StreamID: s.id, Seq: -1})
+		}
 	}
 	return err
 }
 
 // add is register but for the Pending subscriptions, which it returns.
 func (p *Provider) add(s *stream, start *persistence.Batch, fresh bool) ([]*Subscription, error) {
-	connect := s.def.kind.Transport != nil && p.cfg.autoConnect
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -304,12 +332,20 @@ func (p *Provider) add(s *stream, start *persistence.Batch, fresh bool) ([]*Subs
 	}
 	p.streams[s.id] = s
 	p.order = append(p.order, s)
+	p.admitLocked(s)
+	return p.attachPendingLocked(s), nil
+}
+
+// admitLocked counts the goroutines launch will start for s, a stream
+// just put in p.streams: its worker, and its transport when it connects.
+// p.mu is held.
+func (p *Provider) admitLocked(s *stream) {
+	connect := s.def.kind.Transport != nil && p.cfg.autoConnect
 	s.taskPresent, s.taskActive = connect, connect
 	p.wg.Add(1)
 	if connect {
 		p.wg.Add(1)
 	}
-	return p.attachPendingLocked(s), nil
 }
 
 // ErrTooManyStreams is wrapped by Start's error when Options.MaxStreams

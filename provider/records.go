@@ -18,6 +18,7 @@ const (
 	kindProgress   persistence.RecordKind = 3
 	kindJournal    persistence.RecordKind = 4
 	kindChild      persistence.RecordKind = 5
+	kindOrigin     persistence.RecordKind = 6 // origin.go
 )
 
 // recordVersion is the format version of every provider record; a record of a

@@ -18,6 +18,9 @@ import (
 // stream with the given id.
 var ErrNotPersisted = errors.New("no persisted stream with this id")
 
+// errBusy says that a stream is loaded already, or being loaded.
+var errBusy = errors.New("it is already loaded, or being loaded")
+
 // loaded is one stream's records as read from the store.
 type loaded struct {
 	id       string
@@ -46,10 +49,14 @@ type journalEntry struct {
 // running: they can be inspected, not driven.
 //
 // A stream whose records cannot be used (corrupt, of an unknown format
-// version, its program missing) is left out; its error names the stream and
-// the key, and is logged and returned, joined with the others, while the
-// other streams recover. Recover fails at once without a store. Cost: one
-// scan of the stream records, a compile per distinct program.
+// version, its program missing or not compiling, a replay that fails) is
+// listed in StateUnrecoverable with the reason as its message, and does
+// not run (without Options.Cluster: in a cluster it is left to the other
+// hosts); its error names the stream and the key, and is logged and
+// returned, joined with the others, while the other streams recover.
+// Recover fails at once without a store. Cost: one scan of the stream
+// records, a compile per distinct program (and, for a program this build
+// compiles to another hash, a replay of it per stream).
 func (p *Provider) Recover(ctx context.Context) error {
 	if p.ps == nil {
 		return errors.New("provider: Recover: no store is configured (Options.Store is nil)")
@@ -68,6 +75,11 @@ func (p *Provider) Recover(ctx context.Context) error {
 		} else if err != nil {
 			p.log.Error("stream not recovered", "stream", l.id, "err", err)
 			errs = append(errs, err)
+			// In a cluster another host may manage it (or later this
+			// one, through RecoverStream): it is not listed here.
+			if p.opts.Cluster == nil && !errors.Is(err, errBusy) && !errors.Is(err, ErrClosed) {
+				p.registerUnrecoverable(l, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -188,7 +200,7 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 	}
 	p.mu.Unlock()
 	if loaded || busy {
-		return wrap(errors.New("it is already loaded, or being loaded"))
+		return wrap(errBusy)
 	}
 	defer func() {
 		p.mu.Lock()
@@ -225,8 +237,20 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
+	origin, err := loadOrigin(ctx, p.ps.store, l.id)
+	if err != nil {
+		return nil, err
+	}
 	c := codec{prog}
-	proc, err := p.rebindProcessor(d, prog, c)
+	var proc processor
+	if prog != nil && prog.Hash() != d.progHash {
+		// Another compiler's: its stored values are read, and written
+		// from now on, without functions (origin.go).
+		c = codec{}
+		proc, err = p.replayProcessor(ctx, l, prog, origin)
+	} else {
+		proc, err = p.rebindProcessor(d, prog, c)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +288,9 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	}
 	s := newStream(p, l.id, def, proc)
 	s.recovered = true
+	if prog != nil {
+		s.history = origin.historyOf(d, prog.Name())
+	}
 	if l.child != nil {
 		s.stale = l.child.process()
 	}
@@ -280,7 +307,10 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 }
 
 // loadProgram returns the program with the given hash: one this provider
-// knows, else compiled from the stored source. "" means no program.
+// knows, else compiled from the stored source. "" means no program. A
+// program that this build compiles to another hash (another compiler or
+// prelude) is returned all the same: the caller sees the hashes differ and
+// replays it (origin.go).
 func (p *Provider) loadProgram(ctx context.Context, hash string) (*rtfs.Program, error) {
 	if hash == "" {
 		return nil, nil
@@ -302,7 +332,8 @@ func (p *Provider) loadProgram(ctx context.Context, hash string) (*rtfs.Program,
 		return nil, fmt.Errorf("recompile program %s (%s): %w", rec.name, hash, err)
 	}
 	if prog.Hash() != hash {
-		return nil, fmt.Errorf("program %s recompiles to hash %s, not %s: it was stored by an rtfshost with another compiler", rec.name, prog.Hash(), hash)
+		p.ps.addProgramAs(hash, prog)
+		return prog, nil
 	}
 	p.ps.addProgram(prog)
 	return prog, nil

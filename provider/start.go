@@ -69,6 +69,14 @@ type StartRequest struct {
 	// nothing.
 	Local bool
 
+	// RunJournal is the journal of the program run that starts the stream
+	// (capabilities.Journal.Snapshot): up to its :mcp.stream.start call,
+	// or the whole run when the processor is looked up in the run's final
+	// globals. It is stored with the stream, so that a later compiler can
+	// come back to the processor by replaying the program
+	// (docs/upgrading.md); nil means none was kept.
+	RunJournal []byte
+
 	// Context carries the starting caller's trace context to the
 	// Observer (the stream's span is its child); nil means none. It does
 	// not bound the stream.
@@ -207,7 +215,11 @@ func (p *Provider) newStream(req StartRequest) (*stream, error) {
 	} else if strings.ContainsRune(id, 0) {
 		return nil, &keyError{"stream-id", errors.New("must not contain a NUL character")}
 	}
-	return newStream(p, id, def, proc), nil
+	s := newStream(p, id, def, proc)
+	if prog := programOf(req.Globals, proc.function()); prog != nil {
+		s.history = []ProgramVersion{versionOf(prog, def.procName, s.started)}
+	}
+	return s, nil
 }
 
 // processorFor resolves the request's processor.

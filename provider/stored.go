@@ -95,6 +95,7 @@ func RemoveStored(ctx context.Context, st persistence.Store, id string, force bo
 	}); err != nil {
 		return state, err
 	}
+	b.Delete(originKey(id))
 	return state, st.Commit(ctx, b)
 }
 

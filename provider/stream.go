@@ -31,6 +31,11 @@ const (
 	StateCompleted State = "completed"
 	StateCancelled State = "cancelled"
 	StateError     State = "error"
+	// StateUnrecoverable is the state of a stored stream that recovery
+	// could not rebuild (its message says why): it is listed, and can be
+	// inspected, removed or given a processor again (rtfshost upgrade),
+	// but it does not run. It is never stored.
+	StateUnrecoverable State = "unrecoverable"
 )
 
 // Terminal reports whether a stream in state s has ended for good.
@@ -121,6 +126,18 @@ type stream struct {
 	// host (cluster.go); its end is not published.
 	handingOver atomic.Bool
 
+	// history lists the programs the stream's processor came from, oldest
+	// first (origin.go); set before the stream is registered.
+	history []ProgramVersion
+	// upgrade is made (under mu) when Upgrade stops the stream to swap its
+	// processor: the worker then closes it instead of done, keeps the
+	// subscriptions, and replacedBy is set to the stream that goes on,
+	// which takes over done (upgrade.go).
+	upgrade    chan struct{}
+	replacedBy atomic.Pointer[stream]
+	// tdone is closed when the stream's transport goroutine has returned.
+	tdone chan struct{}
+
 	// obs observes the stream (nopObserver when nothing does); it is set by
 	// launch under mu before the stream's goroutines start, and observed
 	// says it is a real one. startCtx is StartRequest.Context.
@@ -133,7 +150,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 	s := &stream{
 		p: p, id: id, def: def, proc: proc,
 		idVal: rtfs.String(id), epVal: rtfs.String(def.endpoint),
-		done: make(chan struct{}), epoch: time.Now(),
+		done: make(chan struct{}), tdone: make(chan struct{}), epoch: time.Now(),
 		obs: nopObserver{},
 	}
 	s.wake = make(chan struct{}, 1)
@@ -152,6 +169,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 // to the worker.
 func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec) {
 	defer s.p.wg.Done()
+	defer close(s.tdone)
 	ctx := s.obs.TransportStarted(s.ctx)
 	var err error
 	if s.recovered {
@@ -200,6 +218,9 @@ func (s *stream) status() Status {
 // endErr returns the error that Await and WaitAll report for s, which did
 // not complete.
 func (s *stream) endErr(st Status) error {
+	if st.State == StateUnrecoverable {
+		return &StreamError{StreamID: st.StreamID, State: st.State, Message: st.Message}
+	}
 	if s.dormant {
 		return &StreamError{StreamID: st.StreamID, State: st.State, Message: "it was loaded from the store without running (manual connect)"}
 	}

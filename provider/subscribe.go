@@ -20,6 +20,11 @@ const (
 	// (Options.Cluster), it moved to another host: its Status.State is
 	// then not terminal and Status.Message says so.
 	EventEnd
+	// EventChange says that the stream's snapshot (Provider.Info) changed
+	// without an output: a chunk was processed, the stream was paused or
+	// resumed, or the stream a Pending subscription waited for started. Only
+	// subscriptions with SubscribeOptions.Changes receive it.
+	EventChange
 	// EventProgress reports a result that changed the stream's :progress
 	// without an output (Progress is set).
 	EventProgress
@@ -30,7 +35,7 @@ type Event struct {
 	Kind     EventKind
 	StreamID string
 	// Seq is the metadata :seq of the chunk whose result carried the output
-	// (EventOutput), -1 for EventEnd.
+	// (EventOutput), -1 for EventEnd and EventChange.
 	Seq int64
 	// Output is the processor's :output (EventOutput).
 	Output rtfs.Value
@@ -71,6 +76,9 @@ type SubscribeOptions struct {
 	// instead of failing: it gets every event of that stream. Subscribing
 	// before Start is how a caller sees a stream's first output.
 	Pending bool
+	// Changes makes the subscription also receive EventChange, for a
+	// subscriber that shows the stream's state rather than its outputs.
+	Changes bool
 }
 
 // A Subscription receives the events of one stream, or of every stream. Its
@@ -85,8 +93,12 @@ type Subscription struct {
 	closed   bool
 	lossless bool
 	receive  func(Event)
+	changes  bool // it receives EventChange
 	dropped  atomic.Int64
 	detach   func(*Subscription)
+	// counter is the Provider's count of Changes subscriptions, which this
+	// one is in until it closes.
+	counter *atomic.Int64
 	// stream is the stream a Pending subscription was attached to, nil
 	// while it waits; guarded by the Provider's mu.
 	stream *stream
@@ -104,6 +116,9 @@ func (sub *Subscription) Dropped() int64 { return sub.dropped.Load() }
 // waiting on a full lossless buffer gives up.
 func (sub *Subscription) Close() {
 	sub.once.Do(func() {
+		if sub.changes && sub.counter != nil {
+			sub.counter.Add(-1)
+		}
 		close(sub.done)
 		sub.mu.Lock()
 		sub.closed = true
@@ -120,7 +135,7 @@ func (sub *Subscription) Close() {
 func (sub *Subscription) send(ctx context.Context, ev Event) {
 	sub.mu.RLock()
 	defer sub.mu.RUnlock()
-	if sub.closed {
+	if sub.closed || ev.Kind == EventChange && !sub.changes {
 		return
 	}
 	if sub.receive != nil {
@@ -150,7 +165,7 @@ func newSubscription(opts SubscribeOptions) *Subscription {
 	if opts.Receive != nil {
 		opts.Buffer = 0
 	}
-	return &Subscription{c: make(chan Event, opts.Buffer), done: make(chan struct{}), lossless: opts.Lossless, receive: opts.Receive}
+	return &Subscription{c: make(chan Event, opts.Buffer), done: make(chan struct{}), lossless: opts.Lossless, receive: opts.Receive, changes: opts.Changes}
 }
 
 // Subscribe returns a Subscription to the events of stream id, or with id ""
@@ -159,6 +174,15 @@ func newSubscription(opts SubscribeOptions) *Subscription {
 // stream has is an error, unless opts.Pending.
 func (p *Provider) Subscribe(id string, opts SubscribeOptions) (*Subscription, error) {
 	sub := newSubscription(opts)
+	if sub.changes {
+		sub.counter = &p.changeSubs
+		p.changeSubs.Add(1)
+		defer func() {
+			if sub.detach == nil { // refused: never subscribed
+				sub.Close()
+			}
+		}()
+	}
 	if id == "" {
 		return sub, p.subscribeAll(sub)
 	}
@@ -177,6 +201,12 @@ func (p *Provider) Subscribe(id string, opts SubscribeOptions) (*Subscription, e
 // whose worker has exited, it sends the stream's EventEnd and closes sub.
 func (s *stream) subscribe(sub *Subscription) {
 	s.mu.Lock()
+	for s.replacedBy.Load() != nil { // upgraded meanwhile: follow
+		next := s.replacedBy.Load()
+		s.mu.Unlock()
+		s = next
+		s.mu.Lock()
+	}
 	if s.exited {
 		st := s.statusLocked()
 		s.mu.Unlock()
@@ -196,8 +226,10 @@ func (s *stream) subscribe(sub *Subscription) {
 	}
 }
 
-// unsubscribe removes sub from the stream's subscribers.
+// unsubscribe removes sub from the stream's subscribers: those of the
+// stream that replaced s in an upgrade, if one did (upgrade.go).
 func (s *stream) unsubscribe(sub *Subscription) {
+	s = s.current()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.subs = without(s.subs, sub)
@@ -310,4 +342,14 @@ func (s *stream) publish(ctx context.Context, subs []*Subscription, ev Event) {
 			sub.send(ctx, ev)
 		}
 	}
+}
+
+// changed publishes EventChange to the stream's subscribers that asked for
+// it (subs, s.subs as read under s.mu), unless no subscription anywhere
+// did: then it costs one atomic load.
+func (s *stream) changed(subs []*Subscription) {
+	if s.p.changeSubs.Load() == 0 {
+		return
+	}
+	s.publish(s.p.ctx, subs, Event{Kind: EventChange, StreamID: s.id, Seq: -1})
 }

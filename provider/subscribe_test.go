@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -133,6 +134,9 @@ func TestUnknownStreamErrors(t *testing.T) {
 	if _, err := f.p.Done("nope"); err == nil {
 		t.Error("Done of an unknown stream succeeded")
 	}
+	if _, err := f.p.Info("nope", InspectOptions{}); !errors.Is(err, ErrNoStream) || err.Error() != `no stream with id "nope"` {
+		t.Errorf("Info of an unknown stream: %v, want ErrNoStream", err)
+	}
 	f.p.Close()
 	if _, err := f.p.Subscribe("", SubscribeOptions{}); err != ErrClosed {
 		t.Errorf("Subscribe after Close = %v", err)
@@ -239,5 +243,68 @@ func TestPendingSubscriptionRecoveredAndClosed(t *testing.T) {
 	}
 	if _, err := ps.f.p.Subscribe("x", SubscribeOptions{Pending: true}); err != ErrClosed {
 		t.Errorf("a Pending subscription after Close: %v", err)
+	}
+}
+
+// A subscription with Changes gets EventChange when the stream it waited
+// for starts, for each chunk processed without an output, and on pause and
+// resume, besides the outputs and the end; one without Changes gets only
+// those. Once the Changes subscriptions are closed, streams look for none.
+func TestChangeEvents(t *testing.T) {
+	f := newFixture(t, Options{})
+	quiet := goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) {
+		res := rtfs.MapOf(rtfs.Keyword("state"), state)
+		if path(chunk, "n") == rtfs.Int(2) {
+			res = res.Assoc(rtfs.Keyword("output"), rtfs.String("two"))
+		}
+		return res, nil
+	})
+	var changes, plain eventLog
+	sub, err := f.p.Subscribe("ch", SubscribeOptions{Pending: true, Changes: true, Receive: changes.receive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := f.p.Subscribe("ch", SubscribeOptions{Pending: true, Receive: plain.receive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if n := f.p.changeSubs.Load(); n != 1 {
+		t.Fatalf("%d subscriptions counted as wanting changes, want 1", n)
+	}
+	f.start(StartRequest{StreamID: "ch", goProc: quiet})
+	for n := 1; n <= 3; n++ {
+		f.send("ch", fmt.Sprintf(`{"n":%d}`, n))
+	}
+	waitUntil(t, "the three chunks", func() bool { return len(changes.events()) >= 4 })
+	if _, err := f.p.Pause("ch"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.p.Resume("ch"); err != nil {
+		t.Fatal(err)
+	}
+	f.mock.Source("ch").Close()
+	f.await("ch")
+	var kinds []EventKind
+	for _, ev := range changes.events() {
+		kinds = append(kinds, ev.Kind)
+	}
+	want := []EventKind{EventChange, EventChange, EventOutput, EventChange, EventChange, EventChange, EventEnd}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Errorf("events with Changes: %v, want %v (start, chunk 1, output of 2, chunk 3, pause, resume, end)", kinds, want)
+	}
+	var plainKinds []EventKind
+	for _, ev := range plain.events() {
+		plainKinds = append(plainKinds, ev.Kind)
+	}
+	if fmt.Sprint(plainKinds) != fmt.Sprint([]EventKind{EventOutput, EventEnd}) {
+		t.Errorf("events without Changes: %v, want the output and the end", plainKinds)
+	}
+	sub.Close()
+	if n := f.p.changeSubs.Load(); n != 0 {
+		t.Errorf("%d subscriptions counted as wanting changes after Close, want 0", n)
+	}
+	if _, err := f.p.Subscribe("nope", SubscribeOptions{Changes: true}); err == nil || f.p.changeSubs.Load() != 0 {
+		t.Errorf("a refused subscription: %v, %d counted", err, f.p.changeSubs.Load())
 	}
 }

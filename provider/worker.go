@@ -108,6 +108,9 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 	if ev.Kind != 0 && s.hasSubscribers(subs) {
 		s.publish(s.p.ctx, subs, ev)
 	}
+	if ev.Kind != EventOutput {
+		s.changed(subs) // processed without an output
+	}
 	return next
 }
 
@@ -242,6 +245,13 @@ func (s *stream) exit() {
 	}
 	moved = s.moved.Load() // saveFinal may have found it moved
 	s.mu.Lock()
+	if s.upgrade != nil && !terminal && !moved {
+		// Stopped for an upgrade: the stream that replaces it takes
+		// over its subscriptions and done (upgrade.go).
+		close(s.upgrade)
+		s.mu.Unlock()
+		return
+	}
 	st := s.statusLocked()
 	subs := s.subs
 	s.subs, s.exited = nil, true

@@ -74,6 +74,17 @@ func MarshalValue(v Value) ([]byte, error) {
 	return marshalValue(make([]byte, 0, 64), v, nil)
 }
 
+// AppendValue is MarshalValue appending to dst: the format version and v,
+// whose encoding decodes with UnmarshalValue. On an error dst is returned
+// unchanged (up to its capacity). It allocates only to grow dst.
+func AppendValue(dst []byte, v Value) ([]byte, error) {
+	b, err := marshalValue(dst, v, nil)
+	if err != nil {
+		return dst, err
+	}
+	return b, nil
+}
+
 // marshalValue appends the version byte and v to dst, encoding closures
 // with fns.
 func marshalValue(dst []byte, v Value, fns fnCodec) ([]byte, error) {

@@ -350,6 +350,12 @@ func constValues(ns []syntax.Node) ([]Value, error) {
 	return out, nil
 }
 
+// CompileVersion returns the version of the compiler's output (bytecode,
+// function ids, the prelude's layout) that program hashes and continuations
+// carry: a continuation decodes only with the compiler version that encoded
+// it (docs/continuations.md, Versioning).
+func CompileVersion() string { return compile.Version }
+
 // Name returns the file name the program was compiled from.
 func (p *Program) Name() string { return p.name }
 

@@ -163,6 +163,12 @@ func printStreamTable(w io.Writer, infos []provider.StreamInfo, stored bool) {
 	if interrupted {
 		fmt.Fprintln(w, "(interrupted streams carry on with: rtfshost resume)")
 	}
+	for _, in := range infos {
+		if in.Status.State == provider.StateUnrecoverable {
+			fmt.Fprintf(w, "%s is unrecoverable: %s\n  (give it a processor again: rtfshost upgrade %s --program FILE; or drop it: rtfshost rm --force %s)\n",
+				in.StreamID, in.Status.Message, in.StreamID, in.StreamID)
+		}
+	}
 }
 
 // age is how long ago the stream was first started, "-" if unknown.

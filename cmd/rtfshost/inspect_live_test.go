@@ -14,6 +14,7 @@ import (
 
 	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/host/mcpserver"
+	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
@@ -23,42 +24,9 @@ import (
 // inspect --server shows the live streams of a running MCP server (what
 // rtfshost serve runs): a stream that is still active, with its progress.
 func TestInspectLiveServer(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	source := &mock.Transport{}
-	h, err := host.New(host.Options{Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(source))}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Host: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
-
-	prog, err := rtfs.Compile("live.rtfs", []byte(`
-(defn count-chunks [n chunk meta] {:state (inc n) :output (inc n)})
-(call :mcp.stream.start {:endpoint "live" :stream-id "live-1" :transport :mock
-                         :processor count-chunks :initial-state 0})`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Run(ctx, prog); err != nil {
-		t.Fatal(err)
-	}
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after liveServe's cleanup
+	ctx, h, source, base := liveServe(t, nil)
 	src := source.Source("live-1")
 	defer src.Close()
 	for i := 0; i < 3; i++ {
@@ -81,7 +49,6 @@ func TestInspectLiveServer(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	base := "http://" + ln.Addr().String()
 	var stdout, stderr bytes.Buffer
 	code := newApp(nil, &stdout, &stderr).execute(ctx, []string{"inspect", "--server", base, "--stream", "live-1", "--json"})
 	if code != exitOK {
@@ -133,4 +100,47 @@ func TestInspectLiveServer(t *testing.T) {
 	if _, err := h.Provider().Status("live-1"); err == nil {
 		t.Error("rm --server left the stream known to the serve")
 	}
+}
+
+// liveServe runs, in this process, a host (on store, if not nil) with a
+// mock transport and its MCP server on 127.0.0.1, with stream "live-1"
+// started, counting its chunks; it returns a context that ends with the
+// test, the host, the mock and the server's base URL. The server and the
+// host stop when the test ends.
+func liveServe(t *testing.T, store persistence.Store) (context.Context, *host.Host, *mock.Transport, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	source := &mock.Transport{}
+	h, err := host.New(host.Options{Store: store, Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(source))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mcpserver.New(mcpserver.Options{Host: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		h.Close()
+	})
+	prog, err := rtfs.Compile("live.rtfs", []byte(`
+(defn count-chunks [n chunk meta] {:state (inc n) :output (inc n)})
+(call :mcp.stream.start {:endpoint "live" :stream-id "live-1" :transport :mock
+                         :processor count-chunks :initial-state 0})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Run(ctx, prog); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, h, source, "http://" + ln.Addr().String()
 }

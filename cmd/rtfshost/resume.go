@@ -98,15 +98,15 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) (err error) {
 	}
 	ctx, cancelStuck := context.WithCancelCause(ctx)
 	defer cancelStuck(nil)
+	// Streams and parked programs that cannot be recovered do not hold the
+	// others back: they are listed as unrecoverable (rtfshost inspect),
+	// named at the end, and make the exit code 1.
 	recErr := s.h.Recover(ctx)
 	watch := a.watchStuck(ctx, cancelStuck, s.h, o)
-	var waitErr error
-	if recErr == nil {
-		if ids := s.h.Provider().StreamIDs(); len(ids) > 0 && liveStreams(s.h.Provider(), ids) == 0 && len(before) == 0 {
-			s.rep.log(fmt.Sprintf("nothing to resume in %s: all %d streams have ended (rtfshost inspect --data %s shows them)", a.flags.dataDir, len(ids), a.flags.dataDir))
-		}
-		waitErr = s.h.Wait(ctx)
+	if ids := s.h.Provider().StreamIDs(); recErr == nil && len(ids) > 0 && liveStreams(s.h.Provider(), ids) == 0 && len(before) == 0 {
+		s.rep.log(fmt.Sprintf("nothing to resume in %s: all %d streams have ended (rtfshost inspect --data %s shows them)", a.flags.dataDir, len(ids), a.flags.dataDir))
 	}
+	waitErr := s.h.Wait(ctx)
 	watch.stop()
 	if err := watch.report(a, o.json); err != nil {
 		s.rep.close()
@@ -127,7 +127,7 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions) (err error) {
 	}
 	s.rep.close()
 	if recErr != nil {
-		fmt.Fprintln(a.stderr, "rtfshost: recovering:", recErr)
+		fmt.Fprintln(a.stderr, "rtfshost: not recovered (the others ran):", recErr)
 		return printedWithCode(exitStreamFailed)
 	}
 	if len(s.h.Provider().StreamIDs()) == 0 {

@@ -426,6 +426,13 @@ func startServeProc(t *testing.T, token, dir string, args ...string) *serveProc 
 	argsJSON, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSubprocess$")
 	cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argsJSON), tokenEnv+"="+token)
+	return startServeCmd(t, cmd)
+}
+
+// startServeCmd starts cmd, an "rtfshost serve" (of this build or another
+// one), and waits for its first line, the URL it serves.
+func startServeCmd(t *testing.T, cmd *exec.Cmd) *serveProc {
+	t.Helper()
 	p := &serveProc{t: t, cmd: cmd, stderr: &bytes.Buffer{}}
 	cmd.Stderr = p.stderr
 	if os.Getenv("RTFSHOST_TEST_SERVE_STDERR") != "" {

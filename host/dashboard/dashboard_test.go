@@ -20,6 +20,7 @@ import (
 	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/host/dashboard"
 	"github.com/rtfshost/rtfshost/internal/browser"
+	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
@@ -270,6 +271,99 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUnrecoverableRow: a stored stream that recovery could not rebuild is
+// a row in state "unrecoverable" whose message says why, beside the
+// others; the page offers the state as a filter.
+func TestUnrecoverableRow(t *testing.T) {
+	store := persistence.NewMemStore()
+	opts := host.Options{Store: store, Stdout: io.Discard,
+		Streams: provider.Options{ManualConnect: true, LookupEnv: func(string) (string, bool) { return "", false }}}
+	h1, err := host.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := rtfs.Compile("two.rtfs", []byte(`(defn step [s c m] {:state s})
+(call :mcp.stream.start {:endpoint "e" :stream-id "fine" :processor step :initial-state 0})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, err := rtfs.Compile("lost.rtfs", []byte(`(defn step2 [s c m] {:state s})
+(call :mcp.stream.start {:endpoint "e" :stream-id "lost" :processor step2 :initial-state 0})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*rtfs.Program{prog, lost} {
+		if _, err := h1.Run(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var b persistence.Batch
+	b.Delete([]byte("prog/" + lost.Hash()))
+	if err := store.Commit(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := host.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	if err := h2.Recover(context.Background()); err == nil {
+		t.Fatal("Recover reported nothing")
+	}
+	d, err := dashboard.New(dashboard.Options{Provider: h2.Provider(), Interval: 200 * time.Millisecond, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	mux := http.NewServeMux()
+	mux.Handle(dashboard.Prefix, d.StaticHandler())
+	mux.Handle(dashboard.PathAPI, d.APIHandler())
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+dashboard.PathEvents, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf []byte
+	tmp := make([]byte, 4096)
+	for !strings.Contains(string(buf), "\n\n") {
+		n, err := resp.Body.Read(tmp)
+		buf = append(buf, tmp[:n]...)
+		if err != nil {
+			t.Fatalf("events: %v after %q", err, buf)
+		}
+	}
+	first, _, _ := strings.Cut(string(buf), "\n\n")
+	_, data, _ := strings.Cut(first, "\n")
+	var snap struct {
+		Rows []struct{ ID, State, Message string }
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(data, "data: ")), &snap); err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Rows) != 2 || snap.Rows[0].ID != "fine" || snap.Rows[0].State != "active" ||
+		snap.Rows[1].ID != "lost" || snap.Rows[1].State != "unrecoverable" || !strings.Contains(snap.Rows[1].Message, "load program "+lost.Hash()) {
+		t.Fatalf("snapshot rows %+v", snap.Rows)
+	}
+	page, err := http.Get(ts.URL + dashboard.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	if !strings.Contains(string(html), `<option value="unrecoverable">`) {
+		t.Error("the page offers no unrecoverable filter")
 	}
 }
 

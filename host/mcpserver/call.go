@@ -22,14 +22,19 @@ type call struct {
 
 func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 	rep := &reporter{
-		ctx:     ctx,
-		session: req.Session,
-		max:     s.opts.MaxBufferedOutputs,
-		log:     s.log,
-		obs:     s.opts.Observer,
+		ctx: ctx,
+		max: s.opts.MaxBufferedOutputs,
+		log: s.log,
+		obs: s.opts.Observer,
 	}
-	if req.Params != nil && (req.Extra == nil || req.Extra.Header.Get(headerJSONOnly) == "") {
-		rep.token = req.Params.GetProgressToken() // a JSON-only client gets no notification
+	if req.Session != nil {
+		rep.session = req.Session
+		if req.Params != nil && (req.Extra == nil || req.Extra.Header.Get(headerJSONOnly) == "") {
+			rep.token = req.Params.GetProgressToken() // a JSON-only client gets no notification
+		}
+	}
+	if p := taskPeerOf(ctx); p != nil { // the call of a task (taskrun.go)
+		rep.session, rep.token = p, p.token
 	}
 	if rep.token != nil {
 		rep.box = s.newOutbox()

@@ -8,21 +8,30 @@
 // and Server.Serve serves it on a listener.
 //
 // The tools are mcp.stream.start, mcp.stream.inspect, mcp.stream.status,
-// mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove
-// and rtfs.eval. Each has a JSON input schema; arguments that break it are
+// mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove,
+// mcp.stream.upgrade and rtfs.eval. Each has a JSON input schema; arguments that break it are
 // JSON-RPC errors -32602 naming the tool and the argument, as is an unknown
 // tool. Failures of the work itself (a program error with its position, a
 // stream that ends in :error, a timeout) are CallToolResults with isError
 // set.
 //
+// The streams are also resources: rtfs://streams (the list) and, through a
+// resource template, rtfs://streams/{id} (a stream's snapshot, as
+// mcp.stream.inspect gives it), as JSON. A client that subscribes to a
+// stream's URI (resources/subscribe, or subscriptions/listen under
+// 2026-07-28) gets notifications/resources/updated when its snapshot
+// changes, at most one per Options.ResourceInterval.
+//
 // A call that carries a progress token (params._meta.progressToken) gets
-// each processor :output of the streams it started as a
-// notifications/progress message: the token, a rising progress (the number
-// of outputs so far) and the output as JSON in message. With a progress
-// interval the outputs in between are coalesced into the next notification,
-// counted in its _meta, and all kept for the final result, which always
-// comes as one buffered CallToolResult with a single text block. A client
-// that accepts application/json only gets that single result.
+// the processor outputs of the streams it started as notifications/progress
+// messages, delivered by the call's provider.Outbox (Options.Delivery, a
+// stream's :delivery): immediate outputs at once, normal and low ones in
+// batches, one notification each, with a rising progress (the streams' work
+// done out of their total, or the number of outputs so far), the last
+// output (or the progress's message) in message and the batch in _meta.
+// Every output is kept for the final result, which always comes as one
+// buffered CallToolResult with a single text block. A client that accepts
+// application/json only gets that single result.
 //
 // /mcp serves both eras of MCP: revision 2026-07-28, with no session and
 // the revision in each request, through go-sdk's stateless handler, and
@@ -42,7 +51,7 @@
 //	presession.go  the refusal of a request before initialize
 //	taskwire.go    the task methods of both eras, and what initialize and tools/list say of tasks
 //	taskstore.go   the task table and its records in the host's store
-//	taskrun.go     creating a task and driving it to its end
+//	taskrun.go     creating a task and driving it to its end; its notifications (2025-11-25)
 //	resume.go      the resumption of a response stream after a restart
 //	eventstore.go  the event store of the stateful era, in the data directory
 //	jsononly.go    the adapter for clients that read application/json only
@@ -53,9 +62,11 @@
 //	call.go        one call in flight: the streams it watches, its results
 //	start.go       mcp.stream.start
 //	eval.go        rtfs.eval
+//	upgrade.go     mcp.stream.upgrade
 //	run.go         running a tool's program on the host
 //	progress.go    progress notifications and their coalescing
 //	watch.go       the events of a call's streams, from their subscriptions to the call
+//	resources.go   the streams as resources: reads, subscriptions, throttled updates
 //
 // The protocol layer is github.com/modelcontextprotocol/go-sdk; this package
 // is the mapping between MCP tools and the host, and what go-sdk does not

@@ -36,7 +36,7 @@ func (c *call) eval(a args) (*mcp.CallToolResult, error) {
 				runErr = fmt.Errorf("%s: internal error: %v", ToolEval, p)
 			}
 		}()
-		value, _, runErr = c.run(ctx, prog)
+		value, _, runErr = c.run(ctx, prog, nil)
 	}()
 	_, err = c.pump(ctx, done, func(ends map[string]provider.Status) bool {
 		select {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +21,21 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(tallied{m})
+}
+
+// tallied runs the tests, then, with -v, prints what the schema check
+// validated (schema_test.go).
+type tallied struct{ m *testing.M }
+
+func (t tallied) Run() int {
+	code := t.m.Run()
+	if testing.Verbose() {
+		printSchemaTally(os.Stdout)
+	}
+	return code
+}
 
 // hangGuard bounds every wait of a test, so that a bug fails the test
 // instead of hanging it; no test relies on it for timing.
@@ -107,7 +122,9 @@ func newFixtureOpen(t *testing.T, opts Options, open func(host.Options) (*host.H
 		h.Close()
 		t.Fatal(err)
 	}
-	f.ts = httptest.NewServer(f.srv.Handler())
+	// Every message the server sends is checked against the schemas of
+	// its revision (schema_test.go), once the server is closed.
+	f.ts = httptest.NewServer(checkerFor(t).wrap(f.srv.Handler()))
 	t.Cleanup(func() {
 		f.srv.Close()
 		f.ts.Close()

@@ -31,12 +31,19 @@ func (m *messageLog) snapshot() []string {
 
 func connectLogging(ctx context.Context, t *testing.T, f *fixture, version string, log *messageLog) *mcp.ClientSession {
 	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "log-client", Version: "1"}, &mcp.ClientOptions{LoggingMessageHandler: log.handler})
+	return f.connectWith(ctx, version, &mcp.ClientOptions{LoggingMessageHandler: log.handler})
+}
+
+// connectWith connects a go-sdk client with opts, of revision version
+// ("": go-sdk's newest), to the fixture's Streamable HTTP endpoint.
+func (f *fixture) connectWith(ctx context.Context, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	f.t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.ts.URL + PathStreamable}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
-		t.Fatalf("connect: %v", err)
+		f.t.Fatalf("connect: %v", err)
 	}
-	t.Cleanup(func() { cs.Close() })
+	f.t.Cleanup(func() { cs.Close() })
 	return cs
 }
 

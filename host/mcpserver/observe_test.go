@@ -49,7 +49,7 @@ func observedFixture(t *testing.T, token string) (*fixture, *observe.Observer, *
 		f.host.Close()
 		t.Fatal(err)
 	}
-	f.ts = httptest.NewServer(f.srv.Handler())
+	f.ts = httptest.NewServer(checkerFor(t).wrap(f.srv.Handler()))
 	t.Cleanup(func() {
 		f.srv.Close()
 		f.ts.Close()

@@ -30,6 +30,14 @@ type output struct {
 	Output   json.RawMessage `json:"output"`
 }
 
+// A peer is where a call's notifications go: the session of the client
+// that called (an *mcp.ServerSession), or, for a task, the session that
+// created it (a taskPeer).
+type peer interface {
+	NotifyProgress(context.Context, *mcp.ProgressNotificationParams) error
+	Log(context.Context, *mcp.LoggingMessageParams) error
+}
+
 // A reporter keeps the outputs of one call for its result (up to a bound)
 // and, with a progress token, turns them into notifications/progress
 // messages on the call's stream, as the call's provider.Outbox delivers
@@ -37,8 +45,8 @@ type output struct {
 // used by one goroutine.
 type reporter struct {
 	ctx     context.Context // the call's context: it routes notifications to the call's stream
-	session *mcp.ServerSession
-	token   any // the progress token; nil: no notifications
+	session peer            // nil: no notifications
+	token   any             // the progress token; nil: no progress notifications
 	max     int
 	log     *slog.Logger
 	obs     *observe.Observer // counts the first output left out; nil: none

@@ -16,13 +16,15 @@ import (
 // c from before it starts, so the call sees every one of its outputs, and
 // what the program prints reaches the call's client (sendLogs). The run is
 // ephemeral: the call, not the store, answers for a program that awaits. It
-// returns the value and the program's globals at the end.
-func (c *call) run(ctx context.Context, prog *rtfs.Program) (rtfs.Value, *rtfs.Globals, error) {
+// returns the value and the program's globals at the end. j, when not nil,
+// records the run's host calls (host.RunOptions.Journal).
+func (c *call) run(ctx context.Context, prog *rtfs.Program, j *capabilities.Journal) (rtfs.Value, *rtfs.Globals, error) {
 	return c.s.host.RunWith(ctx, prog, host.RunOptions{
 		Limits:    c.s.opts.Limits,
 		Before:    c.beforeHostCall,
 		Log:       func(line string) { c.w.pushLog("", line) },
 		Ephemeral: true,
+		Journal:   j,
 	})
 }
 

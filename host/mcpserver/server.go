@@ -74,6 +74,11 @@ type Options struct {
 	// zero value: the defaults of HTTPLimits). Handler alone sets none;
 	// serve it with NewHTTPServer.
 	HTTP HTTPLimits
+	// ResourceInterval is the least time between two
+	// notifications/resources/updated of one stream's resource
+	// (rtfs://streams/{id}); the changes in between become one. Zero means
+	// DefaultResourceInterval (one second).
+	ResourceInterval time.Duration
 }
 
 // A Route is a handler the Server serves beside /mcp and /sse: the metrics
@@ -105,6 +110,9 @@ type Server struct {
 	// delivery is the policy of the calls' Outboxes (Options.Delivery);
 	// nil: the default.
 	delivery *provider.Delivery
+	// resources holds the subscriptions to the streams' resources
+	// (resources.go).
+	resources *resourceWatch
 	// resumeOnce starts the followers of the streams of an earlier process.
 	resumeOnce sync.Once
 	handler    http.Handler
@@ -140,6 +148,12 @@ func New(opts Options) (*Server, error) {
 	case opts.MaxPendingOutputs < 0:
 		opts.MaxPendingOutputs = 0 // no bound
 	}
+	if opts.ResourceInterval < 0 {
+		return nil, fmt.Errorf("mcpserver: negative resource update interval %v", opts.ResourceInterval)
+	}
+	if opts.ResourceInterval == 0 {
+		opts.ResourceInterval = DefaultResourceInterval
+	}
 	if opts.Name == "" {
 		opts.Name = "rtfshost"
 	}
@@ -157,17 +171,23 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	// The resources are the streams (resources.go): subscribable, and the
+	// list never changes.
+	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Resources: &mcp.ResourceCapabilities{Subscribe: true}}
 	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (taskwire.go)
+	s.resources = newResourceWatch(s, opts.ResourceInterval)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
-		Logger:       s.log,
-		Instructions: instructions,
-		Capabilities: caps,
+		Logger:             s.log,
+		Instructions:       instructions,
+		Capabilities:       caps,
+		SubscribeHandler:   s.resources.subscribe,
+		UnsubscribeHandler: s.resources.unsubscribe,
 	})
-	s.mcp.AddReceivingMiddleware(explicitSuccess)
+	s.mcp.AddReceivingMiddleware(explicitSuccess, resourceNotFound)
 	s.tasks = newTasks(s, opts.Host.Store())
 	s.events = newDurableEvents(opts.Host.Store(), func(msg string, args ...any) { s.log.Error(msg, args...) })
 	s.addTools()
+	s.addResources()
 	s.handler = s.newHandler()
 	return s, nil
 }
@@ -199,6 +219,7 @@ func (s *Server) Close() error {
 		_ = ss.Close()
 	}
 	s.calls.Wait()
+	s.resources.close()
 	s.events.close()
 	return nil
 }

@@ -81,11 +81,16 @@ func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest,
 	if err != nil {
 		return provider.StartRequest{}, err
 	}
-	_, globals, err := c.run(ctx, prog)
+	// The stream keeps the run's journal: its processor is looked up in
+	// the run's final globals, which a later compiler comes back to by
+	// replaying the whole run (docs/upgrading.md).
+	journal := &capabilities.Journal{}
+	_, globals, err := c.run(ctx, prog, journal)
 	if err != nil {
 		return provider.StartRequest{}, fmt.Errorf("%s: running the program: %w", ToolStart, err)
 	}
 	req := provider.StartRequest{
+		RunJournal:    journal.Snapshot(),
 		Endpoint:      a.str("endpoint"),
 		Processor:     rtfs.Symbol(a.str("processor")),
 		Globals:       globals,

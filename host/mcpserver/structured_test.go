@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/rtfshost/rtfshost/persistence"
 )
 
 // TestStructuredResults: on both eras, every tool declares an outputSchema
@@ -20,7 +22,9 @@ import (
 func TestStructuredResults(t *testing.T) {
 	for _, era := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(era, func(t *testing.T) {
-			f := newFixture(t, Options{})
+			store := persistence.NewMemStore() // mcp.stream.upgrade swaps a stream's records
+			defer store.Close()
+			f := newFixtureStore(t, Options{}, store)
 			ctx := context.Background()
 			url := f.ts.URL + PathStreamable
 			var h map[string]string
@@ -69,8 +73,8 @@ func TestStructuredResults(t *testing.T) {
 					t.Errorf("%s mutates but says nothing of destructiveHint: %v", name, ann)
 				}
 			}
-			if len(schemas) != 8 {
-				t.Fatalf("%d tools with an output schema, want 8", len(schemas))
+			if len(schemas) != 9 {
+				t.Fatalf("%d tools with an output schema, want 9", len(schemas))
 			}
 
 			var id atomic.Int64
@@ -140,6 +144,7 @@ func TestStructuredResults(t *testing.T) {
 			}()
 			waitFor(t, "the stream's start", func() bool { _, err := f.host.Provider().Status("s1"); return err == nil })
 			call(ToolPause, map[string]any{"stream-id": "s1"})
+			call(ToolUpgrade, map[string]any{"stream-id": "s1", "program": counterProgram, "filename": "again.rtfs"})
 			call(ToolResume, map[string]any{"stream-id": "s1"})
 			call(ToolStatus, map[string]any{"stream-id": "s1"})
 			f.feed(ctx, "s1", append(values(2), end)...)

@@ -41,8 +41,10 @@ func (t *tasks) resumeLocked(e *taskEntry) {
 
 // create makes a task for a call of tool with the raw arguments, stores it,
 // and starts its work; the task exists (tasks/get answers) when it
-// returns.
-func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, ttl time.Duration) (taskRecord, error) {
+// returns. With a session (2025-11-25), the work's progress (with token,
+// the progress token of the tools/call; nil: none) and log notifications
+// go to that session while the task runs (taskPeer).
+func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, ttl time.Duration, session *mcp.ServerSession, token any) (taskRecord, error) {
 	t.load(ctx)
 	spec, ok := t.s.toolSpec(tool)
 	if !ok || spec.task == noTask {
@@ -80,6 +82,9 @@ func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, tt
 		return taskRecord{}, &rpcFailure{code: codeInvalidParams, msg: fmt.Sprintf("a task %q exists already", rec.ID)}
 	}
 	e := &taskEntry{rec: rec, done: make(chan struct{})}
+	if session != nil {
+		e.peer = &taskPeer{t: t, e: e, id: rec.ID, session: session, token: token}
+	}
 	t.byID[rec.ID] = e
 	t.mu.Unlock()
 	if err := t.save(ctx, rec); err != nil {
@@ -104,7 +109,7 @@ func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, tt
 // stream ends. On Close it leaves the stream and the task as they are: the
 // stream is durable and resumed by the next serve.
 func (t *tasks) followLocked(e *taskEntry, start args) {
-	ctx, cancel := context.WithCancel(t.s.ctx)
+	ctx, cancel := context.WithCancel(e.peer.with(t.s.ctx))
 	e.running, e.cancel = true, cancel
 	t.s.calls.Add(1)
 	go func() {
@@ -154,7 +159,7 @@ func (t *tasks) followLocked(e *taskEntry, start args) {
 // runLocked starts the goroutine that runs the call of a task of a
 // taskOfCall tool (rtfs.eval).
 func (t *tasks) runLocked(e *taskEntry, spec toolSpec, a args) {
-	ctx, cancel := context.WithCancel(t.s.ctx)
+	ctx, cancel := context.WithCancel(e.peer.with(t.s.ctx))
 	e.running, e.cancel = true, cancel
 	t.s.calls.Add(1)
 	go func() {
@@ -232,6 +237,7 @@ func (t *tasks) finishLocked(e *taskEntry, result json.RawMessage, state provide
 		e.rec.Status, e.rec.Message = taskFailed, "the work failed: tasks/result has the error"
 	}
 	e.rec.Result, e.rec.Updated, e.running = result, time.Now().UTC(), false
+	e.peer = nil // its session is no longer needed
 	close(e.done)
 	if err := t.save(context.Background(), e.rec); err != nil {
 		t.s.log.Error("mcp tasks: storing a task's result", "task", e.rec.ID, "err", err)
@@ -297,3 +303,73 @@ func (t *tasks) cancelStream(id string) {
 
 // cancelPatience bounds how long a cancelled task's stream is looked for.
 const cancelPatience = 10 * time.Second
+
+// A taskPeer carries the notifications of a task's work to the session
+// that created it, under revision 2025-11-25, which allows them while the
+// task runs: each progress notification with the progress token of the
+// tools/call that created the task, and each, progress or log, with the
+// related-task _meta. Nothing is sent once the task has reached a
+// terminal status. go-sdk sends them on the session's standalone stream
+// (the GET a client keeps open), since the work runs on no request of its
+// own; the event store keeps them for a client that resumes. The
+// 2026-07-28 tasks extension forbids them: its tasks have no peer.
+type taskPeer struct {
+	t       *tasks
+	e       *taskEntry
+	id      string // the task's id
+	session *mcp.ServerSession
+	token   any // nil: no progress notifications
+}
+
+type taskPeerKey struct{}
+
+// with returns ctx carrying p for the task's call (newCall); a nil p
+// returns ctx.
+func (p *taskPeer) with(ctx context.Context) context.Context {
+	if p == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, taskPeerKey{}, p)
+}
+
+// taskPeerOf returns the taskPeer of a task's call, nil for any other.
+func taskPeerOf(ctx context.Context) *taskPeer {
+	p, _ := ctx.Value(taskPeerKey{}).(*taskPeer)
+	return p
+}
+
+// running reports whether the task has not reached a terminal status.
+func (p *taskPeer) running() bool {
+	p.t.mu.Lock()
+	defer p.t.mu.Unlock()
+	return !p.e.rec.terminal()
+}
+
+// NotifyProgress sends a progress notification of the task's work.
+func (p *taskPeer) NotifyProgress(ctx context.Context, params *mcp.ProgressNotificationParams) error {
+	if p.token == nil || !p.running() {
+		return nil
+	}
+	params.ProgressToken = p.token
+	params.Meta = p.related(params.Meta)
+	return p.session.NotifyProgress(ctx, params)
+}
+
+// Log sends a log notification of the task's work (go-sdk drops it below
+// the level the session asked for).
+func (p *taskPeer) Log(ctx context.Context, params *mcp.LoggingMessageParams) error {
+	if !p.running() {
+		return nil
+	}
+	params.Meta = p.related(params.Meta)
+	return p.session.Log(ctx, params)
+}
+
+// related returns meta with the related-task key set.
+func (p *taskPeer) related(meta mcp.Meta) mcp.Meta {
+	if meta == nil {
+		meta = mcp.Meta{}
+	}
+	meta[metaRelatedTask] = map[string]string{"taskId": p.id}
+	return meta
+}

@@ -171,8 +171,31 @@ func TestTasksModern(t *testing.T) {
 	if result["isError"] != false || !strings.Contains(fmt.Sprint(result["content"]), `"total":3`) {
 		t.Fatalf("tasks/get of the completed task = %v", got)
 	}
-	if ack, e := rpc(t, url, h, methodTasksUpdate, map[string]any{"taskId": "m1", "inputResponses": map[string]any{}}); e != nil || len(ack) != 0 {
+	if got["resultType"] != "complete" || result["resultType"] != "complete" || result["_meta"] != nil {
+		t.Errorf("tasks/get: resultType %v, inlined result's %v and _meta %v; want complete, complete and none", got["resultType"], result["resultType"], result["_meta"])
+	}
+	if ack, e := rpc(t, url, h, methodTasksUpdate, map[string]any{"taskId": "m1", "inputResponses": map[string]any{}, "_meta": meta(true)}); e != nil || ack["resultType"] != "complete" {
 		t.Errorf("tasks/update = %v, %v", ack, e)
+	}
+	// Cancelling an ended task is acknowledged, and changes nothing.
+	if ack, e := rpc(t, url, h, methodTasksCancel, map[string]any{"taskId": "m1", "_meta": meta(true)}); e != nil || ack["resultType"] != "complete" {
+		t.Errorf("tasks/cancel of a completed task = %v, %v; want the acknowledgement", ack, e)
+	}
+	if got, _ := rpc(t, url, h, methodTasksGet, map[string]any{"taskId": "m1", "_meta": meta(true)}); got["status"] != "completed" {
+		t.Errorf("tasks/get after cancelling the completed task = %v", got)
+	}
+	// Without the extension declared, the task methods are refused with
+	// -32021 naming it; those the extension dropped are not found.
+	for _, method := range []string{methodTasksGet, methodTasksUpdate, methodTasksCancel} {
+		_, e := rpc(t, url, h, method, map[string]any{"taskId": "m1", "_meta": meta(false)})
+		if e["code"] != float64(codeMissingCapability) || !strings.Contains(fmt.Sprint(e["data"]), extensionTasks) {
+			t.Errorf("%s without the extension: error %v, want %d naming it", method, e, codeMissingCapability)
+		}
+	}
+	for _, method := range []string{methodTasksResult, methodTasksList} {
+		if _, e := rpc(t, url, h, method, map[string]any{"taskId": "m1", "_meta": meta(true)}); e["code"] != float64(codeMethodNotFound) {
+			t.Errorf("%s under 2026-07-28: error %v, want %d", method, e, codeMethodNotFound)
+		}
 	}
 
 	evalTask, e := call(ToolEval, map[string]any{"program": "(+ 40 2)"}, true)
@@ -180,7 +203,7 @@ func TestTasksModern(t *testing.T) {
 		t.Fatalf("rtfs.eval as a task = %v, %v", evalTask, e)
 	}
 	waitFor(t, "the eval task", func() bool {
-		got, _ = rpc(t, url, h, methodTasksGet, map[string]any{"taskId": evalTask["taskId"]})
+		got, _ = rpc(t, url, h, methodTasksGet, map[string]any{"taskId": evalTask["taskId"], "_meta": meta(true)})
 		return got["status"] == "completed"
 	})
 	if !strings.Contains(fmt.Sprint(got["result"]), "42") {

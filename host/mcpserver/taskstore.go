@@ -79,6 +79,7 @@ type taskEntry struct {
 	done    chan struct{}      // closed when rec becomes terminal
 	running bool               // a goroutine of this process drives it
 	cancel  context.CancelFunc // stops that goroutine's work
+	peer    *taskPeer          // where its work's notifications go; nil: nowhere
 }
 
 // tasks is the Server's task table. Its methods are safe for concurrent

@@ -58,27 +58,22 @@ func (s *Server) serveTasks(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		result, err := s.taskCall(r.Context(), m, modern)
+		result, err := s.taskCall(r.Context(), m, modern, env.session)
 		writeRPC(w, m.ID, result, err)
 	})
 }
 
-// taskCall serves one task request and returns its result.
-func (s *Server) taskCall(ctx context.Context, req *message, modern bool) (any, error) {
+// taskCall serves one task request of session sessionID ("" for none)
+// and returns its result.
+func (s *Server) taskCall(ctx context.Context, req *message, modern bool, sessionID string) (any, error) {
+	if modern {
+		return s.modernTaskCall(ctx, req)
+	}
 	switch req.Method {
 	case "tools/call":
-		var ttl time.Duration
-		if req.Params.Task != nil && req.Params.Task.TTL != nil {
-			ttl = time.Duration(*req.Params.Task.TTL) * time.Millisecond
-		}
-		rec, err := s.tasks.create(ctx, req.Params.Name, req.Params.Arguments, ttl)
+		rec, err := s.createTask(ctx, req, s.session(sessionID))
 		if err != nil {
 			return nil, err
-		}
-		if modern {
-			m := taskJSON(rec, true)
-			m["resultType"] = "task"
-			return m, nil
 		}
 		return map[string]any{"task": taskJSON(rec, false), "_meta": map[string]any{
 			"io.modelcontextprotocol/model-immediate-response": fmt.Sprintf("Started %s as task %s; poll it with tasks/get.", rec.Tool, rec.ID)}}, nil
@@ -87,13 +82,7 @@ func (s *Server) taskCall(ctx context.Context, req *message, modern bool) (any, 
 		if err != nil {
 			return nil, err
 		}
-		rec := s.tasks.snapshot(e)
-		m := taskJSON(rec, modern)
-		if modern && rec.terminal() && rec.Result != nil && rec.Status != taskCancelled {
-			m["result"] = rec.Result // a tool's failure is an isError result of a completed task
-			m["status"] = taskCompleted
-		}
-		return m, nil
+		return taskJSON(s.tasks.snapshot(e), false), nil
 	case methodTasksResult:
 		e, err := s.tasks.lookup(ctx, req.Params.TaskID)
 		if err != nil {
@@ -108,19 +97,15 @@ func (s *Server) taskCall(ctx context.Context, req *message, modern bool) (any, 
 		}
 		return rec.Result, nil
 	case methodTasksList:
-		if modern {
-			return nil, &rpcFailure{code: codeMethodNotFound, msg: "tasks/list is not part of the 2026-07-28 tasks extension"}
-		}
 		recs, next, err := s.tasks.list(ctx, req.Params.Cursor)
 		if err != nil {
 			return nil, err
 		}
-		out := map[string]any{"tasks": []any{}}
 		list := make([]any, 0, len(recs))
 		for _, r := range recs {
 			list = append(list, taskJSON(r, false))
 		}
-		out["tasks"] = list
+		out := map[string]any{"tasks": list}
 		if next != "" {
 			out["nextCursor"] = next
 		}
@@ -130,17 +115,136 @@ func (s *Server) taskCall(ctx context.Context, req *message, modern bool) (any, 
 		if err != nil {
 			return nil, err
 		}
-		if modern {
-			return map[string]any{}, nil
-		}
 		return taskJSON(rec, false), nil
+	}
+	return nil, &rpcFailure{code: codeMethodNotFound, msg: fmt.Sprintf("method %q not found (the tasks of revision 2025-11-25 are tasks/get, tasks/result, tasks/list and tasks/cancel)", req.Method)}
+}
+
+// modernTaskCall serves a request of the 2026-07-28 tasks extension. Every
+// result says resultType ("task" for the task a tools/call created,
+// "complete" for the rest) and names the server in _meta, as go-sdk's
+// answers do; a request that does not declare the extension is refused
+// with -32021, and the methods of 2025-11-25 that the extension dropped
+// (tasks/result, tasks/list) are not found.
+func (s *Server) modernTaskCall(ctx context.Context, req *message) (any, error) {
+	switch req.Method {
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+		if !req.declares(extensionTasks) {
+			return nil, &rpcFailure{code: codeMissingCapability,
+				msg:  fmt.Sprintf("%s needs the %s extension: declare it in the request's _meta[%q].extensions", req.Method, extensionTasks, metaClientCaps),
+				data: map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{extensionTasks: map[string]any{}}}}}
+		}
+	}
+	var out map[string]any
+	switch req.Method {
+	case "tools/call":
+		rec, err := s.createTask(ctx, req, nil) // the extension forbids notifications of tasks
+		if err != nil {
+			return nil, err
+		}
+		out = taskJSON(rec, true)
+		out["resultType"] = "task"
+		return s.modernResult(out), nil
+	case methodTasksGet:
+		e, err := s.tasks.lookup(ctx, req.Params.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		rec := s.tasks.snapshot(e)
+		out = taskJSON(rec, true)
+		if rec.terminal() && rec.Result != nil && rec.Status != taskCancelled {
+			// A tool's failure is an isError result of a completed task:
+			// the extension keeps failed for JSON-RPC errors.
+			out["result"] = inlineResult(rec.Result)
+			out["status"] = taskCompleted
+		}
+	case methodTasksCancel:
+		// An acknowledgement, the same for a task that has ended (which
+		// keeps its status): the extension makes cancelling idempotent.
+		e, err := s.tasks.lookup(ctx, req.Params.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		if rec := s.tasks.snapshot(e); !rec.terminal() {
+			if _, err := s.tasks.cancelTask(ctx, req.Params.TaskID); err != nil {
+				if rec = s.tasks.snapshot(e); !rec.terminal() { // not that it ended meanwhile
+					return nil, err
+				}
+			}
+		}
+		out = map[string]any{}
 	case methodTasksUpdate:
 		if _, err := s.tasks.lookup(ctx, req.Params.TaskID); err != nil {
 			return nil, err
 		}
-		return map[string]any{}, nil // rtfshost's tasks never ask for input
+		out = map[string]any{} // rtfshost's tasks never ask for input
+	default:
+		return nil, &rpcFailure{code: codeMethodNotFound, msg: fmt.Sprintf("method %q not found: the %s extension of revision %s has tasks/get, tasks/update and tasks/cancel", req.Method, extensionTasks, sessionlessVersion)}
 	}
-	return nil, &rpcFailure{code: codeMethodNotFound, msg: fmt.Sprintf("method %q not found", req.Method)}
+	out["resultType"] = "complete"
+	return s.modernResult(out), nil
+}
+
+// modernResult puts the server's name in the _meta of a 2026-07-28
+// result, as go-sdk does on its own answers.
+func (s *Server) modernResult(out map[string]any) map[string]any {
+	out["_meta"] = map[string]any{mcp.MetaKeyServerInfo: map[string]string{"name": s.opts.Name, "version": s.opts.Version}}
+	return out
+}
+
+// inlineResult is a task's stored CallToolResult as tasks/get of
+// 2026-07-28 inlines it: a result of that revision (resultType
+// "complete"), without the related-task _meta, which the extension leaves
+// out (the task id is beside it).
+func inlineResult(stored json.RawMessage) json.RawMessage {
+	var res jsonObject
+	if json.Unmarshal(stored, &res) != nil {
+		return stored
+	}
+	if meta := res.object("_meta"); meta != nil {
+		delete(meta, metaRelatedTask)
+		if len(meta) == 0 {
+			delete(res, "_meta")
+		} else {
+			res.set("_meta", meta)
+		}
+	}
+	res.set("resultType", "complete")
+	b, err := json.Marshal(res)
+	if err != nil {
+		return stored
+	}
+	return b
+}
+
+// createTask creates the task a tools/call asks for; the notifications of
+// its work go to session (nil: nowhere).
+func (s *Server) createTask(ctx context.Context, req *message, session *mcp.ServerSession) (taskRecord, error) {
+	var ttl time.Duration
+	if req.Params.Task != nil && req.Params.Task.TTL != nil {
+		ttl = time.Duration(*req.Params.Task.TTL) * time.Millisecond
+	}
+	var token any
+	if tok := req.progressToken(); tok != "" && session != nil {
+		dec := json.NewDecoder(strings.NewReader(tok))
+		dec.UseNumber()
+		_ = dec.Decode(&token)
+	}
+	return s.tasks.create(ctx, req.Params.Name, req.Params.Arguments, ttl, session, token)
+}
+
+// session returns the live session of go-sdk's with id, nil when there is
+// none (no id, or a session of before a restart).
+func (s *Server) session(id string) *mcp.ServerSession {
+	if id == "" {
+		return nil
+	}
+	for ss := range s.mcp.Sessions() {
+		if ss.ID() == id {
+			return ss
+		}
+	}
+	return nil
 }
 
 // taskJSON is a task as the revision writes it: ttl and pollInterval
@@ -172,8 +276,14 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, result any, err error) 
 		var f *rpcFailure
 		if errors.As(err, &f) {
 			code = f.code
+		} else {
+			f = nil
 		}
-		resp["error"] = map[string]any{"code": code, "message": err.Error()}
+		e := map[string]any{"code": code, "message": err.Error()}
+		if f != nil && f.data != nil {
+			e["data"] = f.data
+		}
+		resp["error"] = e
 	} else {
 		resp["result"] = result
 	}
@@ -188,12 +298,16 @@ const (
 	codeMethodNotFound = -32601
 	codeInvalidParams  = -32602
 	codeInternal       = -32603
+	// codeMissingCapability: the request lacks a client capability the
+	// method needs (2026-07-28).
+	codeMissingCapability = -32021
 )
 
 // rpcFailure is a JSON-RPC error to answer a request with.
 type rpcFailure struct {
 	code int
 	msg  string
+	data any // the error's data; nil: none
 }
 
 func (f *rpcFailure) Error() string { return f.msg }

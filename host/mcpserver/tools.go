@@ -21,6 +21,7 @@ const (
 	ToolCancel  = provider.CapCancel
 	ToolEval    = "rtfs.eval"
 	ToolRemove  = "mcp.stream.remove"
+	ToolUpgrade = "mcp.stream.upgrade"
 )
 
 // A toolSpec is one tool: its MCP description, its input (in the schema
@@ -102,6 +103,8 @@ func (s *Server) toolSpecs() []toolSpec {
 			capabilities.Key{Name: "force", Type: "bool", Doc: "Also remove a stream that has not ended (it is cancelled first; its progress is lost)."}),
 			run: (*call).remove, output: removeOutput, hints: mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &no},
 			desc: "Forgets an ended stream: its records leave the server's data directory and its id can be used again. Returns {stream-id, removed, was}."},
+		{name: ToolUpgrade, title: "Swap a stream's processor", desc: upgradeDesc, input: s.input("", nil, upgradeKeys()...), run: (*call).upgrade,
+			output: upgradeOutput, hints: mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &no}},
 	}
 }
 

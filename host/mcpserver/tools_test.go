@@ -39,7 +39,7 @@ func TestToolsList(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := []string{ToolCancel, ToolInspect, ToolPause, ToolResume, ToolStart, ToolStatus, ToolEval, ToolRemove}
+	want := []string{ToolCancel, ToolInspect, ToolPause, ToolResume, ToolStart, ToolStatus, ToolEval, ToolRemove, ToolUpgrade}
 	sort.Strings(want)
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)

@@ -6,7 +6,7 @@
 (() => {
   const API = "/ui/api/";
   const PAGE = 100;
-  const STATES = ["active", "paused", "completed", "cancelled", "error"];
+  const STATES = ["active", "paused", "completed", "cancelled", "error", "unrecoverable"];
   const $ = (id) => document.getElementById(id);
 
   const model = {
@@ -262,7 +262,8 @@
     setText(c[6], r.lastOutput || "");
     c[6].title = r.lastOutput || "";
     setText(c[7], fmtAge(now - r.startedMs));
-    setText(c[8], r.reason || "");
+    // An unrecoverable stream says why where an ended one says how it ended.
+    setText(c[8], r.reason || (r.state === "unrecoverable" ? r.message : ""));
     c[8].title = r.message || "";
   }
 
