@@ -30,6 +30,8 @@ type lifecycle struct {
 	// progressShown: an event of this run of the stream carried its
 	// progress.
 	progressShown bool
+	// progressVer counts the changes of progress (deliveryrec.go).
+	progressVer int64
 }
 
 // An action is a directive of DESIGN §4.2.

@@ -169,6 +169,8 @@ type streamStore struct {
 	inflight    atomic.Bool // a snapshot is submitted and not committed yet
 	manyDeletes atomic.Bool // deletes has reached the persister's maxDeletes
 
+	delivered deliveryMark // what the last delivery record held (deliveryrec.go); guarded by the stream's mu
+
 	// Guarded by the stream's mu.
 	lowWater int64   // every journaled seq below it is processed
 	extra    []int64 // processed seqs at or above lowWater, sorted
@@ -360,6 +362,9 @@ func (st *streamStore) progressBatch(sn *snapshot) (*persistence.Batch, error) {
 	b := &st.batch
 	b.Reset()
 	b.Put(st.progKey, val)
+	if sn.delivery != nil {
+		b.Put(deliveryKey(st.s.id), sn.delivery.encode())
+	}
 	for _, seq := range sn.deletes {
 		b.Delete(journalKey(st.s.id, seq))
 	}
@@ -396,6 +401,7 @@ type snapshot struct {
 	rec                    progressRecord
 	state, lastOut, result rtfs.Value
 	deletes                []int64
+	delivery               *deliveryRecord // to write beside it; nil: unchanged
 }
 
 // snapshotLocked copies what the progress record holds; values are
@@ -409,13 +415,10 @@ func (st *streamStore) snapshotLocked() snapshot {
 			lowWater: st.lowWater, extra: append([]int64(nil), st.extra...),
 			processed: s.stats.processed, dropped: s.stats.dropped, reconnects: s.stats.reconnects,
 			bytes: s.stats.bytes, outputs: s.stats.outputs, latencyNs: -1,
-			progress: s.progress, // its reached slice is replaced, never changed in place
 		},
 		state: s.state, lastOut: s.lastOut, result: s.result, deletes: st.deletes,
 	}
-	for p := range sn.rec.outDropped {
-		sn.rec.outDropped[p] = s.outDropped[p].Load()
-	}
+	sn.delivery = st.deliverySnapshotLocked()
 	st.deletes = nil
 	if limit := st.ps.maxDeletes; len(sn.deletes) > limit {
 		st.deletes = append(st.deletes, sn.deletes[limit:]...)
@@ -459,7 +462,6 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 		order: s.started.UnixNano(), endpoint: s.def.endpoint, transport: s.def.transport,
 		serverURL: stripUserInfo(s.def.serverURL), procName: s.def.procName, capacity: int64(s.def.capacity),
 		journal: st.journal, idleMs: idleMillis(s.def.idle),
-		delivery: s.def.delivery, milestones: s.def.milestones,
 	}
 	var err error
 	if len(s.def.keys) > 0 {
@@ -508,6 +510,9 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 		return nil, err
 	}
 	b.Put(st.progKey, val)
+	if sn.delivery != nil {
+		b.Put(deliveryKey(s.id), sn.delivery.encode())
+	}
 	return b, nil
 }
 

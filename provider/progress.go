@@ -112,6 +112,9 @@ func (s *stream) applyProgressLocked(milestone, prog rtfs.Value, now time.Time) 
 		pr.message != s.progress.message || pr.milestone != s.progress.milestone
 	pr.known = true
 	s.progress = pr
+	if changed {
+		s.progressVer++
+	}
 	return changed, nil
 }
 

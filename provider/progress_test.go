@@ -1,9 +1,7 @@
 package provider
 
 import (
-	"context"
-	"encoding/json"
-	"os"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,28 +170,17 @@ func TestProgressSurvivesRestart(t *testing.T) {
 	}
 }
 
-// TestStoreBeforeProgressIsReadable: a store written before streams kept
-// their progress, delivery policy and milestones (testdata, dumped by that
-// version: a stream interrupted after three chunks and a completed one) is
-// recovered: the streams have no progress, and the running one goes on.
-func TestStoreBeforeProgressIsReadable(t *testing.T) {
-	b, err := os.ReadFile("testdata/store-before-progress.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kvs []struct{ Key, Value []byte }
-	if err := json.Unmarshal(b, &kvs); err != nil {
-		t.Fatal(err)
-	}
-	store := persistence.NewMemStore()
-	var batch persistence.Batch
-	for _, kv := range kvs {
-		batch.Put(kv.Key, kv.Value)
-	}
-	if err := store.Commit(context.Background(), &batch); err != nil {
-		t.Fatal(err)
-	}
-	ps := newPersisted(t, store)
+// fixtureBeforeProgress is a store written before streams kept a delivery
+// record (their progress, milestones and dropped outputs): a count stream
+// ("running", countSrc) interrupted after three chunks {"n": 1..3}, and one
+// completed ("done", {:total 2}).
+const fixtureBeforeProgress = "testdata/store-before-progress.json"
+
+// TestStoredFixtureBeforeProgress recovers that store: the streams have no
+// progress and no dropped outputs, and the running one goes on from its
+// third chunk.
+func TestStoredFixtureBeforeProgress(t *testing.T) {
+	ps := newPersisted(t, loadFixture(t, fixtureBeforeProgress))
 	ps.restart()
 	done := ps.f.p.mustInfo(t, "done")
 	if done.Status.State != StateCompleted || done.Progress != nil || done.Stats.DroppedOutputs != (DroppedOutputsInfo{}) {
@@ -224,4 +211,34 @@ func (p *Provider) mustInfo(t *testing.T, id string) StreamInfo {
 		t.Fatal(err)
 	}
 	return in
+}
+
+// TestDeliveryRecord: the delivery record round-trips; a truncated one is a
+// corrupt record naming its key; KeyOwner names its stream.
+func TestDeliveryRecord(t *testing.T) {
+	d := Delivery{Normal: Throttle{Interval: time.Second, MaxBatch: 3}, Low: Throttle{Interval: -1}}
+	r := deliveryRecord{delivery: &d, milestones: testMilestones,
+		progress:   progress{known: true, done: 0.75, total: 1, message: "m", milestone: "build", reached: []bool{true, true, false}, at: time.UnixMilli(99)},
+		outDropped: [3]int64{0, 1, 5}}
+	key := deliveryKey("k")
+	full := r.encode()
+	var back deliveryRecord
+	if err := back.decode(key, full); err != nil {
+		t.Fatal(err)
+	}
+	if *back.delivery != d || len(back.milestones) != 3 || back.milestones[1] != testMilestones[1] || back.outDropped != r.outDropped ||
+		back.progress.done != 0.75 || back.progress.milestone != "build" || !back.progress.reached[1] || back.progress.reached[2] || back.progress.at.UnixMilli() != 99 {
+		t.Fatalf("round trip: %+v", back)
+	}
+	_, payload, _ := persistence.DecodeRecord(key, full, kindDelivery, recordVersion)
+	for n := 0; n < len(payload); n++ {
+		var cr *persistence.CorruptRecordError
+		err := (&deliveryRecord{}).decode(key, persistence.EncodeRecord(kindDelivery, recordVersion, payload[:n]))
+		if !errors.As(err, &cr) || !strings.Contains(err.Error(), `"delivery/k"`) {
+			t.Fatalf("truncated at %d: %v", n, err)
+		}
+	}
+	if id, ok := KeyOwner(key); !ok || id != "k" {
+		t.Fatalf("KeyOwner(%q) = %q %v", key, id, ok)
+	}
 }

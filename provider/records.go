@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/rtfshost/rtfshost/persistence"
 )
@@ -19,6 +18,7 @@ const (
 	kindJournal    persistence.RecordKind = 4
 	kindChild      persistence.RecordKind = 5
 	kindOrigin     persistence.RecordKind = 6 // origin.go
+	kindDelivery   persistence.RecordKind = 7 // deliveryrec.go
 )
 
 // recordVersion is the format version of every provider record; a record of a
@@ -251,10 +251,6 @@ type defRecord struct {
 	journal   bool
 	idleMs    int64  // the start call's idle timeout in ms: 0 default, -1 none (absent in older records)
 	tkeys     []byte // the transport's own start keys as a JSON object, empty if none (absent in older records)
-	// The start call's :delivery and :milestones (absent in older records:
-	// none).
-	delivery   *Delivery
-	milestones []Milestone
 }
 
 func (r *defRecord) encode() []byte {
@@ -274,19 +270,6 @@ func (r *defRecord) encode() []byte {
 	e.bool(r.journal)
 	e.int(r.idleMs)
 	e.bytes(r.tkeys)
-	e.bool(r.delivery != nil)
-	if d := r.delivery; d != nil {
-		for _, t := range [...]Throttle{d.Normal, d.Low} {
-			e.int(int64(t.Interval))
-			e.int(int64(t.MaxBatch))
-		}
-	}
-	e.uint(uint64(len(r.milestones)))
-	for _, m := range r.milestones {
-		e.str(m.ID)
-		e.float(m.Weight)
-		e.int(int64(m.Estimated))
-	}
 	return persistence.EncodeRecord(kindDefinition, recordVersion, e.b)
 }
 
@@ -310,24 +293,6 @@ func (r *defRecord) decode(key, data []byte) error {
 		}
 		if d.more() {
 			r.tkeys = d.bytes("transport keys")
-		}
-		if !d.more() {
-			return
-		}
-		if d.bool("has delivery") {
-			var ts [2]Throttle
-			for i := range ts {
-				ts[i] = Throttle{Interval: time.Duration(d.int("delivery interval")), MaxBatch: int(d.int("delivery batch"))}
-			}
-			r.delivery = &Delivery{Normal: ts[0], Low: ts[1]}
-		}
-		n := d.uint("milestone count")
-		if n > maxMilestones {
-			d.fail("milestone count", fmt.Errorf("%d milestones, at most %d", n, maxMilestones))
-			return
-		}
-		for i := uint64(0); i < n && d.err == nil; i++ {
-			r.milestones = append(r.milestones, Milestone{ID: d.str("milestone id"), Weight: d.float("milestone weight"), Estimated: time.Duration(d.int("milestone estimate"))})
 		}
 	})
 }
@@ -355,10 +320,6 @@ type progressRecord struct {
 	state      []byte
 	lastOut    []byte // empty: no output yet
 	result     []byte // empty: no result
-	// The stream's progress and the outputs its subscribers dropped
-	// (absent in older records: none).
-	progress   progress
-	outDropped [3]int64
 }
 
 func (r *progressRecord) appendTo(dst []byte) []byte {
@@ -381,33 +342,6 @@ func (r *progressRecord) appendTo(dst []byte) []byte {
 	e.bytes(r.state)
 	e.bytes(r.lastOut)
 	e.bytes(r.result)
-	return r.appendTail(e.b)
-}
-
-// appendTail appends the fields added to the record after its first
-// release: the progress and the dropped outputs.
-func (r *progressRecord) appendTail(dst []byte) []byte {
-	e := enc{b: dst}
-	pr := &r.progress
-	e.bool(pr.known)
-	if pr.known {
-		e.float(pr.done)
-		e.float(pr.total)
-		e.str(pr.message)
-		e.str(pr.milestone)
-		e.uint(uint64(len(pr.reached)))
-		for _, x := range pr.reached {
-			e.bool(x)
-		}
-		at := int64(0)
-		if !pr.at.IsZero() {
-			at = pr.at.UnixMilli()
-		}
-		e.int(at)
-	}
-	for _, n := range r.outDropped {
-		e.int(n)
-	}
 	return e.b
 }
 
@@ -434,28 +368,6 @@ func (r *progressRecord) decode(key, data []byte) error {
 			*p = d.int("stats")
 		}
 		r.state, r.lastOut, r.result = d.bytes("state"), d.bytes("last output"), d.bytes("result")
-		if !d.more() { // records written before progress was stored end here
-			return
-		}
-		pr := &r.progress
-		if pr.known = d.bool("progress"); pr.known {
-			pr.done, pr.total = d.float("progress done"), d.float("progress total")
-			pr.message, pr.milestone = d.str("progress message"), d.str("milestone")
-			n := d.uint("milestones reached")
-			if n > maxMilestones {
-				d.fail("milestones reached", fmt.Errorf("%d milestones, at most %d", n, maxMilestones))
-				return
-			}
-			for i := uint64(0); i < n && d.err == nil; i++ {
-				pr.reached = append(pr.reached, d.bool("milestone reached"))
-			}
-			if at := d.int("progress time"); at != 0 {
-				pr.at = time.UnixMilli(at)
-			}
-		}
-		for i := range r.outDropped {
-			r.outDropped[i] = d.int("dropped outputs")
-		}
 	})
 }
 

@@ -266,7 +266,13 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 		return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("queue capacity %d", d.capacity)}
 	}
 	def.idle = time.Duration(d.idleMs) * time.Millisecond
-	def.delivery, def.milestones = d.delivery, d.milestones
+	dr, err := loadDelivery(ctx, p.ps.store, l.id)
+	if err != nil {
+		return nil, err
+	}
+	if dr != nil {
+		def.delivery, def.milestones = dr.delivery, dr.milestones
+	}
 	if len(d.tkeys) > 0 {
 		if err := json.Unmarshal(d.tkeys, &def.keys); err != nil {
 			return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("transport keys: %v", err)}
@@ -303,6 +309,7 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 		s.cancel()
 		return nil, err
 	}
+	st.restoreDelivery(dr)
 	return s, nil
 }
 
@@ -400,15 +407,6 @@ func (st *streamStore) restoreProgress(l *loaded) error {
 	}
 	if r.resumeAt != 0 {
 		s.resumeAt = time.UnixMilli(r.resumeAt)
-	}
-	if r.progress.known {
-		if len(r.progress.reached) != len(s.def.milestones) {
-			return &persistence.CorruptRecordError{Key: st.progKey, Reason: fmt.Sprintf("%d milestones reached or not, the stream has %d", len(r.progress.reached), len(s.def.milestones))}
-		}
-		s.progress = r.progress
-	}
-	for p, n := range r.outDropped {
-		s.outDropped[p].Store(n)
 	}
 	s.procNext, s.seq, s.startCursor = r.procNext, r.procNext, r.cursor
 	if st.journal {
