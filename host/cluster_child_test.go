@@ -187,7 +187,9 @@ func startClusterChild(t testing.TB, cs childSpec) *clusterChild {
 		}
 	}()
 	t.Cleanup(c.kill)
-	if _, ok := c.waitLine("ready", 30*time.Second); !ok {
+	// A hang guard, not a timing: a child starting hundreds of streams
+	// under -race on a busy machine takes tens of seconds.
+	if _, ok := c.waitLine("ready", 120*time.Second); !ok {
 		t.Fatalf("the cluster child %s did not report ready", cs.Node)
 	}
 	return c

@@ -92,7 +92,7 @@ func (ob *observability) serveMetrics(p *provider.Provider, addr, token string, 
 	if addr == "" {
 		return nil
 	}
-	if err := checkListen(addr, token); err != nil {
+	if err := checkListen(addr, token, false); err != nil {
 		return withCode(exitProgramError, fmt.Errorf("--metrics-listen: %w", err))
 	}
 	ln, err := net.Listen("tcp", addr)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,6 +27,11 @@ const tokenEnv = "RTFSHOST_TOKEN"
 type serveOptions struct {
 	listen           string
 	token            string
+	stdio            bool
+	publicURL        string
+	oauthIssuer      string
+	oauthAudience    string
+	stdioOut         io.WriteCloser // with stdio: where MCP messages go
 	progressInterval time.Duration
 	delivery         deliveryFlags
 	allowOrigins     []string
@@ -57,25 +64,40 @@ func (a *app) serveCmd() *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the host to MCP clients (Streamable HTTP and legacy SSE)",
+		Short: "Serve the host to MCP clients (Streamable HTTP and legacy SSE, or stdio)",
 		Long: `serve runs a long-lived host and exposes it as an MCP server: Streamable HTTP
 at /mcp and the legacy HTTP+SSE transport at /sse. Its tools are
 mcp.stream.start, mcp.stream.inspect, mcp.stream.status, mcp.stream.pause,
-mcp.stream.resume, mcp.stream.cancel and rtfs.eval; a call with a progress
-token receives every processor :output as a progress notification and ends
-with one buffered result. See docs/mcp-server.md.
+mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove, mcp.stream.upgrade
+and rtfs.eval; a call with a progress token receives every processor :output
+as a progress notification and ends with one buffered result. See
+docs/mcp-server.md.
 
 serve listens on loopback by default. A request with a foreign Origin gets 403.
 Bound to any other address it requires a bearer token (--token or the
 ` + tokenEnv + ` environment variable), which every request must then carry
-as "Authorization: Bearer <token>".`,
+as "Authorization: Bearer <token>", or OAuth: with --oauth-issuer every
+request carries an access token of that authorization server, whose scopes
+(rtfshost:read, rtfshost:write) say which tools it may call
+(docs/security.md).
+
+With --stdio, serve speaks MCP on its stdin and stdout instead, for a desktop
+client (Claude Desktop, Cursor, VS Code) that launches it: the same tools,
+tasks, budgets and egress policy; logs go to stderr, and nothing but MCP to
+stdout. The launching client is trusted: there is no token.`,
 		Example: `  rtfshost serve
   rtfshost serve --listen 127.0.0.1:7070 --normal-interval 250ms --low-batch 50
-  RTFSHOST_TOKEN=$(openssl rand -hex 16) rtfshost serve --listen 0.0.0.0:7070`,
+  RTFSHOST_TOKEN=$(openssl rand -hex 16) rtfshost serve --listen 0.0.0.0:7070
+  rtfshost serve --listen 0.0.0.0:7070 --public-url https://mcp.example.com \
+    --oauth-issuer https://auth.example.com/realms/ops
+  rtfshost serve --stdio --data /home/me/.rtfshost`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("token") {
+			if !cmd.Flags().Changed("token") && !o.stdio {
 				o.token = os.Getenv(tokenEnv)
+			}
+			if err := checkServeFlags(cmd, &o); err != nil {
+				return withCode(exitProgramError, err)
 			}
 			if err := a.rt.resolve(cmd); err != nil {
 				return withCode(exitProgramError, err)
@@ -86,6 +108,10 @@ as "Authorization: Bearer <token>".`,
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", "127.0.0.1:7070", "address to listen on (a non-loopback address needs a token)")
 	f.StringVar(&o.token, "token", "", "bearer token required on every request (default $"+tokenEnv+")")
+	f.BoolVar(&o.stdio, "stdio", false, "speak MCP on stdin and stdout instead of listening, for a client that launches the server (logs go to stderr)")
+	f.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this server at, e.g. https://mcp.example.com (default http://<listen address>); with --oauth-issuer its /mcp is the resource tokens are for")
+	f.StringVar(&o.oauthIssuer, "oauth-issuer", "", "accept OAuth 2.1 access tokens (JWTs) of this authorization server, e.g. https://auth.example.com/realms/ops, instead of a static token")
+	f.StringVar(&o.oauthAudience, "oauth-audience", "", "the aud an access token must name (default the resource: --public-url with /mcp)")
 	f.DurationVar(&o.progressInterval, "progress-interval", 0, "the same as --normal-interval")
 	_ = f.MarkDeprecated("progress-interval", "use --normal-interval")
 	o.delivery.add(cmd)
@@ -111,6 +137,19 @@ as "Authorization: Bearer <token>".`,
 
 // serve is the serve command: it runs until interrupted.
 func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
+	if o.stdio {
+		// Before anything can print: stdout is the MCP connection's alone,
+		// every other line of the command goes to stderr.
+		out, release, err := claimStdout(a.stdout)
+		if err != nil {
+			return withCode(exitStreamFailed, err)
+		}
+		defer release()
+		proto := a.stdout
+		a.stdout = a.stderr
+		defer func() { a.stdout = proto }()
+		o.stdioOut = out
+	}
 	logger, err := a.logger()
 	if err != nil {
 		return err
@@ -124,8 +163,10 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	if err := o.delivery.check(); err != nil {
 		return withCode(exitProgramError, err)
 	}
-	if err := checkListen(o.listen, o.token); err != nil {
-		return withCode(exitProgramError, err)
+	if !o.stdio {
+		if err := checkListen(o.listen, o.token, o.oauthIssuer != ""); err != nil {
+			return withCode(exitProgramError, err)
+		}
 	}
 	if o.maxStreams < 0 || o.maxSessionCalls <= 0 {
 		return withCode(exitProgramError, fmt.Errorf("--max-streams must not be negative and --max-session-calls must be positive (got %d and %d)", o.maxStreams, o.maxSessionCalls))
@@ -195,25 +236,32 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	if err := ob.watchCluster(h.Cluster()); err != nil {
 		return withCode(exitStreamFailed, err)
 	}
-	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI, &o.delivery.policy)
+	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI && !o.stdio, &o.delivery.policy)
 	if err != nil {
 		return withCode(exitStreamFailed, err)
 	}
 	defer closeRoutes()
-	srv, err := mcpserver.New(mcpserver.Options{
+	mopts := mcpserver.Options{
 		Host: h, Token: o.token, Delivery: &o.delivery.policy,
 		AllowedOrigins: o.allowOrigins, Version: version, Logger: logger,
 		Limits: a.rt.limits(), MaxCallsPerSession: o.maxSessionCalls,
 		Observer: ob.obs, Routes: routes,
-	})
+	}
+	var ln net.Listener
+	if !o.stdio {
+		if ln, err = net.Listen("tcp", o.listen); err != nil {
+			return withCode(exitStreamFailed, fmt.Errorf("--listen %s: %w", o.listen, err))
+		}
+		defer ln.Close()
+		if o.oauthIssuer != "" {
+			mopts.OAuth = oauthOptions(o, ln.Addr().String())
+		}
+	}
+	srv, err := mcpserver.New(mopts)
 	if err != nil {
-		return withCode(exitStreamFailed, err)
+		return withCode(exitProgramError, err)
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return withCode(exitStreamFailed, fmt.Errorf("--listen %s: %w", o.listen, err))
-	}
 	// Streams an earlier run, resume or serve left unfinished carry on here.
 	if err := h.Recover(cmd.Context()); err != nil {
 		where := a.flags.dataDir
@@ -222,12 +270,21 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		}
 		fmt.Fprintln(a.stderr, "rtfshost: recovering the streams of", where+":", err)
 	}
+	if o.stdio {
+		if err := srv.ServeStdio(cmd.Context(), io.NopCloser(a.stdin), o.stdioOut); err != nil {
+			return withCode(exitStreamFailed, err)
+		}
+		return nil
+	}
 	fmt.Fprintf(a.stdout, "rtfshost MCP server listening on http://%s%s (legacy SSE: http://%s%s)\n",
 		ln.Addr(), mcpserver.PathStreamable, ln.Addr(), mcpserver.PathSSE)
 	if !o.noUI {
 		fmt.Fprintf(a.stdout, "dashboard: http://%s%s  metrics: http://%s/metrics\n", ln.Addr(), dashboard.Prefix, ln.Addr())
 	} else {
 		fmt.Fprintf(a.stdout, "metrics: http://%s/metrics\n", ln.Addr())
+	}
+	if oa := mopts.OAuth; oa != nil {
+		fmt.Fprintf(a.stdout, "OAuth: access tokens of %s for %s (metadata: %s)\n", oa.Issuer, oa.Resource, oa.MetadataURL())
 	}
 	if err := srv.Serve(cmd.Context(), ln); err != nil {
 		return withCode(exitStreamFailed, err)
@@ -236,14 +293,17 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 }
 
 // checkListen refuses, before anything listens, a non-loopback --listen
-// address without a strong token (mcpserver.Server.Serve checks the bound
-// address again).
-func checkListen(addr, token string) error {
+// address without a strong token or OAuth (mcpserver.Server.Serve checks
+// the bound address again).
+func checkListen(addr, token string, oauth bool) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("--listen %q: %w", addr, err)
 	}
+	if oauth {
+		return nil
+	}
 	if err := mcpserver.CheckExposure(addr, token); err != nil {
-		return fmt.Errorf("--listen: %w (--token or $%s)", err, tokenEnv)
+		return fmt.Errorf("--listen: %w (--token or $%s, or --oauth-issuer)", err, tokenEnv)
 	}
 	return nil
 }
@@ -276,4 +336,58 @@ func (d *deliveryFlags) check() error {
 		}
 	}
 	return nil
+}
+
+// checkServeFlags refuses flags that do not go together: those of HTTP
+// with --stdio, a static token with OAuth, the OAuth flags without
+// --oauth-issuer, and OAuth on a non-loopback address without
+// --public-url (the URL clients are given cannot be guessed there).
+func checkServeFlags(cmd *cobra.Command, o *serveOptions) error {
+	changed := cmd.Flags().Changed
+	if o.stdio {
+		for _, f := range []string{"listen", "token", "allow-origin", "public-url", "oauth-issuer", "oauth-audience", "no-ui"} {
+			if changed(f) {
+				return fmt.Errorf("--stdio and --%s: a server on stdio does not listen, and trusts the client that launched it (docs/mcp-server.md)", f)
+			}
+		}
+		return nil
+	}
+	if o.oauthIssuer == "" {
+		for _, f := range []string{"oauth-audience", "public-url"} {
+			if changed(f) {
+				return fmt.Errorf("--%s needs --oauth-issuer", f)
+			}
+		}
+		return nil
+	}
+	if o.token != "" {
+		source := "--token"
+		if !changed("token") {
+			source = "$" + tokenEnv
+		}
+		return fmt.Errorf("--oauth-issuer and %s: give one (a static token for one operator, OAuth for clients that log in)", source)
+	}
+	if host, _, err := net.SplitHostPort(o.listen); err == nil && o.publicURL == "" && !isLoopbackHost(host) {
+		return fmt.Errorf("--oauth-issuer on --listen %s needs --public-url, the URL clients reach this server at (e.g. https://mcp.example.com)", o.listen)
+	}
+	return nil
+}
+
+// isLoopbackHost reports whether host is localhost or a loopback IP.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// oauthOptions are the OAuth options of serve listening on addr: the
+// resource is --public-url (default http://addr) with /mcp.
+func oauthOptions(o serveOptions, addr string) *mcpserver.OAuth {
+	base := strings.TrimRight(o.publicURL, "/")
+	if base == "" {
+		base = "http://" + addr
+	}
+	return &mcpserver.OAuth{Issuer: o.oauthIssuer, Resource: base + mcpserver.PathStreamable, Audience: o.oauthAudience}
 }

@@ -568,6 +568,15 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--allow-server", "ftp://x"}, "--allow-server"},
 		{[]string{"--listen", "nonsense"}, `--listen "nonsense"`},
 		{[]string{"--progress-interval", "-1s"}, "must not be negative"},
+		{[]string{"--stdio", "--listen", "127.0.0.1:0"}, "--stdio and --listen"},
+		{[]string{"--stdio", "--token", "0123456789abcdef"}, "--stdio and --token"},
+		{[]string{"--stdio", "--oauth-issuer", "https://as.example.com"}, "--stdio and --oauth-issuer"},
+		{[]string{"--oauth-audience", "rtfshost"}, "--oauth-audience needs --oauth-issuer"},
+		{[]string{"--public-url", "https://mcp.example.com"}, "--public-url needs --oauth-issuer"},
+		{[]string{"--oauth-issuer", "https://as.example.com", "--token", "0123456789abcdef"}, "--oauth-issuer and --token: give one"},
+		{[]string{"--oauth-issuer", "https://as.example.com", "--listen", "0.0.0.0:7070"}, "needs --public-url"},
+		{[]string{"--oauth-issuer", "http://as.example.com", "--listen", "127.0.0.1:0", "--data", t.TempDir()}, "tokens would travel in the clear"},
+		{[]string{"--oauth-issuer", "https://as.example.com", "--listen", "127.0.0.1:0", "--public-url", "http://mcp.example.com", "--data", t.TempDir()}, "tokens would travel in the clear"},
 	} {
 		var stdout, stderr bytes.Buffer
 		a := newApp(strings.NewReader(""), &stdout, &stderr)
@@ -578,11 +587,14 @@ func TestServeFlags(t *testing.T) {
 			t.Errorf("serve %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), exitProgramError, tc.want)
 		}
 	}
-	if err := checkListen("localhost:7070", ""); err != nil {
+	if err := checkListen("localhost:7070", "", false); err != nil {
 		t.Errorf("localhost refused: %v", err)
 	}
-	if err := checkListen("[::]:7070", "0123456789abcdef"); err != nil {
+	if err := checkListen("[::]:7070", "0123456789abcdef", false); err != nil {
 		t.Errorf("any address with a token refused: %v", err)
+	}
+	if err := checkListen("[::]:7070", "", true); err != nil {
+		t.Errorf("any address under OAuth refused: %v", err)
 	}
 }
 

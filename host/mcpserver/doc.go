@@ -1,11 +1,13 @@
 // Package mcpserver exposes an rtfshost host to MCP clients (agent hosts,
 // IDEs, the MCP Inspector) as an MCP server over Streamable HTTP, with the
-// legacy HTTP+SSE transport beside it (docs/mcp-server.md).
+// legacy HTTP+SSE transport beside it, or over stdin and stdout for a
+// desktop client that launches it (docs/mcp-server.md).
 //
 // The main types are Server and Options. New builds a Server on a
 // host.Host: the programs of the tools run with the host's capabilities, and
 // the host's provider runs their streams. Server.Handler is its http.Handler
-// and Server.Serve serves it on a listener.
+// and Server.Serve serves it on a listener; Server.ServeStdio serves one
+// session on a pair of pipes.
 //
 // The tools are mcp.stream.start, mcp.stream.inspect, mcp.stream.status,
 // mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove,
@@ -37,9 +39,10 @@
 // the revision in each request, through go-sdk's stateless handler, and
 // revisions 2025-03-26 to 2025-11-25 through its stateful one, with
 // sessions (Mcp-Session-Id). A request meets a list of layers before go-sdk
-// (http.go's mcpLayers, each with its reason): the token check, the
-// envelope (the body read once: method, id, tool, progress token, task,
-// era), MCP Tasks, the resumption after a restart, the refusal of calls
+// (http.go's mcpLayers, each with its reason): the token check (a static
+// token, or an OAuth 2.1 access token), the envelope (the body read once:
+// method, id, tool, progress token, task, era), the scopes the token
+// grants, MCP Tasks, the resumption after a restart, the refusal of calls
 // before initialize, the JSON-only adapter and the priming event's retry.
 //
 // The files, in the order a request travels:
@@ -47,7 +50,9 @@
 //	conns.go       the http.Server of Serve: header, idle and body timeouts, size limits
 //	server.go      Options, Server, New, Close; the calls in flight per session
 //	http.go        the handler, the layers of /mcp in order, Origin, Host and token checks, Serve
+//	oauth.go       OAuth 2.1: the resource's metadata, access tokens checked, the scopes of tools and methods
 //	wire.go        the envelope, read once from the body; every reading of JSON-RPC
+//	stdio.go       ServeStdio: one session on stdin and stdout, with the tasks layers of HTTP in front of go-sdk
 //	presession.go  the refusal of a request before initialize
 //	taskwire.go    the task methods of both eras, and what initialize and tools/list say of tasks
 //	taskstore.go   the task table and its records in the host's store

@@ -21,8 +21,10 @@ const (
 )
 
 // newHandler builds the HTTP handler: /mcp behind its layers (mcpLayers),
-// the legacy HTTP+SSE transport on /sse behind the token check, the
-// further Routes, and the Origin check in front of them all.
+// the legacy HTTP+SSE transport on /sse behind the token, envelope and
+// scope layers, the further Routes, and the Origin check in front of them
+// all; under OAuth, the protected-resource metadata beside them, public
+// and open to every origin.
 func (s *Server) newHandler() http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -45,15 +47,28 @@ func (s *Server) newHandler() http.Handler {
 	})
 	mux := http.NewServeMux()
 	mux.Handle(PathStreamable, stack(s.mcpLayers(), eras))
-	mux.Handle(PathSSE, s.checkToken(mcp.NewSSEHandler(getServer, nil)))
+	mux.Handle(PathSSE, stack([]layer{
+		{name: "token", wrap: s.authenticate},
+		{name: "envelope", wrap: readEnvelope},
+		{name: "scopes", wrap: s.authorize},
+	}, mcp.NewSSEHandler(getServer, nil)))
 	for _, r := range s.opts.Routes {
 		h := r.Handler
 		if !r.Public {
-			h = s.checkToken(h)
+			h = s.guardRoute(h)
 		}
 		mux.Handle(r.Pattern, checkHost(h))
 	}
-	return s.checkOrigin(mux)
+	guarded := s.checkOrigin(mux)
+	if s.oauth == nil {
+		return guarded
+	}
+	top := http.NewServeMux()
+	for _, p := range s.oauth.paths {
+		top.Handle(p, s.oauth.metadataHandler())
+	}
+	top.Handle("/", guarded)
+	return top
 }
 
 // A layer is one step of the request path of /mcp: it answers the request
@@ -73,12 +88,16 @@ type layer struct {
 // (wire.go), never its body.
 func (s *Server) mcpLayers() []layer {
 	return []layer{
-		// Who may ask: before anything reads the body. An authorization
-		// layer (scopes per tool, from the tool specs) goes here too.
-		{name: "token", wrap: s.checkToken},
+		// Who may ask: before anything reads the body. The static token,
+		// or under OAuth a valid access token (oauth.go).
+		{name: "token", wrap: s.authenticate},
 		// The body, read once: method, id, tool, progress token, task,
 		// era, batch. It bounds the body's size.
 		{name: "envelope", wrap: readEnvelope},
+		// Under OAuth, what the token may do: the scopes of the request's
+		// methods and tools (the tool specs say theirs), else 403. Before
+		// any layer that acts on a request.
+		{name: "scopes", wrap: s.authorize},
 		// The JSON-RPC id of a tools/call, for its span (go-sdk does not
 		// tell the tool handler); only with an Observer.
 		{name: "request-id", wrap: s.tagRequestID},
@@ -168,6 +187,15 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// authenticate is the token layer: under OAuth the access token's checks
+// (oauth.go), else the static token's.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	if s.oauth != nil {
+		return s.oauth.authenticate(next)
+	}
+	return s.checkToken(next)
+}
+
 // checkToken requires "Authorization: Bearer <token>" when a token is set.
 // The scheme is case-insensitive (RFC 7235 §2.1); the token is compared in
 // constant time.
@@ -240,12 +268,14 @@ func sameHost(origin, host string) bool {
 // Serve serves the Server's handler on ln, with the connection limits of
 // Options.HTTP (NewHTTPServer), until ctx ends, then closes the Server and
 // shuts the HTTP server down. It refuses a listener that is not on
-// a loopback address unless a token is set, and returns ln's first failure
-// otherwise. It closes ln.
+// a loopback address unless a token or OAuth is set, and returns ln's
+// first failure otherwise. It closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if err := CheckExposure(ln.Addr().String(), s.opts.Token); err != nil {
-		ln.Close()
-		return err
+	if s.oauth == nil {
+		if err := CheckExposure(ln.Addr().String(), s.opts.Token); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	hs := NewHTTPServer(s.handler, s.opts.HTTP)
 	errc := make(chan error, 1)

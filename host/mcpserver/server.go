@@ -48,8 +48,12 @@ type Options struct {
 	// result (default 10000); the result counts those left out.
 	MaxBufferedOutputs int
 	// Token, when set, is the bearer token every request must carry in
-	// "Authorization: Bearer <token>".
+	// "Authorization: Bearer <token>". It and OAuth exclude each other.
 	Token string
+	// OAuth, when set, makes the server an OAuth 2.1 resource server:
+	// every request carries an access token of OAuth.Issuer, whose scopes
+	// say which tools it may call (docs/security.md).
+	OAuth *OAuth
 	// AllowedOrigins lists the browser origins (e.g. "http://localhost:6274")
 	// accepted besides the server's own; any other Origin gets 403.
 	AllowedOrigins []string
@@ -106,6 +110,7 @@ type Server struct {
 	mcp    *mcp.Server
 	tasks  *tasks
 	tools  []toolSpec     // the tools, made once by addTools
+	oauth  *oauthServer   // nil without Options.OAuth
 	events *durableEvents // the stateful era's event store (eventstore.go)
 	// delivery is the policy of the calls' Outboxes (Options.Delivery);
 	// nil: the default.
@@ -171,6 +176,18 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if opts.OAuth != nil {
+		if opts.Token != "" {
+			s.cancel()
+			return nil, errors.New("mcpserver: a static Token and OAuth exclude each other: give one")
+		}
+		o, err := newOAuthServer(s.ctx, *opts.OAuth, s.log)
+		if err != nil {
+			s.cancel()
+			return nil, err
+		}
+		s.oauth = o
+	}
 	// The resources are the streams (resources.go): subscribable, and the
 	// list never changes.
 	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Resources: &mcp.ResourceCapabilities{Subscribe: true}}

@@ -50,28 +50,39 @@ func (s *Server) serveTasks(next http.Handler) http.Handler {
 			return
 		}
 		modern := env.era == eraSessionless
-		switch {
-		case m.Method == "tools/call" && m.Params.Task != nil && !modern,
-			m.Method == "tools/call" && modern && m.declares(extensionTasks) && s.runsAsTask(m.Params.Name):
-		case strings.HasPrefix(m.Method, "tasks/"):
-		default:
+		if !s.isTaskRequest(m, modern) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		result, err := s.taskCall(r.Context(), m, modern, env.session)
+		result, err := s.taskCall(r.Context(), m, modern, s.session(env.session))
 		writeRPC(w, m.ID, result, err)
 	})
 }
 
-// taskCall serves one task request of session sessionID ("" for none)
-// and returns its result.
-func (s *Server) taskCall(ctx context.Context, req *message, modern bool, sessionID string) (any, error) {
+// isTaskRequest reports whether the request m is the tasks layer's to
+// answer (over HTTP or stdio): a task method, or a tools/call that asks
+// for a task (2025-11-25: params.task; 2026-07-28, modern: a client that
+// declared the extension calling a tool that runs as a task).
+func (s *Server) isTaskRequest(m *message, modern bool) bool {
+	switch {
+	case !m.full || m.ID == nil:
+		return false
+	case m.Method == "tools/call" && m.Params.Task != nil && !modern,
+		m.Method == "tools/call" && modern && m.declares(extensionTasks) && s.runsAsTask(m.Params.Name):
+		return true
+	}
+	return strings.HasPrefix(m.Method, "tasks/")
+}
+
+// taskCall serves one task request of session (nil for none: the
+// notifications of a task's work go nowhere) and returns its result.
+func (s *Server) taskCall(ctx context.Context, req *message, modern bool, session *mcp.ServerSession) (any, error) {
 	if modern {
 		return s.modernTaskCall(ctx, req)
 	}
 	switch req.Method {
 	case "tools/call":
-		rec, err := s.createTask(ctx, req, s.session(sessionID))
+		rec, err := s.createTask(ctx, req, session)
 		if err != nil {
 			return nil, err
 		}
@@ -270,6 +281,13 @@ func taskJSON(rec taskRecord, modern bool) map[string]any {
 // writeRPC writes a JSON-RPC response: result, or err as an error (an
 // *rpcFailure keeps its code; anything else is an internal error).
 func writeRPC(w http.ResponseWriter, id json.RawMessage, result any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(rpcAnswer(id, result, err))
+}
+
+// rpcAnswer is the JSON-RPC response of writeRPC.
+func rpcAnswer(id json.RawMessage, result any, err error) []byte {
 	resp := map[string]any{"jsonrpc": "2.0", "id": id}
 	if err != nil {
 		code := codeInternal
@@ -288,9 +306,7 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, result any, err error) 
 		resp["result"] = result
 	}
 	b, _ := json.Marshal(resp)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	return b
 }
 
 // JSON-RPC error codes the task methods answer with.
@@ -330,30 +346,35 @@ func (s *Server) announceTasks(next http.Handler) http.Handler {
 		method := m.Method
 		rec := &recorder{header: http.Header{}}
 		next.ServeHTTP(rec, r)
-		patched := rewriteResults(rec.body.Bytes(), func(res jsonObject) {
-			if method == "initialize" {
-				if caps := res.object("capabilities"); caps != nil {
-					caps["tasks"] = legacyTaskCaps
-					res.set("capabilities", caps)
-				}
-				return
-			}
-			tools := res.objects("tools")
-			if tools == nil {
-				return
-			}
-			for _, tool := range tools {
-				if s.runsAsTask(tool.str("name")) {
-					tool["execution"] = json.RawMessage(`{"taskSupport":"optional"}`)
-				}
-			}
-			res.set("tools", tools)
-		})
+		patched := rewriteResults(rec.body.Bytes(), func(res jsonObject) { s.announce(method, res) })
 		rec.body.Reset()
 		rec.body.Write(patched)
 		rec.header.Del("Content-Length")
 		rec.replay(w)
 	})
+}
+
+// announce adds to go-sdk's result of method (initialize or tools/list,
+// of the sessions era) what it cannot say of tasks: the tasks capability,
+// and execution.taskSupport on the tools that run as tasks.
+func (s *Server) announce(method string, res jsonObject) {
+	if method == "initialize" {
+		if caps := res.object("capabilities"); caps != nil {
+			caps["tasks"] = legacyTaskCaps
+			res.set("capabilities", caps)
+		}
+		return
+	}
+	tools := res.objects("tools")
+	if tools == nil {
+		return
+	}
+	for _, tool := range tools {
+		if s.runsAsTask(tool.str("name")) {
+			tool["execution"] = json.RawMessage(`{"taskSupport":"optional"}`)
+		}
+	}
+	res.set("tools", tools)
 }
 
 // streamTaskResult is the CallToolResult of a stream task: what the

@@ -40,6 +40,27 @@ type toolSpec struct {
 	// task says whether the tool runs as an MCP task when a client asks,
 	// and what the task is (taskstore.go).
 	task taskMode
+	// scope is the OAuth scope a call of the tool needs (oauth.go). Its
+	// zero value is the writing scope, so a tool that does not say
+	// otherwise is refused to a token that may only read.
+	scope toolScope
+}
+
+// A toolScope is the OAuth scope a tool needs: ScopeWrite (the zero
+// value) or ScopeRead.
+type toolScope uint8
+
+const (
+	scopeWrite toolScope = iota // starts, changes or ends work on the host
+	scopeRead                   // only reads the host's streams
+)
+
+// name is the scope as a token carries it.
+func (sc toolScope) name() string {
+	if sc == scopeRead {
+		return ScopeRead
+	}
+	return ScopeWrite
 }
 
 // A taskMode says whether a tool runs as an MCP task, and how.
@@ -86,9 +107,9 @@ func (s *Server) toolSpecs() []toolSpec {
 	return []toolSpec{
 		{name: ToolStart, title: "Start an RTFS stream processor", desc: startDesc, input: s.startInput(), run: (*call).start,
 			output: startOutput, task: taskOfStream, hints: mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes}},
-		{name: ToolInspect, title: "Inspect streams", readOnly: true, input: s.input(provider.CapInspect, nil), run: (*call).inspect, output: objectOutput,
+		{name: ToolInspect, title: "Inspect streams", readOnly: true, scope: scopeRead, input: s.input(provider.CapInspect, nil), run: (*call).inspect, output: objectOutput,
 			desc: "Returns the inspect map of one stream (with stream-id) or the summary of every stream: status, stats, queue, current and initial state, last output, result, cursor. Keywords appear as strings without the colon."},
-		{name: ToolStatus, title: "Stream status", readOnly: true, input: s.input(ToolStatus, nil), run: control(ToolStatus), output: statusOutput,
+		{name: ToolStatus, title: "Stream status", readOnly: true, scope: scopeRead, input: s.input(ToolStatus, nil), run: control(ToolStatus), output: statusOutput,
 			desc: "Returns a stream's status: {stream-id, state (active, paused, completed, cancelled or error), message, end-reason, result}."},
 		{name: ToolPause, title: "Pause a stream", input: s.input(ToolPause, nil), run: control(ToolPause), output: statusOutput, hints: mutating,
 			desc: "Pauses a stream: its processor stops taking chunks; once its queue is full the source is held back. Returns the status."},

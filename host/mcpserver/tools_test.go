@@ -386,3 +386,26 @@ func TestRemove(t *testing.T) {
 		t.Error("removing an unknown stream succeeded")
 	}
 }
+
+// TestToolScopes: every tool names the OAuth scope it needs, and it
+// agrees with its annotations: a tool that only reads needs ScopeRead,
+// every other ScopeWrite (the zero value, so a new tool that says nothing
+// cannot be called with a token that may only read).
+func TestToolScopes(t *testing.T) {
+	f := newFixture(t, Options{})
+	if len(f.srv.tools) == 0 {
+		t.Fatal("no tools")
+	}
+	for _, tool := range f.srv.tools {
+		want := ScopeWrite
+		if tool.readOnly {
+			want = ScopeRead
+		}
+		if got := tool.scope.name(); got != want {
+			t.Errorf("%s needs %s; its readOnly annotation (%v) says %s", tool.name, got, tool.readOnly, want)
+		}
+	}
+	if (toolSpec{}).scope.name() != ScopeWrite {
+		t.Error("a tool spec that names no scope does not need ScopeWrite")
+	}
+}

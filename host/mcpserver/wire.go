@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	exactjson "github.com/segmentio/encoding/json"
 )
 
 // The JSON-RPC messages of /mcp, read once.
@@ -212,7 +213,9 @@ func (e *envelope) isCall() (*message, bool) {
 // decodeMessage reads one JSON-RPC message. Params that hold a field of
 // another type than the package reads leave only _meta known (full is
 // false); a message that is not an object, or whose params or _meta are
-// not objects, is invalid.
+// not objects, is invalid. Member names match exactly, as go-sdk reads
+// them: a "Method" beside "method" cannot make the layers see another
+// method than go-sdk serves (the scopes layer decides on what it reads).
 func decodeMessage(data []byte) message {
 	var top struct {
 		ID     json.RawMessage `json:"id"`
@@ -221,24 +224,32 @@ func decodeMessage(data []byte) message {
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(data, &top) != nil {
+	if unmarshalExact(data, &top) != nil {
 		return message{invalid: true}
 	}
 	m := message{ID: top.ID, Method: top.Method, Result: top.Result, Error: top.Error, raw: top.Params, full: true}
 	if len(top.Params) == 0 {
 		return m
 	}
-	if json.Unmarshal(top.Params, &m.Params) != nil {
+	if unmarshalExact(top.Params, &m.Params) != nil {
 		m.Params, m.full = params{}, false
 		var metaOnly struct {
 			Meta map[string]json.RawMessage `json:"_meta"`
 		}
-		if json.Unmarshal(top.Params, &metaOnly) != nil {
+		if unmarshalExact(top.Params, &metaOnly) != nil {
 			return message{invalid: true}
 		}
 		m.Params.Meta = metaOnly.Meta
 	}
 	return m
+}
+
+// unmarshalExact decodes data's first JSON value into v as go-sdk does:
+// member names matched exactly, anything after the value ignored.
+func unmarshalExact(data []byte, v any) error {
+	dec := exactjson.NewDecoder(bytes.NewReader(data))
+	dec.DontMatchCaseInsensitiveStructFields()
+	return dec.Decode(v)
 }
 
 // meta returns the string under key in the message's _meta ("" when it is
