@@ -245,6 +245,9 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage) {
 				batches = box.Take(time.Now(), batches[:0])
 			}
 			for i := range batches {
+				if batches[i].End != nil {
+					continue // the call's result follows
+				}
 				note.fill(&params, &batches[i])
 				s.appendEvent(k, progressNote(l.token, &params))
 			}
