@@ -44,6 +44,7 @@ type Outbox struct {
 
 	mu      sync.Mutex
 	lanes   map[string]*lane
+	last    *lane   // the lane of the last event: a stream's events come in runs
 	order   []*lane // lanes in the order of their first event
 	held    int     // immediate and normal outputs held, in all lanes
 	ord     int64   // outputs added so far (Batch.Through)
@@ -183,7 +184,10 @@ func (o *Outbox) addLocked(ev Event, enc []byte) {
 		}
 		return
 	}
-	l := o.lanes[ev.StreamID]
+	l := o.last
+	if l == nil || l.id != ev.StreamID {
+		l = o.lanes[ev.StreamID]
+	}
 	if l == nil {
 		l = &lane{id: ev.StreamID, src: ev.src, policy: o.policy, last: [3]int{-1, -1, -1}}
 		if ev.src != nil && ev.src.def.delivery != nil {
@@ -191,6 +195,7 @@ func (o *Outbox) addLocked(ev Event, enc []byte) {
 		}
 		o.lanes[ev.StreamID] = l
 	}
+	o.last = l
 	if !l.queued {
 		l.queued = true
 		o.order = append(o.order, l)
@@ -306,7 +311,7 @@ func (o *Outbox) cutLocked() {
 			}
 		}
 	}
-	o.lanes, o.order, o.held = make(map[string]*lane), nil, 0
+	o.lanes, o.order, o.held, o.last = make(map[string]*lane), nil, 0, nil
 }
 
 // Behind tells the Outbox that its consumer has n more immediate and
@@ -395,6 +400,9 @@ func (o *Outbox) take(now time.Time, all bool, dst []Batch) []Batch {
 		l.queued = false
 		if l.ended {
 			delete(o.lanes, l.id)
+			if o.last == l {
+				o.last = nil
+			}
 		}
 	}
 	clear(o.order[len(kept):])
