@@ -157,7 +157,7 @@ func (s *Schema) checkKeys(id string, m *rtfs.Map) error {
 	var badName string
 	m.Range(func(k, _ rtfs.Value) bool {
 		if !s.knows(k) {
-			bad = k.String()
+			bad = rtfs.Excerpt(k, 60)
 			if t, ok := k.(interface{ Text() string }); ok {
 				badName = t.Text()
 			}

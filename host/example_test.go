@@ -81,9 +81,9 @@ func Example() {
 	}
 	fmt.Println("result:", result)
 	// Output:
-	// reading 0 is 10 C
-	// reading 1 is 20 C
-	// reading 2 is 15 C
+	// reading 1 is 10 C
+	// reading 2 is 20 C
+	// reading 3 is 15 C
 	// result: {:count 3 :max 20}
 }
 

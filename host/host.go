@@ -57,6 +57,12 @@ type Options struct {
 	Limits rtfs.Limits
 	// Stdout receives what println and log print; nil means os.Stdout.
 	Stdout io.Writer
+	// Log, when set, receives instead of Stdout each line println and log
+	// print (without its newline) that no route takes (RouteLog,
+	// RunOptions.Log), with the id of the stream whose processor printed
+	// it, "" for a program. It is called on the printing goroutine (a
+	// stream's, or a program's), so it must not block for long.
+	Log func(stream, line string)
 	// Logger receives the host's logs; nil discards them.
 	Logger *slog.Logger
 	// Store makes the host durable: its streams (it becomes Streams.Store)
@@ -76,6 +82,7 @@ type Host struct {
 
 	outMu  sync.Mutex // serializes writes to stdout
 	stdout io.Writer
+	logFn  func(stream, line string) // Options.Log
 
 	routesMu sync.Mutex
 	routes   map[string]*logRoute // by stream id (RouteLog)
@@ -104,7 +111,7 @@ const LogCapability = capabilities.LogCapability
 
 // New returns a Host with the stream and log capabilities registered.
 func New(opts Options) (*Host, error) {
-	h := &Host{reg: capabilities.NewRegistry(), limits: opts.Limits, stdout: opts.Stdout, log: opts.Logger}
+	h := &Host{reg: capabilities.NewRegistry(), limits: opts.Limits, stdout: opts.Stdout, logFn: opts.Log, log: opts.Logger}
 	if h.stdout == nil {
 		h.stdout = os.Stdout
 	}
@@ -438,6 +445,10 @@ func (h *Host) logHandler(_ context.Context, c *capabilities.Call) (capabilities
 			return capabilities.Now(rtfs.Nil), nil
 		}
 	}
+	if h.logFn != nil {
+		h.logFn(c.Stream, line)
+		return capabilities.Now(rtfs.Nil), nil
+	}
 	h.outMu.Lock()
 	defer h.outMu.Unlock()
 	if _, err := io.WriteString(h.stdout, line+"\n"); err != nil {
@@ -446,8 +457,12 @@ func (h *Host) logHandler(_ context.Context, c *capabilities.Call) (capabilities
 	return capabilities.Now(rtfs.Nil), nil
 }
 
+// maxLogLine bounds what println and log print of one value: a value that
+// shares structure prints without end.
+const maxLogLine = 1 << 20
+
 // logLine is what println and log print for args: their values separated by
-// spaces, strings without quotes.
+// spaces, strings without quotes, each cut past maxLogLine bytes.
 func logLine(args []rtfs.Value) string {
 	var b strings.Builder
 	for i, a := range args {
@@ -457,7 +472,7 @@ func logLine(args []rtfs.Value) string {
 		if s, ok := a.(rtfs.String); ok {
 			b.WriteString(string(s))
 		} else {
-			b.WriteString(a.String())
+			b.WriteString(rtfs.Excerpt(a, maxLogLine))
 		}
 	}
 	return b.String()

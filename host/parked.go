@@ -143,7 +143,7 @@ func decodeFields(key, data []byte, kind persistence.RecordKind, fields []*[]byt
 // park stores the program of r as parked on the await call out is
 // suspended at, so that Recover resumes it after a restart.
 func (h *Host) park(ctx context.Context, r *run, out rtfs.Outcome) error {
-	cont, err := out.Continuation.MarshalBinary()
+	cont, err := out.Continuation.MarshalBinaryOpts(rtfs.EncodeOptions{MaxBytes: h.limits.OutputLimit()})
 	if err != nil {
 		return fmt.Errorf("encode the parked program: %w", err)
 	}
@@ -368,7 +368,7 @@ func (h *Host) resumeParked(r *run, streamID string, out rtfs.Outcome) {
 		res.Err = err.Error()
 		h.log.Error("resumed program failed", "run", r.id, "program", res.Program, "err", err)
 	} else {
-		res.Value = out.Value.String()
+		res.Value = rtfs.Excerpt(out.Value, maxLogLine)
 		h.log.Info("resumed program finished", "run", r.id, "program", res.Program, "value", res.Value)
 	}
 	h.unpark(r, &res)

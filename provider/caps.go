@@ -120,6 +120,32 @@ func stringField(m *rtfs.Map, name string) string {
 	return ""
 }
 
+// WithStreamID returns the arguments of a :mcp.stream.start call with a
+// :stream-id, and that id: args as they are when their map names one,
+// else the map with a fresh id (NewStreamID, for its :endpoint). Arguments
+// of another shape, or a :stream-id that is not a non-empty string, come
+// back as they are with id "" (the capability reports them). A host that
+// follows the streams a program starts (the CLI, the MCP server) calls it
+// before the start is served, so that it knows each stream's id before
+// the stream's first event.
+func (p *Provider) WithStreamID(args []rtfs.Value) ([]rtfs.Value, string) {
+	if len(args) != 1 {
+		return args, ""
+	}
+	m, ok := args[0].(*rtfs.Map)
+	if !ok {
+		return args, ""
+	}
+	if v, ok := capabilities.Field(m, "stream-id"); ok {
+		if s, ok := v.(rtfs.String); ok && s != "" {
+			return args, string(s)
+		}
+		return args, ""
+	}
+	id := p.NewStreamID(streamName(stringField(m, "endpoint"), stringField(m, "command"), stringField(m, "transport")))
+	return []rtfs.Value{m.Assoc(rtfs.Keyword("stream-id"), rtfs.String(id))}, id
+}
+
 func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
 	m := argMap(c)
 	req := StartRequest{
@@ -134,6 +160,11 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 		RunJournal:   c.Journal.Snapshot(),
 	}
 	if cfg, ok := field(m, "config").(*rtfs.Map); ok {
+		// It becomes JSON arguments and query parameters: bounded as an
+		// output is, whatever structure it shares.
+		if err := rtfs.CheckOutputSize(cfg, p.opts.Limits.OutputLimit()); err != nil {
+			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: "config", Msg: err.Error()}
+		}
 		req.Config = cfg
 	}
 	for _, u := range p.opts.Transports.Keys() {
@@ -141,7 +172,7 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 		if v == rtfs.Nil {
 			continue
 		}
-		b, err := rtfs.ToJSON(v)
+		b, err := rtfs.AppendJSON(nil, v, rtfs.EncodeOptions{MaxBytes: p.opts.Limits.OutputLimit()})
 		if err != nil {
 			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: u.Name, Msg: err.Error()}
 		}

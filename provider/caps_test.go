@@ -115,3 +115,27 @@ func TestStreamCapabilityErrors(t *testing.T) {
 		t.Errorf("await of a cancelled stream = %v", err)
 	}
 }
+
+// WithStreamID gives a start's arguments a fresh id before the start, as
+// the start would name it (its endpoint, else its command), and keeps one
+// they name.
+func TestWithStreamID(t *testing.T) {
+	p := New(Options{})
+	defer p.Close()
+	args, id := p.WithStreamID([]rtfs.Value{rtfs.MapOf(rtfs.Keyword("endpoint"), rtfs.String("http://x/sse/weather.monitor.v1"))})
+	if !strings.HasPrefix(id, "weather.monitor.v1-") || len(id) != len("weather.monitor.v1-")+8 {
+		t.Fatalf("id = %q", id)
+	}
+	if v, _ := args[0].(*rtfs.Map).GetKeyword("stream-id"); v != rtfs.String(id) {
+		t.Errorf("args = %v", args[0])
+	}
+	if _, id := p.WithStreamID([]rtfs.Value{rtfs.MapOf(rtfs.Keyword("transport"), rtfs.Keyword("exec"), rtfs.Keyword("command"), rtfs.String("/bin/sh"))}); !strings.HasPrefix(id, "sh-") {
+		t.Errorf("a process stream's id %q, want it named after its command", id)
+	}
+	if kept, id := p.WithStreamID([]rtfs.Value{rtfs.MapOf(rtfs.Keyword("stream-id"), rtfs.String("mine"))}); id != "mine" || len(kept) != 1 {
+		t.Errorf("explicit id: %q", id)
+	}
+	if _, id := p.WithStreamID([]rtfs.Value{rtfs.Int(5)}); id != "" {
+		t.Errorf("non-map argument got id %q", id)
+	}
+}

@@ -53,8 +53,11 @@ func (p *Provider) Pause(id string) (Status, error) {
 }
 
 func pauseChange(s *stream) {
-	s.obs.Directive("pause", "request")
-	s.st, s.resumeAt = StatePaused, time.Time{}
+	if s.st != StatePaused {
+		s.obs.Directive("pause", "request") // pausing a paused stream applies nothing
+		s.noteLocked(TimelineEvent{Kind: "pause", Source: "request"})
+	}
+	s.st, s.resumeAt, s.pausedByRequest = StatePaused, time.Time{}, true
 }
 
 // Resume resumes a paused stream id: its backlog drains in order at once.
@@ -65,7 +68,10 @@ func (p *Provider) Resume(id string) (Status, error) {
 }
 
 func resumeChange(s *stream) {
-	s.obs.Directive("resume", "request")
+	if s.st != StateActive {
+		s.obs.Directive("resume", "request") // resuming an active stream applies nothing
+		s.noteLocked(TimelineEvent{Kind: "resume", Source: "request"})
+	}
 	s.st, s.resumeAt = StateActive, time.Time{}
 }
 
@@ -84,6 +90,7 @@ func (p *Provider) Cancel(id string) (Status, error) {
 	}
 	if !s.st.Terminal() {
 		s.obs.Directive("cancel", "request")
+		s.noteLocked(TimelineEvent{Kind: "cancel", Source: "request"})
 		s.cancelLocked("request")
 	}
 	st := s.statusLocked()
@@ -170,4 +177,33 @@ func (p *Provider) Done(id string) (<-chan struct{}, error) {
 		return nil, err
 	}
 	return s.done, nil
+}
+
+// Detach stops stream id the way Close stops every stream, and forgets it:
+// its transport and worker end, its progress is committed, and its stored
+// records stay unfinished, so that a later Recover (rtfshost resume)
+// carries it on from its cursor. Its subscriptions close without an
+// EventEnd; Await on it returns a *StreamError whose state is not
+// terminal. An ended stream is only forgotten (its records stay). A host
+// running several programs' streams uses it to interrupt one program's
+// streams and leave the others running. It waits for the stream's
+// goroutines and its last commit, at most until ctx ends.
+func (p *Provider) Detach(ctx context.Context, id string) error {
+	s, err := p.lookup(id)
+	if err != nil {
+		return err
+	}
+	s.cancel()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return fmt.Errorf("detach stream %q: %w", id, ctx.Err())
+	}
+	if p.ps != nil {
+		if err := p.ps.com.Flush(ctx); err != nil {
+			return fmt.Errorf("detach stream %q: commit its progress: %w", id, err)
+		}
+	}
+	p.forget(s)
+	return nil
 }

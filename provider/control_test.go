@@ -209,13 +209,13 @@ func TestDecodingAndMetadata(t *testing.T) {
 	if !rtfs.Equal(path(chunks[2], "message"), rtfs.MapOf(rtfs.Keyword("x"), rtfs.Int(1))) {
 		t.Errorf("progress :message not decoded: %v", chunks[2])
 	}
-	wantMeta := rtfs.MapOf(rtfs.Keyword("stream-id"), rtfs.String("d1"), rtfs.Keyword("seq"), rtfs.Int(0),
+	wantMeta := rtfs.MapOf(rtfs.Keyword("stream-id"), rtfs.String("d1"), rtfs.Keyword("seq"), rtfs.Int(1), // the first chunk is chunk 1
 		rtfs.Keyword("event"), rtfs.String("chunk"), rtfs.Keyword("id"), rtfs.String("7"),
 		rtfs.Keyword("received-at-ms"), rtfs.Int(1725912345678), rtfs.Keyword("endpoint"), rtfs.String("docs.search.v1"))
 	if !rtfs.Equal(metas[0], wantMeta) {
 		t.Errorf("metadata = %v\nwant %v", metas[0], wantMeta)
 	}
-	if path(metas[1], "seq") != rtfs.Int(1) || path(metas[1], "event") != rtfs.Nil {
+	if path(metas[1], "seq") != rtfs.Int(2) || path(metas[1], "event") != rtfs.Nil {
 		t.Errorf("second metadata = %v", metas[1])
 	}
 }
@@ -288,7 +288,7 @@ func TestTransportAndProcessorFaults(t *testing.T) {
 		t.Errorf("panicking transport: %+v", st)
 	}
 	id = f.start(StartRequest{Transport: "fails", goProc: goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) { panic("processor bug") })})
-	if st := f.await(id); st.State != StateError || st.Message != "processor go-proc failed on chunk 0: processor panicked: processor bug" {
+	if st := f.await(id); st.State != StateError || st.Message != "processor go-proc failed on chunk 1: processor panicked: processor bug" {
 		t.Errorf("panicking processor: %+v", st)
 	}
 }

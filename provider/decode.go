@@ -142,7 +142,7 @@ func (mb *metaBuilder) build(it *item) rtfs.Value {
 	}
 	m := rtfs.MapOf(
 		rtfs.Keyword("stream-id"), mb.id,
-		rtfs.Keyword("seq"), rtfs.Int(it.seq),
+		rtfs.Keyword("seq"), rtfs.Int(it.number()),
 		rtfs.Keyword("event"), mb.eventVal,
 		rtfs.Keyword("id"), mb.idVal,
 		rtfs.Keyword("received-at-ms"), mb.msVal,

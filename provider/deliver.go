@@ -72,6 +72,9 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 	if s.observed {
 		s.obs.ChunkReceived(len(c.Data))
 	}
+	if ctrl != actNone {
+		s.sentCtrl = true
+	}
 	s.enqueueLocked(c, chunk, ctrl, seq, journal)
 	wake := s.wakeLocked()
 	s.mu.Unlock()
@@ -140,6 +143,7 @@ func (s *stream) Reconnecting(attempt int, _ time.Duration, cause error) {
 	s.stats.reconnects++
 	obs := s.obs
 	s.mu.Unlock()
+	s.noteReconnect(attempt, cause)
 	obs.Reconnecting(attempt, cause)
 }
 

@@ -25,8 +25,12 @@ type lifecycle struct {
 	result   rtfs.Value
 	resumeAt time.Time // auto-resume deadline of a pause; zero if none
 	cursor   string    // ID of the last processed chunk
-	procNext int64     // seq after the last processed chunk
-	progress progress  // progress.go
+	cause    error     // why a failed stream failed, when known (*ProcessorError)
+	// pausedByRequest: a pause call (not the processor, nor a control
+	// chunk) paused the stream; Stuck leaves it to whoever paused it.
+	pausedByRequest bool
+	procNext        int64    // seq after the last processed chunk
+	progress        progress // progress.go
 	// progressShown: an event of this run of the stream carried its
 	// progress.
 	progressShown bool
@@ -148,9 +152,13 @@ func outputClass(r *result) (Priority, string, error) {
 
 // parseDirective reads a result's :action, else the chunk's own action
 // (chunkAct), and for a pause its :config {:resume-after-ms n}. An unknown
-// :action or a bad :config is an error naming what is valid.
+// :action or a bad :config is an error naming what is valid. A result that
+// names no action on an ordinary chunk gives actNone: no directive.
 func parseDirective(r *result, chunkAct action) (directive, error) {
-	d := directive{act: chunkAct, reason: "control-chunk"}
+	d := directive{act: chunkAct}
+	if chunkAct != actNone {
+		d.reason = "control-chunk"
+	}
 	if v := r.action; v != nil && v != rtfs.Nil {
 		act, ok := parseAction(v)
 		if !ok {
@@ -198,12 +206,12 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (Event, []*Sub
 		return Event{}, nil // cancelled or closed while the processor ran
 	}
 	if err != nil {
-		s.fail("processor %s failed on chunk %d: %v", s.proc.name(), it.seq, err)
+		s.failProcessor(&ProcessorError{Processor: s.proc.name(), Chunk: it.number(), Err: err})
 		return Event{}, nil
 	}
 	m, ok := res.(*rtfs.Map)
 	if !ok {
-		s.fail("processor %s returned an invalid shape on chunk %d: expected a map {:state :action :output}, got %s", s.proc.name(), it.seq, kindOf(res))
+		s.fail("processor %s returned an invalid shape on chunk %d: expected a map {:state :action :output}, got %s", s.proc.name(), it.number(), kindOf(res))
 		return Event{}, nil
 	}
 	r := resultOf(m)
@@ -217,7 +225,7 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (Event, []*Sub
 		progressed, err = s.applyProgressLocked(r.milestone, r.progress, time.Now())
 	}
 	if err != nil {
-		s.fail("processor %s on chunk %d: %v", s.proc.name(), it.seq, err)
+		s.fail("processor %s on chunk %d: %v", s.proc.name(), it.number(), err)
 		return Event{}, nil
 	}
 	s.countLocked(it)
@@ -246,12 +254,15 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (Event, []*Sub
 			ev.Kind = EventProgress
 		}
 	}
-	if s.observed {
-		s.obs.Directive(actionNames[d.act], d.reason)
+	if s.observed && d.act != actNone {
+		s.obs.Directive(actionNames[d.act], d.reason) // a directive applied: none for a plain chunk
+	}
+	if d.act > actContinue {
+		s.noteLocked(TimelineEvent{Kind: actionNames[d.act], Source: d.reason, Chunk: it.number()})
 	}
 	s.directLocked(d, out)
 	if ev.Kind != 0 {
-		ev.StreamID, ev.Seq, ev.src = s.id, it.seq, s
+		ev.StreamID, ev.Seq, ev.src = s.id, it.number(), s
 	}
 	return ev, s.subs
 }
@@ -265,7 +276,7 @@ func (it *item) cursor() string { return it.id }
 func (s *stream) directLocked(d directive, out rtfs.Value) {
 	switch d.act {
 	case actPause:
-		s.st, s.resumeAt = StatePaused, time.Time{}
+		s.st, s.resumeAt, s.pausedByRequest = StatePaused, time.Time{}, false
 		if d.timed {
 			s.resumeAt = time.Now().Add(d.after)
 		}
@@ -307,6 +318,7 @@ func (s *stream) endOfSourceLocked() {
 // finishLocked moves the stream to a terminal state and stops its transport.
 func (s *stream) finishLocked(st State, reason, msg string) {
 	s.st, s.reason, s.msg = st, reason, msg
+	s.noteEndLocked()
 	s.resumeAt = time.Time{}
 	s.roomMade()
 	s.cancel()
@@ -326,6 +338,34 @@ func (s *stream) fail(format string, args ...any) {
 	s.finishLocked(StateError, "error", fmt.Sprintf(format, args...))
 }
 
+// failProcessor puts the stream in :error because its processor failed:
+// the message is e's, and e is kept as the cause Await and WaitAll report
+// (StreamError.Cause).
+func (s *stream) failProcessor(e *ProcessorError) {
+	s.fail("%s", e.Error())
+	s.cause = e
+}
+
+// A ProcessorError is why a stream failed in its processor: the processor,
+// the chunk (its :seq) and the processor's error, an *rtfs.EvalError with
+// the failing form's position and the thrown value for an RTFS processor.
+// A StreamError of such a stream carries it as its Cause while the
+// provider that ran the stream lives; the stored stream keeps only the
+// message.
+type ProcessorError struct {
+	Processor string
+	Chunk     int64
+	Err       error
+}
+
+// Error is "processor NAME failed on chunk N: ERR", the stream's message.
+func (e *ProcessorError) Error() string {
+	return fmt.Sprintf("processor %s failed on chunk %d: %v", e.Processor, e.Chunk, e.Err)
+}
+
+// Unwrap returns the processor's error.
+func (e *ProcessorError) Unwrap() error { return e.Err }
+
 // dropQueueLocked drops and counts the chunks still queued (those of the
 // queue and the control chunks that jumped it).
 func (s *stream) dropQueueLocked() {
@@ -342,10 +382,7 @@ func kindOf(v rtfs.Value) string {
 	if v == nil {
 		return "nothing"
 	}
-	s := v.String()
-	if len(s) > 60 {
-		s = s[:57] + "..."
-	}
+	s := rtfs.Excerpt(v, 57)
 	if v.Kind().String() == "nil" {
 		return "nil"
 	}

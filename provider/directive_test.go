@@ -185,7 +185,7 @@ func TestUnknownActionIsAnError(t *testing.T) {
 	f.send(id, `{"n":1}`)
 	f.send(id, `{"n":2,"reply":"explode"}`)
 	st := f.await(id)
-	want := "processor go-proc on chunk 1: unknown action keyword :explode; valid actions are :continue :pause :resume :cancel :complete"
+	want := "processor go-proc on chunk 2: unknown action keyword :explode; valid actions are :continue :pause :resume :cancel :complete"
 	if st.State != StateError || st.Message != want {
 		t.Fatalf("status = %+v\nwant message %q", st, want)
 	}
@@ -205,8 +205,8 @@ func TestProcessorFailuresKeepLastGoodState(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"non-map", rtfs.Int(42), nil, "processor go-proc returned an invalid shape on chunk 1: expected a map {:state :action :output}, got int 42"},
-		{"go error", nil, errors.New("bad reading"), "processor go-proc failed on chunk 1: bad reading"},
+		{"non-map", rtfs.Int(42), nil, "processor go-proc returned an invalid shape on chunk 2: expected a map {:state :action :output}, got int 42"},
+		{"go error", nil, errors.New("bad reading"), "processor go-proc failed on chunk 2: bad reading"},
 		{"bad config", rtfs.MapOf(rtfs.Keyword("action"), rtfs.Keyword("pause"), rtfs.Keyword("config"), rtfs.Int(3)), nil, ":config must be a map, got int 3"},
 	}
 	for _, tc := range cases {

@@ -19,21 +19,24 @@ import (
 // client of a running serve decodes the JSON back into a StreamInfo. It is
 // a copy: the caller owns it.
 type StreamInfo struct {
-	StreamID           string        `json:"stream-id"`
-	Processor          string        `json:"processor"`
-	Endpoint           string        `json:"endpoint"`
-	Status             StatusInfo    `json:"status"`
-	QueueCapacity      int           `json:"queue-capacity"`
-	Stats              StatsInfo     `json:"stats"`
-	Transport          TransportInfo `json:"transport"`
-	ObservedAtEpochMs  int64         `json:"observed-at-epoch-ms"`
-	StartedAtEpochMs   int64         `json:"started-at-epoch-ms"`
-	PersistenceEnabled bool          `json:"persistence-enabled"`
-	LastOutput         JSONValue     `json:"last-output"`
-	Result             JSONValue     `json:"result"`
-	Cursor             *string       `json:"cursor"` // shortened (DisplayCursor); nil before the first chunk
-	DroppedChunks      int64         `json:"dropped-chunks"`
-	Reconnects         int64         `json:"reconnects"`
+	StreamID          string        `json:"stream-id"`
+	Processor         string        `json:"processor"`
+	Endpoint          string        `json:"endpoint"`
+	Status            StatusInfo    `json:"status"`
+	QueueCapacity     int           `json:"queue-capacity"`
+	Stats             StatsInfo     `json:"stats"`
+	Transport         TransportInfo `json:"transport"`
+	ObservedAtEpochMs int64         `json:"observed-at-epoch-ms"`
+	StartedAtEpochMs  int64         `json:"started-at-epoch-ms"`
+	// EndedAtEpochMs is when the stream ended, while the provider that ran
+	// it lives; nil before its end, and for a stream loaded from the store.
+	EndedAtEpochMs     *int64    `json:"ended-at-epoch-ms"`
+	PersistenceEnabled bool      `json:"persistence-enabled"`
+	LastOutput         JSONValue `json:"last-output"`
+	Result             JSONValue `json:"result"`
+	Cursor             *string   `json:"cursor"` // shortened (DisplayCursor); nil before the first chunk
+	DroppedChunks      int64     `json:"dropped-chunks"`
+	Reconnects         int64     `json:"reconnects"`
 	// Progress is the stream's :progress (progress.go); nil when no result
 	// reported any and the stream has no milestones.
 	Progress *ProgressInfo `json:"progress"`
@@ -102,17 +105,26 @@ type QueuedInfo struct {
 }
 
 // A JSONValue is an RTFS value inside a StreamInfo: it marshals with
-// rtfs.ToOutputJSON and unmarshals with rtfs.FromJSON (object keys become
+// rtfs.OutputJSON and unmarshals with rtfs.FromJSON (object keys become
 // keywords), so a StreamInfo survives a trip through JSON up to the
 // one-way mapping of DESIGN §7. A nil V is nil.
-type JSONValue struct{ V rtfs.Value }
+type JSONValue struct {
+	V rtfs.Value
+	// Max bounds V's JSON (0: none); the provider sets it to its output
+	// limit. A value past it marshals as a string that says so.
+	Max int64
+}
 
 // MarshalJSON implements json.Marshaler.
 func (j JSONValue) MarshalJSON() ([]byte, error) {
 	if j.V == nil {
 		return []byte("null"), nil
 	}
-	return rtfs.ToOutputJSON(j.V), nil
+	b, err := rtfs.OutputJSON(j.V, j.Max)
+	if err != nil {
+		return json.Marshal("not shown: " + err.Error())
+	}
+	return b, nil
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -169,6 +181,7 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.statusLocked()
+	bound := s.p.opts.Limits.OutputLimit() // each value shown is bounded
 	in := StreamInfo{
 		StreamID: s.id, Processor: s.def.procName, Endpoint: s.def.endpoint,
 		Status:        StatusInfo{State: st.State, Message: st.Message, EndReason: st.EndReason},
@@ -182,7 +195,7 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 		},
 		ObservedAtEpochMs: now.UnixMilli(), StartedAtEpochMs: s.started.UnixMilli(),
 		PersistenceEnabled: s.p.ps != nil,
-		LastOutput:         JSONValue{s.lastOut}, Result: JSONValue{s.result},
+		LastOutput:         JSONValue{s.lastOut, bound}, Result: JSONValue{s.result, bound},
 		DroppedChunks: s.stats.dropped, Reconnects: s.stats.reconnects,
 		Progress: s.progressInfoLocked(now),
 		Programs: append([]ProgramVersion(nil), s.history...),
@@ -191,17 +204,21 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 		c := DisplayCursor(s.cursor)
 		in.Cursor = &c
 	}
+	if !s.tl.endedAt.IsZero() {
+		ms := s.tl.endedAt.UnixMilli()
+		in.EndedAtEpochMs = &ms
+	}
 	if !opts.OmitState {
-		in.CurrentState = &JSONValue{s.state}
+		in.CurrentState = &JSONValue{s.state, bound}
 	}
 	if !opts.OmitInitialState {
-		in.InitialState = &JSONValue{s.def.initial}
+		in.InitialState = &JSONValue{s.def.initial, bound}
 	}
 	if !opts.OmitQueue {
 		q := make([]QueuedInfo, 0, len(s.ctrl)+s.queue.len())
 		mb := newMetaBuilder(s.idVal, s.epVal)
 		add := func(it *item) {
-			q = append(q, QueuedInfo{JSONValue{it.chunk}, JSONValue{mb.build(it)}, now.Sub(it.received).Milliseconds()})
+			q = append(q, QueuedInfo{JSONValue{it.chunk, bound}, JSONValue{mb.build(it), bound}, now.Sub(it.received).Milliseconds()})
 		}
 		for i := range s.ctrl {
 			add(&s.ctrl[i])

@@ -42,15 +42,15 @@ func TestStreamInfoMatchesTheMap(t *testing.T) {
 // every key of the inspect shape.
 func fullInfo() StreamInfo {
 	one, cursor, half := int64(1), "c1", 0.5
-	state := JSONValue{rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(1))}
-	queue := []QueuedInfo{{Chunk: JSONValue{rtfs.Int(2)}, Metadata: JSONValue{rtfs.Nil}, WaitingMs: 3}}
+	state := JSONValue{V: rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(1))}
+	queue := []QueuedInfo{{Chunk: JSONValue{V: rtfs.Int(2)}, Metadata: JSONValue{V: rtfs.Nil}, WaitingMs: 3}}
 	return StreamInfo{
 		StreamID: "s", Processor: "p", Endpoint: "e",
 		Status:        StatusInfo{State: StateError, Message: "boom", EndReason: "error"},
 		QueueCapacity: 8,
 		Stats:         StatsInfo{ProcessedChunks: 1, LastLatencyMs: &one, LastEventEpochMs: &one, ChunksPerSecond: 1.5},
 		Transport:     TransportInfo{Kind: "sse", AutoConnect: true, ServerURL: "http://127.0.0.1:2025/sse"},
-		LastOutput:    JSONValue{rtfs.Int(1)}, Result: JSONValue{rtfs.Nil}, Cursor: &cursor,
+		LastOutput:    JSONValue{V: rtfs.Int(1)}, Result: JSONValue{V: rtfs.Nil}, Cursor: &cursor,
 		Programs:     []ProgramVersion{{Hash: "h1", File: "f.rtfs", Processor: "p", Compiler: "rtfs-compile-2", AtEpochMs: 1}},
 		CurrentState: &state, InitialState: &state, Queue: &queue,
 		Stale:    &Stale{Owner: "a", SinceEpochMs: &one},
@@ -75,7 +75,7 @@ func TestStreamInfoValue(t *testing.T) {
 		kw("transport"), rtfs.MapOf(kw("kind"), kw("sse"), kw("auto-connect"), rtfs.True, kw("task-present"), rtfs.False,
 			kw("task-active"), rtfs.False, kw("timeout-ms"), rtfs.Int(0), kw("retry-attempts"), rtfs.Int(0),
 			kw("server-url"), rtfs.String("http://127.0.0.1:2025/sse")),
-		kw("observed-at-epoch-ms"), rtfs.Int(0), kw("started-at-epoch-ms"), rtfs.Int(0), kw("persistence-enabled"), rtfs.False,
+		kw("observed-at-epoch-ms"), rtfs.Int(0), kw("started-at-epoch-ms"), rtfs.Int(0), kw("ended-at-epoch-ms"), rtfs.Nil, kw("persistence-enabled"), rtfs.False,
 		kw("last-output"), rtfs.Int(1), kw("result"), rtfs.Nil, kw("cursor"), rtfs.String("c1"),
 		kw("dropped-chunks"), rtfs.Int(0), kw("reconnects"), rtfs.Int(0),
 		kw("progress"), rtfs.MapOf(kw("done"), rtfs.Float(1), kw("total"), rtfs.Float(0.5), kw("fraction"), rtfs.Float(0.5),

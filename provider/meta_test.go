@@ -32,7 +32,7 @@ func TestMetaBuilderMapsAreIndependent(t *testing.T) {
 		}
 		want := rtfs.MapOf(
 			rtfs.Keyword("stream-id"), rtfs.String("s-1"),
-			rtfs.Keyword("seq"), rtfs.Int(int64(i)+1000),
+			rtfs.Keyword("seq"), rtfs.Int(int64(i)+1001), // item.seq counts from 0, :seq from 1
 			rtfs.Keyword("event"), event,
 			rtfs.Keyword("id"), rtfs.String(c.ID),
 			rtfs.Keyword("received-at-ms"), rtfs.Int(c.ReceivedAt.UnixMilli()),

@@ -69,14 +69,21 @@ func (ps *persister) addProgramAs(hash string, prog *rtfs.Program) {
 }
 
 // codec encodes the values of one stream: with its program's codec, which
-// handles closures, or the plain value codec for a stream without a program.
-type codec struct{ prog *rtfs.Program }
+// handles closures, or the plain value codec for a stream without a program,
+// within the output limit of the provider's processor calls (max, 0: none),
+// so that a state too large to store ends the stream instead of the host's
+// memory.
+type codec struct {
+	prog *rtfs.Program
+	max  int64
+}
 
 func (c codec) marshal(v rtfs.Value) ([]byte, error) {
+	o := rtfs.EncodeOptions{MaxBytes: c.max}
 	if c.prog != nil {
-		return c.prog.MarshalValue(v)
+		return c.prog.MarshalValueOpts(v, o)
 	}
-	return rtfs.MarshalValue(v)
+	return rtfs.MarshalValueOpts(v, o)
 }
 
 func (c codec) unmarshal(b []byte) (rtfs.Value, error) {
@@ -481,7 +488,7 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 		}
 	}
 	if g != nil {
-		if def.globals, err = g.MarshalBinary(); err != nil {
+		if def.globals, err = g.MarshalBinaryOpts(rtfs.EncodeOptions{MaxBytes: c.max}); err != nil {
 			return nil, fmt.Errorf("encode globals: %w", err)
 		}
 	}

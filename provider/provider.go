@@ -68,7 +68,11 @@ type Options struct {
 	// CCOS_MCP_STREAM_AUTO_CONNECT says otherwise; chunks then arrive through
 	// Deliver. By default streams connect at once.
 	ManualConnect bool
-	// Limits bound each processor call (steps, depth, collection size).
+	// Limits bound each processor call (steps, depth, collection size,
+	// memory, time) and, by Limits.OutputLimit, the encoding of what it
+	// returns: a processor's :output that would pass it ends the stream in
+	// :error (its state stays the last one), and so does a state the store
+	// cannot encode within it; inspect shows a value past it as a note.
 	Limits rtfs.Limits
 	// QueueCapacity is the default queue capacity (default 32).
 	QueueCapacity int

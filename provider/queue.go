@@ -25,6 +25,7 @@ type flow struct {
 	taskActive  bool
 	srcDone     bool  // the transport returned
 	srcErr      error // its failure, if it failed
+	sentCtrl    bool  // the source has sent a control chunk (so it may resume a pause)
 	connected   bool  // a chunk arrived since the transport's last failed attempt (circuit.go)
 	failCounted bool  // the last failed attempt reached the circuit breaker (circuit.go)
 }
@@ -37,10 +38,16 @@ type item struct {
 	event, id string
 	fd        string // the file descriptor of a process transport's chunk ("" for others)
 	received  time.Time
-	seq       int64
+	seq       int64  // the stream's chunk count before it: from 0 (number gives the :seq users see)
 	ctrl      action // the chunk's own directive, or actNone
 	journaled bool   // the chunk is in the stream's journal
 }
+
+// number is the chunk's number in its stream, from 1: its metadata :seq,
+// the Seq of its output's Event and the chunk a failure message names, so
+// that the first chunk is chunk 1, as sources that number their events
+// (the reference server's :seq and SSE ids) count them.
+func (it *item) number() int64 { return it.seq + 1 }
 
 // A ring is the FIFO queue of a stream: a growable ring buffer whose size is
 // a power of two, so that positions wrap with a mask rather than a division.

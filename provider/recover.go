@@ -241,12 +241,12 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := codec{prog}
+	c := codec{prog, p.opts.Limits.OutputLimit()}
 	var proc processor
 	if prog != nil && prog.Hash() != d.progHash {
 		// Another compiler's: its stored values are read, and written
 		// from now on, without functions (origin.go).
-		c = codec{}
+		c = codec{max: p.opts.Limits.OutputLimit()}
 		proc, err = p.replayProcessor(ctx, l, prog, origin)
 	} else {
 		proc, err = p.rebindProcessor(d, prog, c)

@@ -107,7 +107,7 @@ func TestProcessorHostCalls(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if strings.Join(logged, ",") != `"chunk 0","chunk 1","chunk 2"` {
+	if strings.Join(logged, ",") != `"chunk 1","chunk 2","chunk 3"` {
 		t.Errorf("logged %v", logged)
 	}
 }
@@ -135,7 +135,7 @@ func TestRTFSProcessorFailures(t *testing.T) {
 			f.send(id, `{"bad":false}`)
 			f.send(id, `{"bad":true}`)
 			st := f.await(id)
-			if st.State != StateError || !strings.Contains(st.Message, "processor "+tc.proc+" failed on chunk 1: ") || !strings.Contains(st.Message, tc.want) {
+			if st.State != StateError || !strings.Contains(st.Message, "processor "+tc.proc+" failed on chunk 2: ") || !strings.Contains(st.Message, tc.want) {
 				t.Fatalf("status = %+v, want an error mentioning %q", st, tc.want)
 			}
 			if s := f.stateOf(id); s != rtfs.Int(1) {

@@ -279,6 +279,11 @@ func (p *Provider) launch(s *stream) {
 	s.mu.Lock()
 	connect := s.taskPresent
 	p.observe(s.startCtx, s, s.recovered)
+	start := TimelineEvent{Kind: "start"}
+	if s.recovered {
+		start.Message = "recovered from the store"
+	}
+	s.noteLocked(start)
 	s.mu.Unlock()
 	go s.work()
 	if connect {
@@ -380,13 +385,24 @@ func (p *Provider) readersOf(key string) string {
 // name is what a generated stream id starts with: the endpoint, else the
 // program a process transport runs, else the transport's name.
 func (d *definition) name() string {
-	if d.endpoint != "" {
-		return d.endpoint
-	}
+	exe := ""
 	if sp, ok := d.tconf.(transport.Spawner); ok {
-		return filepath.Base(sp.Executable())
+		exe = sp.Executable()
 	}
-	return d.transport
+	return streamName(d.endpoint, exe, d.transport)
+}
+
+// streamName is what a stream's generated id starts with: its endpoint,
+// else the base name of the program a process transport runs, else its
+// transport.
+func streamName(endpoint, executable, transport string) string {
+	switch {
+	case endpoint != "":
+		return endpoint
+	case executable != "":
+		return filepath.Base(executable)
+	}
+	return transport
 }
 
 // checkEgress refuses a stream whose target the egress policy does not
@@ -486,7 +502,7 @@ func queryOf(m *rtfs.Map) map[string]string {
 			if b, err := rtfs.ToJSON(v); err == nil {
 				q[key] = string(b)
 			} else {
-				q[key] = v.String()
+				q[key] = rtfs.Excerpt(v, 4096)
 			}
 		}
 		return true
@@ -527,7 +543,7 @@ func (p *Provider) persistNew(s *stream, req StartRequest) (*persistence.Batch, 
 		fn = rp.fn
 	}
 	prog := programOf(req.Globals, fn)
-	s.ps = newStreamStore(p.ps, s, codec{prog}, !replayable(s.def.kind.Transport))
+	s.ps = newStreamStore(p.ps, s, codec{prog, p.opts.Limits.OutputLimit()}, !replayable(s.def.kind.Transport))
 	b, err := p.startRecords(s, req, req.Globals, prog)
 	if err != nil {
 		return nil, fmt.Errorf("start stream %q: %w", s.id, err)

@@ -106,6 +106,7 @@ type stream struct {
 	lifecycle // directive.go: status, state, outputs
 	stats     // stats.go: counters
 
+	tl        timeline // timeline.go: the stream's recent events
 	subs      []*Subscription
 	exited    bool // the worker has exited; subs stays nil
 	dormant   bool // recovered without connecting: inspect only
@@ -224,7 +225,13 @@ func (s *stream) endErr(st Status) error {
 	if s.dormant {
 		return &StreamError{StreamID: st.StreamID, State: st.State, Message: "it was loaded from the store without running (manual connect)"}
 	}
-	return st.err()
+	e := &StreamError{StreamID: st.StreamID, State: st.State, Message: st.Message}
+	if st.State == StateError {
+		s.mu.Lock()
+		e.Cause = s.cause
+		s.mu.Unlock()
+	}
+	return e
 }
 
 func (s *stream) statusLocked() Status {
@@ -243,7 +250,14 @@ type StreamError struct {
 	StreamID string
 	State    State
 	Message  string
+	// Cause is why a failed stream failed, when the provider knows more
+	// than Message: a *ProcessorError for a processor's failure. Nil
+	// otherwise, and for a stream loaded from the store.
+	Cause error
 }
+
+// Unwrap returns the Cause.
+func (e *StreamError) Unwrap() error { return e.Cause }
 
 // Error says how the stream ended: "stream "x" was cancelled", "stream "x"
 // failed: MESSAGE", that it was interrupted by Close, or, with a Message and

@@ -10,11 +10,14 @@ type StuckStream struct {
 }
 
 // Stuck returns the streams that are paused with no :resume-after-ms timer
-// and whose source cannot resume them either: it has ended, or the queue is
+// and whose source cannot resume them either, whatever their queue holds:
+// it has ended; or it sends no control chunks (it has sent none in this
+// stream), the only chunks that reach a paused processor; or the queue is
 // full, so the transport is held back and reads no control chunk (a
 // control chunk jumps the queue only until it is full). Only a call of
 // pause/resume/cancel from RTFS, Go, the CLI or MCP can move such a stream.
-// Hosts use it to report a run that would otherwise wait forever. Safe for
+// A stream that such a call paused is not stuck: it waits for whoever
+// paused it. Hosts use it to report a run that would otherwise wait forever. Safe for
 // concurrent use; it takes each stream's lock briefly.
 func (p *Provider) Stuck() []StuckStream {
 	p.mu.Lock()
@@ -23,7 +26,7 @@ func (p *Provider) Stuck() []StuckStream {
 	var out []StuckStream
 	for _, s := range order {
 		s.mu.Lock()
-		if s.st == StatePaused && s.resumeAt.IsZero() {
+		if s.st == StatePaused && s.resumeAt.IsZero() && !s.pausedByRequest {
 			switch {
 			case s.srcDone:
 				out = append(out, StuckStream{s.id, "paused with no :resume-after-ms, and its source has ended"})
@@ -31,6 +34,8 @@ func (p *Provider) Stuck() []StuckStream {
 				out = append(out, StuckStream{s.id, fmt.Sprintf("paused with no :resume-after-ms, and its queue is full (%d chunks), so its source is held back", s.def.capacity)})
 			case !s.taskPresent:
 				out = append(out, StuckStream{s.id, "paused with no :resume-after-ms, and it has no source connected"})
+			case !s.sentCtrl:
+				out = append(out, StuckStream{s.id, "paused with no :resume-after-ms, and its source sends no control chunk that could resume it (it has sent none)"})
 			}
 		}
 		s.mu.Unlock()

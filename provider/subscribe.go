@@ -64,6 +64,12 @@ type SubscribeOptions struct {
 	// drops the event and counts it (Dropped), so a slow subscriber never
 	// holds a stream up.
 	Lossless bool
+	// Streams, for a subscription to every stream (id ""), keeps the events
+	// of the streams for which it returns true, as they are published: a
+	// lossless subscription then holds up only those streams. It is called
+	// on the publishing stream's goroutine, so it must be cheap and safe for
+	// concurrent use. Nil keeps every stream's events.
+	Streams func(id string) bool
 	// Receive, when set, is called with each event instead of sending it
 	// on the channel (which then stays empty): on the goroutine that
 	// publishes it, the stream's, so Receive must return at once and must
@@ -92,6 +98,7 @@ type Subscription struct {
 	mu       sync.RWMutex // held for reading while publishing, for writing to close c
 	closed   bool
 	lossless bool
+	streams  func(id string) bool // SubscribeOptions.Streams
 	receive  func(Event)
 	changes  bool // it receives EventChange
 	dropped  atomic.Int64
@@ -165,7 +172,7 @@ func newSubscription(opts SubscribeOptions) *Subscription {
 	if opts.Receive != nil {
 		opts.Buffer = 0
 	}
-	return &Subscription{c: make(chan Event, opts.Buffer), done: make(chan struct{}), lossless: opts.Lossless, receive: opts.Receive, changes: opts.Changes}
+	return &Subscription{c: make(chan Event, opts.Buffer), done: make(chan struct{}), lossless: opts.Lossless, receive: opts.Receive, changes: opts.Changes, streams: opts.Streams}
 }
 
 // Subscribe returns a Subscription to the events of stream id, or with id ""
@@ -339,7 +346,9 @@ func (s *stream) publish(ctx context.Context, subs []*Subscription, ev Event) {
 	}
 	if all := s.p.allSubs.Load(); all != nil {
 		for _, sub := range *all {
-			sub.send(ctx, ev)
+			if sub.streams == nil || sub.streams(ev.StreamID) {
+				sub.send(ctx, ev)
+			}
 		}
 	}
 }

@@ -129,7 +129,7 @@ func UpgradeStored(ctx context.Context, st persistence.Store, u Upgrade) (Upgrad
 	if len(history) > 0 {
 		res.From = history[len(history)-1]
 	}
-	newCodec := codec{u.Program}
+	newCodec := codec{prog: u.Program} // values already stored: no bound of a run applies
 	recode := func(what string, b []byte) ([]byte, error) {
 		if len(b) == 0 {
 			return b, nil
@@ -192,7 +192,7 @@ func storedCodec(ctx context.Context, st persistence.Store, hash string) (codec,
 	if err != nil || prog.Hash() != hash {
 		return codec{}, rec.name
 	}
-	return codec{prog}, rec.name
+	return codec{prog: prog}, rec.name
 }
 
 // Upgrade swaps the processor of stream u.StreamID, which this provider

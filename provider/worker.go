@@ -95,8 +95,11 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 		t0 = time.Now()
 	}
 	res, err := callGuarded(s.ctx, s.proc, state, it.chunk, meta)
+	if err == nil {
+		err = s.checkOutput(res)
+	}
 	if s.observed {
-		s.obs.ProcessorCalled(it.seq, t0, time.Since(t0), err)
+		s.obs.ProcessorCalled(it.number(), t0, time.Since(t0), err)
 	}
 	s.mu.Lock()
 	ev, subs := s.applyLocked(it, res, err)
@@ -112,6 +115,26 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 		s.changed(subs) // processed without an output
 	}
 	return next
+}
+
+// checkOutput refuses a result whose :output would pass the output limit
+// once encoded for a subscriber or a client: a value that shares structure
+// is written in full there, however little memory it takes. The check
+// counts at most the limit's worth, and runs before the result is applied,
+// so the stream keeps its last state.
+func (s *stream) checkOutput(res rtfs.Value) error {
+	m, ok := res.(*rtfs.Map)
+	if !ok {
+		return nil // applyLocked reports the shape
+	}
+	out, ok := m.GetKeyword("output")
+	if !ok {
+		return nil
+	}
+	if err := rtfs.CheckOutputSize(out, s.p.opts.Limits.OutputLimit()); err != nil {
+		return fmt.Errorf("its :output is too large to send (a value that shares structure is sent in full): %w", err)
+	}
+	return nil
 }
 
 // A waiter parks the worker until it is woken, a deadline passes or the
@@ -174,6 +197,8 @@ func (s *stream) nextLocked() step {
 	}
 	if s.st == StatePaused && !s.resumeAt.IsZero() && !time.Now().Before(s.resumeAt) {
 		s.st, s.resumeAt = StateActive, time.Time{}
+		s.obs.Directive("resume", "timer") // :resume-after-ms ran out
+		s.noteLocked(TimelineEvent{Kind: "resume", Source: "timer"})
 	}
 	if it, ok := s.takeLocked(); ok {
 		s.idle = false

@@ -3,6 +3,7 @@ package rtfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"runtime/metrics"
 	"testing"
@@ -159,5 +160,109 @@ func TestBudgetTime(t *testing.T) {
 	le := wantLimit(t, runLimited(t, context.Background(), Limits{MaxSteps: 1 << 62, MaxDuration: 50 * time.Millisecond}, src), LimitTime)
 	if time.Duration(le.Max) != 50*time.Millisecond || le.Error() != "time limit of 50ms exceeded" {
 		t.Errorf("limit error %+v: %v", le, le)
+	}
+}
+
+// The programs of issue 25 item 6: builtins that compare, search, hash or
+// print cost one step per element they handle, and a value that shares
+// structure costs what its expanded form would.
+
+// chargedSteps runs src with budgets too large to matter and returns the
+// steps it was charged: the VM's and the builtins'.
+func chargedSteps(t *testing.T, src string) int64 {
+	t.Helper()
+	th := NewThread(Limits{MaxSteps: 1 << 50, MaxMemory: -1})
+	mustRun(t, th, mustCompile(t, src))
+	return th.steps + th.work
+}
+
+// twoVectors binds a and b to two distinct, equal vectors of n ints.
+func twoVectors(n int, body string) string {
+	return fmt.Sprintf(`(let [a (vec (range %d)) b (vec (range %d))] %s)`, n, n, body)
+}
+
+func TestBudgetComparisonsCountTheirElements(t *testing.T) {
+	const n = 200_000
+	base := chargedSteps(t, twoVectors(n, `nil`))
+	for _, body := range []string{
+		`(= a b)`, `(apply = [a b])`, `(not= a b)`, `(compare a b)`,
+		`(contains? #{a} b)`, `(get {a 1} b)`, `(find {a 1} b)`, `({a 1} b)`, `(#{a} b)`,
+		`(distinct [a b])`, `(dedupe [a b])`, `(sort [a b])`, `(= {:k a} {:k b})`,
+		`(= #{a} #{b})`, `(count (hash-set a b))`, `(count (frequencies [a b]))`,
+	} {
+		got := chargedSteps(t, twoVectors(n, body)) - base
+		if got < n {
+			t.Errorf("%s: charged %d steps, want at least one per element pair (%d)", body, got, n)
+		}
+	}
+}
+
+func TestBudgetRepeatedComparisonsStop(t *testing.T) {
+	// Issue 25 item 6: 1,000 comparisons of two million-element vectors ran
+	// 88 s on a 10M-step budget, each costing one step.
+	for _, cmp := range []string{`(= a b)`, `(compare a b)`, `(contains? s b)`} {
+		src := twoVectors(1_000_000, fmt.Sprintf(`(let [s #{a}] (loop [i 0] (if (< i 1000) (do %s (recur (inc i))) i)))`, cmp))
+		l := Limits{MaxDuration: time.Minute} // a guard: the steps must stop it first
+		wantLimit(t, runLimited(t, context.Background(), l, src), LimitSteps)
+	}
+}
+
+// sharedPair binds a and b to two distinct, equal values of 2^60 elements
+// that take 60 vectors each: only the shared structure is in memory.
+const sharedPair = `(loop [i 0 a [1] b [1]] (if (< i 60) (recur (inc i) [a a] [b b]) %s))`
+
+func TestBudgetSharedStructureCostsItsExpandedForm(t *testing.T) {
+	for _, body := range []string{
+		`(= a b)`, `(apply = [a b])`, `(compare a b)`, `(contains? #{a} b)`, `(get {a 1} b)`,
+		`(= #{a} #{b})`, `(distinct [a b])`, `(dedupe [a b])`, `(sort [a b])`, `(hash-set a b)`,
+		`(frequencies [a b])`, `(str a)`, `(pr-str a)`, `(to-json a)`, `(format "%s" a)`,
+		`(flatten a)`, `(count (join "," a))`, `(assert false a)`,
+	} {
+		src := fmt.Sprintf(sharedPair, body)
+		l := Limits{MaxDuration: time.Minute} // a guard: the steps must stop it first
+		wantLimit(t, runLimited(t, context.Background(), l, src), LimitSteps, LimitMemory, LimitCollectionSize)
+	}
+}
+
+func TestBudgetTextSearchesCountTheText(t *testing.T) {
+	// A 4 MB string: each search reads it, a step per 16 bytes.
+	const n = 1 << 22
+	s := fmt.Sprintf(`(let [s (apply str (repeat %d "a"))] %%s)`, n/1024)
+	s = fmt.Sprintf(s, `(let [s (apply str (repeat 1024 s))] %s)`)
+	base := chargedSteps(t, fmt.Sprintf(s, `nil`))
+	for _, body := range []string{
+		`(index-of s "b")`, `(last-index-of s "b")`, `(includes? s "b")`, `(count s)`,
+		`(string-length s)`, `(subs s 1 2)`, `(split s "b")`, `(blank? s)`, `(parse-int s)`,
+		`(upper-case s)`, `(replace s "b" "c")`, `(get s 4194300)`,
+	} {
+		got := chargedSteps(t, fmt.Sprintf(s, body)) - base
+		if got < n/textStepBytes {
+			t.Errorf("%s: charged %d steps, want at least %d (a step per %d bytes)", body, got, n/textStepBytes, textStepBytes)
+		}
+	}
+}
+
+func TestBudgetBuildersLookAtTheClock(t *testing.T) {
+	// Issue 25 item 6: set and zipmap ran 12-14 s under a 2 s call timeout.
+	// Called straight on a large vector, a builtin that builds a set or a
+	// map must notice a 1 ms time limit itself.
+	xs := make([]Value, 2_000_000)
+	for i := range xs {
+		xs[i] = Int(i)
+	}
+	v := vectorOwned(xs)
+	p := mustCompile(t, `nil`)
+	g := mustRun(t, NewThread(Limits{}), p).Globals
+	for _, name := range []string{"set", "zipmap", "frequencies", "distinct", "into"} {
+		args := []Value{v}
+		switch name {
+		case "zipmap":
+			args = []Value{v, v}
+		case "into":
+			args = []Value{emptySet, v}
+		}
+		th := NewThread(Limits{MaxSteps: 1 << 50, MaxMemory: -1, MaxDuration: time.Millisecond})
+		_, err := th.Call(context.Background(), g, lookupBuiltin(name), args...)
+		wantLimit(t, err, LimitTime)
 	}
 }

@@ -19,12 +19,27 @@ import (
 //	map                     uvarint count, key value pairs
 //	builtin                 uvarint length, name (a core builtin)
 //	fn                      payload written by the fnCodec hook
+//	ref (version 2)         uvarint index of a value written before
+//
+// Version 2 writes a value that shares structure once: each non-empty
+// collection, each closure that captures values and each text of
+// refMinText bytes or more is numbered in the order its encoding ends, and
+// the same collection or closure (the same pointer) or an equal text met
+// again is a ref to that number. So a state of 60 nested pairs holding
+// 2^60 elements takes 60 entries, not 2^60. Version 1, without refs, is
+// still read, and still written: an encoding that needs no ref is version
+// 1's byte for byte and says so, so that only a value that shares
+// structure is unreadable by releases that know version 1 alone.
 //
 // Nesting is bounded by valueCodecMaxDepth on both sides, and corrupt
 // input is always an error that gives the offset, never a panic.
 
-// valueCodecVersion is the format version byte of standalone encodings.
-const valueCodecVersion = 1
+// valueCodecVersion is the format version byte of an encoding with refs.
+const valueCodecVersion = 2
+
+// refMinText is the length from which a text is numbered for refs: a
+// shorter one costs as little to write again as a ref.
+const refMinText = 16
 
 // valueCodecMaxDepth bounds the nesting of encoded and decoded values.
 const valueCodecMaxDepth = 10000
@@ -45,6 +60,7 @@ const (
 	vcSet
 	vcBuiltin
 	vcFn
+	vcRef // version 2
 )
 
 // fnCodec encodes the function values the value codec cannot encode by
@@ -64,21 +80,86 @@ type valueEncoder struct {
 	buf   []byte
 	fns   fnCodec // nil: closures are an error
 	depth int
+	start int   // len(buf) before the encoding
+	max   int64 // bound on len(buf)-start; <= 0: none
+	refs  refTable
+	// refsWritten says that the encoding holds a ref, so it needs version
+	// 2 to be read.
+	refsWritten bool
+}
+
+// A refTable numbers the values written so far that a ref may name: the
+// collections and closures, by identity, for the value codec and the
+// continuation codec, and the texts, by content, for the value codec.
+type refTable struct {
+	n     int
+	first [16]Value     // the first collections and closures, found by a scan
+	more  map[Value]int // the rest
+	texts map[textKey]int
+}
+
+type textKey struct {
+	tag byte
+	s   string
+}
+
+// lookup returns the number of collection or closure v, if it was written.
+func (t *refTable) lookup(v Value) (int, bool) {
+	for i, x := range t.first[:min(t.n, len(t.first))] {
+		if x == v {
+			return i, true
+		}
+	}
+	i, ok := t.more[v]
+	return i, ok
+}
+
+// values returns the collections and closures numbered so far, by number,
+// in a table without texts (the continuation codec's).
+func (t *refTable) values() []Value {
+	if t.n == 0 {
+		return nil
+	}
+	out := make([]Value, t.n)
+	copy(out, t.first[:min(t.n, len(t.first))])
+	for v, i := range t.more {
+		out[i] = v
+	}
+	return out
+}
+
+// add numbers collection or closure v, just written.
+func (t *refTable) add(v Value) {
+	if t.n < len(t.first) {
+		t.first[t.n] = v
+	} else {
+		if t.more == nil {
+			t.more = make(map[Value]int)
+		}
+		t.more[v] = t.n
+	}
+	t.n++
 }
 
 // MarshalValue encodes a value that contains no closures (a closure is an
 // error naming it; core builtins are encoded by name). The result starts
 // with the format version and decodes with UnmarshalValue. Cost: O(size of
-// the value), one growing buffer.
+// the value in memory): shared structure is written once.
 func MarshalValue(v Value) ([]byte, error) {
-	return marshalValue(make([]byte, 0, 64), v, nil)
+	return marshalValue(make([]byte, 0, 64), v, nil, EncodeOptions{})
+}
+
+// MarshalValueOpts is MarshalValue with a bound: past o.MaxBytes it stops
+// with a *LimitError (LimitOutput).
+func MarshalValueOpts(v Value, o EncodeOptions) ([]byte, error) {
+	return marshalValue(make([]byte, 0, 64), v, nil, o)
 }
 
 // AppendValue is MarshalValue appending to dst: the format version and v,
 // whose encoding decodes with UnmarshalValue. On an error dst is returned
 // unchanged (up to its capacity). It allocates only to grow dst.
 func AppendValue(dst []byte, v Value) ([]byte, error) {
-	b, err := marshalValue(dst, v, nil)
+	b, err := marshalValue(dst, v, nil, EncodeOptions{})
 	if err != nil {
 		return dst, err
 	}
@@ -86,25 +167,95 @@ func AppendValue(dst []byte, v Value) ([]byte, error) {
 }
 
 // marshalValue appends the version byte and v to dst, encoding closures
-// with fns.
-func marshalValue(dst []byte, v Value, fns fnCodec) ([]byte, error) {
-	e := valueEncoder{buf: append(dst, valueCodecVersion), fns: fns}
+// with fns, within o.MaxBytes.
+func marshalValue(dst []byte, v Value, fns fnCodec, o EncodeOptions) ([]byte, error) {
+	e := valueEncoder{buf: append(dst, valueCodecVersion), fns: fns, start: len(dst), max: o.MaxBytes}
 	if err := e.appendValue(v); err != nil {
 		return nil, err
+	}
+	if !e.refsWritten {
+		// Without a ref the encoding is version 1's, byte for byte: say so,
+		// so that a release that reads only version 1 (a host of 0.2.0 in a
+		// cluster being upgraded) reads it.
+		e.buf[e.start] = 1
 	}
 	return e.buf, nil
 }
 
 func (e *valueEncoder) appendUvarint(x uint64) { e.buf = binary.AppendUvarint(e.buf, x) }
 
+// appendString appends a text, or a ref to an equal one written before.
 func (e *valueEncoder) appendString(tag byte, s string) {
+	if len(s) >= refMinText && tag != vcBuiltin {
+		k := textKey{tag, s}
+		if i, ok := e.refs.texts[k]; ok {
+			e.buf = append(e.buf, vcRef)
+			e.refsWritten = true
+			e.appendUvarint(uint64(i))
+			return
+		}
+		defer func() {
+			if e.refs.texts == nil {
+				e.refs.texts = make(map[textKey]int)
+			}
+			e.refs.texts[k] = e.refs.n
+			e.refs.n++
+		}()
+	}
 	e.buf = append(e.buf, tag)
 	e.appendUvarint(uint64(len(s)))
 	e.buf = append(e.buf, s...)
 }
 
-// appendValue appends v's tag and payload.
+// full returns the error of an encoding past its bound, if it is.
+func (e *valueEncoder) full() error {
+	if e.max > 0 && int64(len(e.buf)-e.start) > e.max {
+		return &LimitError{Limit: LimitOutput, Max: e.max}
+	}
+	return nil
+}
+
+// shared reports whether v is one of the values a ref may name: a
+// non-empty collection or a closure that captures values.
+func shared(v Value) bool {
+	switch x := v.(type) {
+	case *List:
+		return x.Len() > 0
+	case *Vector:
+		return x.Len() > 0
+	case *Map:
+		return x.Len() > 0
+	case *Set:
+		return x.Len() > 0
+	case *Closure:
+		return len(x.free) > 0
+	}
+	return false
+}
+
+// appendValue appends v's tag and payload, or a ref to it.
 func (e *valueEncoder) appendValue(v Value) error {
+	if shared(v) {
+		if i, ok := e.refs.lookup(v); ok {
+			e.buf = append(e.buf, vcRef)
+			e.refsWritten = true
+			e.appendUvarint(uint64(i))
+			return nil
+		}
+		if err := e.appendNew(v); err != nil {
+			return err
+		}
+		e.refs.add(v)
+		return e.full()
+	}
+	if err := e.appendNew(v); err != nil {
+		return err
+	}
+	return e.full()
+}
+
+// appendNew appends v's tag and payload.
+func (e *valueEncoder) appendNew(v Value) error {
 	switch x := v.(type) {
 	case NilType:
 		e.buf = append(e.buf, vcNil)
@@ -176,10 +327,12 @@ func (e *valueEncoder) appendCollection(v Value) error {
 
 // valueDecoder reads encoded values from buf. It is used by one goroutine.
 type valueDecoder struct {
-	buf   []byte
-	pos   int
-	fns   fnCodec
-	depth int
+	buf     []byte
+	pos     int
+	fns     fnCodec
+	depth   int
+	version byte
+	refs    []Value // the values a ref may name, numbered as the encoder did
 }
 
 // UnmarshalValue decodes bytes written by MarshalValue. A wrong format
@@ -195,10 +348,10 @@ func unmarshalValue(b []byte, fns fnCodec) (Value, error) {
 	if len(b) == 0 {
 		return nil, errors.New("decode value: empty input")
 	}
-	if b[0] != valueCodecVersion {
-		return nil, fmt.Errorf("decode value: unsupported format version %d (want %d)", b[0], valueCodecVersion)
+	if b[0] != 1 && b[0] != valueCodecVersion {
+		return nil, fmt.Errorf("decode value: unsupported format version %d (want 1 or %d)", b[0], valueCodecVersion)
 	}
-	d := valueDecoder{buf: b, pos: 1, fns: fns}
+	d := valueDecoder{buf: b, pos: 1, fns: fns, version: b[0]}
 	v, err := d.readValue()
 	if err != nil {
 		return nil, err
@@ -253,8 +406,33 @@ func (d *valueDecoder) readString() (string, error) {
 	return s, nil
 }
 
-// readValue reads one tag and its payload.
+// readValue reads one tag and its payload, or a ref, and numbers what a
+// ref may name.
 func (d *valueDecoder) readValue() (Value, error) {
+	if d.version < 2 {
+		return d.readNew()
+	}
+	if d.pos < len(d.buf) && d.buf[d.pos] == vcRef {
+		d.pos++
+		i, err := d.readUvarint()
+		if err != nil {
+			return nil, err
+		}
+		if i >= uint64(len(d.refs)) {
+			d.pos--
+			return nil, d.errorf("ref %d names no value written before (%d are)", i, len(d.refs))
+		}
+		return d.refs[i], nil
+	}
+	v, err := d.readNew()
+	if err == nil && shared(v) {
+		d.refs = append(d.refs, v)
+	}
+	return v, err
+}
+
+// readNew reads one tag and its payload.
+func (d *valueDecoder) readNew() (Value, error) {
 	tag, err := d.readByte()
 	if err != nil {
 		return nil, err
@@ -298,13 +476,20 @@ func (d *valueDecoder) readText(tag byte) (Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	var v Value
 	switch tag {
 	case vcString:
-		return String(s), nil
+		v = String(s)
 	case vcKeyword:
-		return Keyword(s), nil
+		v = Keyword(s)
 	case vcSymbol:
-		return Symbol(s), nil
+		v = Symbol(s)
+	}
+	if v != nil {
+		if d.version >= 2 && len(s) >= refMinText {
+			d.refs = append(d.refs, v)
+		}
+		return v, nil
 	}
 	if b := lookupBuiltin(s); b != nil {
 		return b, nil

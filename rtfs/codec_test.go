@@ -2,6 +2,9 @@ package rtfs
 
 import (
 	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -95,7 +98,7 @@ func TestValueCodecFnHook(t *testing.T) {
 	if _, err := MarshalValue(v); err == nil || !strings.Contains(err.Error(), "functions need the program's codec") {
 		t.Fatalf("MarshalValue of a closure: err = %v", err)
 	}
-	b, err := marshalValue(nil, v, testFnCodec{})
+	b, err := marshalValue(nil, v, testFnCodec{}, EncodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +127,14 @@ func TestValueCodecCorruptInput(t *testing.T) {
 		}
 	}
 	cases := map[string][]byte{
-		"unsupported format version": {9, vcNil},
-		"unknown value tag 200":      {1, 200},
-		"trailing bytes":             {1, vcNil, vcNil},
-		"exceeds the remaining":      {1, vcVector, 0xff, 0xff, 0xff, 0xff, 0x0f},
-		"unknown builtin":            {1, vcBuiltin, 3, 'z', 'z', 'z'},
-		"empty input":                {},
+		"unsupported format version":    {9, vcNil},
+		"names no value written before": {2, vcVector, 1, vcRef, 0},
+		"unknown value tag 15":          {1, vcRef, 0},
+		"unknown value tag 200":         {1, 200},
+		"trailing bytes":                {1, vcNil, vcNil},
+		"exceeds the remaining":         {1, vcVector, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"unknown builtin":               {1, vcBuiltin, 3, 'z', 'z', 'z'},
+		"empty input":                   {},
 	}
 	for want, b := range cases {
 		if _, err := UnmarshalValue(b); err == nil || !strings.Contains(err.Error(), want) {
@@ -200,4 +205,124 @@ func equalNaN(a, b Value) bool {
 	ea, err1 := MarshalValue(a)
 	eb, err2 := MarshalValue(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ea, eb)
+}
+
+// valueV1 is a value as MarshalValue wrote it before refs (format version
+// 1): stores hold such bytes, and they must still decode.
+const valueV1 = "010b05070573746174650b01070872656164696e67730a020500000000008035400500000000000008c007067368617265640a040a03040205000000000000044006236120737472696e67206f66206d6f7265207468616e207369787465656e2062797465730a03040205000000000000044006236120737472696e67206f66206d6f7265207468616e207369787465656e20627974657306236120737472696e67206f66206d6f7265207468616e207369787465656e20627974657306236120737472696e67206f66206d6f7265207468616e207369787465656e20627974657307037365740c02040207017807046c697374090508017301030204d7040702666e0d05636f756e74"
+
+// sharedSample is the value of valueV1, its shared parts shared.
+func sharedSample() Value {
+	long := String("a string of more than sixteen bytes")
+	inner := NewVector(Int(1), Float(2.5), long)
+	return MapOf(Keyword("state"), MapOf(Keyword("readings"), NewVector(Float(21.5), Float(-3))),
+		Keyword("shared"), NewVector(inner, inner, long, long),
+		Keyword("set"), NewSet(Int(1), Keyword("x")),
+		Keyword("list"), NewList(Symbol("s"), Nil, True, False, Int(-300)),
+		Keyword("fn"), lookupBuiltin("count"))
+}
+
+func TestValueCodecReadsVersion1(t *testing.T) {
+	b, err := hex.DecodeString(valueV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnmarshalValue(b)
+	if err != nil {
+		t.Fatalf("version 1 bytes: %v", err)
+	}
+	if want := sharedSample(); !Equal(got, want) {
+		t.Fatalf("version 1 decoded to %v, want %v", got, want)
+	}
+	// A value that shares nothing is written as version 1 wrote it, byte
+	// for byte, so that a release of version 1 alone reads it.
+	plain := MapOf(Keyword("state"), MapOf(Keyword("readings"), NewVector(Float(21.5), Float(-3))))
+	want := []byte{1, vcMap, 1, vcKeyword, 5, 's', 't', 'a', 't', 'e', vcMap, 1, vcKeyword, 8, 'r', 'e', 'a', 'd', 'i', 'n', 'g', 's', vcVector, 2}
+	if pb, err := MarshalValue(plain); err != nil || !bytes.Equal(pb[:len(want)], want) || !bytes.Contains(b, pb[3:]) {
+		t.Fatalf("a value without sharing: %x, %v; want version 1's bytes", pb, err)
+	}
+	// Written again, it is version 2 and shorter: the vector and the text
+	// met twice are refs the second time.
+	b2, err := MarshalValue(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2[0] != 2 || len(b2) >= len(b) {
+		t.Fatalf("re-encoded: version %d, %d bytes (version 1: %d)", b2[0], len(b2), len(b))
+	}
+}
+
+// sharedTower returns a vector of two references to a vector of two
+// references ... n levels: 2^n elements in n vectors.
+func sharedTower(n int) Value {
+	var v Value = NewVector(Int(1), String("a shared text of some length"))
+	for i := 0; i < n; i++ {
+		v = NewVector(v, v)
+	}
+	return v
+}
+
+func TestValueCodecWritesSharedStructureOnce(t *testing.T) {
+	// The store's codec for a stream's state and outputs: 2^60 elements in
+	// 60 vectors take a few hundred bytes, and decode to the same sharing.
+	v := sharedTower(60)
+	b, err := MarshalValue(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 60*8+64 {
+		t.Fatalf("a 60-level tower of shared pairs encodes to %d bytes", len(b))
+	}
+	got, err := UnmarshalValue(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := got.(*Vector)
+	if x.Index(0) != x.Index(1) {
+		t.Fatal("decoded pairs do not share their halves")
+	}
+	if !Equal(sharedTower(8), func() Value {
+		w := got
+		for i := 0; i < 52; i++ {
+			w = w.(*Vector).Index(1)
+		}
+		return w
+	}()) {
+		t.Fatal("decoded tower differs")
+	}
+	// Closures that capture the same values are written once too.
+	p := mustCompile(t, `(defn mk [x] (fn [] x))`)
+	g := mustRun(t, NewThread(Limits{}), p).Globals
+	mk, _ := g.Get("mk")
+	out, err := NewThread(Limits{}).Call(context.Background(), g, mk, sharedTower(20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns := NewVector(out.Value, out.Value, out.Value)
+	b, err = p.MarshalValue(fns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 20*8+64 {
+		t.Fatalf("three references to one closure over a 20-level tower take %d bytes", len(b))
+	}
+	back, err := p.UnmarshalValue(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bv := back.(*Vector); bv.Index(0) != bv.Index(2) {
+		t.Fatal("decoded closures are not one")
+	}
+}
+
+func TestValueCodecBound(t *testing.T) {
+	v := NewVector(String(strings.Repeat("x", 1000)), vectorOfLen(500))
+	_, err := MarshalValueOpts(v, EncodeOptions{MaxBytes: 600})
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != LimitOutput || le.Max != 600 {
+		t.Fatalf("MarshalValueOpts past its bound: %v", err)
+	}
+	if _, err := MarshalValueOpts(v, EncodeOptions{MaxBytes: 4000}); err != nil {
+		t.Fatalf("within its bound: %v", err)
+	}
 }

@@ -45,14 +45,21 @@ const (
 
 // MarshalBinary encodes the continuation: the program's hash, the globals,
 // the frames, the stack and the handlers, with every value, closures
-// included (as function id and captured values). Values shared between
-// slots are written once per slot.
+// included (as function id and captured values). A collection or closure
+// met again (the same pointer) is a back-reference, so shared structure is
+// written once; a text is written where it appears.
 func (k *Continuation) MarshalBinary() ([]byte, error) {
+	return k.MarshalBinaryOpts(EncodeOptions{})
+}
+
+// MarshalBinaryOpts is MarshalBinary with a bound: past o.MaxBytes it stops
+// with a *LimitError (LimitOutput), which the error wraps.
+func (k *Continuation) MarshalBinaryOpts(o EncodeOptions) ([]byte, error) {
 	size := int(min(k.prog.contSize.Load(), 64<<10)) // a huge one is no guide
 	if size == 0 {
 		size = 1024
 	}
-	e := &encoder{buf: make([]byte, 0, size+size/16+16)}
+	e := &encoder{buf: make([]byte, 0, size+size/16+16), max: o.MaxBytes}
 	e.header(contMagic, k.prog)
 	e.globals(k.globals)
 	e.str(k.call.Capability)
@@ -101,7 +108,7 @@ type encodedGlobals struct {
 // so it is encoded with nothing remembered yet and always the same way:
 // the encoding of g is kept with g and copied the next time.
 func (e *encoder) globals(g *Globals) {
-	if e.nseen == 0 && e.err == nil {
+	if e.refs.n == 0 && e.err == nil {
 		if c := g.enc.Load(); c != nil {
 			e.buf = append(e.buf, c.enc...)
 			for _, v := range c.refs {
@@ -120,17 +127,7 @@ func (e *encoder) globals(g *Globals) {
 }
 
 // remembered returns the values remembered so far, by index.
-func (e *encoder) remembered() []Value {
-	if e.nseen == 0 {
-		return nil
-	}
-	refs := make([]Value, e.nseen)
-	copy(refs, e.recent[:min(e.nseen, len(e.recent))])
-	for v, i := range e.seen {
-		refs[i] = v
-	}
-	return refs
-}
+func (e *encoder) remembered() []Value { return e.refs.values() }
 
 func (e *encoder) globalsSection(g *Globals) {
 	e.uint(uint64(len(g.values)))
@@ -151,7 +148,13 @@ func (e *encoder) globalsSection(g *Globals) {
 // MarshalBinary encodes the globals with the program's hash, in the value
 // encoding of continuations (docs/continuations.md).
 func (g *Globals) MarshalBinary() ([]byte, error) {
-	e := &encoder{buf: make([]byte, 0, 256)}
+	return g.MarshalBinaryOpts(EncodeOptions{})
+}
+
+// MarshalBinaryOpts is MarshalBinary with a bound, as
+// Continuation.MarshalBinaryOpts has.
+func (g *Globals) MarshalBinaryOpts(o EncodeOptions) ([]byte, error) {
+	e := &encoder{buf: make([]byte, 0, 256), max: o.MaxBytes}
 	e.header(globalsMagic, g.prog)
 	e.globals(g)
 	if e.err != nil {
@@ -161,11 +164,10 @@ func (g *Globals) MarshalBinary() ([]byte, error) {
 }
 
 type encoder struct {
-	buf    []byte
-	err    error
-	recent [16]Value     // the first collections and closures written, by identity
-	nseen  int           // how many have been written
-	seen   map[Value]int // those beyond the first len(recent)
+	buf  []byte
+	max  int64 // bound on len(buf); <= 0: none
+	err  error
+	refs refTable // the collections and closures written, by identity
 }
 
 // backref writes a back-reference and reports true if v was written before.
@@ -179,27 +181,9 @@ func (e *encoder) backref(v Value) bool {
 }
 
 // remember records v, just written, for later back-references.
-func (e *encoder) remember(v Value) {
-	if e.nseen < len(e.recent) {
-		e.recent[e.nseen] = v
-	} else {
-		if e.seen == nil {
-			e.seen = make(map[Value]int)
-		}
-		e.seen[v] = e.nseen
-	}
-	e.nseen++
-}
+func (e *encoder) remember(v Value) { e.refs.add(v) }
 
-func (e *encoder) lookup(v Value) (int, bool) {
-	for i, x := range e.recent[:min(e.nseen, len(e.recent))] {
-		if x == v {
-			return i, true
-		}
-	}
-	i, ok := e.seen[v]
-	return i, ok
-}
+func (e *encoder) lookup(v Value) (int, bool) { return e.refs.lookup(v) }
 
 func (e *encoder) uint(x uint64) { e.buf = binary.AppendUvarint(e.buf, x) }
 
@@ -247,6 +231,12 @@ func (e *encoder) value(v Value, depth int) {
 	if depth > maxValueDepth {
 		if e.err == nil {
 			e.err = errors.New("value nested too deeply")
+		}
+		return
+	}
+	if e.max > 0 && int64(len(e.buf)) > e.max {
+		if e.err == nil {
+			e.err = &LimitError{Limit: LimitOutput, Max: e.max}
 		}
 		return
 	}

@@ -589,7 +589,7 @@ func (d *decoder) smallMap(pairs, depth int) Value {
 		}
 		m.kvs[i] = v
 	}
-	if !distinctKeys(m.kvs) {
+	if !distinctKeys(m.kvs, nil) {
 		return MapOf(m.kvs...) // a later duplicate wins, as in a map literal
 	}
 	return m

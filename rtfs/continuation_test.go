@@ -424,3 +424,35 @@ func TestDecodedGlobalsAreShared(t *testing.T) {
 		t.Fatalf("resume k2 to the end: %v, %v", r.Value, err)
 	}
 }
+
+// The continuation codec writes shared structure once: a host call whose
+// argument and stack hold 2^60 elements in 60 vectors encodes in a few
+// hundred bytes and decodes to the same sharing. Its bound stops a value
+// whose texts repeat.
+func TestContinuationWritesSharedStructureOnce(t *testing.T) {
+	p := mustCompile(t, `(defn tower [n] (loop [i 0 a [1]] (if (< i n) (recur (inc i) [a a]) a)))
+(let [t (tower 60)] (count (call :x t t)))`)
+	out := mustRun(t, NewThread(Limits{}), p)
+	b, err := out.Continuation.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 4096 {
+		t.Fatalf("a continuation holding a 60-level tower of pairs takes %d bytes", len(b))
+	}
+	k, err := UnmarshalContinuation(p, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := k.Call().Args
+	if args[0] != args[1] || args[0].(*Vector).Index(0) != args[0].(*Vector).Index(1) {
+		t.Fatal("decoded arguments do not share their structure")
+	}
+	q := mustCompile(t, `(let [s (apply str (repeat 10000 "a"))] (call :x (vec (repeat 1000 s))))`)
+	out = mustRun(t, NewThread(Limits{}), q)
+	_, err = out.Continuation.MarshalBinaryOpts(EncodeOptions{MaxBytes: 1 << 20})
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != LimitOutput {
+		t.Fatalf("a 10 MB continuation under a 1 MiB bound: %v", err)
+	}
+}

@@ -67,8 +67,15 @@ func (it *seqIter) next() (Value, bool) {
 // differ; == compares numerically); floats compare with IEEE ==, so NaN is
 // not equal to itself; functions are equal only to themselves. Cost: O(1)
 // for scalars and identical pointers, O(n) otherwise (mismatched cached
-// hashes exit early).
-func Equal(a, b Value) bool {
+// hashes exit early); a value that shares structure costs what its printed
+// form would, which may be far more than its memory. Builtins use the
+// metered form (meter.equal), which a budget stops.
+func Equal(a, b Value) bool { return (*meter)(nil).equal(a, b) }
+
+// equal is Equal that counts one unit per element pair it compares and
+// textStepBytes bytes per unit of long strings. Once m's budget is spent it
+// returns false at once; the caller returns m's error.
+func (m *meter) equal(a, b Value) bool {
 	switch x := a.(type) {
 	case Keyword:
 		y, ok := b.(Keyword)
@@ -78,6 +85,9 @@ func Equal(a, b Value) bool {
 		return ok && x == y
 	case String:
 		y, ok := b.(String)
+		if ok && len(x) == len(y) && len(x) >= freeText && !m.visit(len(x)/textStepBytes) {
+			return false
+		}
 		return ok && x == y
 	case Float:
 		y, ok := b.(Float)
@@ -85,22 +95,22 @@ func Equal(a, b Value) bool {
 	case NilType, Bool, Symbol:
 		return a == b
 	case *List:
-		return equalSeq(x, &x.hash, b)
+		return m.equalSeq(x, &x.hash, b)
 	case *Vector:
-		return equalSeq(x, &x.hash, b)
+		return m.equalSeq(x, &x.hash, b)
 	case *Map:
 		y, ok := b.(*Map)
-		return ok && equalMap(x, y)
+		return ok && m.equalMap(x, y)
 	case *Set:
 		y, ok := b.(*Set)
-		return ok && equalSet(x, y)
+		return ok && m.equalSet(x, y)
 	}
 	return a == b
 }
 
 type hashSlot interface{ Load() uint64 }
 
-func equalSeq(x sequential, xh hashSlot, b Value) bool {
+func (m *meter) equalSeq(x sequential, xh hashSlot, b Value) bool {
 	var yh hashSlot
 	switch y := b.(type) {
 	case *List:
@@ -127,13 +137,13 @@ func equalSeq(x sequential, xh hashSlot, b Value) bool {
 			return true
 		}
 		ey, _ := iy.next()
-		if !Equal(ex, ey) {
+		if !m.visit(1) || !m.equal(ex, ey) {
 			return false
 		}
 	}
 }
 
-func equalMap(x, y *Map) bool {
+func (m *meter) equalMap(x, y *Map) bool {
 	if x == y {
 		return true
 	}
@@ -145,14 +155,14 @@ func equalMap(x, y *Map) bool {
 	}
 	eq := true
 	x.Range(func(k, v Value) bool {
-		w, ok := y.Get(k)
-		eq = ok && Equal(v, w)
+		w, ok := y.get(k, m)
+		eq = ok && m.visit(1) && m.equal(v, w)
 		return eq
 	})
-	return eq
+	return eq && !m.failed()
 }
 
-func equalSet(x, y *Set) bool {
+func (m *meter) equalSet(x, y *Set) bool {
 	if x == y {
 		return true
 	}
@@ -164,10 +174,11 @@ func equalSet(x, y *Set) bool {
 	}
 	eq := true
 	x.Range(func(e Value) bool {
-		eq = y.Has(e)
+		_, eq = y.m.get(e, m)
+		eq = eq && m.visit(1)
 		return eq
 	})
-	return eq
+	return eq && !m.failed()
 }
 
 // Compare orders a and b for sorting: it returns -1, 0 or +1. Numbers
@@ -175,8 +186,12 @@ func equalSet(x, y *Set) bool {
 // strings, keywords and symbols compare by bytes; false sorts before true;
 // nil sorts before every value; lists and vectors compare element by
 // element (a proper prefix first). Any other pair (mixed kinds, maps, sets,
-// functions) is an error naming both values.
-func Compare(a, b Value) (int, error) {
+// functions) is an error naming both values. Cost: as Equal.
+func Compare(a, b Value) (int, error) { return (*meter)(nil).compare(a, b) }
+
+// compare is Compare that counts its work as equal does; once m's budget is
+// spent it returns m's error.
+func (m *meter) compare(a, b Value) (int, error) {
 	if a == Nil || b == Nil {
 		return boolCmp(b == Nil, a == Nil), nil
 	}
@@ -197,15 +212,15 @@ func Compare(a, b Value) (int, error) {
 		}
 	case String:
 		if y, ok := b.(String); ok {
-			return strings.Compare(string(x), string(y)), nil
+			return m.compareText(string(x), string(y))
 		}
 	case Keyword:
 		if y, ok := b.(Keyword); ok {
-			return strings.Compare(string(x), string(y)), nil
+			return m.compareText(string(x), string(y))
 		}
 	case Symbol:
 		if y, ok := b.(Symbol); ok {
-			return strings.Compare(string(x), string(y)), nil
+			return m.compareText(string(x), string(y))
 		}
 	case Bool:
 		if y, ok := b.(Bool); ok {
@@ -213,10 +228,18 @@ func Compare(a, b Value) (int, error) {
 		}
 	case *List, *Vector:
 		if y, ok := b.(sequential); ok {
-			return compareSeq(x.(sequential), y)
+			return m.compareSeq(x.(sequential), y)
 		}
 	}
 	return 0, fmt.Errorf("cannot compare %s with %s", describe(a), describe(b))
+}
+
+// compareText orders two texts by bytes, counting the long ones.
+func (m *meter) compareText(x, y string) (int, error) {
+	if n := min(len(x), len(y)); n >= freeText && !m.visit(n/textStepBytes) {
+		return 0, m.err
+	}
+	return strings.Compare(x, y), nil
 }
 
 func boolCmp(x, y bool) int {
@@ -270,7 +293,7 @@ func cmpIntFloat(i Int, f float64) int {
 	return cmpFloat(0, f-t)
 }
 
-func compareSeq(x, y sequential) (int, error) {
+func (m *meter) compareSeq(x, y sequential) (int, error) {
 	ix, iy := newSeqIter(x), newSeqIter(y)
 	for {
 		ex, okx := ix.next()
@@ -278,7 +301,10 @@ func compareSeq(x, y sequential) (int, error) {
 		if !okx || !oky {
 			return boolCmp(okx, oky), nil
 		}
-		c, err := Compare(ex, ey)
+		if !m.visit(1) {
+			return 0, m.err
+		}
+		c, err := m.compare(ex, ey)
 		if err != nil || c != 0 {
 			return c, err
 		}

@@ -78,7 +78,7 @@ func TestHashCachedConcurrently(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		v = v.Conj(MapOf(Keyword("i"), Int(i)))
 	}
-	want := hashSeq(v)
+	want := (*meter)(nil).hashSeq(v)
 	var wg sync.WaitGroup
 	hashes := make([]uint64, 8)
 	for g := range hashes {

@@ -13,7 +13,7 @@ import (
 // catch it. The Thread stays usable for the next run.
 type LimitError struct {
 	// Limit names the limit that was exceeded: LimitSteps, LimitDepth,
-	// LimitCollectionSize or LimitMemory.
+	// LimitCollectionSize, LimitMemory, LimitTime or LimitOutput.
 	Limit string
 	// Max is the limit's value on the Thread that ran: Limits.MaxSteps,
 	// Limits.MaxDepth, Limits.MaxCollectionSize or Limits.MaxMemory (after
@@ -36,6 +36,12 @@ const (
 	// LimitTime: a call ran longer than Limits.MaxDuration (Max is in
 	// nanoseconds).
 	LimitTime = "time"
+	// LimitOutput: an encoding of a value (its JSON, or the store's codec)
+	// would pass its bound, Limits.OutputLimit of the run that produced
+	// the value or EncodeOptions.MaxBytes. A value that shares structure
+	// is written in full, so it can take far more bytes encoded than in
+	// memory.
+	LimitOutput = "output"
 )
 
 // Error returns "steps limit of 1000 exceeded" and the like.
@@ -45,6 +51,8 @@ func (e *LimitError) Error() string {
 		return fmt.Sprintf("time limit of %s exceeded", time.Duration(e.Max))
 	case LimitMemory:
 		return fmt.Sprintf("memory limit of %d bytes exceeded", e.Max)
+	case LimitOutput:
+		return fmt.Sprintf("output limit of %d bytes exceeded", e.Max)
 	}
 	return fmt.Sprintf("%s limit of %d exceeded", e.Limit, e.Max)
 }

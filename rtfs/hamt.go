@@ -27,11 +27,12 @@ func hbit(h uint64, shift uint) uint32 { return 1 << ((h >> shift) & 31) }
 
 func (n *hnode) index(bit uint32) int { return bits.OnesCount32(n.bitmap & (bit - 1)) }
 
-func (n *hnode) get(k Value, h uint64, shift uint) (Value, bool) {
+// get returns the value under k, whose hash is h, comparing keys on m.
+func (n *hnode) get(k Value, h uint64, shift uint, m *meter) (Value, bool) {
 	for {
 		if n.coll {
 			for i := range n.entries {
-				if Equal(n.entries[i].key, k) {
+				if m.equal(n.entries[i].key, k) {
 					return n.entries[i].val, true
 				}
 			}
@@ -43,7 +44,7 @@ func (n *hnode) get(k Value, h uint64, shift uint) (Value, bool) {
 		}
 		e := &n.entries[n.index(bit)]
 		if e.sub == nil {
-			if e.hash == h && Equal(e.key, k) {
+			if e.hash == h && m.equal(e.key, k) {
 				return e.val, true
 			}
 			return nil, false
@@ -78,16 +79,25 @@ func (n *hnode) getKeyword(name string, h uint64) (Value, bool) {
 	}
 }
 
-// with returns a copy of n with entry i replaced by e.
-func (n *hnode) with(i int, e hentry) *hnode {
+// copyCost is the work, in units of a meter, of copying a node of n
+// entries: a unit per entry (48 bytes allocated and copied), and one for
+// the node. Measured against the VM's steps (BenchmarkStepCost), a path
+// copy then costs about what as many instructions do.
+func copyCost(n int) int { return n + 1 }
+
+// with returns a copy of n with entry i replaced by e, counted on m.
+func (n *hnode) with(i int, e hentry, m *meter) *hnode {
+	m.visit(copyCost(len(n.entries)))
 	node := newHNode(len(n.entries), n.bitmap, n.coll)
 	copy(node.entries, n.entries)
 	node.entries[i] = e
 	return node
 }
 
-// inserted returns a copy of n with e inserted at position i under bit.
-func (n *hnode) inserted(i int, bit uint32, e hentry) *hnode {
+// inserted returns a copy of n with e inserted at position i under bit,
+// counted on m.
+func (n *hnode) inserted(i int, bit uint32, e hentry, m *meter) *hnode {
+	m.visit(copyCost(len(n.entries)))
 	node := newHNode(len(n.entries)+1, n.bitmap|bit, n.coll)
 	copy(node.entries, n.entries[:i])
 	node.entries[i] = e
@@ -96,52 +106,56 @@ func (n *hnode) inserted(i int, bit uint32, e hentry) *hnode {
 }
 
 // removed returns a copy of n without entry i (and its bit), or nil if
-// that leaves n empty.
-func (n *hnode) removed(i int, bit uint32) *hnode {
+// that leaves n empty; counted on m.
+func (n *hnode) removed(i int, bit uint32, m *meter) *hnode {
 	if len(n.entries) == 1 {
 		return nil
 	}
+	m.visit(copyCost(len(n.entries)))
 	node := newHNode(len(n.entries)-1, n.bitmap&^bit, n.coll)
 	copy(node.entries, n.entries[:i])
 	copy(node.entries[i:], n.entries[i+1:])
 	return node
 }
 
-// assoc returns n with k mapped to v, and whether a new key was added. It
-// returns n itself when v is identical to the value already there.
-func (n *hnode) assoc(k, v Value, h uint64, shift uint) (*hnode, bool) {
+// assoc returns n with k mapped to v, and whether a new key was added. A
+// key already there stays (as in an array map, and in Clojure): only its
+// value changes. It returns n itself when v is identical to the value
+// already there. It
+// counts on m its comparisons and the entries it copies.
+func (n *hnode) assoc(k, v Value, h uint64, shift uint, m *meter) (*hnode, bool) {
 	if n.coll {
 		for i := range n.entries {
-			if Equal(n.entries[i].key, k) {
+			if m.equal(n.entries[i].key, k) {
 				if identical(n.entries[i].val, v) {
 					return n, false
 				}
-				return n.with(i, hentry{key: k, val: v, hash: h}), false
+				return n.with(i, hentry{key: n.entries[i].key, val: v, hash: h}, m), false
 			}
 		}
-		return n.inserted(len(n.entries), 0, hentry{key: k, val: v, hash: h}), true
+		return n.inserted(len(n.entries), 0, hentry{key: k, val: v, hash: h}, m), true
 	}
 	bit := hbit(h, shift)
 	i := n.index(bit)
 	if n.bitmap&bit == 0 {
-		return n.inserted(i, bit, hentry{key: k, val: v, hash: h}), true
+		return n.inserted(i, bit, hentry{key: k, val: v, hash: h}, m), true
 	}
 	e := n.entries[i]
 	if e.sub != nil {
-		sub, added := e.sub.assoc(k, v, h, shift+hbits)
+		sub, added := e.sub.assoc(k, v, h, shift+hbits, m)
 		if sub == e.sub {
 			return n, false
 		}
-		return n.with(i, hentry{sub: sub}), added
+		return n.with(i, hentry{sub: sub}, m), added
 	}
-	if e.hash == h && Equal(e.key, k) {
+	if e.hash == h && m.equal(e.key, k) {
 		if identical(e.val, v) {
 			return n, false
 		}
-		return n.with(i, hentry{key: k, val: v, hash: h}), false
+		return n.with(i, hentry{key: e.key, val: v, hash: h}, m), false
 	}
 	sub := mergeEntries(e, hentry{key: k, val: v, hash: h}, shift+hbits)
-	return n.with(i, hentry{sub: sub}), true
+	return n.with(i, hentry{sub: sub}, m), true
 }
 
 // mergeEntries returns a node at shift holding the two distinct-key entries.
@@ -160,12 +174,12 @@ func mergeEntries(a, b hentry, shift uint) *hnode {
 }
 
 // dissoc returns n without key k (nil if n becomes empty) and whether k
-// was there.
-func (n *hnode) dissoc(k Value, h uint64, shift uint) (*hnode, bool) {
+// was there, counting on m as assoc does.
+func (n *hnode) dissoc(k Value, h uint64, shift uint, m *meter) (*hnode, bool) {
 	if n.coll {
 		for i := range n.entries {
-			if Equal(n.entries[i].key, k) {
-				return n.removed(i, 0), true
+			if m.equal(n.entries[i].key, k) {
+				return n.removed(i, 0, m), true
 			}
 		}
 		return n, false
@@ -177,21 +191,21 @@ func (n *hnode) dissoc(k Value, h uint64, shift uint) (*hnode, bool) {
 	i := n.index(bit)
 	e := n.entries[i]
 	if e.sub == nil {
-		if e.hash == h && Equal(e.key, k) {
-			return n.removed(i, bit), true
+		if e.hash == h && m.equal(e.key, k) {
+			return n.removed(i, bit, m), true
 		}
 		return n, false
 	}
-	sub, removed := e.sub.dissoc(k, h, shift+hbits)
+	sub, removed := e.sub.dissoc(k, h, shift+hbits, m)
 	switch {
 	case !removed:
 		return n, false
 	case sub == nil:
-		return n.removed(i, bit), true
+		return n.removed(i, bit, m), true
 	case len(sub.entries) == 1 && sub.entries[0].sub == nil:
-		return n.with(i, sub.entries[0]), true // pull a lone pair up
+		return n.with(i, sub.entries[0], m), true // pull a lone pair up
 	}
-	return n.with(i, hentry{sub: sub}), true
+	return n.with(i, hentry{sub: sub}, m), true
 }
 
 // rangeEntries calls f on each pair in trie order; false means f stopped.

@@ -55,7 +55,13 @@ func strhash(s string, seed uint64) uint64 {
 // collections compute their hash once (O(n)) and cache it, race-free, so
 // later calls are O(1). Functions hash by kind only unless they implement
 // an identity hash. Hash never fails and never allocates for scalars.
-func Hash(v Value) uint64 {
+func Hash(v Value) uint64 { return (*meter)(nil).hash(v) }
+
+// hash is Hash that counts one unit per element it hashes (a cached hash
+// costs nothing) and textStepBytes bytes per unit of long texts. Once m's
+// budget is spent it returns 0 and caches nothing; the caller returns m's
+// error.
+func (m *meter) hash(v Value) uint64 {
 	switch x := v.(type) {
 	case NilType:
 		return seedNil
@@ -69,19 +75,19 @@ func Hash(v Value) uint64 {
 	case Float:
 		return hashFloat(float64(x))
 	case String:
-		return strhash(string(x), seedString)
+		return m.hashText(string(x), seedString)
 	case Keyword:
-		return strhash(string(x), seedKeyword)
+		return m.hashText(string(x), seedKeyword)
 	case Symbol:
-		return strhash(string(x), seedSymbol)
+		return m.hashText(string(x), seedSymbol)
 	case *List:
-		return cachedHash(&x.hash, func() uint64 { return hashSeq(x) })
+		return m.cachedHash(&x.hash, x)
 	case *Vector:
-		return cachedHash(&x.hash, func() uint64 { return hashSeq(x) })
+		return m.cachedHash(&x.hash, x)
 	case *Map:
-		return cachedHash(&x.hash, x.computeHash)
+		return m.cachedHash(&x.hash, x)
 	case *Set:
-		return cachedHash(&x.hash, x.computeHash)
+		return m.cachedHash(&x.hash, x)
 	case *Builtin:
 		return strhash(x.name, seedFn)
 	}
@@ -91,6 +97,14 @@ func Hash(v Value) uint64 {
 	return mix64(uint64(v.Kind()) ^ seedFn)
 }
 
+// hashText hashes a text, counting the long ones.
+func (m *meter) hashText(s string, seed uint64) uint64 {
+	if len(s) >= freeText && !m.visit(len(s)/textStepBytes) {
+		return 0
+	}
+	return strhash(s, seed)
+}
+
 func hashFloat(f float64) uint64 {
 	if f == 0 {
 		f = 0 // -0.0 equals 0.0
@@ -98,15 +112,27 @@ func hashFloat(f float64) uint64 {
 	return mix64(math.Float64bits(f) ^ seedFloat)
 }
 
-// cachedHash returns the hash stored in slot, computing and storing it on
-// first use. Zero means "not yet computed"; a computed zero is stored as 1.
-// Concurrent first calls compute the same value, so the race is benign and
-// the atomic makes it race-free.
-func cachedHash(slot *atomic.Uint64, compute func() uint64) uint64 {
+// cachedHash returns the hash of collection c stored in slot, computing
+// and storing it on first use. Zero means "not yet computed"; a computed
+// zero is stored as 1. Concurrent first calls compute the same value, so
+// the race is benign and the atomic makes it race-free. A walk that m
+// stopped stores nothing.
+func (m *meter) cachedHash(slot *atomic.Uint64, c Value) uint64 {
 	if h := slot.Load(); h != 0 {
 		return h
 	}
-	h := compute()
+	var h uint64
+	switch x := c.(type) {
+	case *Map:
+		h = m.hashMap(x)
+	case *Set:
+		h = m.hashSet(x)
+	default:
+		h = m.hashSeq(c.(sequential))
+	}
+	if m.failed() {
+		return 0
+	}
 	if h == 0 {
 		h = 1
 	}
@@ -115,31 +141,34 @@ func cachedHash(slot *atomic.Uint64, compute func() uint64) uint64 {
 }
 
 // hashSeq hashes a list or vector in order.
-func hashSeq(s sequential) uint64 {
+func (m *meter) hashSeq(s sequential) uint64 {
 	h := uint64(seedSeq)
 	it := newSeqIter(s)
 	n := 0
 	for e, ok := it.next(); ok; e, ok = it.next() {
-		h = bits.RotateLeft64(h, 7)*31 + Hash(e)
+		if !m.visit(1) {
+			return 0
+		}
+		h = bits.RotateLeft64(h, 7)*31 + m.hash(e)
 		n++
 	}
 	return mix64(h ^ uint64(n))
 }
 
-func (m *Map) computeHash() uint64 {
+func (m *meter) hashMap(x *Map) uint64 {
 	var sum uint64
-	m.Range(func(k, v Value) bool {
-		sum += mix64(Hash(k)*31 ^ bits.RotateLeft64(Hash(v), 32))
-		return true
+	x.Range(func(k, v Value) bool {
+		sum += mix64(m.hash(k)*31 ^ bits.RotateLeft64(m.hash(v), 32))
+		return m.visit(1)
 	})
-	return mix64(sum ^ seedMap ^ uint64(m.Len()))
+	return mix64(sum ^ seedMap ^ uint64(x.Len()))
 }
 
-func (s *Set) computeHash() uint64 {
+func (m *meter) hashSet(s *Set) uint64 {
 	var sum uint64
 	s.m.Range(func(k, _ Value) bool {
-		sum += mix64(Hash(k))
-		return true
+		sum += mix64(m.hash(k))
+		return m.visit(1)
 	})
 	return mix64(sum ^ seedSet ^ uint64(s.Len()))
 }

@@ -21,7 +21,7 @@ func (th *Thread) callValue(n int) error {
 		th.stack[th.sp-1] = v
 		return err
 	default:
-		v, err := callData(f, th.stack[sp-n:sp])
+		v, err := th.callData(f, th.stack[sp-n:sp])
 		th.sp = sp - n
 		th.stack[th.sp-1] = v
 		return err
@@ -116,25 +116,35 @@ func fnName(fi *funcInfo) string {
 	return fi.code.Name
 }
 
-// callData calls a keyword, map, vector or set as a function.
-func callData(f Value, args []Value) (Value, error) {
+// callData calls a keyword, map, vector or set as a function, charging the
+// hashing and comparing of a key as get does.
+func (th *Thread) callData(f Value, args []Value) (Value, error) {
+	m := meter{th: th}
+	v, err := callDataOn(f, args, &m)
+	if err != nil {
+		return nil, err
+	}
+	return v, m.done()
+}
+
+func callDataOn(f Value, args []Value, m *meter) (Value, error) {
 	switch f := f.(type) {
 	case Keyword:
 		if len(args) != 1 && len(args) != 2 {
 			return nil, fmt.Errorf("keyword %s: expected 1 or 2 arguments, got %d", f, len(args))
 		}
-		return getOr(args[0], f, args[1:]), nil
+		return getOr(args[0], f, args[1:], m), nil
 	case Symbol:
 		// A symbol looks itself up like a keyword: ('a {'a 1}) is 1.
 		if len(args) != 1 && len(args) != 2 {
 			return nil, fmt.Errorf("symbol %s: expected 1 or 2 arguments, got %d", f, len(args))
 		}
-		return getOr(args[0], f, args[1:]), nil
+		return getOr(args[0], f, args[1:], m), nil
 	case *Map:
 		if len(args) != 1 && len(args) != 2 {
 			return nil, fmt.Errorf("map as function: expected 1 or 2 arguments, got %d", len(args))
 		}
-		return getOr(f, args[0], args[1:]), nil
+		return getOr(f, args[0], args[1:], m), nil
 	case *Vector:
 		if len(args) != 1 {
 			return nil, fmt.Errorf("vector as function: expected 1 argument, got %d", len(args))
@@ -148,7 +158,7 @@ func callData(f Value, args []Value) (Value, error) {
 		if len(args) != 1 {
 			return nil, fmt.Errorf("set as function: expected 1 argument, got %d", len(args))
 		}
-		if f.Has(args[0]) {
+		if f.has(args[0], m) {
 			return args[0], nil
 		}
 		return Nil, nil

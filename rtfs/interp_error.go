@@ -62,6 +62,9 @@ func caughtOp(op compile.Opcode, consts []Value, arg int, stack []Value, sp *int
 	return nil
 }
 
+// throwMessage is the message of (throw v): a string itself; a map's
+// :message, followed by its :data when it has some, as (ex-info msg data)
+// gives (so that an uncaught ex-info shows what it carries).
 func throwMessage(v Value) string {
 	switch v := v.(type) {
 	case String:
@@ -69,6 +72,9 @@ func throwMessage(v Value) string {
 	case *Map:
 		if m, ok := v.GetKeyword("message"); ok {
 			if s, ok := m.(String); ok {
+				if d, ok := v.GetKeyword("data"); ok && d != Nil && !emptyColl(d) {
+					return string(s) + " " + d.String()
+				}
 				return string(s)
 			}
 		}
@@ -196,4 +202,10 @@ func (th *Thread) resetStacks() {
 func (th *Thread) clearStack() {
 	clear(th.stack[:min(max(th.hw, th.sp+1), len(th.stack))])
 	th.sp, th.hw = 0, 0
+}
+
+// emptyColl reports whether v is an empty map.
+func emptyColl(v Value) bool {
+	m, ok := v.(*Map)
+	return ok && m.Len() == 0
 }

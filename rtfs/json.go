@@ -289,7 +289,7 @@ func (p *jsonParser) object() (Value, error) {
 // smallMap returns the map of the 1 to arrayMapMax entries in kvs, an
 // array-map in one allocation unless a key repeats. kvs is not retained.
 func smallMap(kvs []Value) *Map {
-	if !distinctKeys(kvs) {
+	if !distinctKeys(kvs, nil) {
 		return MapOf(kvs...)
 	}
 	m := newArrayMap(len(kvs) / 2)
@@ -341,7 +341,7 @@ func (p *jsonParser) internKey(b []byte) Value {
 // one allocation when it can be one.
 func (p *jsonParser) makeMap(base int) *Map {
 	kvs := p.stack[base:]
-	if len(kvs) <= 2*arrayMapMax && distinctKeys(kvs) {
+	if len(kvs) <= 2*arrayMapMax && distinctKeys(kvs, nil) {
 		m := newArrayMap(len(kvs) / 2)
 		copy(m.kvs, kvs)
 		p.pop(base)

@@ -163,7 +163,7 @@ func (d *legacyJSONDecoder) object() (Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			if n := len(d.stack) - base; n <= 2*arrayMapMax && distinctKeys(d.stack[base:]) {
+			if n := len(d.stack) - base; n <= 2*arrayMapMax && distinctKeys(d.stack[base:], nil) {
 				m := newArrayMap(n / 2)
 				copy(m.kvs, d.stack[base:])
 				clear(d.stack[base:])

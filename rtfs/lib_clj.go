@@ -87,11 +87,15 @@ func addCljBuiltins(t builtinTable) {
 	t.add("format", 1, -1, builtinFormat)
 	t.add("pr-str", 0, -1, func(th *Thread, args []Value) (Value, error) {
 		var b strings.Builder
+		m := meter{th: th}
 		for i, a := range args {
 			if i > 0 {
 				b.WriteByte(' ')
 			}
-			writeLimited(&b, a, th.textRoom())
+			writeLimited(&b, a, th.textRoom(), &m)
+		}
+		if err := m.done(); err != nil {
+			return nil, err
 		}
 		return String(b.String()), th.buildText(b.Len())
 	})
@@ -106,12 +110,13 @@ func addCljBuiltins(t builtinTable) {
 	t.add("split-at", 2, 2, builtinSplitAt)
 	t.add("distinct?", 1, -1, func(th *Thread, args []Value) (Value, error) {
 		seen := make(valueSet, len(args))
+		m := meter{th: th}
 		for _, a := range args {
-			if !seen.add(a) {
-				return False, nil
+			if !seen.add(a, &m) {
+				return False, m.done()
 			}
 		}
-		return True, nil
+		return True, m.done()
 	})
 	t.add("nthrest", 2, 2, func(th *Thread, args []Value) (Value, error) {
 		n, err := toCount(2, args[1], true)
@@ -144,10 +149,8 @@ func addCljBuiltins(t builtinTable) {
 		if len(args)%2 != 0 {
 			return nil, fmt.Errorf("expected an even number of arguments (key value ...), got %d", len(args))
 		}
-		if err := th.build(len(args)); err != nil {
-			return nil, err
-		}
-		return MapOf(args...), nil
+		m, err := th.mapOf(args)
+		return m, err
 	})
 
 	// The lazy infinite forms have no eager meaning: each error names the
@@ -206,14 +209,16 @@ func exField(key string) builtinFn {
 	}
 }
 
-func builtinAssert(_ *Thread, args []Value) (Value, error) {
+func builtinAssert(th *Thread, args []Value) (Value, error) {
 	if Truth(args[0]) {
 		return Nil, nil
 	}
 	form, _ := args[2].(String)
 	if args[1] != Nil {
 		var b strings.Builder
-		toStr(&b, args[1])
+		if err := strInto(th, &b, args[1], &meter{th: th}); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("Assert failed: %s\n%s", b.String(), string(form))
 	}
 	return nil, fmt.Errorf("Assert failed: %s", string(form))
@@ -316,17 +321,20 @@ func builtinFormat(th *Thread, args []Value) (Value, error) {
 		}
 		a := args[next]
 		next++
-		if err := formatOne(&b, spec, conv, a, next-1); err != nil {
-			return nil, err
-		}
-		if err := th.buildText(b.Len()); err != nil {
+		if err := formatOne(th, &b, spec, conv, a, next-1); err != nil {
 			return nil, err
 		}
 	}
-	return String(b.String()), nil
+	return String(b.String()), th.buildText(b.Len())
 }
 
-func formatOne(b *strings.Builder, spec string, conv byte, a Value, argNo int) error {
+// formatOne appends one conversion to b. The width and the printed value
+// must fit the thread's room for text.
+func formatOne(th *Thread, b *strings.Builder, spec string, conv byte, a Value, argNo int) error {
+	room := th.textRoom()
+	if w := formatWidth(spec); room >= 0 && w > room-b.Len() {
+		return th.buildText(b.Len() + w) // over the size limit or the budget
+	}
 	bad := func(want string) error {
 		return fmt.Errorf("format: %%%s%c needs %s, argument %d is %s", spec, conv, want, argNo, describe(a))
 	}
@@ -335,8 +343,8 @@ func formatOne(b *strings.Builder, spec string, conv byte, a Value, argNo int) e
 		var sb strings.Builder
 		if a == Nil {
 			sb.WriteString("null") // as Java prints it
-		} else {
-			toStr(&sb, a)
+		} else if err := strInto(th, &sb, a, &meter{th: th}); err != nil {
+			return err
 		}
 		s := sb.String()
 		if conv == 'S' {
@@ -374,6 +382,20 @@ func formatOne(b *strings.Builder, spec string, conv byte, a Value, argNo int) e
 		return fmt.Errorf("format: the conversion %%%c is not supported (use %%s %%d %%f %%e %%x %%o %%b %%%% %%n)", conv)
 	}
 	return nil
+}
+
+// formatWidth is the width of a conversion's spec ("-08.3" is 8), at most
+// maxInt.
+func formatWidth(spec string) int {
+	spec = strings.TrimLeft(spec, "-0")
+	if i := strings.IndexByte(spec, '.'); i >= 0 {
+		spec = spec[:i]
+	}
+	w, err := strconv.Atoi(spec)
+	if err != nil && spec != "" {
+		return maxInt // out of range
+	}
+	return w
 }
 
 func addCljStringBuiltins(t builtinTable) {
@@ -438,7 +460,7 @@ func addCljStringBuiltins(t builtinTable) {
 }
 
 func stringIndex(last bool) builtinFn {
-	return func(_ *Thread, args []Value) (Value, error) {
+	return func(th *Thread, args []Value) (Value, error) {
 		s, err := toText(1, args[0])
 		if err != nil {
 			return nil, err
@@ -447,29 +469,29 @@ func stringIndex(last bool) builtinFn {
 		if err != nil {
 			return nil, err
 		}
+		if err := th.scanText(len(s)); err != nil {
+			return nil, err
+		}
+		n := utf8.RuneCountInString(s)
 		from := -1
 		if len(args) == 3 {
-			n, err := toInt(3, args[2])
+			i, err := toInt(3, args[2])
 			if err != nil {
 				return nil, err
 			}
-			from = int(min(max(n, 0), int64(utf8.RuneCountInString(s))))
+			from = int(min(max(i, 0), int64(n)))
 		}
-		rs := []rune(s)
 		at := -1
 		if last {
-			end := len(rs)
+			end := len(s)
 			if from >= 0 {
-				end = min(from+utf8.RuneCountInString(sub), len(rs))
+				end = runeOffset(s, min(from+utf8.RuneCountInString(sub), n))
 			}
-			at = strings.LastIndex(string(rs[:end]), sub)
+			at = strings.LastIndex(s[:end], sub)
 		} else {
-			start := max(from, 0)
-			if start > len(rs) {
-				return Nil, nil
-			}
-			if i := strings.Index(string(rs[start:]), sub); i >= 0 {
-				at = len(string(rs[:start])) + i
+			start := runeOffset(s, max(from, 0))
+			if i := strings.Index(s[start:], sub); i >= 0 {
+				at = start + i
 			}
 		}
 		if at < 0 {
@@ -508,24 +530,28 @@ func builtinInterleave(th *Thread, args []Value) (Value, error) {
 }
 
 // builtinFlatten flattens nested lists and vectors (not maps or sets, as in
-// Clojure) into one list; nil and a non-sequential value give ().
+// Clojure) into one list; nil and a non-sequential value give (). It
+// counts every element it walks, nested collections included, so a value
+// that shares structure costs what its flattened form does.
 func builtinFlatten(th *Thread, args []Value) (Value, error) {
 	var out []Value
-	m := meter{th: th}
+	m := meter{th: th, bytes: elemBytes}
 	var walk func(v Value, depth int) error
 	walk = func(v Value, depth int) error {
 		if depth > 10000 {
 			return errors.New("nested deeper than 10000 levels")
 		}
-		var xs []Value
-		switch c := v.(type) {
+		if err := m.tick(); err != nil {
+			return err
+		}
+		switch v.(type) {
 		case *List, *Vector:
-			xs, _ = seqSlice(nil, c)
 		default:
 			out = append(out, v)
-			return m.tick()
+			return nil
 		}
-		for _, x := range xs {
+		it := newSeqIter(v)
+		for x, ok := it.next(); ok; x, ok = it.next() {
 			if err := walk(x, depth+1); err != nil {
 				return err
 			}
@@ -538,6 +564,9 @@ func builtinFlatten(th *Thread, args []Value) (Value, error) {
 			return nil, err
 		}
 	}
+	if err := m.done(); err != nil {
+		return nil, err
+	}
 	return listOwned(out), th.checkSize(len(out))
 }
 
@@ -548,12 +577,13 @@ func builtinDedupe(th *Thread, args []Value) (Value, error) {
 		return nil, seqErr(err, typeError("a collection", args[0]))
 	}
 	out := elems[:0]
+	m := meter{th: th}
 	for i, e := range elems {
-		if i == 0 || !Equal(e, out[len(out)-1]) {
+		if i == 0 || !m.equal(e, out[len(out)-1]) {
 			out = append(out, e)
 		}
 	}
-	return listOwned(out), nil
+	return listOwned(out), m.done()
 }
 
 // builtinSplitAt is (split-at n coll): [(take n coll) (drop n coll)].

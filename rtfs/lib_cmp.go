@@ -5,8 +5,14 @@ import "math"
 // Comparison and logic: = not= == < > <= >= compare not identity.
 
 func addCmpBuiltins(t builtinTable) {
-	t.add("=", 1, -1, func(_ *Thread, args []Value) (Value, error) { return Bool(allEqual(args)), nil })
-	t.add("not=", 1, -1, func(_ *Thread, args []Value) (Value, error) { return Bool(!allEqual(args)), nil })
+	t.add("=", 1, -1, func(th *Thread, args []Value) (Value, error) {
+		eq, err := allEqual(th, args)
+		return Bool(eq), err
+	})
+	t.add("not=", 1, -1, func(th *Thread, args []Value) (Value, error) {
+		eq, err := allEqual(th, args)
+		return Bool(!eq), err
+	})
 	t.add("==", 1, -1, numChain(func(c int) bool { return c == 0 }))
 	t.add("<", 1, -1, numChain(func(c int) bool { return c < 0 }))
 	t.add(">", 1, -1, numChain(func(c int) bool { return c > 0 }))
@@ -14,20 +20,22 @@ func addCmpBuiltins(t builtinTable) {
 	t.add(">=", 1, -1, numChain(func(c int) bool { return c >= 0 }))
 	t.add("not", 1, 1, func(_ *Thread, args []Value) (Value, error) { return Bool(!Truth(args[0])), nil })
 	t.add("identity", 1, 1, func(_ *Thread, args []Value) (Value, error) { return args[0], nil })
-	t.add("compare", 2, 2, func(_ *Thread, args []Value) (Value, error) {
-		c, err := Compare(args[0], args[1])
+	t.add("compare", 2, 2, func(th *Thread, args []Value) (Value, error) {
+		c, err := th.compare(args[0], args[1])
 		return Int(c), err
 	})
 }
 
-// allEqual reports whether each argument equals the next.
-func allEqual(args []Value) bool {
+// allEqual reports whether each argument equals the next, charging the
+// comparisons.
+func allEqual(th *Thread, args []Value) (bool, error) {
+	m := meter{th: th}
 	for i := 1; i < len(args); i++ {
-		if !Equal(args[i-1], args[i]) {
-			return false
+		if !m.equal(args[i-1], args[i]) {
+			return false, m.done()
 		}
 	}
-	return true
+	return true, m.done()
 }
 
 // numChain returns a numeric comparison that holds when ok(cmp(a, b)) holds

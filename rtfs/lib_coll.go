@@ -24,12 +24,16 @@ func addCollBuiltins(t builtinTable) {
 		}
 		return NewList(args...), nil
 	})
-	t.add("hash-set", 0, -1, func(_ *Thread, args []Value) (Value, error) { return NewSet(args...), nil })
-	t.add("hash-map", 0, -1, func(_ *Thread, args []Value) (Value, error) {
+	t.add("hash-set", 0, -1, func(th *Thread, args []Value) (Value, error) {
+		s, err := th.setOf(args)
+		return s, err
+	})
+	t.add("hash-map", 0, -1, func(th *Thread, args []Value) (Value, error) {
 		if len(args)%2 != 0 {
 			return nil, fmt.Errorf("expected an even number of arguments (key value ...), got %d", len(args))
 		}
-		return MapOf(args...), nil
+		m, err := th.mapOf(args)
+		return m, err
 	})
 	t.add("vec", 1, 1, builtinVec)
 	t.add("set", 1, 1, func(th *Thread, args []Value) (Value, error) {
@@ -40,7 +44,8 @@ func addCollBuiltins(t builtinTable) {
 		if err != nil {
 			return nil, seqErr(err, typeError("a collection", args[0]))
 		}
-		return NewSet(elems...), nil
+		s, err := th.setOf(elems)
+		return s, err
 	})
 	t.add("conj", 0, -1, builtinConj)
 	t.add("cons", 2, 2, builtinCons)
@@ -73,35 +78,61 @@ func builtinVec(th *Thread, args []Value) (Value, error) {
 
 // conjOne adds x to coll the way the collection grows: lists at the front,
 // vectors at the end, sets as a member, maps a [k v] entry or a map's
-// entries; nil becomes a list.
-func conjOne(th *Thread, coll, x Value) (Value, error) {
+// entries; nil becomes a list. It charges the memory of what it adds, and
+// on m the hashing, comparing and copying of a set or map.
+func conjOne(th *Thread, coll, x Value, m *meter) (Value, error) {
 	switch c := coll.(type) {
 	case NilType:
-		return emptyList.Cons(x), nil
+		return emptyList.Cons(x), th.alloc(consBytes + slotBytes(x) - elemBytes)
 	case *List:
-		return c.Cons(x), th.checkSize(c.n + 1)
+		if err := th.checkSize(c.n + 1); err != nil {
+			return nil, err
+		}
+		return c.Cons(x), th.alloc(consBytes + slotBytes(x) - elemBytes)
 	case *Vector:
-		return c.Conj(x), th.checkSize(c.cnt + 1)
+		if err := th.checkSize(c.cnt + 1); err != nil {
+			return nil, err
+		}
+		return c.Conj(x), th.alloc(slotBytes(x))
 	case *Set:
-		return c.Conj(x), th.checkSize(c.Len() + 1)
+		s := c.conj(x, m)
+		if s != c {
+			if err := th.checkSize(s.Len()); err != nil {
+				return nil, err
+			}
+			return s, th.alloc(entryBytes + slotBytes(x) - elemBytes)
+		}
+		return s, nil
 	case *Map:
-		return conjMap(th, c, x)
+		return conjMap(th, c, x, m)
 	}
 	return nil, argTypeError(1, "a collection", coll)
 }
 
-func conjMap(th *Thread, m *Map, x Value) (Value, error) {
+// assocEntry is (assoc m k v) for a builtin: it charges the memory of a new
+// entry, and on mt the hashing, comparing and copying.
+func assocEntry(th *Thread, m *Map, k, v Value, mt *meter) (*Map, error) {
+	out := m.assoc(k, v, mt)
+	if out.n > m.n {
+		if err := th.checkSize(out.n); err != nil {
+			return nil, err
+		}
+		return out, th.alloc(entryBytes + slotBytes(k) + slotBytes(v) - 2*elemBytes)
+	}
+	return out, nil
+}
+
+func conjMap(th *Thread, m *Map, x Value, mt *meter) (Value, error) {
 	switch e := x.(type) {
 	case *Vector:
 		if e.cnt == 2 {
-			return m.Assoc(e.Index(0), e.Index(1)), th.checkSize(m.n + 1)
+			return assocEntry(th, m, e.Index(0), e.Index(1), mt)
 		}
 	case *Map:
 		var err error
 		e.Range(func(k, v Value) bool {
-			m = m.Assoc(k, v)
-			err = th.checkSize(m.n)
-			return err == nil
+			m, err = assocEntry(th, m, k, v, mt)
+			return err == nil && !mt.failed()
 		})
 		return m, err
 	case NilType:
@@ -114,18 +145,28 @@ func builtinConj(th *Thread, args []Value) (Value, error) {
 	if len(args) == 0 {
 		return emptyVector, nil
 	}
+	if v, ok := args[0].(*Vector); ok && len(args) == 2 { // the usual case, with no key to hash
+		if err := th.checkSize(v.cnt + 1); err != nil {
+			return nil, err
+		}
+		return v.Conj(args[1]), th.alloc(slotBytes(args[1]))
+	}
 	coll := args[0]
+	m := meter{th: th}
 	for _, x := range args[1:] {
 		var err error
-		if coll, err = conjOne(th, coll, x); err != nil {
+		if coll, err = conjOne(th, coll, x, &m); err != nil {
 			return nil, err
 		}
 	}
-	return coll, nil
+	return coll, m.done()
 }
 
 // builtinCons is (cons x coll): a list with x in front of coll's elements.
 func builtinCons(th *Thread, args []Value) (Value, error) {
+	if err := th.alloc(consBytes + slotBytes(args[0]) - elemBytes); err != nil {
+		return nil, err
+	}
 	switch c := args[1].(type) {
 	case NilType:
 		return emptyList.Cons(args[0]), nil
@@ -190,10 +231,15 @@ func builtinSort(th *Thread, args []Value) (Value, error) {
 // valueSet is a scratch hash set of values for one builtin call.
 type valueSet map[uint64][]Value
 
-func (s valueSet) add(v Value) bool {
-	h := Hash(v)
+// valueSetSteps is what adding to a valueSet costs, in steps, beyond
+// hashing and comparing: a Go map operation and its growth.
+const valueSetSteps = 8
+
+// add adds v and reports whether it was new, hashing and comparing on m.
+func (s valueSet) add(v Value, m *meter) bool {
+	h := m.hash(v)
 	for _, x := range s[h] {
-		if Equal(x, v) {
+		if m.equal(x, v) {
 			return false
 		}
 	}
@@ -208,14 +254,17 @@ func builtinDistinct(th *Thread, args []Value) (Value, error) {
 	}
 	seen := make(valueSet, len(elems))
 	out := elems[:0]
-	m := meter{th: th}
+	m := meter{th: th, bytes: entryBytes / valueSetSteps} // the scratch set holds each element
 	for _, e := range elems {
-		if err := m.tick(); err != nil {
-			return nil, err
+		if !m.visit(valueSetSteps) {
+			break
 		}
-		if seen.add(e) {
+		if seen.add(e, &m) {
 			out = append(out, e)
 		}
+	}
+	if err := m.done(); err != nil {
+		return nil, err
 	}
 	return listOwned(out), nil
 }
@@ -227,16 +276,34 @@ func builtinFrequencies(th *Thread, args []Value) (Value, error) {
 	if err != nil {
 		return nil, seqErr(err, typeError("a collection", args[0]))
 	}
-	m, mt := emptyMap, meter{th: th}
+	// Count in a scratch index from hash to positions in kvs, then build
+	// the map at once.
+	index := make(map[uint64][]int, len(elems))
+	var kvs []Value
+	m := meter{th: th, bytes: entryBytes / valueSetSteps}
 	for _, e := range elems {
-		if err := mt.tick(); err != nil {
-			return nil, err
+		if !m.visit(valueSetSteps) {
+			break
 		}
-		n, _ := m.Get(e)
-		c, _ := n.(Int)
-		m = m.Assoc(e, c+1)
+		h := m.hash(e)
+		found := false
+		for _, i := range index[h] {
+			if m.equal(kvs[i], e) {
+				kvs[i+1] = kvs[i+1].(Int) + 1
+				found = true
+				break
+			}
+		}
+		if !found {
+			index[h] = append(index[h], len(kvs))
+			kvs = append(kvs, e, Int(1))
+		}
 	}
-	return m, nil
+	if err := m.done(); err != nil {
+		return nil, err
+	}
+	out, err := th.mapOf(kvs)
+	return out, err
 }
 
 // builtinPartition is (partition n coll) or (partition n step coll): a list
@@ -326,6 +393,9 @@ func rangeValues(th *Thread, start, end, step Value) ([]Value, error) {
 		if err := th.build(n); err != nil {
 			return nil, err
 		}
+		if err := th.alloc(int64(n) * boxBytes); err != nil { // each int is boxed
+			return nil, err
+		}
 		out := make([]Value, n)
 		for i, x := 0, a; i < n; i, x = i+1, x+s {
 			out[i] = x
@@ -345,6 +415,9 @@ func rangeValues(th *Thread, start, end, step Value) ([]Value, error) {
 	fs, _ := toFloat(3, step)
 	n := rangeLen(fa, fb, fs)
 	if err := th.build(n); err != nil {
+		return nil, err
+	}
+	if err := th.alloc(int64(n) * boxBytes); err != nil { // each number is boxed
 		return nil, err
 	}
 	out := make([]Value, 0, n)
@@ -449,24 +522,58 @@ func builtinInto(th *Thread, args []Value) (Value, error) {
 	if err != nil {
 		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
 	}
+	// Into an empty set or map, the elements are built at once.
+	switch c := to.(type) {
+	case *Set:
+		if c.Len() == 0 {
+			s, err := th.setOf(elems)
+			return s, err
+		}
+	case *Map:
+		if c.Len() == 0 {
+			if kvs, ok := mapEntries(elems); ok {
+				m, err := th.mapOf(kvs)
+				return m, err
+			}
+		}
+	}
 	m := meter{th: th}
 	for _, e := range elems {
-		if to, err = conjOne(th, to, e); err != nil {
+		if to, err = conjOne(th, to, e, &m); err != nil {
 			return nil, err
 		}
 		if err := m.tick(); err != nil {
 			return nil, err
 		}
 	}
-	return to, nil
+	return to, m.done()
+}
+
+// mapEntries returns the keys and values of elems, which must all be
+// [key value] vectors, as a flat k, v, ... slice.
+func mapEntries(elems []Value) ([]Value, bool) {
+	kvs := make([]Value, 0, 2*len(elems))
+	for _, e := range elems {
+		v, ok := e.(*Vector)
+		if !ok || v.cnt != 2 {
+			return nil, false
+		}
+		kvs = append(kvs, v.Index(0), v.Index(1))
+	}
+	return kvs, true
 }
 
 // sortValues sorts vs in place, stably, in Compare's natural order; the first
 // pair that Compare cannot order (mixed kinds) is the error. It charges th
 // n log n steps before it starts, and looks at the run's context every
-// pollEvery comparisons, so a cancelled run stops mid-sort.
+// pollEvery comparisons, so a cancelled run stops mid-sort; comparing
+// collections charges their elements too.
 func sortValues(th *Thread, vs []Value) error {
-	return sortStable(th, vs, func(a, b Value) (int, error) { return Compare(a, b) })
+	m := meter{th: th}
+	if err := sortStable(th, vs, func(a, b Value) (int, error) { return m.compare(a, b) }); err != nil {
+		return err
+	}
+	return m.done()
 }
 
 // sortAbort carries a charge's error out of a sort's comparison function.
@@ -503,6 +610,9 @@ func sortStable[T any](th *Thread, xs []T, cmp func(a, b T) (int, error)) (err e
 		c, err := cmp(a, b)
 		if err != nil && cmpErr == nil {
 			cmpErr = err
+			if isFatal(err) {
+				panic(sortAbort{err}) // a limit or a cancel: stop sorting
+			}
 		}
 		return c
 	})

@@ -1,6 +1,7 @@
 package rtfs
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -22,8 +23,8 @@ func splitName(s string) (ns, name string) {
 
 func addConvBuiltins(t builtinTable) {
 	t.add("keyword", 1, 2, builtinKeyword)
-	t.add("symbol", 1, 2, func(_ *Thread, args []Value) (Value, error) {
-		name, err := qualifiedName(args)
+	t.add("symbol", 1, 2, func(th *Thread, args []Value) (Value, error) {
+		name, err := qualifiedName(th, args)
 		if err != nil || name == "" && args[0] == Nil {
 			return Nil, err
 		}
@@ -78,25 +79,45 @@ func addConvBuiltins(t builtinTable) {
 		return FromJSON([]byte(s))
 	})
 	t.add("to-json", 1, 1, func(th *Thread, args []Value) (Value, error) {
-		b, err := ToJSON(args[0])
+		// Encoded within the room for text, counting each element: a
+		// value that shares structure stops at a limit, not after it.
+		m := meter{th: th}
+		e := jsonEncoder{m: &m}
+		if room := th.textRoom(); room >= 0 {
+			e.max = max(int64(room), 1)
+		}
+		err := e.value(args[0], 0)
+		if merr := m.done(); merr != nil {
+			return nil, merr
+		}
+		var le *LimitError
+		if errors.As(err, &le) && le.Limit == LimitOutput {
+			return nil, th.buildText(len(e.b)) // over the size limit or the budget
+		}
 		if err != nil {
 			return nil, err
 		}
-		return String(b), th.buildText(len(b))
+		return String(e.b), th.buildText(len(e.b))
 	})
 	t.alias("serialize-json", "to-json")
 }
 
 // qualifiedName is the name of (keyword x) / (symbol x) or of the
-// two-argument (keyword ns name) form; "" for nil.
-func qualifiedName(args []Value) (string, error) {
+// two-argument (keyword ns name) form, which builds a string; "" for nil.
+func qualifiedName(th *Thread, args []Value) (string, error) {
 	if len(args) == 2 {
 		ns, err := toText(1, args[0])
 		if err != nil {
 			return "", err
 		}
 		name, err := toText(2, args[1])
-		return ns + "/" + name, err
+		if err != nil {
+			return "", err
+		}
+		if err := th.buildText(len(ns) + 1 + len(name)); err != nil {
+			return "", err
+		}
+		return ns + "/" + name, nil
 	}
 	switch x := args[0].(type) {
 	case NilType:
@@ -111,11 +132,11 @@ func qualifiedName(args []Value) (string, error) {
 	return "", typeError("a string, keyword or symbol", args[0])
 }
 
-func builtinKeyword(_ *Thread, args []Value) (Value, error) {
+func builtinKeyword(th *Thread, args []Value) (Value, error) {
 	if k, ok := args[0].(Keyword); ok && len(args) == 1 {
 		return k, nil
 	}
-	name, err := qualifiedName(args)
+	name, err := qualifiedName(th, args)
 	if err != nil || name == "" && args[0] == Nil {
 		return Nil, err
 	}
@@ -141,9 +162,12 @@ func builtinInt(_ *Thread, args []Value) (Value, error) {
 // builtinParseInt parses a base-10 integer with an optional sign; like
 // Clojure's parse-long it returns nil when the string is not one (or is
 // out of range). A non-string argument is an error.
-func builtinParseInt(_ *Thread, args []Value) (Value, error) {
+func builtinParseInt(th *Thread, args []Value) (Value, error) {
 	s, err := toText(1, args[0])
 	if err != nil {
+		return nil, err
+	}
+	if err := th.scanText(len(s)); err != nil {
 		return nil, err
 	}
 	n, perr := strconv.ParseInt(s, 10, 64)
@@ -156,9 +180,12 @@ func builtinParseInt(_ *Thread, args []Value) (Value, error) {
 // builtinParseFloat parses a decimal number (1.5, -2, 1e3, .5) or NaN,
 // Infinity, -Infinity; nil when the string is not one. A non-string
 // argument is an error.
-func builtinParseFloat(_ *Thread, args []Value) (Value, error) {
+func builtinParseFloat(th *Thread, args []Value) (Value, error) {
 	s, err := toText(1, args[0])
 	if err != nil {
+		return nil, err
+	}
+	if err := th.scanText(len(s)); err != nil {
 		return nil, err
 	}
 	switch s {

@@ -6,8 +6,10 @@ import "fmt"
 // contains? zipmap select-keys disj find.
 
 func addMapBuiltins(t builtinTable) {
-	t.add("get", 2, 3, func(_ *Thread, args []Value) (Value, error) {
-		return getOr(args[0], args[1], args[2:]), nil
+	t.add("get", 2, 3, func(th *Thread, args []Value) (Value, error) {
+		m := meter{th: th}
+		v := getOr(args[0], args[1], args[2:], &m)
+		return v, m.done()
 	})
 	t.add("get-in", 2, 3, builtinGetIn)
 	t.add("assoc", 3, -1, builtinAssoc)
@@ -20,11 +22,12 @@ func addMapBuiltins(t builtinTable) {
 	t.add("zipmap", 2, 2, builtinZipmap)
 	t.add("select-keys", 2, 2, builtinSelectKeys)
 	t.add("disj", 1, -1, builtinDisj)
-	t.add("find", 2, 2, func(_ *Thread, args []Value) (Value, error) {
-		if v, ok := lookup(args[0], args[1]); ok {
-			return NewVector(args[1], v), nil
+	t.add("find", 2, 2, func(th *Thread, args []Value) (Value, error) {
+		m := meter{th: th}
+		if v, ok := lookup(args[0], args[1], &m); ok {
+			return NewVector(args[1], v), m.done()
 		}
-		return Nil, nil
+		return Nil, m.done()
 	})
 }
 
@@ -36,12 +39,13 @@ func defaultArg(args []Value, i int) Value {
 }
 
 // getOr is (get coll k [default]) with the optional default in def (empty
-// or one value). It is the single implementation of get, of a keyword called
-// as a function ((:k coll [default])) and of a map called as a function, so
-// the three agree on every argument: anything that holds no k, nil and
-// non-collections included, gives the default or nil.
-func getOr(coll, k Value, def []Value) Value {
-	if v, ok := lookup(coll, k); ok {
+// or one value), hashing and comparing the key on m. It is the single
+// implementation of get, of a keyword called as a function ((:k coll
+// [default])) and of a map called as a function, so the three agree on
+// every argument: anything that holds no k, nil and non-collections
+// included, gives the default or nil.
+func getOr(coll, k Value, def []Value, m *meter) Value {
+	if v, ok := lookup(coll, k, m); ok {
 		return v
 	}
 	if len(def) > 0 {
@@ -51,29 +55,35 @@ func getOr(coll, k Value, def []Value) Value {
 }
 
 // lookup is get's lookup: a map key, a vector, list or string index, a set
-// member. Anything else, nil included, holds nothing (as in Clojure).
-func lookup(coll, k Value) (Value, bool) {
+// member, hashing and comparing a key on m (and counting the code points a
+// string index skips). Anything else, nil included, holds nothing (as in
+// Clojure).
+func lookup(coll, k Value, m *meter) (Value, bool) {
 	switch c := coll.(type) {
 	case *Map:
-		return c.Get(k)
+		return c.get(k, m)
 	case *Vector:
 		if i, ok := k.(Int); ok && i >= 0 && int64(i) < int64(c.cnt) {
 			return c.Index(int(i)), true
 		}
 	case *Set:
-		if c.Has(k) {
+		if c.has(k, m) {
 			return k, true
 		}
 	case String:
 		if i, ok := k.(Int); ok && i >= 0 {
-			return runeAt(string(c), int64(i))
+			return runeAt(string(c), int64(i), m)
 		}
 	}
 	return nil, false
 }
 
-// runeAt returns code point i of s as a one-code-point string.
-func runeAt(s string, i int64) (Value, bool) {
+// runeAt returns code point i of s as a one-code-point string, counting the
+// bytes it skips on m.
+func runeAt(s string, i int64, m *meter) (Value, bool) {
+	if i >= freeText && !m.visit(min(int(i), len(s))/textStepBytes) {
+		return nil, false
+	}
 	for _, r := range s {
 		if i == 0 {
 			return String(string(r)), true
@@ -98,23 +108,24 @@ func builtinGetIn(th *Thread, args []Value) (Value, error) {
 		return nil, err
 	}
 	v := args[0]
+	m := meter{th: th}
 	for _, k := range path {
 		var ok bool
-		if v, ok = lookup(v, k); !ok {
-			return defaultArg(args, 2), nil
+		if v, ok = lookup(v, k, &m); !ok {
+			return defaultArg(args, 2), m.done()
 		}
 	}
-	return v, nil
+	return v, m.done()
 }
 
-// assocOne is (assoc coll k v) for a map, a vector (index 0..len) or nil.
-func assocOne(th *Thread, coll, k, v Value) (Value, error) {
+// assocOne is (assoc coll k v) for a map, a vector (index 0..len) or nil,
+// counting on m the work of a map's key.
+func assocOne(th *Thread, coll, k, v Value, m *meter) (Value, error) {
 	switch c := coll.(type) {
 	case NilType:
-		return MapOf(k, v), nil
+		return MapOf(k, v), th.alloc(2 * elemBytes)
 	case *Map:
-		m := c.Assoc(k, v)
-		return m, th.checkSize(m.n)
+		return assocEntry(th, c, k, v, m)
 	case *Vector:
 		i, ok := k.(Int)
 		if !ok {
@@ -123,8 +134,13 @@ func assocOne(th *Thread, coll, k, v Value) (Value, error) {
 		if i < 0 || int64(i) > int64(c.cnt) {
 			return nil, fmt.Errorf("index %d out of bounds for vector of length %d", i, c.cnt)
 		}
+		// Replacing an element copies the path to it: a node of 32 per level.
+		m.visit(int(c.shift/vbits) * copyCost(vwidth))
 		nv, _ := c.Assoc(int(i), v)
-		return nv, th.checkSize(nv.cnt)
+		if err := th.checkSize(nv.cnt); err != nil {
+			return nil, err
+		}
+		return nv, th.alloc(elemBytes)
 	}
 	return nil, argTypeError(1, "a map or vector", coll)
 }
@@ -133,14 +149,20 @@ func builtinAssoc(th *Thread, args []Value) (Value, error) {
 	if len(args)%2 != 1 {
 		return nil, fmt.Errorf("expected a collection and key value pairs, got %d arguments", len(args))
 	}
+	if c, ok := args[0].(*Map); ok && c.root == nil && len(args) == 3 {
+		if _, ok := args[1].(Keyword); ok { // the usual case: nothing to hash or copy
+			return assocEntry(th, c, args[1], args[2], nil)
+		}
+	}
 	coll := args[0]
+	m := meter{th: th}
 	for i := 1; i < len(args); i += 2 {
 		var err error
-		if coll, err = assocOne(th, coll, args[i], args[i+1]); err != nil {
+		if coll, err = assocOne(th, coll, args[i], args[i+1], &m); err != nil {
 			return nil, err
 		}
 	}
-	return coll, nil
+	return coll, m.done()
 }
 
 // builtinAssocIn is (assoc-in m [k & ks] v): missing levels become maps.
@@ -152,45 +174,52 @@ func builtinAssocIn(th *Thread, args []Value) (Value, error) {
 	if len(path) == 0 {
 		return nil, fmt.Errorf("argument 2: the key path is empty")
 	}
-	return assocIn(th, args[0], path, args[2])
+	m := meter{th: th}
+	v, err := assocIn(th, args[0], path, args[2], &m)
+	if err != nil {
+		return nil, err
+	}
+	return v, m.done()
 }
 
-func assocIn(th *Thread, coll Value, path []Value, v Value) (Value, error) {
+func assocIn(th *Thread, coll Value, path []Value, v Value, m *meter) (Value, error) {
 	if len(path) > 1 {
-		inner, _ := lookup(coll, path[0])
+		inner, _ := lookup(coll, path[0], m)
 		if inner == nil {
 			inner = Nil
 		}
 		var err error
-		if v, err = assocIn(th, inner, path[1:], v); err != nil {
+		if v, err = assocIn(th, inner, path[1:], v, m); err != nil {
 			return nil, err
 		}
 	}
-	return assocOne(th, coll, path[0], v)
+	return assocOne(th, coll, path[0], v, m)
 }
 
-func builtinDissoc(_ *Thread, args []Value) (Value, error) {
+func builtinDissoc(th *Thread, args []Value) (Value, error) {
 	switch m := args[0].(type) {
 	case NilType:
 		return Nil, nil
 	case *Map:
+		mt := meter{th: th}
 		for _, k := range args[1:] {
-			m = m.Dissoc(k)
+			m = m.dissoc(k, &mt)
 		}
-		return m, nil
+		return m, mt.done()
 	}
 	return nil, argTypeError(1, "a map", args[0])
 }
 
-func builtinDisj(_ *Thread, args []Value) (Value, error) {
+func builtinDisj(th *Thread, args []Value) (Value, error) {
 	switch s := args[0].(type) {
 	case NilType:
 		return Nil, nil
 	case *Set:
+		m := meter{th: th}
 		for _, x := range args[1:] {
-			s = s.Disj(x)
+			s = s.disj(x, &m)
 		}
-		return s, nil
+		return s, m.done()
 	}
 	return nil, argTypeError(1, "a set", args[0])
 }
@@ -210,12 +239,14 @@ func builtinMerge(th *Thread, args []Value) (Value, error) {
 			var err error
 			mt := meter{th: th}
 			m.Range(func(k, v Value) bool {
-				out = out.Assoc(k, v)
-				if err = th.checkSize(out.n); err == nil {
+				if out, err = assocEntry(th, out, k, v, &mt); err == nil {
 					err = mt.tick()
 				}
 				return err == nil
 			})
+			if err == nil {
+				err = mt.done()
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -259,11 +290,12 @@ func mapColumn(th *Thread, v Value, col int) (Value, error) {
 
 // builtinContains is (contains? coll k): a map key, a set member, or a
 // valid index of a vector or string; false for nil.
-func builtinContains(_ *Thread, args []Value) (Value, error) {
+func builtinContains(th *Thread, args []Value) (Value, error) {
 	switch args[0].(type) {
 	case NilType, *Map, *Set, *Vector, String:
-		_, ok := lookup(args[0], args[1])
-		return Bool(ok), nil
+		m := meter{th: th}
+		_, ok := lookup(args[0], args[1], &m)
+		return Bool(ok), m.done()
 	}
 	return nil, argTypeError(1, "a map, set, vector or string", args[0])
 }
@@ -285,7 +317,8 @@ func builtinZipmap(th *Thread, args []Value) (Value, error) {
 	for i := 0; i < n; i++ {
 		kvs = append(kvs, ks[i], vs[i])
 	}
-	return MapOf(kvs...), nil
+	m, err := th.mapOf(kvs)
+	return m, err
 }
 
 func builtinSelectKeys(th *Thread, args []Value) (Value, error) {
@@ -306,9 +339,11 @@ func builtinSelectKeys(th *Thread, args []Value) (Value, error) {
 		if err := mt.tick(); err != nil {
 			return nil, err
 		}
-		if v, ok := m.Get(k); ok {
-			out = out.Assoc(k, v)
+		if v, ok := m.get(k, &mt); ok {
+			if out, err = assocEntry(th, out, k, v, &mt); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return out, nil
+	return out, mt.done()
 }

@@ -31,12 +31,12 @@ func addSeqBuiltins(t builtinTable) {
 	t.add("peek", 1, 1, builtinPeek)
 	t.add("pop", 1, 1, builtinPop)
 	t.add("empty?", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		n, err := countOf(args[0])
-		return Bool(n == 0), err
+		empty, err := isEmpty(args[0])
+		return Bool(empty), err
 	})
 	t.add("not-empty", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		n, err := countOf(args[0])
-		if err != nil || n == 0 {
+		empty, err := isEmpty(args[0])
+		if err != nil || empty {
 			return Nil, err
 		}
 		return args[0], nil
@@ -64,10 +64,23 @@ func countOf(v Value) (int, error) {
 	return 0, typeError("a collection", v)
 }
 
-func builtinCount(_ *Thread, args []Value) (Value, error) {
+// isEmpty reports whether a collection, string or nil has no elements, in
+// O(1).
+func isEmpty(v Value) (bool, error) {
+	if s, ok := v.(String); ok {
+		return len(s) == 0, nil
+	}
+	n, err := countOf(v)
+	return n == 0, err
+}
+
+func builtinCount(th *Thread, args []Value) (Value, error) {
 	n, err := countOf(args[0])
 	if err != nil {
 		return nil, err
+	}
+	if s, ok := args[0].(String); ok {
+		return Int(n), th.scanText(len(s)) // counting code points reads them
 	}
 	return Int(n), nil
 }
@@ -132,6 +145,11 @@ func nthOr(th *Thread, v Value, i int, def Value) (Value, error) {
 		return def, nil
 	case *List:
 		if i < x.n {
+			if x.vec == nil {
+				if err := th.charge(int64(i), 0); err != nil { // a cons list walks to i
+					return nil, err
+				}
+			}
 			return x.Index(i), nil
 		}
 		return def, nil
@@ -169,6 +187,9 @@ func dropSeq(th *Thread, v Value, n int) (Value, error) {
 		if x.vec != nil {
 			return listView(x.vec, x.off+n), nil
 		}
+		if err := th.charge(int64(n), 0); err != nil { // a cons list walks n cells
+			return nil, err
+		}
 		for ; n > 0 && x.vec == nil; n-- {
 			x = x.tail
 		}
@@ -203,6 +224,9 @@ func builtinLast(th *Thread, args []Value) (Value, error) {
 		return Nil, err
 	}
 	if l, ok := args[0].(*List); ok && l.vec == nil {
+		if err := th.charge(int64(n), 0); err != nil {
+			return nil, err
+		}
 		it := newSeqIter(l)
 		var last Value
 		for e, ok := it.next(); ok; e, ok = it.next() {

@@ -14,9 +14,12 @@ func addStrBuiltins(t builtinTable) {
 	t.add("str", 0, -1, builtinStr)
 	t.add("subs", 2, 3, builtinSubs)
 	t.alias("substring", "subs")
-	t.add("string-length", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+	t.add("string-length", 1, 1, func(th *Thread, args []Value) (Value, error) {
 		s, err := toText(1, args[0])
-		return Int(utf8.RuneCountInString(s)), err
+		if err != nil {
+			return nil, err
+		}
+		return Int(utf8.RuneCountInString(s)), th.scanText(len(s))
 	})
 	t.add("split", 2, 2, builtinSplit)
 	t.add("join", 1, 2, builtinJoin)
@@ -32,12 +35,15 @@ func addStrBuiltins(t builtinTable) {
 	t.add("includes?", 2, 2, strPred(strings.Contains))
 	t.alias("string-contains", "includes?")
 	t.alias("string-contains?", "includes?")
-	t.add("blank?", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+	t.add("blank?", 1, 1, func(th *Thread, args []Value) (Value, error) {
 		if args[0] == Nil {
 			return True, nil
 		}
 		s, err := toText(1, args[0])
-		return Bool(strings.TrimSpace(s) == ""), err
+		if err != nil {
+			return nil, err
+		}
+		return Bool(strings.TrimSpace(s) == ""), th.scanText(len(s))
 	})
 	t.add("replace", 3, 3, func(th *Thread, args []Value) (Value, error) {
 		s, old, repl, err := threeTexts(args)
@@ -46,6 +52,9 @@ func addStrBuiltins(t builtinTable) {
 		}
 		if old == "" {
 			return nil, fmt.Errorf("argument 2: the string to replace is empty")
+		}
+		if err := th.scanText(len(s)); err != nil {
+			return nil, err
 		}
 		if n := strings.Count(s, old); n > 0 && len(repl) > len(old) {
 			if err := th.buildText(len(s) + n*(len(repl)-len(old))); err != nil {
@@ -59,11 +68,16 @@ func addStrBuiltins(t builtinTable) {
 }
 
 // strInto appends the str of v to b, printing no more than the thread's
-// room for text (see textRoom): a value too large to print is a limit
-// error, found before all of it is printed.
-func strInto(th *Thread, b *strings.Builder, v Value) error {
+// room for text (see textRoom) and counting each element printed on m: a
+// value too large to print is a limit error, found before all of it is
+// printed, and so is one that shares so much structure that printing it
+// would outrun the step budget.
+func strInto(th *Thread, b *strings.Builder, v Value, m *meter) error {
 	room := th.textRoom()
-	toStrLimited(b, v, room)
+	toStrLimited(b, v, room, m)
+	if m.failed() {
+		return m.err
+	}
 	if room >= 0 && b.Len() > room {
 		return th.buildText(b.Len()) // over the size limit or the budget
 	}
@@ -79,18 +93,27 @@ func builtinStr(th *Thread, args []Value) (Value, error) {
 		}
 	}
 	var b strings.Builder
+	m := meter{th: th}
 	for _, a := range args {
-		if err := strInto(th, &b, a); err != nil {
+		if err := strInto(th, &b, a, &m); err != nil {
 			return nil, err
 		}
+	}
+	if err := m.done(); err != nil {
+		return nil, err
 	}
 	return String(b.String()), th.buildText(b.Len())
 }
 
+// strMap is a builtin that maps a string to a string with f: it reads
+// the string and builds the result.
 func strMap(f func(string) string) builtinFn {
 	return func(th *Thread, args []Value) (Value, error) {
 		s, err := toText(1, args[0])
 		if err != nil {
+			return nil, err
+		}
+		if err := th.scanText(len(s)); err != nil {
 			return nil, err
 		}
 		out := f(s)
@@ -98,14 +121,19 @@ func strMap(f func(string) string) builtinFn {
 	}
 }
 
+// strPred is a builtin that tests a string against another with f, which
+// reads up to the whole of the first.
 func strPred(f func(s, sub string) bool) builtinFn {
-	return func(_ *Thread, args []Value) (Value, error) {
+	return func(th *Thread, args []Value) (Value, error) {
 		s, err := toText(1, args[0])
 		if err != nil {
 			return nil, err
 		}
 		sub, err := toText(2, args[1])
 		if err != nil {
+			return nil, err
+		}
+		if err := th.scanText(len(s)); err != nil {
 			return nil, err
 		}
 		return Bool(f(s, sub)), nil
@@ -124,9 +152,12 @@ func threeTexts(args []Value) (a, b, c string, err error) {
 }
 
 // builtinSubs is (subs s start [end]): the code points start..end-1.
-func builtinSubs(_ *Thread, args []Value) (Value, error) {
+func builtinSubs(th *Thread, args []Value) (Value, error) {
 	s, err := toText(1, args[0])
 	if err != nil {
+		return nil, err
+	}
+	if err := th.scanText(len(s)); err != nil {
 		return nil, err
 	}
 	n := utf8.RuneCountInString(s)
@@ -146,7 +177,20 @@ func builtinSubs(_ *Thread, args []Value) (Value, error) {
 	if n == len(s) {
 		return String(s[start:end]), nil
 	}
-	return String(string([]rune(s)[start:end])), nil
+	lo := runeOffset(s, int(start))
+	return String(s[lo : lo+runeOffset(s[lo:], int(end-start))]), nil
+}
+
+// runeOffset returns the byte offset of code point i of s (len(s) past the
+// end).
+func runeOffset(s string, i int) int {
+	for off := range s {
+		if i == 0 {
+			return off
+		}
+		i--
+	}
+	return len(s)
 }
 
 // builtinSplit is (split s sep): the pieces of s around each occurrence of
@@ -159,6 +203,9 @@ func builtinSplit(th *Thread, args []Value) (Value, error) {
 	}
 	sep, err := toText(2, args[1])
 	if err != nil {
+		return nil, err
+	}
+	if err := th.scanText(len(s)); err != nil {
 		return nil, err
 	}
 	parts := strings.Split(s, sep)
@@ -188,13 +235,17 @@ func builtinJoin(th *Thread, args []Value) (Value, error) {
 		return nil, seqErr(err, argTypeError(len(args), "a collection", coll))
 	}
 	var b strings.Builder
+	m := meter{th: th}
 	for i, e := range elems {
 		if i > 0 {
 			b.WriteString(sep)
 		}
-		if err := strInto(th, &b, e); err != nil {
+		if err := strInto(th, &b, e, &m); err != nil {
 			return nil, err
 		}
+	}
+	if err := m.done(); err != nil {
+		return nil, err
 	}
 	return String(b.String()), th.buildText(b.Len())
 }

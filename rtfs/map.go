@@ -30,29 +30,29 @@ var emptyMap = &Map{}
 // MapOf returns a map of the key/value pairs in kvs (k1, v1, k2, v2, ...).
 // An odd count pairs the last key with Nil; a repeated key keeps its last
 // value. kvs is copied, never retained. Cost: O(n) for n <= 8 distinct keys
-// (one allocation), O(n log n) beyond.
-func MapOf(kvs ...Value) *Map {
+// (one allocation), O(n) hashing and O(n log32 n) placing beyond, with no
+// garbage but a scratch copy of the entries.
+func MapOf(kvs ...Value) *Map { return mapOf(kvs, nil) }
+
+// mapOf is MapOf counting its hashing and comparing on m (see buildMap).
+func mapOf(kvs []Value, m *meter) *Map {
 	if len(kvs)%2 == 1 {
 		kvs = append(kvs[:len(kvs):len(kvs)], Nil)
 	}
-	if len(kvs) <= 2*arrayMapMax && distinctKeys(kvs) {
+	if len(kvs) <= 2*arrayMapMax && distinctKeys(kvs, m) {
 		if len(kvs) == 0 {
 			return emptyMap
 		}
-		m := newArrayMap(len(kvs) / 2)
-		copy(m.kvs, kvs)
-		return m
+		nm := newArrayMap(len(kvs) / 2)
+		copy(nm.kvs, kvs)
+		return nm
 	}
-	m := emptyMap
-	for i := 0; i < len(kvs); i += 2 {
-		m = m.Assoc(kvs[i], kvs[i+1])
-	}
-	return m
+	return buildMap(kvs, m)
 }
 
 // mapOwned is MapOf taking ownership of an even-length kvs slice.
 func mapOwned(kvs []Value) *Map {
-	if len(kvs) <= 2*arrayMapMax && distinctKeys(kvs) {
+	if len(kvs) <= 2*arrayMapMax && distinctKeys(kvs, nil) {
 		if len(kvs) == 0 {
 			return emptyMap
 		}
@@ -62,9 +62,10 @@ func mapOwned(kvs []Value) *Map {
 }
 
 // distinctKeys reports whether the keys of the flat k, v, ... slice kvs are
-// pairwise distinct (not Equal). Keyword keys, the usual case, are compared
-// inline without a call to Equal: a keyword equals only the same keyword.
-func distinctKeys(kvs []Value) bool {
+// pairwise distinct (not Equal), comparing on m. Keyword keys, the usual
+// case, are compared inline without a call to Equal: a keyword equals only
+// the same keyword.
+func distinctKeys(kvs []Value, m *meter) bool {
 	for i := 2; i < len(kvs); i += 2 {
 		kw, isKw := kvs[i].(Keyword)
 		for j := 0; j < i; j += 2 {
@@ -72,7 +73,7 @@ func distinctKeys(kvs []Value) bool {
 				if y, ok := kvs[j].(Keyword); ok && y == kw {
 					return false
 				}
-			} else if Equal(kvs[i], kvs[j]) {
+			} else if m.equal(kvs[i], kvs[j]) || m.failed() {
 				return false
 			}
 		}
@@ -87,16 +88,20 @@ func (*Map) Kind() Kind { return types.KindMap }
 func (m *Map) Len() int { return m.n }
 
 // Get returns the value stored under key k. O(n) up to 8 entries, O(log n)
-// beyond; no allocation.
-func (m *Map) Get(k Value) (Value, bool) {
+// beyond; no allocation. A collection key costs a hash (cached) and an
+// Equal with the key found.
+func (m *Map) Get(k Value) (Value, bool) { return m.get(k, nil) }
+
+// get is Get counting its hashing and comparing on mt.
+func (m *Map) get(k Value, mt *meter) (Value, bool) {
 	if m.root != nil {
-		return m.root.get(k, Hash(k), 0)
+		return m.root.get(k, mt.hash(k), 0, mt)
 	}
 	if kw, ok := k.(Keyword); ok {
 		return m.GetKeyword(string(kw))
 	}
 	for i := 0; i < len(m.kvs); i += 2 {
-		if Equal(m.kvs[i], k) {
+		if mt.equal(m.kvs[i], k) {
 			return m.kvs[i+1], true
 		}
 	}
@@ -119,12 +124,12 @@ func (m *Map) GetKeyword(name string) (Value, bool) {
 
 // Has reports whether m holds key k.
 func (m *Map) Has(k Value) bool {
-	_, ok := m.Get(k)
+	_, ok := m.get(k, nil)
 	return ok
 }
 
 // arrayIndex returns the position of k's key slot in kvs, or -1.
-func (m *Map) arrayIndex(k Value) int {
+func (m *Map) arrayIndex(k Value, mt *meter) int {
 	if kw, ok := k.(Keyword); ok {
 		for i := 0; i < len(m.kvs); i += 2 {
 			if x, ok := m.kvs[i].(Keyword); ok && x == kw {
@@ -134,7 +139,7 @@ func (m *Map) arrayIndex(k Value) int {
 		return -1
 	}
 	for i := 0; i < len(m.kvs); i += 2 {
-		if Equal(m.kvs[i], k) {
+		if mt.equal(m.kvs[i], k) {
 			return i
 		}
 	}
@@ -143,9 +148,13 @@ func (m *Map) arrayIndex(k Value) int {
 
 // Assoc returns a map with k mapped to v. O(n) up to 8 entries (one
 // allocation), O(log32 n) beyond.
-func (m *Map) Assoc(k, v Value) *Map {
+func (m *Map) Assoc(k, v Value) *Map { return m.assoc(k, v, nil) }
+
+// assoc is Assoc counting on mt its hashing, comparing and the entries of
+// the trie nodes it copies.
+func (m *Map) assoc(k, v Value, mt *meter) *Map {
 	if m.root != nil {
-		root, added := m.root.assoc(k, v, Hash(k), 0)
+		root, added := m.root.assoc(k, v, mt.hash(k), 0, mt)
 		if root == m.root {
 			return m
 		}
@@ -155,7 +164,7 @@ func (m *Map) Assoc(k, v Value) *Map {
 		}
 		return &Map{root: root, n: n}
 	}
-	if i := m.arrayIndex(k); i >= 0 {
+	if i := m.arrayIndex(k, mt); i >= 0 {
 		if identical(m.kvs[i+1], v) {
 			return m
 		}
@@ -172,16 +181,19 @@ func (m *Map) Assoc(k, v Value) *Map {
 	}
 	var root *hnode = emptyHNode
 	for i := 0; i < len(m.kvs); i += 2 {
-		root, _ = root.assoc(m.kvs[i], m.kvs[i+1], Hash(m.kvs[i]), 0)
+		root, _ = root.assoc(m.kvs[i], m.kvs[i+1], mt.hash(m.kvs[i]), 0, mt)
 	}
-	root, _ = root.assoc(k, v, Hash(k), 0)
+	root, _ = root.assoc(k, v, mt.hash(k), 0, mt)
 	return &Map{root: root, n: m.n + 1}
 }
 
 // Dissoc returns a map without key k (m itself if k is absent).
-func (m *Map) Dissoc(k Value) *Map {
+func (m *Map) Dissoc(k Value) *Map { return m.dissoc(k, nil) }
+
+// dissoc is Dissoc counting on mt as assoc does.
+func (m *Map) dissoc(k Value, mt *meter) *Map {
 	if m.root != nil {
-		root, removed := m.root.dissoc(k, Hash(k), 0)
+		root, removed := m.root.dissoc(k, mt.hash(k), 0, mt)
 		if !removed {
 			return m
 		}
@@ -190,7 +202,7 @@ func (m *Map) Dissoc(k Value) *Map {
 		}
 		return &Map{root: root, n: m.n - 1}
 	}
-	i := m.arrayIndex(k)
+	i := m.arrayIndex(k, mt)
 	if i < 0 {
 		return m
 	}

@@ -53,7 +53,14 @@ func items(th *Thread, v Value) (*Vector, error) {
 	case NilType:
 		return emptyVector, nil
 	case *List:
-		return collect(th, c.Len(), c.Index)
+		if c.vec != nil && c.off == 0 {
+			return c.vec, nil
+		}
+		elems, err := seqSlice(th, c) // in one walk: Index is O(i) on cons cells
+		if err != nil {
+			return nil, err
+		}
+		return vectorOwned(elems), nil
 	case *Set:
 		return collect(th, c.Len(), c.Index)
 	case *Map:
@@ -122,19 +129,19 @@ func intrSpreadArgs(th *Thread, args []Value) (Value, error) {
 	if !ok || l.Len() == 0 {
 		return emptyVector, nil
 	}
-	n := l.Len()
-	last, err := items(th, l.Index(n-1))
+	lead, err := seqSlice(th, l)
+	if err != nil {
+		return nil, err
+	}
+	n := len(lead)
+	last, err := items(th, lead[n-1])
 	if err != nil {
 		return nil, fmt.Errorf("last argument: %w", err)
 	}
 	if err := th.build(n - 1 + last.Len()); err != nil {
 		return nil, err
 	}
-	out := make([]Value, 0, n-1+last.Len())
-	for i := 0; i < n-1; i++ {
-		out = append(out, l.Index(i))
-	}
-	return vectorOwned(last.appendTo(out, 0)), nil
+	return vectorOwned(last.appendTo(lead[:n-1], 0)), nil
 }
 
 func intrCat(th *Thread, args []Value) (Value, error) {
@@ -249,13 +256,17 @@ func intrSortByKeys(th *Thread, args []Value) (Value, error) {
 	for i := range idx {
 		idx[i] = i
 	}
+	m := meter{th: th}
 	err := sortStable(th, idx, func(a, b int) (int, error) {
-		c, err := Compare(ks.Index(a), ks.Index(b))
-		if err != nil {
+		c, err := m.compare(ks.Index(a), ks.Index(b))
+		if err != nil && !isFatal(err) {
 			return c, fmt.Errorf("cannot compare keys: %w", err)
 		}
-		return c, nil
+		return c, err
 	})
+	if err == nil {
+		err = m.done()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,22 +1,28 @@
 package rtfs
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // writeValue appends v's printed form to b. Collections print their
 // elements with their own printed forms: (1 2), [1 2], {:a 1 :b "x"},
-// #{1 2}. Functions print as #<fn name>.
-func writeValue(b *strings.Builder, v Value) { writeLimited(b, v, -1) }
+// #{1 2}. Functions print as #<fn name>. A value that shares structure
+// prints all of it, however long: show an untrusted value with
+// writeLimited.
+func writeValue(b *strings.Builder, v Value) { writeLimited(b, v, -1, nil) }
 
 // writeLimited is writeValue that stops printing collection elements once
-// b holds more than limit bytes (limit < 0: no limit); the output is then
-// a truncated form.
-func writeLimited(b *strings.Builder, v Value, limit int) {
-	full := func() bool { return limit >= 0 && b.Len() > limit }
+// b holds more than limit bytes (limit < 0: no limit) or m's budget is
+// spent; the output is then a truncated form. It counts on m a unit per
+// element and one per textStepBytes bytes written.
+func writeLimited(b *strings.Builder, v Value, limit int, m *meter) {
+	full := func() bool { return limit >= 0 && b.Len() > limit || m.failed() }
 	switch x := v.(type) {
 	case *List:
-		writeSeq(b, '(', ')', x, limit)
+		writeSeq(b, '(', ')', x, limit, m)
 	case *Vector:
-		writeSeq(b, '[', ']', x, limit)
+		writeSeq(b, '[', ']', x, limit, m)
 	case *Map:
 		b.WriteByte('{')
 		first := true
@@ -25,10 +31,10 @@ func writeLimited(b *strings.Builder, v Value, limit int) {
 				b.WriteByte(' ')
 			}
 			first = false
-			writeLimited(b, k, limit)
+			writeLimited(b, k, limit, m)
 			b.WriteByte(' ')
-			writeLimited(b, v, limit)
-			return !full()
+			writeLimited(b, v, limit, m)
+			return m.visit(1) && !full()
 		})
 		b.WriteByte('}')
 	case *Set:
@@ -39,19 +45,21 @@ func writeLimited(b *strings.Builder, v Value, limit int) {
 				b.WriteByte(' ')
 			}
 			first = false
-			writeLimited(b, e, limit)
-			return !full()
+			writeLimited(b, e, limit, m)
+			return m.visit(1) && !full()
 		})
 		b.WriteByte('}')
 	default:
+		n := b.Len()
 		b.WriteString(v.String())
+		m.visit((b.Len() - n) / textStepBytes)
 	}
 }
 
-func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int) {
+func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int, m *meter) {
 	b.WriteByte(open)
 	it := newSeqIter(s)
-	for i := 0; limit < 0 || b.Len() <= limit; i++ {
+	for i := 0; (limit < 0 || b.Len() <= limit) && m.visit(1); i++ {
 		e, ok := it.next()
 		if !ok {
 			break
@@ -59,7 +67,7 @@ func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int) {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		writeLimited(b, e, limit)
+		writeLimited(b, e, limit, m)
 	}
 	b.WriteByte(close)
 }
@@ -74,7 +82,7 @@ func describe(v Value) string {
 		return "no value"
 	}
 	var b strings.Builder
-	writeLimited(&b, v, maxDescribe)
+	writeLimited(&b, v, maxDescribe, nil)
 	s := b.String()
 	if len(s) > maxDescribe {
 		s = s[:maxDescribe] + "..."
@@ -85,18 +93,96 @@ func describe(v Value) string {
 	return v.Kind().String() + " " + s
 }
 
-// toStr is the str of one value: "" for nil, a string's contents, a
-// character's text, and the printed form of anything else.
-func toStr(b *strings.Builder, v Value) { toStrLimited(b, v, -1) }
-
-// toStrLimited is toStr that stops printing a collection's elements once b
-// holds more than limit bytes (limit < 0: no limit), as writeLimited does.
-func toStrLimited(b *strings.Builder, v Value, limit int) {
+// toStrLimited is the str of one value: "" for nil, a string's contents, a
+// character's text, and the printed form of anything else; it stops
+// printing a collection's elements once b holds more than limit bytes
+// (limit < 0: no limit) or m's budget is spent, as writeLimited does.
+func toStrLimited(b *strings.Builder, v Value, limit int, m *meter) {
 	switch x := v.(type) {
 	case NilType:
 	case String:
 		b.WriteString(string(x))
 	default:
-		writeLimited(b, v, limit)
+		writeLimited(b, v, limit, m)
 	}
+}
+
+// Excerpt returns v's printed form cut to max bytes, with "..." when it was
+// longer: the way to show a value a program made in a message or a line.
+// It stops printing once past max, so a value that shares structure costs
+// O(max), not what its whole printed form would.
+func Excerpt(v Value, max int) string {
+	if v == nil {
+		return "no value"
+	}
+	var b strings.Builder
+	writeLimited(&b, v, max, nil)
+	s := b.String()
+	if len(s) <= max {
+		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return s[:max] + "..."
+}
+
+// CheckOutputSize returns a *LimitError (LimitOutput) when v's JSON or
+// printed form would pass max bytes (max <= 0: no bound), without writing
+// it: it counts a lower bound of the size (a byte per number, a text's
+// bytes, the brackets and separators) and stops at max, so it costs
+// O(min(size, max)) whatever v shares. Hosts use it to refuse an output
+// before they send or keep it.
+func CheckOutputSize(v Value, max int64) error {
+	if max <= 0 {
+		return nil
+	}
+	c := sizeCounter{left: max}
+	if c.count(v, 0) {
+		return nil
+	}
+	return &LimitError{Limit: LimitOutput, Max: max}
+}
+
+// sizeCounter counts a lower bound of an encoding's size down from left.
+type sizeCounter struct{ left int64 }
+
+// count counts v and reports whether the bound still holds.
+func (c *sizeCounter) count(v Value, depth int) bool {
+	if depth > maxJSONDepth {
+		return true // the encoders refuse it or print it; not a size matter
+	}
+	switch x := v.(type) {
+	case String:
+		c.left -= int64(len(x)) + 2
+	case Keyword:
+		c.left -= int64(len(x)) + 2
+	case Symbol:
+		c.left -= int64(len(x)) + 2
+	case *List, *Vector:
+		c.left -= 2
+		it := newSeqIter(v)
+		for e, ok := it.next(); ok && c.left >= 0; e, ok = it.next() {
+			c.left--
+			c.count(e, depth+1)
+		}
+	case *Map:
+		c.left -= 2
+		x.Range(func(k, e Value) bool {
+			c.left -= 2
+			c.count(k, depth+1)
+			c.count(e, depth+1)
+			return c.left >= 0
+		})
+	case *Set:
+		c.left -= 2
+		x.Range(func(e Value) bool {
+			c.left--
+			c.count(e, depth+1)
+			return c.left >= 0
+		})
+	default:
+		c.left--
+	}
+	return c.left >= 0
 }

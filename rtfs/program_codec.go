@@ -7,9 +7,16 @@ import (
 // MarshalValue encodes v, closures of this program included, with the value
 // codec of docs/rtfs-values.md. A closure is written as its function id and
 // captured values, so the bytes decode only with UnmarshalValue of the same
-// program (same Hash): store the hash beside them. Cost: O(size of v).
+// program (same Hash): store the hash beside them. Cost: O(size of v in
+// memory): shared structure is written once.
 func (p *Program) MarshalValue(v Value) ([]byte, error) {
-	b, err := marshalValue(make([]byte, 0, 64), v, programFns{p})
+	return p.MarshalValueOpts(v, EncodeOptions{})
+}
+
+// MarshalValueOpts is MarshalValue with a bound: past o.MaxBytes it stops
+// with a *LimitError (LimitOutput), which the error wraps.
+func (p *Program) MarshalValueOpts(v Value, o EncodeOptions) ([]byte, error) {
+	b, err := marshalValue(make([]byte, 0, 64), v, programFns{p}, o)
 	if err != nil {
 		return nil, fmt.Errorf("rtfs: marshal value: %w", err)
 	}

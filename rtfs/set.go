@@ -22,16 +22,20 @@ type Set struct {
 var emptySet = &Set{m: emptyMap}
 
 // NewSet returns a set of elems (duplicates collapse). elems is not
-// retained.
-func NewSet(elems ...Value) *Set {
-	m := emptyMap
-	for _, e := range elems {
-		m = m.Assoc(e, e)
+// retained. Cost: as MapOf.
+func NewSet(elems ...Value) *Set { return setOf(elems, nil) }
+
+// setOf is NewSet counting its hashing and comparing on m.
+func setOf(elems []Value, m *meter) *Set {
+	kvs := make([]Value, 2*len(elems))
+	for i, e := range elems {
+		kvs[2*i], kvs[2*i+1] = e, e
 	}
-	if m.n == 0 {
+	nm := mapOf(kvs, m)
+	if nm.n == 0 {
 		return emptySet
 	}
-	return &Set{m: m}
+	return &Set{m: nm}
 }
 
 // Kind implements Value.
@@ -41,27 +45,38 @@ func (*Set) Kind() Kind { return types.KindSet }
 func (s *Set) Len() int { return s.m.n }
 
 // Has reports whether s holds an element equal to x.
-func (s *Set) Has(x Value) bool { return s.m.Has(x) }
+func (s *Set) Has(x Value) bool { return s.has(x, nil) }
+
+// has is Has counting its hashing and comparing on m.
+func (s *Set) has(x Value, m *meter) bool {
+	_, ok := s.m.get(x, m)
+	return ok
+}
 
 // Conj returns a set that also holds x (s itself if it already does).
-func (s *Set) Conj(x Value) *Set {
-	m := s.m
-	if m.Has(x) {
+func (s *Set) Conj(x Value) *Set { return s.conj(x, nil) }
+
+// conj is Conj counting its work on m, as Map.assoc does.
+func (s *Set) conj(x Value, m *meter) *Set {
+	if s.has(x, m) {
 		return s
 	}
-	return &Set{m: m.Assoc(x, x)}
+	return &Set{m: s.m.assoc(x, x, m)}
 }
 
 // Disj returns a set without x (s itself if x is absent).
-func (s *Set) Disj(x Value) *Set {
-	m := s.m.Dissoc(x)
-	if m == s.m {
+func (s *Set) Disj(x Value) *Set { return s.disj(x, nil) }
+
+// disj is Disj counting its work on m.
+func (s *Set) disj(x Value, m *meter) *Set {
+	nm := s.m.dissoc(x, m)
+	if nm == s.m {
 		return s
 	}
-	if m.n == 0 {
+	if nm.n == 0 {
 		return emptySet
 	}
-	return &Set{m: m}
+	return &Set{m: nm}
 }
 
 // Index returns element i, 0 <= i < Len(), in the set's stable order; it

@@ -26,6 +26,33 @@ type Limits struct {
 	// promptly; time spent by the host between a suspension and the Resume
 	// does not count.
 	MaxDuration time.Duration
+	// MaxOutput bounds, in bytes, one encoding of a value a run produced
+	// (its result, a stream's output or state): as JSON for a client, or
+	// in the store's codec. Zero or negative: no bound of its own; the
+	// memory budget bounds it anyway (see OutputLimit).
+	MaxOutput int64
+}
+
+// OutputLimit is the bound on one encoding of a value that a run with
+// these limits produced: the smaller of MaxOutput and the memory budget
+// MaxMemory (default 1 GiB), since the encoding's buffer is memory the run
+// caused; 0 (no bound) when neither bounds it. Pass it to AppendJSON,
+// OutputJSON and MarshalValueOpts.
+func (l Limits) OutputLimit() int64 {
+	mem := l.MaxMemory
+	switch {
+	case mem == 0:
+		mem = DefaultMaxMemory
+	case mem < 0:
+		mem = 0
+	}
+	switch {
+	case l.MaxOutput <= 0:
+		return mem
+	case mem == 0:
+		return l.MaxOutput
+	}
+	return min(l.MaxOutput, mem)
 }
 
 // Defaults for the zero fields of Limits.
@@ -90,127 +117,6 @@ func NewThread(l Limits) *Thread {
 
 // Limits returns the thread's limits (with defaults filled in).
 func (th *Thread) Limits() Limits { return th.limits }
-
-// elemBytes is what one element of a collection costs against
-// Limits.MaxMemory: the size of a Value (an interface header).
-const elemBytes = 16
-
-// pollEvery is how many elements a long builtin handles between two
-// charges (and so between two looks at the context): about 10k elements
-// stay well under a millisecond, so a limit or a cancel stops a builtin
-// promptly.
-const pollEvery = 1 << 13
-
-// charge accounts for the work of a builtin beyond the one VM step of its
-// call: steps step-equivalents (n for an O(n) builtin, n log n for a sort)
-// and bytes of memory it allocates. It returns a *LimitError when the run's
-// step or memory budget is spent, and a fatal cancellation error when the
-// run's context is done, so a builtin that charges as it goes (every
-// pollEvery elements at least) stops within a fraction of a millisecond of
-// either. Builtins charge before they allocate where they know the size,
-// so a budget refuses a huge collection before it exists. A nil thread
-// (a builtin called outside a run) has no budget. Cost: a few additions
-// and a non-blocking channel poll.
-func (th *Thread) charge(steps, bytes int64) error {
-	if th == nil {
-		return nil
-	}
-	th.work += steps
-	th.mem += bytes
-	if th.steps+th.work > th.limits.MaxSteps {
-		return &LimitError{Limit: LimitSteps, Max: th.limits.MaxSteps}
-	}
-	if th.mem > th.limits.MaxMemory {
-		return &LimitError{Limit: LimitMemory, Max: th.limits.MaxMemory}
-	}
-	// Small charges (a literal, a short builtin) look at the clock and the
-	// context only once enough work has added up; the VM's own checkpoint
-	// covers them every 1,024 instructions anyway.
-	if th.unpolled += steps; th.unpolled < pollEvery && steps > 0 {
-		return nil
-	}
-	th.unpolled = 0
-	if err := th.checkTime(); err != nil {
-		return err
-	}
-	if th.done != nil {
-		select {
-		case <-th.done:
-			return &fatalError{th.ctx.Err()}
-		default:
-		}
-	}
-	return nil
-}
-
-// checkTime returns a *LimitError once the run has taken longer than
-// Limits.MaxDuration.
-func (th *Thread) checkTime() error {
-	if th.limits.MaxDuration > 0 && time.Since(th.started) > th.limits.MaxDuration {
-		return &LimitError{Limit: LimitTime, Max: int64(th.limits.MaxDuration)}
-	}
-	return nil
-}
-
-// chargeElems charges a builtin that handles or builds n elements: n steps
-// and n elements of memory.
-func (th *Thread) chargeElems(n int) error {
-	return th.charge(int64(n), int64(n)*elemBytes)
-}
-
-// A meter charges a builtin's loop as it goes: tick once per element, and
-// every pollEvery elements it charges them (steps and memory) and looks at
-// the context. The zero meter of a nil thread never fails.
-type meter struct {
-	th *Thread
-	n  int
-}
-
-// tick counts one element; it returns the charge's error every pollEvery
-// elements.
-func (m *meter) tick() error {
-	m.n++
-	if m.n < pollEvery {
-		return nil
-	}
-	m.n = 0
-	return m.th.chargeElems(pollEvery)
-}
-
-// build checks and charges a builtin about to build a collection of n
-// elements from scratch: the size limit, then n steps and n elements of
-// memory. Operations that add to a persistent collection (conj, assoc)
-// call checkSize alone: their work does not grow with the collection.
-func (th *Thread) build(n int) error {
-	if err := th.checkSize(n); err != nil {
-		return err
-	}
-	return th.chargeElems(n)
-}
-
-// buildText checks and charges a builtin that has built a string of n
-// bytes: the size limit, n bytes of memory and one step per 16 bytes.
-func (th *Thread) buildText(n int) error {
-	if err := th.checkSize(n); err != nil {
-		return err
-	}
-	return th.charge(int64(n)/elemBytes, int64(n))
-}
-
-// textRoom is how many bytes a builtin may still print into one string
-// before the size limit or the memory budget stops it: the limit given to
-// writeLimited, so printing a huge collection stops early instead of
-// building all of it first.
-func (th *Thread) textRoom() int {
-	if th == nil {
-		return -1
-	}
-	room := int64(th.limits.MaxCollectionSize)
-	if left := th.limits.MaxMemory - th.mem; left < room {
-		room = max(left, 0)
-	}
-	return int(room)
-}
 
 // checkSize returns a *LimitError if a collection of n elements exceeds the
 // thread's MaxCollectionSize. Builtins call it before building a collection.

@@ -132,7 +132,9 @@ func (k Keyword) Text() string { return string(k) }
 func (s Symbol) Text() string { return string(s) }
 
 // TextOf is the text of v: a string's contents, a keyword's or symbol's name
-// (without the colon), else v's printed form; "" for a Go nil.
+// (without the colon), else v's printed form cut to maxTextOf bytes (see
+// Excerpt: a value that shares structure prints without end); "" for a Go
+// nil.
 func TextOf(v Value) string {
 	switch v := v.(type) {
 	case nil:
@@ -140,5 +142,8 @@ func TextOf(v Value) string {
 	case interface{ Text() string }:
 		return v.Text()
 	}
-	return v.String()
+	return Excerpt(v, maxTextOf)
 }
+
+// maxTextOf bounds the printed form TextOf gives.
+const maxTextOf = 4096

@@ -180,7 +180,7 @@ func (th *Thread) run(pending error) (result Value, err error) {
 			err = caughtOp(compile.Opcode(ins&0xff), fi.consts, arg, stack, &sp)
 		case compile.EQ:
 			sp--
-			stack[sp-1] = Bool(Equal(stack[sp-1], stack[sp]))
+			err = th.eqOp(stack, sp)
 		case compile.NOT:
 			v := stack[sp-1]
 			stack[sp-1] = Bool(v == Nil || v == False)
@@ -188,13 +188,15 @@ func (th *Thread) run(pending error) (result Value, err error) {
 			sp, err = th.arith(compile.Opcode(ins&0xff), fi.builtins[arg].(*Builtin), stack, sp)
 		case compile.GET:
 			if m, ok := stack[sp-2].(*Map); ok {
-				v, found := m.Get(stack[sp-1])
-				if !found {
-					v = Nil
+				if k, ok := stack[sp-1].(Keyword); ok {
+					v, found := m.GetKeyword(string(k))
+					if !found {
+						v = Nil
+					}
+					sp--
+					stack[sp-1] = v
+					break
 				}
-				sp--
-				stack[sp-1] = v
-				break
 			}
 			sp, err = th.callBuiltinOp(fi.builtins[arg].(*Builtin), 2, stack, sp)
 		case compile.GETDEF:
@@ -223,6 +225,14 @@ func fastCount(v Value) (int, bool) {
 		return 0, true
 	}
 	return 0, false
+}
+
+// eqOp replaces the two values at stack[sp-1] and stack[sp] by whether they
+// are equal, charging the comparison.
+func (th *Thread) eqOp(stack []Value, sp int) error {
+	eq, err := th.equal(stack[sp-1], stack[sp])
+	stack[sp-1] = Bool(eq)
+	return err
 }
 
 // callBuiltinOp calls b with the top n stack values, replacing them by the result.
@@ -295,19 +305,20 @@ func (th *Thread) makeCollection(op compile.Opcode, n int, sp int) (int, error) 
 		return sp, err
 	}
 	var v Value
+	m := meter{th: th} // the hashing and comparing of computed keys
 	switch op {
 	case compile.MKVEC:
 		v = vectorOwned(append([]Value(nil), th.stack[sp-n:sp]...))
 		sp -= n
 	case compile.MKMAP:
-		v = MapOf(th.stack[sp-2*n : sp]...)
+		v = mapOf(th.stack[sp-2*n:sp], &m)
 		sp -= 2 * n
 	case compile.MKSET:
-		v = NewSet(th.stack[sp-n : sp]...)
+		v = setOf(th.stack[sp-n:sp], &m)
 		sp -= n
 	}
 	th.stack[sp] = v
-	return sp + 1, nil
+	return sp + 1, m.done()
 }
 
 // arith runs + - < > <= >= on two operands: ints and floats inline, anything

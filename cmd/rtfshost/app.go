@@ -26,7 +26,6 @@ type app struct {
 	stdout, stderr io.Writer
 	flags          globalFlags
 	rt             runtimeFlags // budgets and idle timeout of run, resume and serve
-	progErr        error        // the program error reported as text, for --json
 	root           *cobra.Command
 }
 
@@ -73,9 +72,26 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	}
 	var ee *exitError
 	if !errors.As(err, &ee) || !ee.printed {
-		fmt.Fprintln(a.stderr, "rtfshost:", err)
+		// Under --json every error is a JSON line on stdout, as the
+		// commands' own are.
+		a.printErr(jsonAsked(args), err)
 	}
 	return exitCodeOf(err)
+}
+
+// jsonAsked reports whether the command line asks for --json (before a
+// "--"): errors found before the command runs, such as a bad flag, are
+// then JSON lines too.
+func jsonAsked(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true":
+			return true
+		}
+	}
+	return false
 }
 
 // logger returns the slog logger selected by --log-level, writing to stderr.

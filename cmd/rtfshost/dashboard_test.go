@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/rtfshost/rtfshost/internal/browser"
 	"github.com/rtfshost/rtfshost/internal/localserver"
@@ -102,9 +106,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		return v
 	}
-	run("open the dashboard and enter the token",
-		chromedp.Navigate(base+"/ui/"),
-		chromedp.WaitVisible(chromedp.CSS("#token-input")),
+	run("open the dashboard", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#token-input")))
+	// Until the first snapshot arrives the page says it is loading, not
+	// that there are no streams.
+	if eval(`document.getElementById("empty").hidden && !document.getElementById("loading").hidden`) != true {
+		t.Error(`the page says "No streams yet" (or not "Loading") before its first snapshot`)
+	}
+	run("enter the token",
 		chromedp.SendKeys(chromedp.CSS("#token-input"), token),
 		chromedp.Click(chromedp.CSS("#token-submit")),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="alpha"]`)),
@@ -132,6 +140,34 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	run("see the ended streams", chromedp.WaitVisible(chromedp.CSS(`tr[data-id="short"] .badge.st-completed`)),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="faulty"] .badge.st-error`)))
+	if eval(`document.getElementById("loading").hidden && document.getElementById("empty").hidden`) != true {
+		t.Error("with streams shown, the page still says it is loading, or that there are none")
+	}
+	// A failed stream shows its error in the table, not only "error".
+	if out := text(`tr[data-id="faulty"] .c-output`); !strings.Contains(out, "sensor offline") || !strings.Contains(out, "failed on chunk 25") {
+		t.Errorf("faulty's row shows %q, want its error message", out)
+	}
+	// An ended stream shows its average rate, and its age stops at its end.
+	if rate := text(`tr[data-id="short"] .c-rate .v`); !regexp.MustCompile(`^[1-9][0-9.,]*/s avg$`).MatchString(rate) {
+		t.Errorf("short's rate after its end is %q, want its average", rate)
+	}
+	ageOf := func() string { return text(`tr[data-id="short"] .c-age`) }
+	age := ageOf()
+	time.Sleep(2200 * time.Millisecond)
+	if later := ageOf(); later != age {
+		t.Errorf("short's age went on after its end: %s, then %s", age, later)
+	}
+	// The sparklines stay in one column whatever width the rates' texts have.
+	lefts, _ := eval(`[...document.querySelectorAll("#rows .c-rate svg")].map(s => Math.round(s.getBoundingClientRect().left * 10) / 10)`).([]any)
+	if len(lefts) < 5 {
+		t.Fatalf("%d sparklines", len(lefts))
+	}
+	for _, l := range lefts {
+		if l != lefts[0] {
+			t.Errorf("the sparklines do not line up: %v (rates %v)", lefts, eval(`[...document.querySelectorAll("#rows .c-rate .v")].map(v => v.textContent)`))
+			break
+		}
+	}
 	screenshot(t, bctx, filepath.Join(artifacts, "dashboard-list.png"))
 
 	// A stream's page: its state, outputs arriving, Cancel.
@@ -150,11 +186,33 @@ func TestDashboardInBrowser(t *testing.T) {
 		n, _ := eval(`document.querySelectorAll("#outputs li").length`).(float64)
 		return n >= 3
 	})
+	run("pause and resume beta",
+		chromedp.Click(chromedp.CSS("#btn-pause")),
+		chromedp.WaitVisible(chromedp.CSS(`#detail-state[data-state="paused"]`)),
+		chromedp.Click(chromedp.CSS("#btn-resume")),
+		chromedp.WaitVisible(chromedp.CSS(`#detail-state[data-state="active"]`)),
+	)
 	screenshot(t, bctx, filepath.Join(artifacts, "dashboard-stream.png"))
 	run("cancel beta",
 		chromedp.Click(chromedp.CSS("#btn-cancel")),
 		chromedp.WaitVisible(chromedp.CSS(`#detail-state[data-state="cancelled"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline li[data-kind="end"]`)),
 	)
+	// The stream's page has a timeline of its events, with their times.
+	var events []string
+	for _, li := range eval(`[...document.querySelectorAll("#timeline li")].reverse().map(li => li.dataset.kind + " " + li.querySelector(".what").textContent + " @" + li.querySelector(".at").textContent)`).([]any) {
+		events = append(events, li.(string))
+	}
+	wantEvents := []string{"start ", "pause by request", "resume by request", "cancel by request", "end cancelled (request)"}
+	if len(events) != len(wantEvents) {
+		t.Errorf("beta's timeline %q, want %q", events, wantEvents)
+	} else {
+		for i, ev := range events {
+			if !strings.HasPrefix(ev, wantEvents[i]+" @") || !regexp.MustCompile(`@\d\d:\d\d:\d\d\.\d{3}$`).MatchString(ev) {
+				t.Errorf("timeline event %d is %q, want %q with its time", i, ev, wantEvents[i])
+			}
+		}
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp.stream.status", Arguments: map[string]any{"stream-id": "beta"}})
 	if err != nil || res.IsError {
 		t.Fatalf("status: %v %+v", err, res)
@@ -167,7 +225,43 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="beta"] .badge.st-cancelled`)),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="alpha"] .badge.st-active`)),
 	)
+
+	// /metrics counts the directives applied: the buttons' three requests;
+	// the processors, which name no action, none (no "none" series).
+	directives := scrapeDirectives(t, base+"/metrics", token)
+	if want := map[string]float64{"pause/request": 1, "resume/request": 1, "cancel/request": 1}; !maps.Equal(directives, want) {
+		t.Errorf("rtfshost_directives_total %v, want %v", directives, want)
+	}
 	t.Logf("screenshots in %s", artifacts)
+}
+
+// scrapeDirectives reads rtfshost_directives_total from /metrics, by
+// "action/source", leaving out series at zero.
+func scrapeDirectives(t *testing.T, url, token string) map[string]float64 {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for _, m := range fams["rtfshost_directives_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if v := m.GetCounter().GetValue(); v != 0 {
+			out[l["action"]+"/"+l["source"]] = v
+		}
+	}
+	return out
 }
 
 // mcpSession connects a go-sdk client to serve with the bearer token.

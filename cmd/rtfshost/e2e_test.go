@@ -71,6 +71,13 @@ func TestCLI(t *testing.T) {
 		t.Run("check", c.testCheck)
 		t.Run("program-error", c.testProgramError)
 		t.Run("stream-error", c.testStreamError)
+		t.Run("awaited-error", c.testAwaitedError)
+		t.Run("side-by-side", c.testSideBySide)
+		t.Run("agree", c.testAgree)
+		t.Run("json", c.testJSONEverywhere)
+		t.Run("pty-interrupt", c.testPTYInterrupt)
+		t.Run("stuck-slow-source", c.testStuckSlowSource)
+		t.Run("chunk-shape", c.testChunkShape)
 		t.Run("stuck", c.testStuck)
 		t.Run("unreachable", c.testUnreachable)
 		t.Run("interrupt", c.testInterrupt)
@@ -174,11 +181,17 @@ func (c *cli) run(t testing.TB, args ...string) result {
 // runEnv is run with extra environment variables (NAME=value).
 func (c *cli) runEnv(t testing.TB, env []string, args ...string) result {
 	t.Helper()
-	return c.runAt(t, t.TempDir(), env, args...)
+	return c.runDir(t, t.TempDir(), env, args...)
 }
 
-// runAt is runEnv in the working directory dir.
-func (c *cli) runAt(t testing.TB, dir string, env []string, args ...string) result {
+// runIn is run in the directory dir (where the default data directory,
+// .rtfshost, is).
+func (c *cli) runIn(t testing.TB, dir string, args ...string) result {
+	t.Helper()
+	return c.runDir(t, dir, nil, args...)
+}
+
+func (c *cli) runDir(t testing.TB, dir string, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
@@ -266,13 +279,22 @@ func wantLines(t *testing.T, r result, text, first string, lineNo int, source st
 }
 
 // testProgramError: an error while the program runs is a program error: its
-// position and source line on stderr, exit 2, and no result line.
+// position and source line on stderr, exit 2, and no result line; under
+// --json an error line on stdout, and nothing on stderr.
 func (c *cli) testProgramError(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(c.testdata, "runtime_error.rtfs")
+	text := c.run(t, "run", "--server-url", c.serverURL, path)
+	wantCode(t, text, exitProgramError)
+	wantLines(t, text, text.stderr, path+":6:8: count: expected a collection, got int 5", 6, "(def n (count 5))")
+	if strings.Count(text.stderr, "count: expected a collection") != 1 || strings.Contains(text.stdout, "result") {
+		t.Errorf("the error is not told once, or a result is printed\n%s", text)
+	}
 	r := c.run(t, "run", "--json", "--server-url", c.serverURL, path)
 	wantCode(t, r, exitProgramError)
-	wantLines(t, r, r.stderr, path+":6:8: count: expected a collection, got int 5", 6, "(def n (count 5))")
+	if r.stderr != "" {
+		t.Errorf("run --json repeats the error on stderr\n%s", r)
+	}
 	lines := parseJSONLines(t, r)
 	if len(lines) != 2 || lines[0].Type != "log" || lines[0].Message != "about to fail" {
 		t.Fatalf("want the log line, then the error line\n%s", r)
@@ -312,9 +334,11 @@ func (c *cli) testStuck(t *testing.T) {
 		{[]string{"streams"}, exitOK, "stuck-1  paused"},
 		{[]string{"streams", "--json"}, exitOK, `"started-at-epoch-ms":`},
 		{[]string{"pause", "stuck-1"}, exitOK, "stuck-1: paused (was paused)"},
-		{[]string{"pause", "no-such"}, exitStreamFailed, `stream "no-such": no such stream in the store`},
+		{[]string{"pause", "no-such"}, exitStreamFailed, `stream "no-such": no such stream in the data directory ` + data + ` (rtfshost streams lists them)`},
 		{[]string{"rm", "stuck-1"}, exitStreamFailed, "is paused, not ended: cancel it first, or remove it with --force"},
 		{[]string{"cancel", "stuck-1"}, exitOK, "stuck-1: cancelled (was paused)"},
+		{[]string{"cancel", "stuck-1"}, exitOK, "stuck-1: cancelled (was cancelled)"},
+		{[]string{"pause", "stuck-1"}, exitStreamFailed, `stuck-1: stream "stuck-1" has ended (cancelled): it cannot be paused; rtfshost rm removes it`},
 		{[]string{"resume"}, exitOK, "nothing to resume"},
 		{[]string{"rm", "stuck-1"}, exitOK, "stuck-1: removed (was cancelled)"},
 		{[]string{"streams"}, exitOK, "no streams"},
@@ -334,6 +358,9 @@ func (c *cli) testStuck(t *testing.T) {
 
 // testStreamError: a processor that throws puts its stream in :error; the
 // program itself succeeds, the status line says why, and the exit code is 1.
+// The failure is told once: under --json in the status line (nothing on
+// stderr), as text on stderr headed by the failing form's position with
+// its source line, under a status line that says "error" once.
 func (c *cli) testStreamError(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(c.testdata, "stream_error.rtfs")
@@ -345,15 +372,70 @@ func (c *cli) testStreamError(t *testing.T) {
 	})
 	wantJSON(t, r, "result", lines[len(lines)-1].Value, `"started"`)
 	st := runs["counter.v1"].status
-	wantMsg := "processor fragile failed on chunk 2: " + path + ":8:7: cannot handle chunk 3"
+	wantMsg := "processor fragile failed on chunk 3: " + path + ":8:7: cannot handle chunk 3"
 	if st.Message != wantMsg {
 		t.Errorf("status message %q, want %q\n%s", st.Message, wantMsg, r)
 	}
 	for i, o := range runs["counter.v1"].outputs {
 		wantJSON(t, r, fmt.Sprintf("output %d", i), o.Output, fmt.Sprintf(`{"n":%d,"total":%d}`, i+1, (i+1)*(i+2)/2))
 	}
-	if !strings.Contains(r.stderr, wantMsg) {
-		t.Errorf("stderr does not explain the failure\n%s", r)
+	if r.stderr != "" {
+		t.Errorf("run --json repeats the failure on stderr\n%s", r)
+	}
+
+	text := c.run(t, "run", "--server-url", c.serverURL, path)
+	wantCode(t, text, exitStreamFailed)
+	id := regexp.MustCompile(`counter\.v1-[0-9a-f]{8}`).FindString(text.stdout)
+	wantStory(t, text, []string{
+		path + ":8:7: cannot handle chunk 3",
+		`    8 |       (throw {:type :bad-chunk :message (str "cannot handle chunk " n)})`,
+		"  in processor fragile, on chunk 3 of stream " + id,
+	})
+	if !strings.Contains(text.stdout, "\n"+id+" error\n") {
+		t.Errorf("no status line saying error once\n%s", text)
+	}
+}
+
+// wantStory fails unless r's stderr is story, line by line, and its first
+// line is the only place stdout and stderr give the failure's message.
+func wantStory(t *testing.T, r result, story []string) {
+	t.Helper()
+	if got := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n"); !slices.Equal(got, story) {
+		t.Errorf("stderr:\n%s\nwant:\n%s\n%s", r.stderr, strings.Join(story, "\n"), r)
+	}
+	msg := story[0][strings.LastIndex(story[0], ": ")+2:]
+	if n := strings.Count(r.stdout+r.stderr, msg); n != 1 {
+		t.Errorf("the message %q is printed %d times, want once\n%s", msg, n, r)
+	}
+	if strings.Contains(r.stdout, "error (error)") {
+		t.Errorf("a status line says error twice\n%s", r)
+	}
+}
+
+// testAwaitedError: a stream that fails under the program's await fails
+// the program too (exit 1): one story, headed by the processor's failing
+// form with its source line, that names the stream, the chunk and the
+// await, and shows the ex-info's data; under --json the error line points
+// at the same form.
+func (c *cli) testAwaitedError(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(c.testdata, "awaited_error.rtfs")
+	text := c.run(t, "run", "--server-url", c.serverURL, path)
+	wantCode(t, text, exitStreamFailed)
+	id := regexp.MustCompile(`counter\.v1-[0-9a-f]{8}`).FindString(text.stdout)
+	wantStory(t, text, []string{
+		path + ":6:7: cannot handle chunk {:n 3 :why :odd}",
+		`    6 |       (throw (ex-info "cannot handle chunk" {:n n :why :odd}))`,
+		"  in processor fragile, on chunk 3 of stream " + id + " (awaited at " + path + ":13:1)",
+	})
+	r := c.run(t, "run", "--json", "--server-url", c.serverURL, path)
+	wantCode(t, r, exitStreamFailed)
+	lines := parseJSONLines(t, r)
+	last := lines[len(lines)-1]
+	want := outLine{Type: "error", Stream: lines[0].Stream, File: path, Line: 6, Col: 7,
+		Message: "processor fragile failed on chunk 3: cannot handle chunk {:n 3 :why :odd}"}
+	if !reflect.DeepEqual(last, want) || r.stderr != "" {
+		t.Errorf("last line %+v, want %+v, and nothing on stderr\n%s", last, want, r)
 	}
 }
 
@@ -485,6 +567,7 @@ func listenOnce(addr string) error {
 type outLine struct {
 	Type      string          `json:"type"`
 	Stream    string          `json:"stream"`
+	Was       string          `json:"was"`
 	Seq       *int64          `json:"seq"`
 	Output    json.RawMessage `json:"output"`
 	Count     int64           `json:"count"`
@@ -515,7 +598,7 @@ func parseJSONLines(t testing.TB, r result) []outLine {
 			t.Fatalf("line %d is not one JSON object (%v): %q\n%s", i+1, err, text, r)
 		}
 		switch l.Type {
-		case "output", "status", "log", "result", "error", "dropped":
+		case "output", "status", "log", "result", "error", "ok", "removed", "dropped":
 		default:
 			t.Fatalf("line %d has unknown type %q\n%s", i+1, l.Type, r)
 		}
@@ -697,7 +780,8 @@ func (s *started) wait(t *testing.T) result {
 }
 
 // testInterrupt: Ctrl-C (SIGINT) in the middle of a run stops it with exit
-// 130 and tells how to resume from the data directory.
+// 130 and tells how to resume from the data directory: under --json as the
+// last line, an error line, with nothing on stderr.
 func (c *cli) testInterrupt(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -709,8 +793,9 @@ func (c *cli) testInterrupt(t *testing.T) {
 	}
 	r := s.wait(t)
 	wantCode(t, r, exitInterrupted)
-	if !strings.Contains(r.stderr, "rtfshost resume --data "+data) {
-		t.Errorf("stderr does not say how to resume\n%s", r)
+	lines := parseJSONLines(t, r)
+	if last := lines[len(lines)-1]; last.Type != "error" || !strings.Contains(last.Message, "rtfshost resume --data "+data) || r.stderr != "" {
+		t.Errorf("the last line does not say how to resume, or stderr is not empty\n%s", r)
 	}
 	if strings.Contains(r.stdout, `"type":"result"`) {
 		t.Errorf("an interrupted run printed a result\n%s", r)
@@ -782,7 +867,7 @@ type persistedStream struct {
 func onlyStream(t *testing.T, summary map[string]any, r result) persistedStream {
 	t.Helper()
 	streams, _ := summary["streams"].([]any)
-	if summary["total"] != float64(1) || len(streams) != 1 || summary["persistence-enabled"] != true {
+	if summary["total"] != float64(1) || len(streams) != 1 || !strings.HasPrefix(fmt.Sprint(summary["where"]), "the data directory ") {
 		t.Fatalf("want one persisted stream in the summary\n%s", r)
 	}
 	return streamOf(t, streams[0], r)
@@ -891,8 +976,8 @@ func (c *cli) testResume(t *testing.T) {
 	k := mid.Processed
 	wantState, _ := json.Marshal(map[string]int{"sum": k * (k + 1) / 2, "chunks": k})
 	gotState, _ := json.Marshal(mid.CurrentState)
-	if mid.State != "active" || k < 1 || k >= 200 || mid.Cursor != strconv.Itoa(k) {
-		t.Fatalf("after SIGKILL: %+v, want an active stream with 1..199 chunks and the cursor at the last\n%s", mid, ir)
+	if mid.State != "interrupted" || k < 1 || k >= 200 || mid.Cursor != strconv.Itoa(k) {
+		t.Fatalf("after SIGKILL: %+v, want an interrupted stream with 1..199 chunks and the cursor at the last\n%s", mid, ir)
 	}
 	wantJSON(t, ir, "state after SIGKILL", gotState, string(wantState))
 	// The table says it was interrupted rather than "active" (issue 14 item 6).
@@ -906,8 +991,8 @@ func (c *cli) testResume(t *testing.T) {
 	runs := checkLines(t, r, lines, map[string]streamWant{
 		"counter.v1": {outputs: 200 - k, state: "completed", endReason: "processor"},
 	})
-	if first := runs["counter.v1"].outputs[0]; first.Stream != mid.ID || *first.Seq != int64(k) {
-		t.Fatalf("resume started at %s seq %d, want %s seq %d\n%s", first.Stream, *first.Seq, mid.ID, k, r)
+	if first := runs["counter.v1"].outputs[0]; first.Stream != mid.ID || *first.Seq != int64(k+1) {
+		t.Fatalf("resume started at %s seq %d, want %s seq %d\n%s", first.Stream, *first.Seq, mid.ID, k+1, r)
 	}
 	checkSums(t, r, lines)
 	wantJSON(t, r, "resumed result", runs["counter.v1"].status.Result, `{"sum":20100,"chunks":200}`)
@@ -921,15 +1006,15 @@ func (c *cli) testResume(t *testing.T) {
 	}
 }
 
-// checkSums checks every output line of slow_sum.rtfs: the output of the
-// chunk with seq s is {:sum 1+...+(s+1) :chunks s+1}.
+// checkSums checks every output line of slow_sum.rtfs: the output of
+// chunk n (its seq) is {:sum 1+...+n :chunks n}.
 func checkSums(t *testing.T, r result, lines []outLine) {
 	t.Helper()
 	for _, l := range lines {
 		if l.Type != "output" {
 			continue
 		}
-		n := *l.Seq + 1
+		n := *l.Seq
 		wantJSON(t, r, fmt.Sprintf("output of seq %d", *l.Seq), l.Output, fmt.Sprintf(`{"sum":%d,"chunks":%d}`, n*(n+1)/2, n))
 	}
 }

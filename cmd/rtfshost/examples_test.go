@@ -36,7 +36,7 @@ func exampleCases() []exampleCase {
 				"weather.monitor.v1": {outputs: 12, state: "completed", endReason: "processor"},
 			},
 			result: `{"statistics":{"samples":12,"min":5.2,"max":24.8,"avg":18.833333333333336},
-				"cities":["Paris","Tokyo","Nairobi","Reykjavik","Lima","Sydney"],"last_seq":11}`,
+				"cities":["Paris","Tokyo","Nairobi","Reykjavik","Lima","Sydney"],"last_seq":12}`,
 			check: checkWeather,
 		},
 		{
@@ -123,7 +123,7 @@ func (c *cli) testExamples(t *testing.T) {
 			var r result
 			if ex.fromRoot {
 				args = append([]string{"--data", filepath.Join(t.TempDir(), "data")}, args...)
-				r = c.runAt(t, filepath.Dir(c.examples), nil, args...)
+				r = c.runIn(t, filepath.Dir(c.examples), args...)
 			} else {
 				r = c.run(t, args...)
 			}
@@ -153,7 +153,7 @@ func (c *cli) checkExample(t *testing.T, r result, ex exampleCase) {
 	}
 }
 
-// checkWeather: one output per reading, numbered from 0, with the running
+// checkWeather: one output per reading, numbered from 1 as the server numbers them, with the running
 // sample count and the cities in the dataset's order; the program logs the
 // stream id it started.
 func checkWeather(t *testing.T, r result, lines []outLine, runs map[string]*streamRun) {
@@ -164,7 +164,7 @@ func checkWeather(t *testing.T, r result, lines []outLine, runs map[string]*stre
 			SampleCount int    `json:"sample_count"`
 			City        string `json:"city"`
 		}
-		if err := json.Unmarshal(o.Output, &v); err != nil || *o.Seq != int64(i) || v.SampleCount != i+1 || v.City != cities[i%6] {
+		if err := json.Unmarshal(o.Output, &v); err != nil || *o.Seq != int64(i+1) || v.SampleCount != i+1 || v.City != cities[i%6] {
 			t.Errorf("output %d: seq %d %s (%v)", i, *o.Seq, o.Output, err)
 		}
 	}
@@ -220,8 +220,8 @@ func checkBackpressure(t *testing.T, r result, lines []outLine, runs map[string]
 	for i, o := range outs[:7] {
 		n := 25 * (i + 1)
 		want := fmt.Sprintf(`{"status":"flushed","total":%d,"pauses":%d}`, n*(n+1)/2, i+1)
-		if *o.Seq != int64(n-1) {
-			t.Errorf("output %d has seq %d, want %d", i, *o.Seq, n-1)
+		if *o.Seq != int64(n) {
+			t.Errorf("output %d has seq %d, want %d", i, *o.Seq, n)
 		}
 		wantJSON(t, r, fmt.Sprintf("output %d", i), o.Output, want)
 	}
@@ -252,7 +252,7 @@ func checkResilient(t *testing.T, r result, lines []outLine, runs map[string]*st
 			t.Fatal(err)
 		}
 		n := i + 1
-		if *o.Seq != int64(i) || v.Processed != n || v.TransientErrors != n/5 {
+		if *o.Seq != int64(n) || v.Processed != n || v.TransientErrors != n/5 {
 			t.Errorf("output %d: seq %d %s", i, *o.Seq, o.Output)
 		}
 		if n%5 == 0 && (v.LastError == nil || *v.LastError != fmt.Sprintf("sensor glitch on reading %d", n)) {

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
@@ -30,14 +29,14 @@ func (a *app) inspectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "inspect",
 		Aliases: []string{"streams"},
-		Short:   "Show the streams persisted in the data directory",
-		Long: `inspect shows what the data directory holds: every stream with its status,
-processed and queued chunks, cursor, end reason and result (a table), or one
-stream's whole inspect map with --stream. --json prints the inspect map of
-:mcp.stream.inspect as JSON instead.
+		Short:   "Show the streams: of the data directory, or live",
+		Long: `inspect shows every stream with its state, processed and queued chunks,
+cursor, end reason and result (a table), or one stream's whole inspect map
+with --stream. --json prints the inspect map of :mcp.stream.inspect as JSON
+instead.
 
-The data directory can be read only while no other rtfshost uses it. To see
-the live streams of a running "rtfshost serve", pass its URL with --server
+A stream the data directory holds as running while nothing runs it shows as
+interrupted: "rtfshost resume" carries it on.` + whereDoc + `
 (its token, if it needs one, in $RTFSHOST_TOKEN).`,
 		Example: `  rtfshost inspect
   rtfshost inspect --stream weather.monitor.v1-3fa1c2d0
@@ -45,103 +44,77 @@ the live streams of a running "rtfshost serve", pass its URL with --server
   rtfshost inspect --server http://127.0.0.1:7070`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.inspect(cmd, o)
+			return a.inspect(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.stream, "stream", "", "show this stream only")
-	cmd.Flags().StringVar(&o.server, "server", "", "inspect the live streams of the rtfshost serve at this URL instead of the data directory")
+	cmd.Flags().StringVar(&o.server, "server", "", "inspect the live streams of the rtfshost serve at this URL")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the inspect map as JSON")
 	cmd.Flags().BoolVar(&o.noState, "no-state", false, "leave the current and initial states out")
 	cmd.Flags().BoolVar(&o.noQueue, "no-queue", false, "leave the queued chunks out")
 	return cmd
 }
 
-// inspect loads the persisted streams without connecting them and prints
-// their inspect maps.
-func (a *app) inspect(cmd *cobra.Command, o inspectOptions) error {
-	table := !o.json && o.stream == ""
-	if o.server != "" {
-		if table {
-			infos, err := infosLive(cmd.Context(), o.server)
-			if err != nil {
-				return withCode(exitStreamFailed, err)
-			}
-			printStreamTable(a.stdout, infos, false)
-			return nil
-		}
-		m, err := inspectLive(cmd.Context(), o.server, o)
-		if err != nil {
-			return withCode(exitStreamFailed, err)
-		}
-		a.printInspect(m, o)
-		return nil
-	}
-	logger, err := a.logger()
+// inspect prints the streams of the desk where they are: a table, one
+// stream's inspect map, or (--json) the inspect summary or map.
+func (a *app) inspect(ctx context.Context, o inspectOptions) error {
+	d, err := a.openDesk(ctx, o.server)
 	if err != nil {
 		return err
 	}
-	st, err := a.openExistingStore(logger)
-	if errors.As(err, new(*persistence.LockedError)) {
-		fmt.Fprintln(a.stderr, "rtfshost:", err)
-		fmt.Fprintln(a.stderr, "rtfshost: a running \"rtfshost serve\" shows its live streams with: rtfshost inspect --server URL")
-		return printedWithCode(exitStreamFailed)
-	}
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	// Loaded streams must not run: hide the variable that would turn
-	// auto-connect back on.
-	lookupEnv := func(name string) (string, bool) {
-		if name == provider.EnvStreamAutoConnect {
-			return "", false
-		}
-		return os.LookupEnv(name)
-	}
-	p := provider.New(provider.Options{Store: st, ManualConnect: true, LookupEnv: lookupEnv, Logger: logger})
-	defer p.Close()
-	recErr := p.Recover(cmd.Context())
-	if recErr != nil && len(p.StreamIDs()) == 0 {
-		return withCode(exitStreamFailed, fmt.Errorf("reading %s: %w", a.flags.dataDir, recErr))
-	}
-	if recErr != nil {
-		// Some records could not be read (each error names its key); the
-		// others are still shown.
-		fmt.Fprintln(a.stderr, "rtfshost: some streams could not be loaded:", recErr)
-	}
+	defer d.close()
 	opts := provider.InspectOptions{OmitState: o.noState, OmitInitialState: o.noState, OmitQueue: o.noQueue}
-	var m rtfs.Value
-	switch {
-	case table:
-		printStreamTable(a.stdout, p.Infos(opts), true)
-	case o.stream != "":
-		m, err = p.Inspect(o.stream, opts)
+	if o.stream != "" {
+		in, err := d.info(ctx, o.stream, opts)
 		if err != nil {
 			return withCode(exitStreamFailed, err)
 		}
-		a.printInspect(m, o)
-	default:
-		a.printInspect(p.Summary(opts), o)
+		if o.json {
+			fmt.Fprintf(a.stdout, "%s\n", in.JSON())
+		} else {
+			printInspectMap(a.stdout, in.Value(), a.rt.limits().OutputLimit())
+		}
+		return unreadable(d)
 	}
-	if recErr != nil {
-		return printedWithCode(exitStreamFailed)
+	if !o.json {
+		opts = provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true}
+	}
+	infos, err := d.infos(ctx, opts)
+	if err != nil {
+		return withCode(exitStreamFailed, err)
+	}
+	if o.json {
+		b, err := json.Marshal(inspectSummary{Total: len(infos), Streams: infos, Where: d.where()})
+		if err != nil {
+			return withCode(exitStreamFailed, err)
+		}
+		fmt.Fprintf(a.stdout, "%s\n", b)
+	} else {
+		printStreamTable(a.stdout, infos)
+	}
+	return unreadable(d)
+}
+
+// unreadable is the error of a command that showed the streams of a data
+// directory some of whose records could not be read (each error names its
+// key; those streams are listed as unrecoverable): exit 1, after the rest.
+func unreadable(d desk) error {
+	if sd, ok := d.(*storeDesk); ok && sd.recErr != nil {
+		return withCode(exitStreamFailed, fmt.Errorf("some streams could not be loaded: %w", sd.recErr))
 	}
 	return nil
 }
 
-// printInspect prints an inspect map as --json asks, else a key per line
-// (--stream).
-func (a *app) printInspect(m rtfs.Value, o inspectOptions) {
-	if o.json {
-		fmt.Fprintf(a.stdout, "%s\n", valueJSON(m))
-		return
-	}
-	printInspectMap(a.stdout, m)
+// inspectSummary is what inspect --json prints for every stream: the
+// streams' inspect maps, wherever they are.
+type inspectSummary struct {
+	Total   int                   `json:"total"`
+	Streams []provider.StreamInfo `json:"streams"`
+	Where   string                `json:"where"`
 }
 
-// printStreamTable prints the streams as a table, one per row; stored says
-// they come from a data directory (none of them is running).
-func printStreamTable(w io.Writer, infos []provider.StreamInfo, stored bool) {
+// printStreamTable prints the streams as a table, one per row.
+func printStreamTable(w io.Writer, infos []provider.StreamInfo) {
 	if len(infos) == 0 {
 		fmt.Fprintln(w, "no streams")
 		return
@@ -150,13 +123,8 @@ func printStreamTable(w io.Writer, infos []provider.StreamInfo, stored bool) {
 	fmt.Fprintln(tw, "STREAM\tSTATE\tPROCESSED\tQUEUED\tAGE\tCURSOR\tENDED\tRESULT / MESSAGE")
 	interrupted := false
 	for _, in := range infos {
-		state := string(in.Status.State)
-		if stored && in.Status.State == provider.StateActive {
-			// Nothing runs a stream of a data directory inspect holds: an
-			// active one was interrupted (Ctrl-C, a crash, a full disk).
-			state, interrupted = "interrupted", true
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", in.StreamID, state, in.Stats.ProcessedChunks, in.Stats.QueuedChunks,
+		interrupted = interrupted || in.Status.State == StateInterrupted
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", in.StreamID, in.Status.State, in.Stats.ProcessedChunks, in.Stats.QueuedChunks,
 			age(in), clip(cursorText(in), 28), in.Status.EndReason, clip(outcome(in), 60))
 	}
 	tw.Flush()
@@ -171,12 +139,17 @@ func printStreamTable(w io.Writer, infos []provider.StreamInfo, stored bool) {
 	}
 }
 
-// age is how long ago the stream was first started, "-" if unknown.
+// age is how long the stream has run since it was first started, up to
+// its end when it has ended and the end is known; "-" if unknown.
 func age(in provider.StreamInfo) string {
-	if in.StartedAtEpochMs <= 0 || in.ObservedAtEpochMs < in.StartedAtEpochMs {
+	until := in.ObservedAtEpochMs
+	if in.EndedAtEpochMs != nil {
+		until = *in.EndedAtEpochMs
+	}
+	if in.StartedAtEpochMs <= 0 || until < in.StartedAtEpochMs {
 		return "-"
 	}
-	d := time.Duration(in.ObservedAtEpochMs-in.StartedAtEpochMs) * time.Millisecond
+	d := time.Duration(until-in.StartedAtEpochMs) * time.Millisecond
 	switch {
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d.Seconds()))
@@ -199,16 +172,17 @@ func cursorText(in provider.StreamInfo) string {
 // outcome is the result of a completed stream, or the status message.
 func outcome(in provider.StreamInfo) string {
 	if in.Result.V != nil && in.Result.V != rtfs.Nil {
-		return in.Result.V.String()
+		return rtfs.Excerpt(in.Result.V, 240)
 	}
 	return in.Status.Message
 }
 
-// printInspectMap prints one stream's inspect map, a key per line.
-func printInspectMap(w io.Writer, v rtfs.Value) {
+// printInspectMap prints one stream's inspect map, a key per line, each
+// value cut past max bytes.
+func printInspectMap(w io.Writer, v rtfs.Value, max int64) {
 	m, ok := v.(*rtfs.Map)
 	if !ok {
-		fmt.Fprintln(w, v)
+		fmt.Fprintln(w, printed(v, max))
 		return
 	}
 	var keys []string
@@ -222,7 +196,7 @@ func printInspectMap(w io.Writer, v rtfs.Value) {
 	sort.Strings(keys)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%s\n", k, vals[k])
+		fmt.Fprintf(tw, "%s\t%s\n", k, printed(vals[k], max))
 	}
 	tw.Flush()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rtfshost/rtfshost/provider"
 	"net/http"
 	"os"
 	"strings"
@@ -14,27 +13,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/rtfshost/rtfshost/host/mcpserver"
-	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/provider"
 )
 
-// inspectLive asks a running "rtfshost serve" for the inspect map of its live
-// streams, through its mcp.stream.inspect tool. The map comes back as JSON,
-// so keywords arrive as strings.
-func inspectLive(ctx context.Context, server string, o inspectOptions) (rtfs.Value, error) {
-	args := map[string]any{"include-state": !o.noState, "include-initial-state": !o.noState, "include-queue": !o.noQueue}
-	if o.stream != "" {
-		args["stream-id"] = o.stream
-	}
-	text, err := callServer(ctx, server, mcpserver.ToolInspect, args)
-	if err != nil {
-		return nil, err
-	}
-	v, err := rtfs.FromJSON([]byte(text))
-	if err != nil {
-		return nil, fmt.Errorf("%s on %s answered something else than JSON: %w", mcpserver.ToolInspect, server, err)
-	}
-	return v, nil
-}
+// toolRemove is serve's tool that removes a stream.
+const toolRemove = mcpserver.ToolRemove
 
 // infosLive asks a running serve for the snapshots of its streams: the JSON
 // of its mcp.stream.inspect summary decodes into provider.StreamInfo.
@@ -50,6 +33,35 @@ func infosLive(ctx context.Context, server string) ([]provider.StreamInfo, error
 		return nil, fmt.Errorf("%s on %s answered something else than an inspect summary: %w", mcpserver.ToolInspect, server, err)
 	}
 	return summary.Streams, nil
+}
+
+// infoLive asks a running serve for the snapshot of stream id.
+func infoLive(ctx context.Context, server, id string, o provider.InspectOptions) (provider.StreamInfo, error) {
+	args := map[string]any{"stream-id": id, "include-state": !o.OmitState, "include-initial-state": !o.OmitInitialState, "include-queue": !o.OmitQueue}
+	var in provider.StreamInfo
+	text, err := callServer(ctx, server, mcpserver.ToolInspect, args)
+	if err != nil {
+		return in, err
+	}
+	if err := json.Unmarshal([]byte(text), &in); err != nil {
+		return in, fmt.Errorf("%s on %s answered something else than a stream snapshot: %w", mcpserver.ToolInspect, server, err)
+	}
+	return in, nil
+}
+
+// statusLive pauses, resumes or cancels (verb) stream id of a running
+// serve and returns its status after.
+func statusLive(ctx context.Context, server, verb, id string) (provider.StatusInfo, error) {
+	tool := map[string]string{"pause": mcpserver.ToolPause, "resume": mcpserver.ToolResume, "cancel": mcpserver.ToolCancel}[verb]
+	var st provider.StatusInfo
+	text, err := callServer(ctx, server, tool, map[string]any{"stream-id": id})
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal([]byte(text), &st); err != nil {
+		return st, fmt.Errorf("%s on %s answered something else than a status: %w", tool, server, err)
+	}
+	return st, nil
 }
 
 // callServer calls one tool of the running "rtfshost serve" at server (its

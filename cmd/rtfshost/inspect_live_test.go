@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -79,21 +78,24 @@ func TestInspectLiveServer(t *testing.T) {
 		t.Errorf("inspect --server table: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 
-	// Managing the serve's live stream from the command line (issue 14).
+	// Managing the serve's live stream from the command line: the same
+	// lines and exit codes as on a data directory (testStuck).
 	for _, step := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"pause", "--server", base, "live-1"}, `"state":"paused"`},
-		{[]string{"resume", "--server", base, "live-1"}, `"state":"active"`},
-		{[]string{"rm", "--server", base, "live-1"}, "not ended"},
-		{[]string{"cancel", "--server", base, "live-1"}, `"state":"cancelled"`},
-		{[]string{"rm", "--server", base, "live-1"}, `"removed":true`},
+		{[]string{"pause", "--server", base, "live-1"}, "live-1: paused (was active)\n"},
+		{[]string{"resume", "--server", base, "live-1"}, "live-1: active (was paused)\n"},
+		{[]string{"rm", "--server", base, "live-1"}, `rtfshost: live-1: stream "live-1" is active, not ended: cancel it first, or remove it with --force (its progress is lost)` + "\n"},
+		{[]string{"cancel", "--server", base, "live-1"}, "live-1: cancelled (was active)\n"},
+		{[]string{"cancel", "--server", base, "live-1"}, "live-1: cancelled (was cancelled)\n"},
+		{[]string{"pause", "--json", "--server", base, "live-1"}, `{"type":"error","stream":"live-1","message":"stream \"live-1\" has ended (cancelled): it cannot be paused; rtfshost rm removes it"}` + "\n"},
+		{[]string{"rm", "--server", base, "live-1"}, "live-1: removed (was cancelled)\n"},
 	} {
 		stdout.Reset()
 		stderr.Reset()
 		newApp(nil, &stdout, &stderr).execute(ctx, step.args)
-		if !strings.Contains(stdout.String()+stderr.String(), step.want) {
+		if stdout.String()+stderr.String() != step.want {
 			t.Errorf("%v: want %q, got %q %q", step.args, step.want, stdout.String(), stderr.String())
 		}
 	}

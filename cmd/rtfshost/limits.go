@@ -20,6 +20,7 @@ import (
 type runtimeFlags struct {
 	maxSteps    int64
 	maxMemory   string
+	maxOutput   string
 	callTimeout time.Duration
 	idleTimeout time.Duration
 	idleSet     bool // --idle-timeout was given (0 then disables it)
@@ -31,6 +32,7 @@ type runtimeFlags struct {
 // The defaults of serve, which runs programs that MCP clients send.
 const (
 	serveMaxMemory   = "256MiB"
+	serveMaxOutput   = "16MiB"
 	serveCallTimeout = 30 * time.Second
 )
 
@@ -38,23 +40,40 @@ const (
 // defaults.
 func (a *app) addRuntimeFlags(cmd *cobra.Command, serve bool) {
 	f := cmd.Flags()
-	mem, timeout := "", time.Duration(0)
+	mem, out, timeout := "", "", time.Duration(0)
 	memDoc := "memory budget of one program run or processor call, e.g. 64MiB (default 1GiB; -1: none)"
+	outDoc := "most bytes of one encoded result, output or state, as JSON or in the store, e.g. 4MiB (default and -1: the memory budget)"
 	timeoutDoc := "wall-time limit of one program run or processor call between host calls (0: none)"
 	if serve {
-		mem, timeout = serveMaxMemory, serveCallTimeout
+		mem, out, timeout = serveMaxMemory, serveMaxOutput, serveCallTimeout
 		memDoc = "memory budget of one program run or processor call, e.g. 64MiB (-1: none)"
+		outDoc = "most bytes of one encoded result, output or state, as JSON or in the store, e.g. 4MiB (-1: the memory budget's)"
 	}
 	f.Int64Var(&a.rt.maxSteps, "max-steps", 0, fmt.Sprintf("step budget of one program run or processor call, builtins' work included (default %d)", rtfs.DefaultMaxSteps))
 	f.StringVar(&a.rt.maxMemory, "max-memory", mem, memDoc)
+	f.StringVar(&a.rt.maxOutput, "max-output-bytes", out, outDoc)
 	f.DurationVar(&a.rt.callTimeout, "call-timeout", timeout, timeoutDoc)
 	f.DurationVar(&a.rt.idleTimeout, "idle-timeout", 0, "reconnect a source that sends nothing for this long; 0 disables (default $RTFSHOST_IDLE_TIMEOUT_MS, else 60s)")
 	f.IntVar(&a.rt.breakerFailures, "breaker-failures", breaker.DefaultFailures, "consecutive failed attempts on one origin (server or program) that open its circuit; -1: never")
 	f.DurationVar(&a.rt.breakerCooldown, "breaker-cooldown", breaker.DefaultCooldown, "how long an open circuit makes starts and reconnects to its origin fail at once")
 }
 
-// resolve checks the flags and records whether --idle-timeout was given.
+// runtimeFlagNames are the flags addRuntimeFlags registers.
+var runtimeFlagNames = []string{"max-steps", "max-memory", "max-output-bytes", "call-timeout", "idle-timeout"}
+
+// resolve applies the defaults of cmd to the flags it was not given, checks
+// the flags and records whether --idle-timeout was given. run, resume and
+// serve bind their flags to the one runtimeFlags, so registering them set
+// it to the defaults of whichever command came last (resume's): serve ran
+// with no call timeout and a 1 GiB memory budget. resolve sets serve's.
 func (rt *runtimeFlags) resolve(cmd *cobra.Command) error {
+	for _, name := range runtimeFlagNames {
+		if f := cmd.Flags().Lookup(name); f != nil && !f.Changed {
+			if err := f.Value.Set(f.DefValue); err != nil {
+				return fmt.Errorf("--%s: default %q: %w", name, f.DefValue, err)
+			}
+		}
+	}
 	rt.idleSet = cmd.Flags().Changed("idle-timeout")
 	switch {
 	case rt.maxSteps < 0:
@@ -71,6 +90,9 @@ func (rt *runtimeFlags) resolve(cmd *cobra.Command) error {
 	if _, err := parseBytes(rt.maxMemory); err != nil {
 		return fmt.Errorf("--max-memory: %w", err)
 	}
+	if _, err := parseBytes(rt.maxOutput); err != nil {
+		return fmt.Errorf("--max-output-bytes: %w", err)
+	}
 	return nil
 }
 
@@ -78,7 +100,11 @@ func (rt *runtimeFlags) resolve(cmd *cobra.Command) error {
 // defaults).
 func (rt *runtimeFlags) limits() rtfs.Limits {
 	mem, _ := parseBytes(rt.maxMemory) // checked by resolve
-	return rtfs.Limits{MaxSteps: rt.maxSteps, MaxMemory: mem, MaxDuration: rt.callTimeout}
+	out, _ := parseBytes(rt.maxOutput)
+	if out < 0 {
+		out = 0 // -1: the memory budget's bound (Limits.OutputLimit)
+	}
+	return rtfs.Limits{MaxSteps: rt.maxSteps, MaxMemory: mem, MaxOutput: out, MaxDuration: rt.callTimeout}
 }
 
 // breaker returns provider.Options.Breaker for the flags.

@@ -13,24 +13,25 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/rtfshost/rtfshost/provider"
-	"github.com/rtfshost/rtfshost/rtfs"
 )
 
-// liveReporter shows one live line per stream on a terminal (chunks, rate,
-// queue depth, status), with outputs, logs and the result printed above the
-// lines. It polls the provider's inspect maps every refresh.
+// liveReporter shows one live line per stream on a terminal (state, chunks,
+// rate, queue depth), with outputs and logs printed above the lines. The
+// numbers come from stats, every liveRefresh; the program's result and the
+// failures are printed under the lines once they stop (close), so that
+// nothing is drawn over them.
 type liveReporter struct {
 	text   textReporter // prints through the progress container
 	out    io.Writer    // the terminal itself, for what is printed after the live lines
+	errw   io.Writer
 	p      *mpb.Progress
-	prov   *provider.Provider
 	cancel context.CancelFunc
-	done   chan struct{}
 
 	mu     sync.Mutex
 	lines  map[string]*streamLine
-	res    rtfs.Value // the program's result, printed by close
-	hasRes bool
+	res    *shown    // the program's result, printed by close
+	fails  []failure // printed by close
+	closed bool
 }
 
 // streamLine is one stream's live line.
@@ -38,95 +39,115 @@ type streamLine struct {
 	bar       *mpb.Bar
 	text      atomic.Pointer[string] // read by mpb's render goroutine without r.mu
 	done      bool
+	state     string
+	queue     string // "  queue depth/capacity", from the last stats
+	progress  string // the stream's progress, from the last stats (progressText)
 	processed int64
 	lastN     int64
 	lastT     time.Time
 	rate      float64
-	progress  string // the stream's progress as the last refresh drew it
 }
 
 const liveRefresh = 150 * time.Millisecond
 
-func newLiveReporter(w io.Writer, prov *provider.Provider) *liveReporter {
+func newLiveReporter(w, errw io.Writer, h hints, sources map[string][]byte) *liveReporter {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithWidth(1), mpb.WithRefreshRate(liveRefresh))
-	r := &liveReporter{p: p, prov: prov, cancel: cancel, done: make(chan struct{}), lines: map[string]*streamLine{}, out: w}
-	r.text.w = p
-	go r.poll(ctx)
+	r := &liveReporter{p: p, cancel: cancel, lines: map[string]*streamLine{}, out: w, errw: errw}
+	r.text = textReporter{out: lineStart{p}, errw: errw, hints: h, sources: sources}
 	return r
 }
 
-func (r *liveReporter) output(stream string, o provider.Output) { r.text.output(stream, o) }
-func (r *liveReporter) dropped(stream string, n int64)          { r.text.dropped(stream, n) }
-func (r *liveReporter) log(line string)                         { r.text.log(line) }
+// lineStart writes each line (a Write) from the start of the terminal's
+// line: a Ctrl-C the terminal echoes as ^C moves the cursor, and the
+// progress display redraws from the column it is left at; a line that
+// began there would keep the echo's columns of the line under it ("co"
+// of "counter...") in front of it.
+type lineStart struct{ w io.Writer }
 
-// result keeps the program's result for close, which prints it under the
-// streams' final lines rather than above them.
-func (r *liveReporter) result(v rtfs.Value) {
+func (l lineStart) Write(p []byte) (int, error) {
+	if _, err := l.w.Write(append([]byte{'\r'}, p...)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// output prints the output above the lines; its chunk has been processed,
+// so the stream's line counts at least that many chunks.
+func (r *liveReporter) output(stream string, seq int64, v shown) {
+	r.text.output(stream, seq, v)
 	r.mu.Lock()
-	r.res, r.hasRes = v, true
+	if l := r.line(stream); !l.done && seq > l.processed {
+		l.processed = seq
+		if l.state == "starting" {
+			l.state = "active" // it processes chunks
+		}
+		r.draw(stream, l)
+	}
 	r.mu.Unlock()
 }
 
-func (r *liveReporter) end(st provider.Status) {
-	r.refresh()
+func (r *liveReporter) log(stream, line string) { r.text.log(stream, line) }
+
+func (r *liveReporter) dropped(stream string, n int64) { r.text.dropped(stream, n) }
+
+// result keeps the program's result for close, which prints it under the
+// streams' final lines rather than above them.
+func (r *liveReporter) result(v shown) {
 	r.mu.Lock()
-	l := r.line(st.StreamID)
-	text := liveText(st.StreamID, l, string(st.State)) + l.progress
-	if st.EndReason != "" {
-		text += " (" + st.EndReason + ")"
+	r.res = &v
+	r.mu.Unlock()
+}
+
+// fail keeps the failure for close, which tells it under the lines.
+func (r *liveReporter) fail(f failure) {
+	r.mu.Lock()
+	r.fails = append(r.fails, f)
+	r.mu.Unlock()
+}
+
+// stats updates the lines of the streams that have not ended.
+func (r *liveReporter) stats(list []streamStats) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	for _, st := range list {
+		l := r.line(st.Stream)
+		if l.done {
+			continue
+		}
+		if dt := now.Sub(l.lastT).Seconds(); dt >= 0.5 {
+			l.rate = float64(st.Processed-l.lastN) / dt
+			l.lastN, l.lastT = st.Processed, now
+		}
+		l.processed = max(l.processed, st.Processed)
+		l.state = st.State
+		l.queue = fmt.Sprintf("  queue %d/%d", st.Queued, st.Capacity)
+		l.progress = progressText(st.Progress)
+		r.draw(st.Stream, l)
 	}
-	if st.Message != "" {
-		text += ": " + st.Message
+}
+
+// draw sets the text of a line that has not ended. r.mu is held.
+func (r *liveReporter) draw(id string, l *streamLine) {
+	text := liveText(id, l, l.state) + l.queue + l.progress
+	l.text.Store(&text)
+}
+
+func (r *liveReporter) end(e ending) {
+	r.mu.Lock()
+	l := r.line(e.Stream)
+	text := liveText(e.Stream, l, e.State) + progressText(e.Progress)
+	if why := strings.TrimPrefix(endText(e), e.State); why != "" {
+		text += why // " (end reason): message"
 	}
-	if st.State == provider.StateCompleted && st.Result != nil {
-		text += "  result " + clip(st.Result.String(), 60)
+	if e.Result != nil {
+		text += "  result " + clip(e.Result.Text, 60)
 	}
 	l.text.Store(&text)
 	l.done = true
 	r.mu.Unlock()
 	l.bar.SetTotal(-1, true)
-}
-
-// poll refreshes every line until close.
-func (r *liveReporter) poll(ctx context.Context) {
-	defer close(r.done)
-	t := time.NewTicker(liveRefresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.refresh()
-		}
-	}
-}
-
-// refresh reads every stream's stats and updates its line.
-func (r *liveReporter) refresh() {
-	for _, id := range r.prov.StreamIDs() {
-		in, err := r.prov.Info(id, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
-		if err != nil {
-			continue
-		}
-		st := liveStats{processed: in.Stats.ProcessedChunks, queued: in.Stats.QueuedChunks,
-			capacity: int64(in.QueueCapacity), state: string(in.Status.State)}
-		r.mu.Lock()
-		l := r.line(id)
-		if !l.done {
-			now := time.Now()
-			if dt := now.Sub(l.lastT).Seconds(); dt >= 0.5 {
-				l.rate = float64(st.processed-l.lastN) / dt
-				l.lastN, l.lastT = st.processed, now
-			}
-			l.processed = st.processed
-			l.progress = progressText(in.Progress)
-			text := liveText(id, l, st.state) + fmt.Sprintf("  queue %d/%d", st.queued, st.capacity) + l.progress
-			l.text.Store(&text)
-		}
-		r.mu.Unlock()
-	}
 }
 
 // line returns the stream's line, adding it on first sight. r.mu is held.
@@ -135,11 +156,11 @@ func (r *liveReporter) line(id string) *streamLine {
 	if ok {
 		return l
 	}
-	l = &streamLine{lastT: time.Now()}
+	l = &streamLine{lastT: time.Now(), state: "starting"}
 	text := id + "  starting"
 	l.text.Store(&text)
 	l.bar = r.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
-		return *l.text.Load()
+		return "\r" + *l.text.Load() // from the line's start, as lineStart
 	})))
 	r.lines[id] = l
 	return l
@@ -175,9 +196,16 @@ func liveText(id string, l *streamLine, state string) string {
 	return fmt.Sprintf("%-28s %-9s %8d chunks %9.1f/s", id, state, l.processed, l.rate)
 }
 
+// close draws every line one last time and stops the display, then prints
+// the result and the failures under the lines. A stream that has not ended
+// (an interrupted run) keeps its last numbers and state.
 func (r *liveReporter) close() {
-	r.refresh()
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
 	var open []*mpb.Bar
 	for _, l := range r.lines {
 		if !l.done {
@@ -191,15 +219,11 @@ func (r *liveReporter) close() {
 	}
 	r.p.Wait()
 	r.cancel()
-	<-r.done
-	if r.hasRes {
-		r.text.w = r.out
-		r.text.result(r.res)
+	r.text.out = r.out
+	if r.res != nil {
+		r.text.result(*r.res)
 	}
-}
-
-// liveStats are the numbers a live line shows.
-type liveStats struct {
-	processed, queued, capacity int64
-	state                       string
+	for _, f := range r.fails {
+		r.text.fail(f)
+	}
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 	"unicode"
@@ -14,39 +12,6 @@ import (
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
 )
-
-// loadProgram reads and compiles an RTFS file. A compile error is printed as
-// "file:line:col: message" followed by the offending source line, and comes
-// back as exit code 2.
-func (a *app) loadProgram(path string) (*rtfs.Program, error) {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return nil, withCode(exitProgramError, fmt.Errorf("%s is a directory: name the .rtfs files in it (e.g. %s/*.rtfs)", path, strings.TrimRight(path, "/")))
-	}
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, withCode(exitProgramError, fmt.Errorf("reading program: %w", err))
-	}
-	prog, err := rtfs.Compile(path, src)
-	if err != nil {
-		a.progErr = err
-		reportProgramError(a.stderr, path, src, err)
-		return nil, printedWithCode(exitProgramError)
-	}
-	return prog, nil
-}
-
-// reportProgramError prints err (already "file:line:col: message") and, when
-// the position is known and in file, the offending source line.
-func reportProgramError(w io.Writer, file string, src []byte, err error) {
-	fmt.Fprintln(w, err.Error())
-	line, col, ok := errorLineCol(err, file)
-	if !ok {
-		return
-	}
-	if text, ok := sourceLine(src, line); ok {
-		fmt.Fprintf(w, "%5d | %s\n", line, excerpt(text, col, excerptWidth))
-	}
-}
 
 // excerptWidth is the most characters of a source line an error shows.
 const excerptWidth = 100
@@ -105,27 +70,6 @@ func excerpt(line string, col, width int) string {
 		b.WriteString("…")
 	}
 	return b.String()
-}
-
-// jsonError writes the error that ends a --json run as its last line,
-// {"type":"error","file":F,"line":L,"col":C,"message":M} (file, line and col
-// when the error has a position in file), so that a reader of stdout sees
-// every outcome. A stream failure (exit 1) is already a status line.
-func (a *app) jsonError(file string, err error) {
-	if err == nil {
-		return
-	}
-	if a.progErr != nil {
-		err = a.progErr // the program's own error, printed as text on stderr
-	} else if ee := (*exitError)(nil); errors.As(err, &ee) && ee.printed {
-		return // a stream's end, already a status line
-	}
-	l := jsonLine{Type: "error", Message: err.Error()}
-	if line, col, ok := errorLineCol(err, file); ok && file != "" {
-		l.File, l.Line, l.Col = file, line, col
-		l.Message = errorMessage(err)
-	}
-	newJSONReporter(a.stdout).write(l)
 }
 
 // errorMessage is err's message without its "file:line:col: " position.

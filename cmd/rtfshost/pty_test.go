@@ -11,9 +11,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/creack/pty"
 )
@@ -142,6 +144,27 @@ func (c *cli) runOnPTYAt(t *testing.T, dir string, size *pty.Winsize, args ...st
 	cmd := exec.Command(c.bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(childEnv(), "TERM=xterm")
+	out, waitErr := c.ptyRun(t, cmd, size)
+	if waitErr != nil {
+		t.Fatalf("rtfshost %s on a terminal: %v\n%q", strings.Join(args, " "), waitErr, out)
+	}
+	return out
+}
+
+// ptyOutput runs cmd on a pseudo-terminal of 50x200 and returns all it
+// wrote; its exit status does not matter.
+func (c *cli) ptyOutput(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	out, _ := c.ptyRun(t, cmd, &pty.Winsize{Rows: 50, Cols: 200})
+	return out
+}
+
+// ptyRun runs cmd on a new pseudo-terminal of the given size and returns
+// everything it wrote to it and how it exited. The command must end within
+// ptyTimeout; otherwise it gets SIGQUIT (a goroutine dump), then SIGKILL.
+func (c *cli) ptyRun(t *testing.T, cmd *exec.Cmd, size *pty.Winsize) (string, error) {
+	t.Helper()
+	args := cmd.Args[1:]
 	ptmx, err := pty.StartWithSize(cmd, size)
 	if err != nil {
 		t.Fatalf("starting rtfshost on a pty: %v", err)
@@ -174,10 +197,7 @@ func (c *cli) runOnPTYAt(t *testing.T, dir string, size *pty.Winsize, args ...st
 	if timedOut {
 		t.Fatalf("rtfshost %s still running after %v on a terminal; its output:\n%s", strings.Join(args, " "), ptyTimeout, out.String())
 	}
-	if waitErr != nil {
-		t.Fatalf("rtfshost %s on a terminal: %v\n%q", strings.Join(args, " "), waitErr, out.String())
-	}
-	return out.String()
+	return out.String(), waitErr
 }
 
 // ansiEscape matches the escape sequences a progress display writes: CSI
@@ -272,4 +292,229 @@ func hasPrefixLine(lines []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// vtScreen plays terminal output on an emulated screen and returns its
+// lines as they are left: text written at the cursor, CR, LF, backspace,
+// and the CSI sequences a progress display uses (cursor up, down, right,
+// left, to a column; erase to the end of the screen or line). Other escape
+// sequences (colours, cursor shown or hidden) change nothing shown.
+func vtScreen(out string) []string {
+	var grid [][]rune
+	row, col := 0, 0
+	line := func() []rune {
+		for len(grid) <= row {
+			grid = append(grid, nil)
+		}
+		return grid[row]
+	}
+	for i := 0; i < len(out); {
+		c := out[i]
+		switch {
+		case c == 0x1b && i+1 < len(out) && out[i+1] == '[':
+			j := i + 2
+			for j < len(out) && (out[j] >= '0' && out[j] <= '9' || out[j] == ';' || out[j] == '?') {
+				j++
+			}
+			if j >= len(out) {
+				i = j
+				continue
+			}
+			n, err := strconv.Atoi(strings.TrimPrefix(out[i+2:j], "?"))
+			if err != nil || n == 0 {
+				n = 1
+			}
+			switch out[j] {
+			case 'A':
+				row = max(0, row-n)
+			case 'B':
+				row += n
+			case 'C':
+				col += n
+			case 'D':
+				col = max(0, col-n)
+			case 'G':
+				col = n - 1
+			case 'J':
+				l := line()
+				grid[row] = l[:min(col, len(l))]
+				grid = grid[:row+1]
+			case 'K':
+				l := line()
+				grid[row] = l[:min(col, len(l))]
+			}
+			i = j + 1
+			continue
+		case c == 0x1b:
+			i += 2
+			continue
+		case c == '\r':
+			col = 0
+		case c == '\n':
+			row++
+		case c == '\b':
+			col = max(0, col-1)
+		case c < 0x20:
+		default:
+			r, size := utf8.DecodeRuneInString(out[i:])
+			l := line()
+			for len(l) <= col {
+				l = append(l, ' ')
+			}
+			l[col] = r
+			grid[row] = l
+			col++
+			i += size
+			continue
+		}
+		i++
+	}
+	var lines []string
+	for _, l := range grid {
+		lines = append(lines, strings.TrimRight(string(l), " "))
+	}
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// runOnPTYInterrupted runs rtfshost with args on a pseudo-terminal, types
+// Ctrl-C once the screen shows after (the terminal then echoes ^C and
+// interrupts the process, as a user's would), and returns all it wrote
+// and its exit code.
+func (c *cli) runOnPTYInterrupted(t *testing.T, dir, after string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(c.bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(childEnv(), "TERM=xterm")
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
+	if err != nil {
+		t.Fatalf("starting rtfshost on a pty: %v", err)
+	}
+	defer ptmx.Close()
+	var mu sync.Mutex
+	var out bytes.Buffer
+	copied := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				copied <- err
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(ptyTimeout)
+	for {
+		mu.Lock()
+		seen := strings.Contains(out.String(), after)
+		mu.Unlock()
+		if seen {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-copied
+			_ = cmd.Wait()
+			t.Fatalf("the terminal never showed %q:\n%q", after, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := ptmx.Write([]byte{3}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	select {
+	case <-copied:
+	case <-time.After(ptyTimeout):
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		<-copied
+	}
+	err = cmd.Wait()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return out.String(), code
+}
+
+// testPTYInterrupt: a user's Ctrl-C on a terminal (the terminal echoes
+// ^C) while a stream prints fast leaves no stray fragment on the screen
+// (such as "cocounter.v1-... | saw 26", the ^C's columns kept in front of
+// a line); the stream's last live line counts the chunks the printed lines
+// show; what the processor prints is prefixed with its stream.
+func (c *cli) testPTYInterrupt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := writeProgram(t, dir, "fast.rtfs", `(defn tally [n chunk meta] (println "saw" (inc n)) {:state (inc n) :output {:n (inc n)}})
+(call :mcp.stream.start {:endpoint "counter.v1" :config {:limit 1000000 :interval_ms 1} :processor tally :initial-state 0})
+`)
+	known := regexp.MustCompile(`^(counter\.v1-[0-9a-f]{8} (\| saw \d+|#\d+: \{:n \d+\}|\s+(active|paused)\s+\d+ chunks\s.*)|rtfshost: .*)$`)
+	output := regexp.MustCompile(`^counter\.v1-[0-9a-f]{8} #(\d+): `)
+	for range 3 {
+		out, code := c.runOnPTYInterrupted(t, dir, "#100:", "run", "--server-url", c.serverURL, path)
+		screen := vtScreen(out)
+		shown := strings.Join(screen, "\n")
+		if code != exitInterrupted || !hasPrefixLine(screen, "rtfshost: interrupted.") {
+			t.Errorf("exit %d, want %d and the interruption told\n%s", code, exitInterrupted, shown)
+		}
+		var last int64 = -1
+		saw := 0
+		for _, l := range screen {
+			if !known.MatchString(l) {
+				t.Errorf("stray line %q\n%s", l, shown)
+			}
+			if m := output.FindStringSubmatch(l); m != nil {
+				last, _ = strconv.ParseInt(m[1], 10, 64)
+			}
+			if strings.Contains(l, " | saw ") {
+				saw++
+			}
+		}
+		live := liveLines(screen)
+		if len(live) != 1 || saw == 0 {
+			t.Fatalf("want one live line and the processor's lines prefixed with the stream\n%s", shown)
+		}
+		for _, ls := range live {
+			if final := ls[len(ls)-1]; final.chunks != last {
+				t.Errorf("the last live line counts %d chunks, the last output printed is #%d\n%s", final.chunks, last, shown)
+			}
+		}
+	}
+}
+
+// testStuckSlowSource: a processor that pauses for good on a source that
+// sends a chunk a second (its queue would take more than a minute to
+// fill) is reported stuck at once, and the terminal shows the stream as
+// paused meanwhile.
+func (c *cli) testStuckSlowSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := writeProgram(t, dir, "pauser.rtfs", `(defn stop [n chunk meta] {:state (inc n) :action :pause :output {:n (inc n)}})
+(call :mcp.stream.start {:endpoint "counter.v1" :queue-capacity 100
+                         :config {:limit 1000000 :interval_ms 1000} :processor stop :initial-state 0})
+`)
+	r := c.runIn(t, dir, "run", "--server-url", c.serverURL, path)
+	wantCode(t, r, exitStreamFailed)
+	if !regexp.MustCompile(`counter\.v1-[0-9a-f]{8}: paused with no :resume-after-ms, and its source sends no control chunk that could resume it`).MatchString(r.stderr) {
+		t.Errorf("the stuck stream is not reported\n%s", r)
+	}
+	cmd := exec.Command(c.bin, "run", "--data", "terminal", "--server-url", c.serverURL, path)
+	cmd.Dir = dir
+	cmd.Env = append(childEnv(), "TERM=xterm")
+	screen := vtScreen(c.ptyOutput(t, cmd))
+	var live []liveLine
+	for _, ls := range liveLines(screen) {
+		live = ls
+	}
+	if len(live) == 0 || live[len(live)-1].state != "paused" || live[len(live)-1].chunks != 1 {
+		t.Errorf("the terminal does not show the stream paused after its one chunk\n%s", strings.Join(screen, "\n"))
+	}
 }

@@ -4,43 +4,190 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
-// A reporter prints what a run produces: processor outputs, stream ends, log
-// lines from the program and the program's result. Its methods are safe for
-// concurrent use. The three implementations are the JSON-lines format of
-// DESIGN §7 (--json), plain lines (a pipe) and live lines (a terminal).
+// A reporter prints what a run (or a resume) produces: processor outputs,
+// stream ends, the lines the program and its processors print, the
+// program's value and the errors that end it, each told once. Its methods
+// are safe for concurrent use. The implementations are the JSON lines of
+// --json, plain lines (a pipe), live lines (a terminal), and, in the
+// process that holds a data directory, the wire to a run that joined it
+// (holder.go), which replays the lines into its own reporter.
 type reporter interface {
-	// output prints an output as delivered (docs/streams.md, "Delivery"):
-	// o.Count > 1 when it stands for outputs of its :kind coalesced.
-	output(stream string, o provider.Output)
+	// output prints an output as the job's Outbox delivered it
+	// (docs/streams.md, "Delivery"): v.Count > 1 when it stands for
+	// outputs of its :kind coalesced.
+	output(stream string, seq int64, v shown)
 	// dropped reports n low-priority outputs of stream left out.
 	dropped(stream string, n int64)
-	end(st provider.Status)
-	log(line string)
-	result(v rtfs.Value)
+	end(e ending)
+	// log prints a line of the program (stream "") or of a stream's
+	// processor.
+	log(stream, line string)
+	result(v shown)
+	// stats gives the live numbers of the run's streams; only the live
+	// reporter shows them.
+	stats(list []streamStats)
+	fail(f failure)
 	// close stops any live display; nothing is printed after it.
 	close()
+}
+
+// shown is a value as the reporters print it: its RTFS form for the text
+// and live lines, its JSON form for --json (rtfs.ToOutputJSON). A value
+// crosses from a holder to a run that joined it in this form.
+type shown struct {
+	Text string          `json:"text"`
+	JSON json.RawMessage `json:"json"`
+	// Count and Kind say that the value stands for Count outputs of the
+	// :kind Kind, coalesced as they were delivered (an output's; 0 and ""
+	// otherwise).
+	Count int64  `json:"count,omitempty"`
+	Kind  string `json:"kind,omitempty"`
+}
+
+// show makes v's two forms, each within max bytes (the output limit of the
+// run's budgets, rtfs.Limits.OutputLimit; 0: none): past it, the text is
+// cut with "..." and the JSON is an object {"error": ...} that says what
+// was not printed. A value that shares structure is written in full,
+// however little memory it takes, so the bound is on the bytes written.
+func show(v rtfs.Value, max int64, what string) shown {
+	v = orNil(v)
+	return shown{Text: printed(v, max), JSON: valueJSON(v, max, what)}
+}
+
+// valueJSON converts v for a JSON line with rtfs.OutputJSON: NaN is null,
+// a function its printed form, the rest of the value kept. Past max bytes
+// (0: none) it is {"error": "<what> not printed: output limit ..."}.
+func valueJSON(v rtfs.Value, max int64, what string) json.RawMessage {
+	b, err := rtfs.OutputJSON(v, max)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": what + " not printed: " + err.Error()})
+	}
+	return b
+}
+
+// printed is v's printed form for a plain line, cut past max bytes (0: no
+// bound) with "...".
+func printed(v rtfs.Value, max int64) string {
+	if max <= 0 || max > 1<<40 {
+		max = 1 << 40
+	}
+	return rtfs.Excerpt(v, int(max))
+}
+
+func orNil(v rtfs.Value) rtfs.Value {
+	if v == nil {
+		return rtfs.Nil
+	}
+	return v
+}
+
+// ending is how a stream ended: provider.Status in the reporters' terms.
+type ending struct {
+	Stream    string `json:"stream"`
+	State     string `json:"state"`
+	EndReason string `json:"end-reason,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Result    *shown `json:"result,omitempty"` // a completed stream's
+	// Progress is the stream's :progress when it ended (docs/streams.md).
+	Progress *provider.ProgressInfo `json:"progress,omitempty"`
+}
+
+func endingOf(st provider.Status, max int64) ending {
+	e := ending{Stream: st.StreamID, State: string(st.State), EndReason: st.EndReason, Message: st.Message}
+	if st.State == provider.StateCompleted {
+		r := show(st.Result, max, "the stream's result")
+		e.Result = &r
+	}
+	return e
+}
+
+// streamStats are the numbers a live line shows of one stream.
+type streamStats struct {
+	Stream    string `json:"stream"`
+	State     string `json:"state"`
+	Processed int64  `json:"processed"`
+	Queued    int64  `json:"queued"`
+	Capacity  int64  `json:"capacity"`
+	// Progress is the stream's :progress (docs/streams.md), nil without.
+	Progress *provider.ProgressInfo `json:"progress,omitempty"`
+}
+
+// The kinds of failure: what ended a run that did not succeed.
+const (
+	failProgram     = "program"     // the program's own error (exit 2)
+	failStream      = "stream"      // a stream failed (exit 1)
+	failStuck       = "stuck"       // every live stream is paused for good (exit 1)
+	failTimeout     = "timeout"     // --timeout ran out (exit 1)
+	failInterrupted = "interrupted" // Ctrl-C, SIGTERM (exit 130)
+	failOther       = "other"       // anything else (exit 1)
+)
+
+// A failure is one error that ends a run, as data: what failed, where, and
+// what to say. The reporters tell it: --json as an error line, the others
+// as text on stderr, each with the source line of its position when the
+// program's file has one.
+type failure struct {
+	Kind    string `json:"kind"`
+	Stream  string `json:"stream,omitempty"`
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Col     int    `json:"col,omitempty"`
+	Message string `json:"message"` // without the position
+	// Processor and Chunk name where a stream's processor failed.
+	Processor string `json:"processor,omitempty"`
+	Chunk     int64  `json:"chunk,omitempty"`
+	// AwaitedAt is the position of the await through which the program
+	// saw a stream fail (it then failed too).
+	AwaitedAt string `json:"awaited-at,omitempty"`
+	// Stuck lists the streams of a failStuck.
+	Stuck []provider.StuckStream `json:"stuck,omitempty"`
+}
+
+// exitCode is the exit code a run that ends with f has.
+func (f failure) exitCode() int {
+	switch f.Kind {
+	case failProgram:
+		return exitProgramError
+	case failInterrupted:
+		return exitInterrupted
+	}
+	return exitStreamFailed
+}
+
+// hints is what the reporters add to a failure about the data directory.
+type hints struct{ dataDir string }
+
+func (h hints) resume() string {
+	return fmt.Sprintf("the streams' progress is kept in %s; run \"rtfshost resume --data %s\" to carry on", h.dataDir, h.dataDir)
+}
+
+func (h hints) stuck() string {
+	return fmt.Sprintf("they stay paused in %s; resume them with \"rtfshost resume --data %s ID...\", cancel them with \"rtfshost cancel --data %s ID...\", or run with --wait-paused to wait for another client to resume them",
+		h.dataDir, h.dataDir, h.dataDir)
 }
 
 // jsonLine is one line of the --json format.
 type jsonLine struct {
 	Type      string          `json:"type"`
 	Stream    string          `json:"stream,omitempty"`
+	File      string          `json:"file,omitempty"`
 	Seq       *int64          `json:"seq,omitempty"`
 	Output    json.RawMessage `json:"output,omitempty"`
 	Count     int64           `json:"count,omitempty"`
 	Kind      string          `json:"kind,omitempty"`
 	State     string          `json:"state,omitempty"`
+	Was       string          `json:"was,omitempty"`
 	EndReason string          `json:"end-reason,omitempty"`
 	Message   string          `json:"message,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	Value     json.RawMessage `json:"value,omitempty"`
-	File      string          `json:"file,omitempty"`
 	Line      int             `json:"line,omitempty"`
 	Col       int             `json:"col,omitempty"`
 }
@@ -50,20 +197,21 @@ type jsonLine struct {
 //	{"type":"output","stream":ID,"seq":N,"output":V}   (+ "count":C,"kind":K when C outputs of kind K were coalesced)
 //	{"type":"dropped","stream":ID,"count":N}           (low-priority outputs left out)
 //	{"type":"status","stream":ID,"state":"completed","end-reason":R,"message":M,"result":V}
-//	{"type":"log","message":TEXT}
+//	{"type":"log","stream":ID,"message":TEXT}  (stream only for a processor's line)
 //	{"type":"result","value":V}
-//	{"type":"error","file":F,"line":L,"col":C,"message":M}  (the error that ended the run)
+//	{"type":"error","stream":ID,"file":F,"line":L,"col":C,"message":M}  (an error that ended the run)
 //
-// Values map to JSON as rtfs.ToJSON does (DESIGN §7).
+// Values map to JSON as rtfs.ToOutputJSON does (README, "Command line").
 type jsonReporter struct {
-	mu  sync.Mutex
-	enc *json.Encoder
+	mu    sync.Mutex
+	enc   *json.Encoder
+	hints hints
 }
 
-func newJSONReporter(w io.Writer) *jsonReporter {
+func newJSONReporter(w io.Writer, h hints) *jsonReporter {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	return &jsonReporter{enc: enc}
+	return &jsonReporter{enc: enc, hints: h}
 }
 
 func (r *jsonReporter) write(l jsonLine) {
@@ -72,10 +220,10 @@ func (r *jsonReporter) write(l jsonLine) {
 	_ = r.enc.Encode(l) // a closed stdout has nowhere to report to
 }
 
-func (r *jsonReporter) output(stream string, o provider.Output) {
-	l := jsonLine{Type: "output", Stream: stream, Seq: &o.Seq, Output: valueJSON(o.Value)}
-	if o.Count > 1 {
-		l.Count, l.Kind = o.Count, o.Kind
+func (r *jsonReporter) output(stream string, seq int64, v shown) {
+	l := jsonLine{Type: "output", Stream: stream, Seq: &seq, Output: v.JSON}
+	if v.Count > 1 {
+		l.Count, l.Kind = v.Count, v.Kind
 	}
 	r.write(l)
 }
@@ -84,58 +232,81 @@ func (r *jsonReporter) dropped(stream string, n int64) {
 	r.write(jsonLine{Type: "dropped", Stream: stream, Count: n})
 }
 
-func (r *jsonReporter) end(st provider.Status) {
-	l := jsonLine{Type: "status", Stream: st.StreamID, State: string(st.State), EndReason: st.EndReason, Message: st.Message}
-	if st.State == provider.StateCompleted {
-		l.Result = valueJSON(orNil(st.Result))
+func (r *jsonReporter) end(e ending) {
+	l := jsonLine{Type: "status", Stream: e.Stream, State: e.State, EndReason: e.EndReason, Message: e.Message}
+	if e.Result != nil {
+		l.Result = e.Result.JSON
 	}
 	r.write(l)
 }
 
-func (r *jsonReporter) log(line string) { r.write(jsonLine{Type: "log", Message: line}) }
+func (r *jsonReporter) log(stream, line string) {
+	r.write(jsonLine{Type: "log", Stream: stream, Message: line})
+}
 
-func (r *jsonReporter) result(v rtfs.Value) {
-	r.write(jsonLine{Type: "result", Value: valueJSON(orNil(v))})
+func (r *jsonReporter) result(v shown) { r.write(jsonLine{Type: "result", Value: v.JSON}) }
+
+func (r *jsonReporter) stats([]streamStats) {}
+
+// fail writes the error line. A stream that failed without the program
+// seeing it has said so in its status line already: no second line.
+func (r *jsonReporter) fail(f failure) {
+	l := jsonLine{Type: "error", Stream: f.Stream, File: f.File, Line: f.Line, Col: f.Col, Message: f.Message}
+	switch f.Kind {
+	case failStream:
+		if f.AwaitedAt == "" {
+			return
+		}
+		if f.Processor != "" {
+			l.Message = fmt.Sprintf("processor %s failed on chunk %d: %s", f.Processor, f.Chunk, f.Message)
+		}
+	case failStuck:
+		for _, s := range f.Stuck {
+			r.write(jsonLine{Type: "error", Stream: s.StreamID, Message: "stuck: " + s.Reason})
+		}
+		return
+	case failTimeout, failInterrupted:
+		l.Message = f.Message + "; " + r.hints.resume()
+	}
+	r.write(l)
 }
 
 func (r *jsonReporter) close() {}
 
-// valueJSON converts v for a JSON line with rtfs.ToOutputJSON: NaN is null,
-// a function its printed form, the rest of the value kept.
-func valueJSON(v rtfs.Value) json.RawMessage { return rtfs.ToOutputJSON(v) }
+// writeJSONLine writes one line of the --json format on w: what the
+// commands that are not runs print under --json.
+func writeJSONLine(w io.Writer, l jsonLine) { newJSONReporter(w, hints{}).write(l) }
 
-func orNil(v rtfs.Value) rtfs.Value {
-	if v == nil {
-		return rtfs.Nil
-	}
-	return v
-}
-
-// textReporter writes plain lines, for a pipe or a file.
+// textReporter writes plain lines on out, for a pipe or a file, and tells
+// failures on errw: each once, headed by its position with the source line
+// of the program (sources).
 type textReporter struct {
-	mu   sync.Mutex
-	w    io.Writer
-	last map[string]rtfs.Value // each stream's last output printed
+	mu      sync.Mutex
+	out     io.Writer
+	errw    io.Writer
+	hints   hints
+	sources map[string][]byte // file -> source, for the lines failures point at
+	last    map[string]string // each stream's last output printed
 }
 
 func (r *textReporter) printf(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	fmt.Fprintf(r.w, format, args...)
+	fmt.Fprintf(r.out, format, args...)
 }
 
-func (r *textReporter) output(stream string, o provider.Output) {
+func (r *textReporter) output(stream string, seq int64, v shown) {
 	r.mu.Lock()
 	if r.last == nil {
-		r.last = map[string]rtfs.Value{}
+		r.last = map[string]string{}
 	}
-	r.last[stream] = o.Value
+	r.last[stream] = v.Text
 	r.mu.Unlock()
-	if o.Count > 1 {
-		r.printf("%s #%d: %s  (×%d %s)\n", stream, o.Seq, o.Value, o.Count, o.Kind)
+	if v.Count > 1 {
+		r.printf("%s #%d: %s  (×%d %s)\n", stream, seq, v.Text, v.Count, v.Kind)
 		return
 	}
-	r.printf("%s #%d: %s\n", stream, o.Seq, o.Value)
+	r.printf("%s #%d: %s\n", stream, seq, v.Text)
 }
 
 func (r *textReporter) dropped(stream string, n int64) {
@@ -144,34 +315,95 @@ func (r *textReporter) dropped(stream string, n int64) {
 
 // end prints the stream's status line; a result that is the output just
 // printed is not printed again.
-func (r *textReporter) end(st provider.Status) {
+func (r *textReporter) end(e ending) {
 	r.mu.Lock()
-	last, printed := r.last[st.StreamID]
+	last, printed := r.last[e.Stream]
 	r.mu.Unlock()
-	line := statusLine(st)
-	if printed && st.Result != nil && rtfs.Equal(last, st.Result) {
-		line = statusLine(provider.Status{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message}) + " (result: its last output)"
+	line := e.Stream + " " + endText(e)
+	if e.Result != nil {
+		if printed && last == e.Result.Text {
+			line += " (result: its last output)"
+		} else {
+			line += " result " + e.Result.Text
+		}
 	}
 	r.printf("%s\n", line)
 }
 
-func (r *textReporter) log(line string) { r.printf("%s\n", line) }
+// endText is how a stream ended, in words: its state, why when that says
+// more than the state, and the message, except a failure's, which the
+// failure tells below in full.
+func endText(e ending) string {
+	s := e.State
+	if e.EndReason != "" && e.EndReason != e.State {
+		s += " (" + e.EndReason + ")"
+	}
+	if e.Message != "" && e.State != string(provider.StateError) {
+		s += ": " + e.Message
+	}
+	return s
+}
 
-func (r *textReporter) result(v rtfs.Value) { r.printf("result: %s\n", orNil(v)) }
+// log prints a line of the program as it is, a processor's after its
+// stream's id.
+func (r *textReporter) log(stream, line string) {
+	if stream != "" {
+		r.printf("%s | %s\n", stream, line)
+		return
+	}
+	r.printf("%s\n", line)
+}
+
+func (r *textReporter) result(v shown) { r.printf("result: %s\n", v.Text) }
+
+func (r *textReporter) stats([]streamStats) {}
+
+func (r *textReporter) fail(f failure) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tellFailure(r.errw, f, r.sources, r.hints)
+}
 
 func (r *textReporter) close() {}
 
-// statusLine describes how a stream ended, in one line.
-func statusLine(st provider.Status) string {
-	s := fmt.Sprintf("%s %s", st.StreamID, st.State)
-	if st.EndReason != "" {
-		s += " (" + st.EndReason + ")"
+// tellFailure writes f as text: a position and its source line first when
+// it has one, then what else there is to know.
+func tellFailure(w io.Writer, f failure, sources map[string][]byte, h hints) {
+	var b strings.Builder
+	switch f.Kind {
+	case failStuck:
+		b.WriteString("rtfshost: stopped waiting: every live stream is paused, and nothing can resume it:\n")
+		for _, s := range f.Stuck {
+			fmt.Fprintf(&b, "  %s: %s\n", s.StreamID, s.Reason)
+		}
+		fmt.Fprintf(&b, "rtfshost: %s.\n", h.stuck())
+	case failTimeout, failInterrupted:
+		fmt.Fprintf(&b, "rtfshost: %s.\nrtfshost: %s.\n", f.Message, h.resume())
+	default:
+		if f.File != "" && f.Line > 0 {
+			fmt.Fprintf(&b, "%s:%d:%d: %s\n", f.File, f.Line, f.Col, f.Message)
+			if text, ok := sourceLine(sources[f.File], f.Line); ok {
+				fmt.Fprintf(&b, "%5d | %s\n", f.Line, excerpt(text, f.Col, excerptWidth))
+			}
+		} else if f.Kind == failStream && f.Processor == "" {
+			fmt.Fprintf(&b, "rtfshost: stream %q failed: %s\n", f.Stream, f.Message)
+		} else if f.Kind == failProgram {
+			fmt.Fprintf(&b, "%s\n", f.Message)
+		} else {
+			fmt.Fprintf(&b, "rtfshost: %s\n", f.Message)
+		}
+		if f.Processor != "" {
+			if f.File == "" {
+				fmt.Fprintf(&b, "%s\n", f.Message)
+			}
+			fmt.Fprintf(&b, "  in processor %s, on chunk %d of stream %s", f.Processor, f.Chunk, f.Stream)
+			if f.AwaitedAt != "" {
+				fmt.Fprintf(&b, " (awaited at %s)", f.AwaitedAt)
+			}
+			b.WriteString("\n")
+		} else if f.AwaitedAt != "" {
+			fmt.Fprintf(&b, "  (awaited at %s)\n", f.AwaitedAt)
+		}
 	}
-	if st.Message != "" {
-		s += ": " + st.Message
-	}
-	if st.State == provider.StateCompleted && st.Result != nil {
-		s += " result " + st.Result.String()
-	}
-	return s
+	io.WriteString(w, b.String())
 }

@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/rtfshost/rtfshost/host/mcpserver"
-	"github.com/rtfshost/rtfshost/provider"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rtfshost/rtfshost/persistence"
 )
 
 func (a *app) resumeCmd() *cobra.Command {
@@ -42,9 +43,7 @@ Output and exit codes are those of run.`,
 				if len(ids) == 0 {
 					return withCode(exitProgramError, fmt.Errorf("resume --server needs the ids of the streams to resume"))
 				}
-				return a.control(cmd.Context(), ids, func(ctx context.Context, id string) (string, error) {
-					return callServer(ctx, o.server, mcpserver.ToolResume, map[string]any{"stream-id": id})
-				})
+				return a.manageStreams(cmd.Context(), controlOptions{server: o.server, json: o.json}, "resume", ids)
 			}
 			o.unpause = ids
 			return a.resumeStreams(cmd.Context(), o)
@@ -59,79 +58,123 @@ Output and exit codes are those of run.`,
 	return cmd
 }
 
-// resumeStreams is the resume command.
-// liveStreams counts the streams of ids that have not ended.
-func liveStreams(p *provider.Provider, ids []string) int {
-	n := 0
-	for _, id := range ids {
-		if st, err := p.Status(id); err == nil && !st.State.Terminal() {
-			n++
+// resumeStreams is the resume command: one job on a host of its own that
+// recovers every unfinished stream of the data directory and the programs
+// parked on them. When another process holds the directory, its streams
+// run there already: resume ID un-pauses them there, and a bare resume
+// says what holds it.
+func (a *app) resumeStreams(ctx context.Context, o runOptions) error {
+	if len(o.unpause) > 0 {
+		// Un-pause them first, with the policy and the messages of the
+		// other commands (on the process that holds the directory, if
+		// one does: its streams run there).
+		heldBy, err := a.unpause(ctx, o)
+		if err != nil || heldBy {
+			return err
 		}
 	}
-	return n
-}
-
-func (a *app) resumeStreams(ctx context.Context, o runOptions) (err error) {
-	if o.json {
-		defer func() { a.jsonError("", err) }()
+	rep, live := a.newReporter(o, nil)
+	defer rep.close()
+	s, err := a.openSession(o, true, rep)
+	var held *persistence.LockedError
+	if errors.As(err, &held) {
+		return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("%w; the streams it runs go on there, and those it does not (rtfshost streams shows them as interrupted) can be resumed once it has ended", held)))
 	}
-	ctx, cancel := withTimeout(ctx, o.timeout)
-	defer cancel()
-	s, err := a.openSession(o, true)
 	if err != nil {
-		return err
+		return a.reportErr(rep, err)
 	}
-	defer s.close()
 	for _, id := range o.unpause {
-		from, err := provider.SetStoredState(ctx, s.h.Store(), id, provider.StateActive)
-		if err != nil {
-			s.rep.close()
-			return withCode(exitStreamFailed, err)
-		}
-		if from == provider.StatePaused {
-			s.rep.log(fmt.Sprintf("resuming the paused stream %s", id))
-		}
+		rep.log("", fmt.Sprintf("resuming the paused stream %s", id))
 	}
 	before, err := s.h.ResumedPrograms(ctx)
 	if err != nil {
-		return withCode(exitStreamFailed, err)
+		s.close()
+		return a.reportErr(rep, withCode(exitStreamFailed, err))
 	}
-	ctx, cancelStuck := context.WithCancelCause(ctx)
-	defer cancelStuck(nil)
+	j, err := newJob(s.h, s.owners, rep, jobOptions{timeout: o.timeout, waitPaused: o.waitPaused, live: live, catchAll: true,
+		maxOutput: a.rt.limits().OutputLimit()})
+	if err != nil {
+		s.close()
+		return a.reportErr(rep, withCode(exitProgramError, err))
+	}
+	ctx, cancel := withTimeout(ctx, o.timeout)
+	defer cancel()
+	ctx, stuck := context.WithCancelCause(ctx)
+	defer stuck(nil)
 	// Streams and parked programs that cannot be recovered do not hold the
 	// others back: they are listed as unrecoverable (rtfshost inspect),
 	// named at the end, and make the exit code 1.
 	recErr := s.h.Recover(ctx)
-	watch := a.watchStuck(ctx, cancelStuck, s.h, o)
-	if ids := s.h.Provider().StreamIDs(); recErr == nil && len(ids) > 0 && liveStreams(s.h.Provider(), ids) == 0 && len(before) == 0 {
-		s.rep.log(fmt.Sprintf("nothing to resume in %s: all %d streams have ended (rtfshost inspect --data %s shows them)", a.flags.dataDir, len(ids), a.flags.dataDir))
+	watch := j.watch(ctx, stuck)
+	p := s.h.Provider()
+	if ids := p.StreamIDs(); recErr == nil && len(ids) > 0 && len(p.Live()) == 0 && len(before) == 0 {
+		rep.log("", fmt.Sprintf("nothing to resume in %s: all %d streams have ended (rtfshost streams --data %s shows them)", a.flags.dataDir, len(ids), a.flags.dataDir))
 	}
 	waitErr := s.h.Wait(ctx)
-	watch.stop()
-	if err := watch.report(a, o.json); err != nil {
-		s.rep.close()
-		return err
-	}
-	after, err := s.h.ResumedPrograms(ctx)
-	if finishErr := s.finish(); finishErr != nil && waitErr == nil {
-		waitErr = finishErr
-	}
-	if err == nil {
-		for _, rp := range after[min(len(before), len(after)):] {
-			if rp.Err != "" {
-				s.rep.log(fmt.Sprintf("program %s (awaiting %s) failed: %s", rp.Program, rp.StreamID, rp.Err))
-				continue
+	code := j.conclude(ctx, watch, func() int {
+		if after, err := s.h.ResumedPrograms(ctx); err == nil {
+			for _, rp := range after[min(len(before), len(after)):] {
+				if rp.Err != "" {
+					rep.log("", fmt.Sprintf("program %s (awaiting %s) failed: %s", rp.Program, rp.StreamID, rp.Err))
+					continue
+				}
+				rep.log("", fmt.Sprintf("program %s (awaiting %s) finished: %s", rp.Program, rp.StreamID, rp.Value))
 			}
-			s.rep.log(fmt.Sprintf("program %s (awaiting %s) finished: %s", rp.Program, rp.StreamID, rp.Value))
+		}
+		if recErr != nil {
+			rep.fail(failure{Kind: failOther, Message: "not recovered (the others ran): " + recErr.Error()})
+			return exitStreamFailed
+		}
+		if len(s.h.Provider().StreamIDs()) == 0 {
+			rep.fail(failure{Kind: failOther, Message: "no streams in " + a.flags.dataDir})
+			return exitOK
+		}
+		code := exitOK
+		for _, err := range joinedErrs(waitErr) {
+			rep.fail(failureOf(err, ""))
+			code = exitStreamFailed
+		}
+		return code
+	})
+	return a.endSession(ctx, s, rep, code, o.json)
+}
+
+// joinedErrs returns the errors errors.Join joined in err (err itself when it
+// joins none).
+func joinedErrs(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// unpause un-pauses the streams of resume ID... where they are: on the
+// process that holds the data directory (heldBy: nothing is left to
+// resume here), or in the directory. Each error is told as the other
+// commands tell it, and ends the command.
+func (a *app) unpause(ctx context.Context, o runOptions) (heldBy bool, err error) {
+	d, err := a.openDesk(ctx, "")
+	if err != nil {
+		return false, err
+	}
+	_, heldBy = d.(*holderDesk)
+	if heldBy {
+		d.close()
+		return true, a.manageStreams(ctx, controlOptions{json: o.json}, "resume", o.unpause)
+	}
+	defer d.close()
+	failed := false
+	for _, id := range o.unpause {
+		if _, _, err := a.manageOne(ctx, d, "resume", id, false); err != nil {
+			failed = true
+			a.tellManageErr(o.json, id, err)
 		}
 	}
-	s.rep.close()
-	if recErr != nil {
-		fmt.Fprintln(a.stderr, "rtfshost: not recovered (the others ran):", recErr)
-		return printedWithCode(exitStreamFailed)
+	if failed {
+		return false, printedWithCode(exitStreamFailed)
 	}
-	if len(s.h.Provider().StreamIDs()) == 0 {
-		fmt.Fprintf(a.stderr, "rtfshost: no streams in %s\n", a.flags.dataDir)
-	}
-	return a.streamsOutcome(ctx, waitErr)
+	return false, nil
 }

@@ -1,20 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 type runOptions struct {
@@ -40,6 +40,12 @@ When the resolved server URL is the default local one (127.0.0.1:2025) and
 nothing listens there, run starts the embedded reference server for the time
 of the run.
 
+When another rtfshost holds the data directory (a run, a resume or a serve
+started earlier), run hands its program to it: the program and its streams
+run there, and this run prints their lines as its own, and ends when they
+do; its Ctrl-C stops its own streams only. That process then ends after
+the runs that joined it (docs/runs-side-by-side.md).
+
 Exit codes: 0 when every stream completed, 1 when a stream failed, 2 for a
 program error (printed as file:line:col: message with the source line).`,
 		Example: `  rtfshost run examples/weather.rtfs
@@ -61,56 +67,126 @@ program error (printed as file:line:col: message with the source line).`,
 	return cmd
 }
 
-// runProgram is the run command. Under --json an error that ends it is
-// also a JSON line on stdout (see jsonError).
-func (a *app) runProgram(ctx context.Context, path string, o runOptions) (err error) {
-	if o.json {
-		defer func() { a.jsonError(path, err) }()
-	}
-	prog, err := a.loadProgram(path)
+// runProgram is the run command: the program runs as the one job of a
+// host of its own, or, when another process holds the data directory, as
+// a job of that process (join).
+func (a *app) runProgram(ctx context.Context, path string, o runOptions) error {
+	src, err := a.readProgram(path)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := withTimeout(ctx, o.timeout)
-	defer cancel()
-	s, err := a.openSession(o, false)
+	rep, live := a.newReporter(o, map[string][]byte{path: src})
+	defer rep.close()
+	prog, err := rtfs.Compile(path, src)
 	if err != nil {
-		return err
-	}
-	defer s.close()
-	ctx, cancelStuck := context.WithCancelCause(ctx)
-	defer cancelStuck(nil)
-	watch := a.watchStuck(ctx, cancelStuck, s.h, o)
-	watch.running.Store(true)
-	val, runErr := s.h.Run(ctx, prog)
-	watch.running.Store(false)
-	var waitErr error
-	if runErr == nil {
-		waitErr = s.h.Wait(ctx)
-	}
-	watch.stop()
-	if err := s.finish(); err != nil && runErr == nil && waitErr == nil {
-		waitErr = err
-	}
-	if err := watch.report(a, o.json); err != nil {
-		s.rep.close()
-		return err
-	}
-	if runErr == nil && ctx.Err() == nil {
-		s.rep.result(val)
-	}
-	s.rep.close()
-	if ctx.Err() == nil && runErr != nil {
-		a.progErr = runErr
-		reportProgramError(a.stderr, path, prog.Source(), runErr)
-		// A stream that failed under an await the program did not catch is
-		// a stream failure (exit 1), not a fault of the program (exit 2).
-		if errors.As(runErr, new(*provider.StreamError)) {
-			return printedWithCode(exitStreamFailed)
-		}
+		rep.fail(failureOf(err, path))
 		return printedWithCode(exitProgramError)
 	}
-	return a.streamsOutcome(ctx, waitErr)
+	// Hold the directory, or join the process that holds it. A holder
+	// serves its socket a moment after it opened the directory, and one
+	// that is ending frees the directory a moment after it closed it.
+	var s *session
+	deadline := time.Now().Add(holderWait)
+	for {
+		s, err = a.openSession(o, false, rep)
+		var held *persistence.LockedError
+		if !errors.As(err, &held) {
+			break
+		}
+		if d, derr := a.dialHolder(ctx); derr == nil {
+			err = a.runJoined(ctx, d, held, path, src, o, live, rep)
+			if !errors.Is(err, errHolderEnding) {
+				return err
+			}
+			deadline = time.Now().Add(holderWait)
+		} else if time.Now().After(deadline) {
+			return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("%w (it answers on no control socket, so this run cannot join it)", held)))
+		}
+		select {
+		case <-ctx.Done():
+			return a.reportErr(rep, withCode(exitInterrupted, ctx.Err()))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		return a.reportErr(rep, err)
+	}
+	j, err := newJob(s.h, s.owners, rep, jobOptions{timeout: o.timeout, waitPaused: o.waitPaused, live: live, catchAll: true,
+		maxOutput: a.rt.limits().OutputLimit()})
+	if err != nil {
+		s.close()
+		return a.reportErr(rep, withCode(exitProgramError, err))
+	}
+	return a.endSession(ctx, s, rep, j.run(ctx, path, prog), o.json)
+}
+
+// endSession ends a run or resume whose job ended with code: it closes the
+// reporter, waits for the runs that joined the session, closes it, and
+// returns the command's error (a session that fails to close turns a clean
+// run into exit 1).
+func (a *app) endSession(ctx context.Context, s *session, rep reporter, code int, asJSON bool) error {
+	rep.close()
+	s.hold.waitJobs(ctx, a.stderr)
+	if err := s.close(); err != nil && code == exitOK {
+		code = exitStreamFailed
+		a.printErr(asJSON, err)
+	}
+	return codeErr(code)
+}
+
+// runJoined runs the program as a job of d, the process that holds the
+// data directory (held says which it is). It returns errHolderEnding when
+// that process is ending.
+func (a *app) runJoined(ctx context.Context, d *holderDesk, held *persistence.LockedError, path string, src []byte, o runOptions, live bool, rep reporter) error {
+	defer d.close()
+	if o.obs.metricsListen != "" || o.obs.otlpEndpoint != "" || o.obs.perStream {
+		return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("%w; a run that joins it cannot serve metrics or traces of its own (--metrics-listen, --otlp-endpoint, --metrics-per-stream)", held)))
+	}
+	code, err := a.join(ctx, d, path, src, o, live, rep)
+	if errors.Is(err, errHolderEnding) {
+		return err
+	}
+	if err != nil {
+		return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("data directory %s is in use by %s, and this run cannot join it: %w", a.flags.dataDir, d.hello, err)))
+	}
+	return codeErr(code)
+}
+
+// readProgram reads a program's file.
+func (a *app) readProgram(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, withCode(exitProgramError, fmt.Errorf("%s is a directory: name the .rtfs files in it (e.g. %s/*.rtfs)", path, strings.TrimRight(path, "/")))
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, withCode(exitProgramError, fmt.Errorf("reading program: %w", err))
+	}
+	return src, nil
+}
+
+// reportErr tells err through rep, once, and returns its exit code as
+// printed.
+func (a *app) reportErr(rep reporter, err error) error {
+	rep.fail(failure{Kind: failOther, Message: err.Error()})
+	return printedWithCode(exitCodeOf(err))
+}
+
+// printErr prints an error after the reporter closed: a JSON line with
+// --json, else on stderr.
+func (a *app) printErr(asJSON bool, err error) {
+	if asJSON {
+		writeJSONLine(a.stdout, jsonLine{Type: "error", Message: err.Error()})
+		return
+	}
+	fmt.Fprintln(a.stderr, "rtfshost:", err)
+}
+
+// codeErr turns an exit code whose cause is reported into cobra's error.
+func codeErr(code int) error {
+	if code == exitOK {
+		return nil
+	}
+	return printedWithCode(code)
 }
 
 // withTimeout bounds ctx by d when d > 0.
@@ -121,27 +197,28 @@ func withTimeout(ctx context.Context, d time.Duration) (context.Context, context
 	return context.WithCancel(ctx)
 }
 
-// session is what run and resume share: the host with its transports, the
-// embedded reference server when needed, and the reporter fed by every
-// stream's events.
+// session is what run and resume share when they hold the data directory:
+// the host with its transports, the embedded reference server when
+// needed, the observability, and the control socket (holder.go) that lets
+// other commands and runs on the directory reach the host.
 type session struct {
-	h        *host.Host
-	srv      *embedded
-	rep      reporter
-	logs     *lineWriter
-	pumpDone <-chan struct{}
-	ob       *observability
+	h      *host.Host
+	srv    *embedded
+	ob     *observability
+	owners *owners
+	hold   *holder
 }
 
 // openSession opens the data directory (which must exist already when
-// existing is set), builds the host and starts reporting. The caller calls
-// finish, then close.
-func (a *app) openSession(o runOptions, existing bool) (*session, error) {
+// existing is set) and builds the host; the lines no job takes go to rep.
+// When another process holds the directory it fails with that
+// *persistence.LockedError.
+func (a *app) openSession(o runOptions, existing bool, rep reporter) (*session, error) {
 	logger, err := a.logger()
 	if err != nil {
 		return nil, err
 	}
-	s := &session{logs: &lineWriter{}}
+	s := &session{owners: &owners{}}
 	if existing {
 		if err := a.checkDataDir(); err != nil {
 			return nil, err
@@ -160,199 +237,73 @@ func (a *app) openSession(o runOptions, existing bool) (*session, error) {
 			Logger:      logger,
 			Limits:      a.rt.limits(),
 			IdleTimeout: a.rt.idle(),
-			Breaker:     a.rt.breaker(),
 			HTTPClient:  s.srv.client(),
 			Observer:    s.ob.observer(),
 		},
 		Limits: a.rt.limits(),
-		Stdout: s.logs,
+		Log:    rep.log,
 		Logger: logger,
 	})
 	if err != nil {
 		s.ob.close()
 		s.srv.Close()
+		var le *persistence.LockedError
+		if errors.As(err, &le) {
+			return nil, le
+		}
 		return nil, err
 	}
 	if err := s.ob.serveMetrics(s.h.Provider(), o.obs.metricsListen, os.Getenv(tokenEnv), a.stderr); err != nil {
 		s.close()
 		return nil, err
 	}
-	s.rep = a.newReporter(o, s.h.Provider())
-	s.logs.setSink(s.rep.log)
-	s.pumpDone, err = pumpEvents(s.h.Provider(), s.rep)
-	if err != nil {
-		s.rep.close()
-		s.close()
-		return nil, withCode(exitProgramError, err)
+	if s.hold, err = a.serveHolder(s.h, s.owners); err != nil {
+		// Without its socket the directory is held as before: other
+		// commands say it is in use.
+		logger.Warn("the data directory's control socket is not served", "err", err)
 	}
 	return s, nil
 }
 
-// finish closes the host, which stops intake and closes the event
-// subscription once its last events are out, and waits until they are
-// reported. A processor call still in flight is abandoned: its chunk stays
-// after the committed cursor and is processed again on resume.
-func (s *session) finish() error {
+// close stops the control socket, then closes the host (its streams stop,
+// with their progress committed, and the store closes), the
+// observability and the embedded server.
+func (s *session) close() error {
+	s.hold.close()
 	err := s.h.Close()
-	<-s.pumpDone
-	s.logs.flush()
+	s.ob.close()
+	s.srv.Close()
 	return err
 }
 
-// close releases what finish leaves: the host (and with it the store) and
-// the embedded server.
-func (s *session) close() {
-	s.h.Close()
-	s.ob.close()
-	s.srv.Close()
-}
-
-// streamsOutcome turns the end of the streams into the exit code and its
-// message.
-func (a *app) streamsOutcome(ctx context.Context, waitErr error) error {
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		fmt.Fprintf(a.stderr, "rtfshost: --timeout reached before every stream ended.\n%s", a.resumeHint())
-		return printedWithCode(exitStreamFailed)
-	case ctx.Err() != nil:
-		fmt.Fprintf(a.stderr, "rtfshost: interrupted.\n%s", a.resumeHint())
-		return printedWithCode(exitInterrupted)
-	case waitErr != nil:
-		fmt.Fprintln(a.stderr, "rtfshost:", waitErr)
-		return printedWithCode(exitStreamFailed)
-	}
-	return nil
-}
-
-// resumeHint says how to carry on after an interruption.
-func (a *app) resumeHint() string {
-	return fmt.Sprintf("rtfshost: the streams' progress is kept in %s; run \"rtfshost resume --data %s\" to carry on.\n", a.flags.dataDir, a.flags.dataDir)
-}
-
 // newReporter picks the output format: --json, live lines on a terminal, or
-// plain lines.
-func (a *app) newReporter(o runOptions, prov *provider.Provider) reporter {
+// plain lines; live says it is the live one.
+func (a *app) newReporter(o runOptions, sources map[string][]byte) (rep reporter, live bool) {
+	h := hints{dataDir: a.flags.dataDir}
 	if o.json {
-		return newJSONReporter(a.stdout)
+		return newJSONReporter(a.stdout, h), false
 	}
 	if f, ok := a.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		// A terminal that reports no size (a bare pseudo-terminal) cannot
-		// lay out live lines: it gets the plain ones (issue 14 item 11).
+		// lay out live lines: it gets the plain ones.
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
-			return newLiveReporter(f, prov)
+			return newLiveReporter(f, a.stderr, h, sources), true
 		}
 	}
-	return &textReporter{w: a.stdout}
+	return &textReporter{out: a.stdout, errw: a.stderr, hints: h, sources: sources}, false
 }
 
-// pumpEvents forwards every stream event to rep as an Outbox delivers
-// them (docs/streams.md, "Delivery": immediate outputs at once, normal and
-// low ones in batches, coalesced by :kind, the oldest low ones dropped when
-// more wait than a batch holds) until the subscription closes (the
-// provider closes), then everything held. The subscription is lossless:
-// a reporter slower than the streams holds them up, so it is never cut
-// off.
-func pumpEvents(prov *provider.Provider, rep reporter) (<-chan struct{}, error) {
-	sub, err := prov.Subscribe("", provider.SubscribeOptions{Lossless: true, Buffer: 256})
+// loadProgram reads and compiles a program, telling a compile error as
+// run does (file:line:col: message and the source line, on stderr).
+func (a *app) loadProgram(path string) (*rtfs.Program, error) {
+	src, err := a.readProgram(path)
 	if err != nil {
 		return nil, err
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		box := provider.NewOutbox(provider.OutboxOptions{})
-		var batches []provider.Batch
-		timer := time.NewTimer(time.Hour)
-		defer timer.Stop()
-		events := sub.C()
-		for events != nil {
-			timer.Stop()
-			var tick <-chan time.Time
-			if at, ok := box.Next(); ok {
-				timer.Reset(time.Until(at))
-				tick = timer.C
-			}
-			select {
-			case ev, ok := <-events:
-				if !ok {
-					events = nil
-					break
-				}
-				box.Add(ev)
-			case <-tick:
-			}
-			if events == nil {
-				batches = box.Drain(batches[:0])
-			} else {
-				batches = box.Take(time.Now(), batches[:0])
-			}
-			for _, b := range batches {
-				report(rep, &b)
-			}
-		}
-	}()
-	return done, nil
-}
-
-// report hands one delivered batch to rep.
-func report(rep reporter, b *provider.Batch) {
-	if b.Dropped > 0 {
-		rep.dropped(b.StreamID, b.Dropped)
+	prog, err := rtfs.Compile(path, src)
+	if err != nil {
+		tellFailure(a.stderr, failureOf(err, path), map[string][]byte{path: src}, hints{dataDir: a.flags.dataDir})
+		return nil, printedWithCode(exitProgramError)
 	}
-	for _, o := range b.Outputs {
-		rep.output(b.StreamID, o)
-	}
-	if b.End != nil {
-		rep.end(*b.End)
-	}
-}
-
-// lineWriter turns what println and log write into whole lines for the
-// reporter; lines written before the reporter exists are buffered.
-type lineWriter struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	sink func(string)
-}
-
-var _ io.Writer = (*lineWriter)(nil)
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	w.drain(false)
-	return len(p), nil
-}
-
-func (w *lineWriter) setSink(f func(string)) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.sink = f
-	w.drain(false)
-}
-
-func (w *lineWriter) flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.drain(true)
-}
-
-// drain sends complete lines (and with all, the rest) to the sink. w.mu is held.
-func (w *lineWriter) drain(all bool) {
-	if w.sink == nil {
-		return
-	}
-	for {
-		line, err := w.buf.ReadString('\n')
-		if err != nil {
-			if all && line != "" {
-				w.sink(line)
-			} else {
-				w.buf.WriteString(line)
-			}
-			return
-		}
-		w.sink(line[:len(line)-1])
-	}
+	return prog, nil
 }

@@ -233,6 +233,15 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	// The host's shutdown grace starts at the signal: the MCP server closes
 	// first, and its calls and events may wait for the store as well.
 	defer context.AfterFunc(cmd.Context(), h.BeginClose)()
+	if clusterOpts == nil {
+		// Other commands and runs on the data directory reach this host
+		// through its control socket.
+		hold, err := a.serveHolder(h, &owners{})
+		if err != nil {
+			logger.Warn("the data directory's control socket is not served", "err", err)
+		}
+		defer hold.close()
+	}
 	if err := ob.watchCluster(h.Cluster()); err != nil {
 		return withCode(exitStreamFailed, err)
 	}
@@ -263,7 +272,7 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	defer srv.Close()
 	// Streams an earlier run, resume or serve left unfinished carry on here.
-	if err := h.Recover(cmd.Context()); err != nil {
+	if err := srv.Recover(cmd.Context()); err != nil {
 		where := a.flags.dataDir
 		if clusterOpts != nil {
 			where = "the cluster"

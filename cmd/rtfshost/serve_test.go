@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/internal/localserver"
+	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 // serveChildEnv, when set in the environment of this test binary, makes
@@ -99,7 +100,7 @@ func TestServeSubprocess(t *testing.T) {
 		seen[ev.id] = true
 	}
 	for i, ev := range events[:3] {
-		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"_meta":{"rtfshost/coalesced":0,"rtfshost/seq":%d,"rtfshost/stream-id":"STREAM"},"progressToken":"xyz","message":"{\"n\":%d,\"count\":%d}","progress":%d}}`, i, i+1, i+1, i+1)
+		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"_meta":{"rtfshost/coalesced":0,"rtfshost/seq":%d,"rtfshost/stream-id":"STREAM"},"progressToken":"xyz","message":"{\"n\":%d,\"count\":%d}","progress":%d}}`, i+1, i+1, i+1, i+1)
 		got := regexp.MustCompile(`"rtfshost/stream-id":"counter\.v1-[0-9a-f]{8}"`).ReplaceAllString(ev.data, `"rtfshost/stream-id":"STREAM"`)
 		if got != want {
 			t.Errorf("progress event %d:\n got %s\nwant %s", i, ev.data, want)
@@ -149,9 +150,10 @@ func TestServeSubprocess(t *testing.T) {
 
 // serveResumeAfterKill: a 2025-11-25 client reads a few progress
 // notifications of a tools/call, then serve is killed with SIGKILL and
-// started again on the same data directory; the client resumes with
-// Last-Event-ID and gets every later notification, in order, and the
-// call's result.
+// started again on the same data directory; the client comes back once
+// the recovered stream has ended, resumes with Last-Event-ID and gets every
+// later notification, in order, and the call's result: the restarted
+// server follows the call from before its stream runs again.
 func serveResumeAfterKill(t *testing.T, sourceURL string) {
 	dir := filepath.Join(t.TempDir(), "data")
 	base, _, kill := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
@@ -209,6 +211,19 @@ func serveResumeAfterKill(t *testing.T, sourceURL string) {
 
 	base, stop, _ := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
 	defer stop()
+	// The client comes back late: the recovered stream has ended by then,
+	// and every output it gave since the restart is stored for the client.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := callServer(context.Background(), base, "mcp.stream.status", map[string]any{"stream-id": "resumable"})
+		if err == nil && strings.Contains(st, `"state":"completed"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the recovered stream did not complete: %s %v", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	get, _ := http.NewRequest(http.MethodGet, base, nil)
 	get.Header.Set("Accept", "text/event-stream")
 	get.Header.Set("Mcp-Session-Id", sid)
@@ -738,6 +753,37 @@ func serveBreaker(t *testing.T) {
 	for _, want := range []string{`rtfshost_breaker_state{origin="` + dead.URL + `"} 1`, `rtfshost_breaker_failures{origin="` + dead.URL + `"} 5`, "rtfshost_breaker_opened_total 1"} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func TestRuntimeFlagDefaultsAreEachCommands(t *testing.T) {
+	// run, resume and serve share one set of budget flags; each must run
+	// with its own defaults, whichever command was registered last.
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		want rtfs.Limits
+	}{
+		{"serve", nil, rtfs.Limits{MaxMemory: 256 << 20, MaxOutput: 16 << 20, MaxDuration: 30 * time.Second}},
+		{"serve", []string{"--max-output-bytes", "1MiB", "--call-timeout", "2s"}, rtfs.Limits{MaxMemory: 256 << 20, MaxOutput: 1 << 20, MaxDuration: 2 * time.Second}},
+		{"serve", []string{"--max-output-bytes", "-1"}, rtfs.Limits{MaxMemory: 256 << 20, MaxDuration: 30 * time.Second}},
+		{"run", nil, rtfs.Limits{}},
+		{"resume", nil, rtfs.Limits{}},
+	} {
+		a := newApp(strings.NewReader(""), io.Discard, io.Discard)
+		cmd, _, err := a.root.Find([]string{tc.cmd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.rt.resolve(cmd); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.rt.limits(); got != tc.want {
+			t.Errorf("%s %v: limits %+v, want %+v", tc.cmd, tc.args, got, tc.want)
 		}
 	}
 }

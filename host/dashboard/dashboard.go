@@ -1,8 +1,11 @@
 // Package dashboard is the live web dashboard of `rtfshost serve` (/ui): a
 // page listing the host's streams with their state, rate (with a sparkline
 // of the last minutes), queue fill, reconnects, last output, age and end
-// reason, and a page per stream with its inspect map, its state, its recent
-// outputs and pause / resume / cancel buttons.
+// reason (a failed stream's error message in place of its last output; an
+// ended stream's average rate, and an age that stops at its end), and a
+// page per stream with its inspect map, its state, its recent outputs, its
+// timeline (start, directives, reconnects, end, with their times) and
+// pause / resume / cancel buttons.
 //
 // The main type is Dashboard. Its page and script are embedded in the binary
 // (no external asset). The data reaches the page over one Server-Sent Events
@@ -227,24 +230,28 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // A row is what the list shows of one stream.
 type row struct {
-	ID         string    `json:"id"`
-	Endpoint   string    `json:"endpoint"`
-	Processor  string    `json:"processor"`
-	Transport  string    `json:"transport"`
-	State      string    `json:"state"`
-	Reason     string    `json:"reason,omitempty"`
-	Message    string    `json:"message,omitempty"`
-	Processed  int64     `json:"processed"`
-	Dropped    int64     `json:"dropped"`
-	Queued     int64     `json:"queued"`
-	Capacity   int       `json:"capacity"`
-	Reconnects int64     `json:"reconnects"`
-	Outputs    int64     `json:"outputs"`
-	LastOutput string    `json:"lastOutput,omitempty"`
-	StartedMs  int64     `json:"startedMs"`
-	LastMs     int64     `json:"lastMs,omitempty"` // last chunk received
-	Rate       float64   `json:"rate"`             // chunks/s over the last interval
-	Rates      []float64 `json:"rates,omitempty"`  // the sparkline: oldest first (snapshots only)
+	ID         string `json:"id"`
+	Endpoint   string `json:"endpoint"`
+	Processor  string `json:"processor"`
+	Transport  string `json:"transport"`
+	State      string `json:"state"`
+	Reason     string `json:"reason,omitempty"`
+	Message    string `json:"message,omitempty"`
+	Processed  int64  `json:"processed"`
+	Dropped    int64  `json:"dropped"`
+	Queued     int64  `json:"queued"`
+	Capacity   int    `json:"capacity"`
+	Reconnects int64  `json:"reconnects"`
+	Outputs    int64  `json:"outputs"`
+	LastOutput string `json:"lastOutput,omitempty"`
+	StartedMs  int64  `json:"startedMs"`
+	EndedMs    int64  `json:"endedMs,omitempty"` // when it ended (its age stops there), if known
+	LastMs     int64  `json:"lastMs,omitempty"`  // last chunk received
+	// Rate is chunks/s over the last interval while the stream runs; once
+	// it has ended, its average over its life (Lifetime).
+	Rate     float64   `json:"rate"`
+	Lifetime bool      `json:"lifetime,omitempty"`
+	Rates    []float64 `json:"rates,omitempty"` // the sparkline: oldest first (snapshots only)
 	// Progress is the stream's :progress fraction (0 to 1), EtaMs its
 	// :eta-ms, Step its :message or else its :milestone; absent when not
 	// known.
@@ -259,6 +266,21 @@ type row struct {
 
 // maxOutputText bounds the last output a row carries.
 const maxOutputText = 160
+
+// maxOutputJSON bounds the JSON of one output the dashboard sends to a
+// browser: a value that shares structure is written in full, and a browser
+// needs no more to show a row.
+const maxOutputJSON = 64 << 10
+
+// outputJSON is an output's JSON for the dashboard, or a JSON string that
+// says it is too large to show.
+func outputJSON(v rtfs.Value) json.RawMessage {
+	b, err := rtfs.OutputJSON(v, maxOutputJSON)
+	if err != nil {
+		b, _ = json.Marshal("(not shown: " + err.Error() + ")")
+	}
+	return b
+}
 
 // sample reads every stream's snapshot and updates the rows. A row changes
 // when anything it shows changed (its rate included).
@@ -290,12 +312,30 @@ func (d *Dashboard) sample(now time.Time) {
 				r.Step = p.Milestone
 			}
 		}
+		ended := in.Status.State.Terminal()
+		if ended {
+			switch {
+			case in.EndedAtEpochMs != nil:
+				r.EndedMs = *in.EndedAtEpochMs
+			case r.LastMs > 0:
+				r.EndedMs = r.LastMs // loaded from the store: its last chunk is the best known
+			default:
+				r.EndedMs = r.StartedMs
+			}
+			r.Rate, r.Lifetime = roundRate(in.Stats.ChunksPerSecond), true
+		}
 		if in.LastOutput.V != nil && in.LastOutput.V != rtfs.Nil {
-			r.LastOutput = cut(string(rtfs.ToOutputJSON(in.LastOutput.V)), maxOutputText)
+			r.LastOutput = cut(string(outputJSON(in.LastOutput.V)), maxOutputText)
 		}
 		if old == nil {
 			r.history = make([]float64, 0, d.opts.History)
 			r.changed = d.seq
+		} else if ended {
+			r.history = old.history // the sparkline stops with the stream
+			r.changed = old.changed
+			if !r.sameAs(old) {
+				r.changed = d.seq
+			}
 		} else {
 			if dt := now.Sub(old.at).Seconds(); dt > 0 {
 				r.Rate = roundRate(float64(r.Processed-old.Processed) / dt)
@@ -453,6 +493,7 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 	watched := r.URL.Query().Get("stream")
 	var lastDetail int64 = -1
 	var lastState string
+	var lastTimeline int64 = -1 // events sent of the watched stream's timeline
 	if watched != "" {
 		box = provider.NewOutbox(provider.OutboxOptions{Delivery: d.opts.Delivery, MaxPending: d.opts.MaxPending})
 		if sub, err := d.p.Subscribe(watched, provider.SubscribeOptions{Receive: box.Add}); err == nil {
@@ -476,6 +517,7 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 			"breakers": d.p.Breakers()})
 		if watched != "" {
 			lastDetail, lastState = d.detail(ew, watched, lastDetail, lastState)
+			lastTimeline = d.timeline(ew, watched, lastTimeline)
 		}
 		fl.Flush()
 	}
@@ -534,7 +576,7 @@ func writeBatches(ew *eventWriter, batches []provider.Batch) {
 			ew.event("dropped", map[string]any{"stream": b.StreamID, "count": b.Dropped})
 		}
 		for _, o := range b.Outputs {
-			ev := map[string]any{"stream": b.StreamID, "seq": o.Seq, "at": now, "output": json.RawMessage(rtfs.ToOutputJSON(o.Value)),
+			ev := map[string]any{"stream": b.StreamID, "seq": o.Seq, "at": now, "output": outputJSON(o.Value),
 				"priority": b.Priority.String()}
 			if o.Count > 1 {
 				ev["count"] = o.Count
@@ -563,6 +605,21 @@ func (d *Dashboard) detail(ew *eventWriter, id string, last int64, lastState str
 	}
 	ew.raw("detail", in.JSON())
 	return in.Stats.ProcessedChunks, state
+}
+
+// timeline sends the timeline of stream id when it has events the client
+// has not had, and returns how many it has had (events ever noted).
+func (d *Dashboard) timeline(ew *eventWriter, id string, had int64) int64 {
+	events, dropped, err := d.p.Timeline(id)
+	if err != nil {
+		return had
+	}
+	total := dropped + int64(len(events))
+	if total == had {
+		return had
+	}
+	ew.event("timeline", map[string]any{"stream": id, "events": events, "dropped": dropped})
+	return total
 }
 
 // An eventWriter writes Server-Sent Events and keeps the first error.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 // A call is one tool call in flight: the streams it watches and the reporter
@@ -22,10 +23,11 @@ type call struct {
 
 func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 	rep := &reporter{
-		ctx: ctx,
-		max: s.opts.MaxBufferedOutputs,
-		log: s.log,
-		obs: s.opts.Observer,
+		ctx:      ctx,
+		max:      s.opts.MaxBufferedOutputs,
+		maxBytes: s.opts.Limits.OutputLimit(),
+		log:      s.log,
+		obs:      s.opts.Observer,
 	}
 	if req.Session != nil {
 		rep.session = req.Session
@@ -38,6 +40,7 @@ func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 	}
 	if rep.token != nil {
 		rep.box = s.newOutbox()
+		rep.note.maxBytes = rep.maxBytes
 	}
 	return &call{s: s, ctx: ctx, w: newWatch(), rep: rep}
 }
@@ -176,6 +179,17 @@ func (c *call) settled(ends map[string]provider.Status) bool {
 		}
 	}
 	return true
+}
+
+// valueResult is the result of a tool that answers with an RTFS value (a
+// status, a summary): its JSON, or an error naming the output limit it
+// passes.
+func (c *call) valueResult(tool string, v rtfs.Value) *mcp.CallToolResult {
+	b, err := valueJSON(v, c.s.opts.Limits.OutputLimit())
+	if err != nil {
+		return textResult(fmt.Sprintf("%s: the answer is too large to send: its JSON passes the output limit (%v)", tool, err), true)
+	}
+	return structured(b, false)
 }
 
 // textResult returns a CallToolResult with one text block.

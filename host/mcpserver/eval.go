@@ -51,7 +51,10 @@ func (c *call) eval(a args) (*mcp.CallToolResult, error) {
 	}
 	switch {
 	case err == nil && runErr == nil:
-		v := valueJSON(value)
+		v, err := valueJSON(value, c.s.opts.Limits.OutputLimit())
+		if err != nil {
+			return c.evalResult(textResult(fmt.Sprintf("%s: the program's value is too large to send: %v (its JSON, where a value that shares structure is written in full; the limit is the smaller of serve's --max-output-bytes and --max-memory)", ToolEval, err), true)), nil
+		}
 		res := textResult(string(v), false)
 		res.StructuredContent = map[string]json.RawMessage{"value": v}
 		return c.evalResult(res), nil

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rtfshost/rtfshost/provider"
-	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 func TestEvalValue(t *testing.T) {
@@ -85,28 +83,6 @@ func TestEvalStartAwait(t *testing.T) {
 	outs, ok := r.res.Meta[metaOutputs].([]any)
 	if !ok || len(outs) != 4 {
 		t.Errorf("_meta outputs = %v", r.res.Meta[metaOutputs])
-	}
-}
-
-// TestEvalGeneratedStreamID: a start without :stream-id gets an id before
-// it starts, so the call watches it from its first output.
-func TestEvalGeneratedStreamID(t *testing.T) {
-	prov := provider.New(provider.Options{})
-	defer prov.Close()
-	args, id := withStreamID([]rtfs.Value{rtfs.MapOf(rtfs.Keyword("endpoint"), rtfs.String("http://x/sse/weather.monitor.v1"))}, prov.NewStreamID)
-	if !strings.HasPrefix(id, "weather.monitor.v1-") || len(id) != len("weather.monitor.v1-")+8 {
-		t.Fatalf("id = %q", id)
-	}
-	m := args[0].(*rtfs.Map)
-	if v, _ := m.GetKeyword("stream-id"); v != rtfs.String(id) {
-		t.Errorf("args = %v", m)
-	}
-	kept, id2 := withStreamID([]rtfs.Value{rtfs.MapOf(rtfs.Keyword("stream-id"), rtfs.String("mine"))}, prov.NewStreamID)
-	if id2 != "mine" || len(kept) != 1 {
-		t.Errorf("explicit id: %q", id2)
-	}
-	if _, id3 := withStreamID([]rtfs.Value{rtfs.Int(5)}, prov.NewStreamID); id3 != "" {
-		t.Errorf("non-map argument got id %q", id3)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -112,5 +114,89 @@ func TestEvalValuesJSONCannotHold(t *testing.T) {
 		if got := text(t, res); res.IsError || got != want {
 			t.Errorf("rtfs.eval %s = %s (isError %v), want %s", program, got, res.IsError, want)
 		}
+	}
+}
+
+// Issue 25 item 5: the JSON of a value that shares structure is written in
+// full. rtfs.eval of this program answered 175 MB under a 1 MiB memory
+// budget; its result is now an error that names the limit.
+const sharedProgram = `(let [a (vec (range 100)) b (vec (repeat 300 a))] (vec (repeat 1000 b)))`
+
+func TestEvalResultWithinTheOutputLimit(t *testing.T) {
+	for _, tc := range []struct {
+		limits rtfs.Limits
+		src    string
+		want   string
+	}{
+		{rtfs.Limits{MaxMemory: 1 << 20}, sharedProgram, "output limit of 1048576 bytes exceeded"},
+		{rtfs.Limits{MaxOutput: 16 << 20}, sharedProgram, "output limit of 16777216 bytes exceeded"},
+		{rtfs.Limits{MaxOutput: 64 << 10}, `(vec (range 100000))`, "output limit of 65536 bytes exceeded"},
+	} {
+		f := newFixture(t, Options{Limits: tc.limits})
+		ctx := context.Background()
+		cs := f.connect(ctx, nil, nil)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": tc.src}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := text(t, res)
+		if !res.IsError || !strings.Contains(got, tc.want) || !strings.Contains(got, "too large to send") || len(got) > 1024 {
+			t.Errorf("%+v: isError %v, %d bytes: %.300q; want an error naming %q", tc.limits, res.IsError, len(got), got, tc.want)
+		}
+	}
+	// A value within the limit is sent whole.
+	f := newFixture(t, Options{Limits: rtfs.Limits{MaxOutput: 64 << 10}})
+	cs := f.connect(context.Background(), nil, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": `(vec (range 1000))`}})
+	if err != nil || res.IsError || len(text(t, res)) != 3891 {
+		t.Errorf("a 3891-byte value: %v, isError %v, %d bytes", err, res.IsError, len(text(t, res)))
+	}
+}
+
+func TestStreamOutputWithinTheOutputLimit(t *testing.T) {
+	// A processor whose second output shares structure past the limit: the
+	// stream ends in :error naming the limit, keeps the state of its first
+	// chunk, and the client never receives the output.
+	limits := rtfs.Limits{MaxOutput: 64 << 10}
+	f := newFixtureOpen(t, Options{Limits: limits}, func(ho host.Options) (*host.Host, error) {
+		ho.Streams.Limits = limits
+		return host.New(ho)
+	})
+	ctx := context.Background()
+	log := newProgressLog()
+	cs := f.connect(ctx, log, nil)
+	program := `
+(defn step [state chunk]
+  (if (= (:value chunk) 2)
+    {:state (+ state 100) :output (let [a (vec (range 100)) b (vec (repeat 300 a))] (vec (repeat 1000 b)))}
+    {:state (+ state 1) :output {:n (:value chunk)}}))
+(call :mcp.stream.start {:endpoint "big" :processor step :transport :mock :stream-id "big1" :initial-state 0})
+(call :mcp.stream.await {:stream-id "big1"})`
+	params := &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": program}}
+	params.SetProgressToken(1)
+	ch := callAsync(ctx, cs, params)
+	f.feed(ctx, "big1", values(2)...)
+	r := await(t, ch)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	st, err := f.host.Provider().Status("big1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != provider.StateError || !strings.Contains(st.Message, "output limit of 65536 bytes exceeded") || !strings.Contains(st.Message, "too large to send") {
+		t.Fatalf("stream: %s %q; want :error naming the limit", st.State, st.Message)
+	}
+	in, err := f.host.Provider().Info("big1", provider.InspectOptions{})
+	if err != nil || in.CurrentState == nil || in.CurrentState.V != rtfs.Int(1) {
+		t.Fatalf("state after the refused output: %v (%v), want the first chunk's 1", in.CurrentState, err)
+	}
+	for _, n := range log.snapshot() {
+		if len(n.Message) > 1024 {
+			t.Fatalf("a %d-byte notification reached the client", len(n.Message))
+		}
+	}
+	if len(text(t, r.res)) > 4096 {
+		t.Fatalf("the call's result is %d bytes", len(text(t, r.res)))
 	}
 }

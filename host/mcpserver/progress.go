@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math"
 	"time"
@@ -44,12 +45,13 @@ type peer interface {
 // them (docs/streams.md, "Delivery"): one notification per batch. It is
 // used by one goroutine.
 type reporter struct {
-	ctx     context.Context // the call's context: it routes notifications to the call's stream
-	session peer            // nil: no notifications
-	token   any             // the progress token; nil: no progress notifications
-	max     int
-	log     *slog.Logger
-	obs     *observe.Observer // counts the first output left out; nil: none
+	ctx      context.Context // the call's context: it routes notifications to the call's stream
+	session  peer            // nil: no notifications
+	token    any             // the progress token; nil: no progress notifications
+	max      int
+	maxBytes int64 // bound on one output's JSON (Limits.OutputLimit); 0: none
+	log      *slog.Logger
+	obs      *observe.Observer // counts the first output left out; nil: none
 
 	outputs   []output
 	count     int64 // outputs seen
@@ -85,7 +87,7 @@ func (r *reporter) add(ev provider.Event) {
 		if !keep && r.box == nil {
 			return
 		}
-		enc = valueJSON(ev.Output)
+		enc = outputJSON(ev, r.maxBytes)
 		if keep {
 			r.outputs = append(r.outputs, output{StreamID: ev.StreamID, Seq: ev.Seq, Output: enc})
 		}
@@ -180,8 +182,9 @@ type notifier struct {
 	any  bool    // a notification was sent (last is its progress)
 	// streams holds the latest progress of each stream of the call that
 	// has one.
-	streams map[string]*provider.ProgressInfo
-	outs    []batchOutput // reused by fill
+	streams  map[string]*provider.ProgressInfo
+	outs     []batchOutput // reused by fill
+	maxBytes int64         // bound on an output's JSON not encoded before (Limits.OutputLimit)
 }
 
 // batchOutput is one output of a notification's rtfshost/outputs.
@@ -232,7 +235,7 @@ func (n *notifier) fill(p *mcp.ProgressNotificationParams, b *provider.Batch) (c
 	for _, o := range b.Outputs {
 		enc := json.RawMessage(o.Encoded)
 		if enc == nil {
-			enc = valueJSON(o.Value)
+			enc = shownJSON(o.Value, n.maxBytes, fmt.Sprintf("output of stream %s, chunk %d", b.StreamID, o.Seq))
 		}
 		bo := batchOutput{Seq: o.Seq, Output: enc, Kind: o.Kind}
 		if o.Count > 1 {
@@ -267,11 +270,34 @@ func (n *notifier) fill(p *mcp.ProgressNotificationParams, b *provider.Batch) (c
 var noSeq any = int64(-1)
 
 // valueJSON encodes v as DESIGN §7 maps values to JSON, with
-// rtfs.ToOutputJSON: what JSON cannot hold (NaN, a function) is written in
-// place (null, "#<fn f>"), the rest of the value kept.
-func valueJSON(v rtfs.Value) json.RawMessage {
+// rtfs.OutputJSON: what JSON cannot hold (NaN, a function) is written in
+// place (null, "#<fn f>"), the rest of the value kept. Past max bytes
+// (Limits.OutputLimit; 0: none) it stops with a *rtfs.LimitError: a value
+// that shares structure is written in full, however little memory it takes.
+func valueJSON(v rtfs.Value, max int64) (json.RawMessage, error) {
 	if v == nil {
-		return json.RawMessage("null")
+		return json.RawMessage("null"), nil
 	}
-	return rtfs.ToOutputJSON(v)
+	return rtfs.OutputJSON(v, max)
+}
+
+// outputJSON is the JSON of an output for a notification and a result (see
+// shownJSON).
+func outputJSON(ev provider.Event, max int64) json.RawMessage {
+	return shownJSON(ev.Output, max, fmt.Sprintf("output of stream %s, chunk %d", ev.StreamID, ev.Seq))
+}
+
+// shownJSON is the JSON of a stream's value (an output, its :result) inside
+// a result or a notification: the value, or, past max bytes, an object
+// {"error": ...} that names what is not there and the limit. The provider
+// refuses an output past the limit before it publishes it (its stream ends
+// in :error), so this is for the rare value that passes the provider's
+// count and not this encoding.
+func shownJSON(v rtfs.Value, max int64, what string) json.RawMessage {
+	b, err := valueJSON(v, max)
+	if err == nil {
+		return b
+	}
+	note, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("%s not sent: %v", what, err)})
+	return note
 }

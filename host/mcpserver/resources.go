@@ -71,7 +71,7 @@ func (s *Server) addResources() {
 
 // readStreams serves resources/read of rtfs://streams.
 func (s *Server) readStreams(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	return jsonResource(req.Params.URI, valueJSON(s.prov.Summary(provider.InspectOptions{}))), nil
+	return jsonResource(req.Params.URI, shownJSON(s.prov.Summary(provider.InspectOptions{}), s.opts.Limits.OutputLimit(), "the streams' summary")), nil
 }
 
 // readStream serves resources/read of rtfs://streams/{id}: an unknown

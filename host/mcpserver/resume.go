@@ -26,9 +26,10 @@ import (
 // served here (serveResume): the stored events after Last-Event-ID, then,
 // when the stream was a tools/call of mcp.stream.start whose stream the
 // provider recovered, the rest of it: each output as a progress
-// notification, then the call's result. A follower started at the first
-// request after the restart writes those into the store as they happen, so
-// a client that comes back later misses none of them.
+// notification, then the call's result. A follower, subscribed to the
+// call's stream before the stream is recovered (Server.Recover), writes
+// those into the store as they happen, so a client that comes back later
+// misses none of them.
 
 // rememberCall remembers the JSON-RPC request id of each tools/call with a
 // progress token in a session, so that a call resumed after a restart can
@@ -86,7 +87,7 @@ func (s *Server) resumeAfterRestart(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		s.followRestored(r.Context())
+		s.followRestored(r.Context(), recoveredAlready) // when the host was not recovered through Recover
 		s.serveResume(w, r, sid, stream, idx)
 	})
 }
@@ -152,11 +153,32 @@ func (s *Server) serveResume(w http.ResponseWriter, r *http.Request, session, st
 	}
 }
 
+// Recover recovers the host's streams and the programs parked on them
+// (host.Recover). First it follows the calls of an earlier process whose
+// response streams the event store holds and whose streams are about to
+// be recovered: each follower subscribes to its stream before the stream
+// runs again, so that every output it gives from its recovery on reaches
+// the store, however late the client comes back. A call whose stream is
+// not recovered ends with an error result. Call it once, before Serve.
+func (s *Server) Recover(ctx context.Context) error {
+	recovered := make(chan struct{})
+	s.followRestored(ctx, recovered)
+	err := s.host.Recover(ctx)
+	close(recovered)
+	return err
+}
+
+// recoveredAlready is the recovered channel of followers started after the
+// host recovered its streams.
+var recoveredAlready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // followRestored starts, once, a follower for every stored response stream
 // of an earlier process that was a progress-reporting tools/call whose
-// stream the provider recovered and whose response is not stored.
-func (s *Server) followRestored(ctx context.Context) {
+// response is not stored. Each subscribes to its stream at once (or to the
+// stream to come); it looks at the stream once recovered is closed.
+func (s *Server) followRestored(ctx context.Context, recovered <-chan struct{}) {
 	s.resumeOnce.Do(func() {
+		s.events.load(ctx)
 		s.events.mu.Lock()
 		var todo []streamKey
 		for k, l := range s.events.streams {
@@ -174,87 +196,93 @@ func (s *Server) followRestored(ctx context.Context) {
 			if !ok {
 				continue
 			}
+			c := s.newCall(s.ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolStart}})
+			if err := c.watchStream(l.streamID); err != nil {
+				c.release()
+				continue // the provider is closed
+			}
 			s.calls.Add(1)
-			go s.follow(k, l, id)
+			go s.follow(k, l, id, c, recovered)
 		}
 	})
 }
 
 // follow appends to the event store, as progress notifications, the
-// outputs of the recovered stream l reports, then the tools/call's result.
-// An output of a chunk processed again after the restart (its effect was
-// not committed when the server died) was notified before: it is skipped
-// by its :seq, so the client sees each output once.
-func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage) {
+// outputs of the recovered stream l reports, which c watches, then the
+// tools/call's result. An output of a chunk processed again after the
+// restart (its effect was not committed when the server died) was
+// notified before: it is skipped by its :seq, so the client sees each
+// output once.
+func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage, c *call, recovered <-chan struct{}) {
 	defer s.calls.Done()
-	ctx := s.ctx
-	c := s.newCall(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolStart}})
 	defer c.release()
-	st, err := s.prov.Status(l.streamID)
-	if err != nil {
+	ctx := s.ctx
+	select {
+	case <-recovered:
+	case <-ctx.Done():
+		return
+	}
+	if _, err := s.prov.Status(l.streamID); err != nil {
 		s.appendEvent(k, rpcResponse(id, resultJSON(textResult(fmt.Sprintf("%s: the stream %s was not recovered after the server restarted", ToolStart, l.streamID), true))))
 		return
 	}
+	// The outputs go out as the call's did: through an Outbox, one
+	// notification per batch, the progress going on from the last.
 	outputs := l.outputs
-	if !st.State.Terminal() {
-		if err := c.watchStream(l.streamID); err != nil {
+	limit := s.opts.Limits.OutputLimit()
+	box := s.newOutbox()
+	note := notifier{base: l.progress, last: l.progress, any: true, maxBytes: limit}
+	var params mcp.ProgressNotificationParams
+	var st provider.Status
+	var evs []provider.Event
+	var batches []provider.Batch
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for ended := false; !ended; {
+		timer.Stop()
+		var tick <-chan time.Time
+		if at, ok := box.Next(); ok {
+			timer.Reset(time.Until(at))
+			tick = timer.C
+		}
+		select {
+		case <-c.w.wake:
+		case <-tick:
+		case <-ctx.Done():
 			return
 		}
-		// The outputs go out as the call's did: through an Outbox, one
-		// notification per batch, the progress going on from the last.
-		box := s.newOutbox()
-		note := notifier{base: l.progress, last: l.progress, any: true}
-		var params mcp.ProgressNotificationParams
-		var evs []provider.Event
-		var batches []provider.Batch
-		timer := time.NewTimer(time.Hour)
-		defer timer.Stop()
-		for ended := false; !ended; {
-			timer.Stop()
-			var tick <-chan time.Time
-			if at, ok := box.Next(); ok {
-				timer.Reset(time.Until(at))
-				tick = timer.C
-			}
-			select {
-			case <-c.w.wake:
-			case <-tick:
-			case <-ctx.Done():
-				return
-			}
-			evs = c.w.take(evs)
-			for _, ev := range evs {
-				switch ev.Kind {
-				case provider.EventOutput:
-					if ev.Seq <= l.seq {
-						continue // processed again after the restart: notified before it
-					}
-					l.seq = ev.Seq
-					out := valueJSON(ev.Output)
-					outputs = append(outputs, out)
-					box.AddEncoded(ev, out)
-				case provider.EventProgress:
-					box.Add(ev)
-				case provider.EventEnd:
-					st, ended = ev.Status, true
+		evs = c.w.take(evs)
+		for _, ev := range evs {
+			switch ev.Kind {
+			case provider.EventOutput:
+				if ev.Seq <= l.seq {
+					continue // processed again after the restart: notified before it
 				}
+				l.seq = ev.Seq
+				out := outputJSON(ev, limit)
+				outputs = append(outputs, out)
+				box.AddEncoded(ev, out)
+			case provider.EventProgress:
+				box.Add(ev)
+			case provider.EventEnd:
+				st, ended = ev.Status, true
 			}
-			if ended {
-				batches = box.Drain(batches[:0])
-			} else {
-				batches = box.Take(time.Now(), batches[:0])
+		}
+		if ended {
+			batches = box.Drain(batches[:0])
+		} else {
+			batches = box.Take(time.Now(), batches[:0])
+		}
+		for i := range batches {
+			if batches[i].End != nil {
+				continue // the call's result follows
 			}
-			for i := range batches {
-				if batches[i].End != nil {
-					continue // the call's result follows
-				}
-				note.fill(&params, &batches[i])
-				s.appendEvent(k, progressNote(l.token, &params))
-			}
+			note.fill(&params, &batches[i])
+			s.appendEvent(k, progressNote(l.token, &params))
 		}
 	}
 	res := streamResult{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message,
-		Result: valueJSON(st.Result), Outputs: outputs, OutputCount: int64(len(outputs))}
+		Result: shownJSON(st.Result, s.opts.Limits.OutputLimit(), "the stream's result"), Outputs: outputs, OutputCount: int64(len(outputs))}
 	s.appendEvent(k, rpcResponse(id, resultJSON(jsonResult(res, st.State != provider.StateCompleted))))
 }
 

@@ -35,7 +35,7 @@ func (c *call) beforeHostCall(_ context.Context, hc *capabilities.Call) (func(er
 		return nil, nil
 	}
 	var id string
-	hc.Args, id = withStreamID(hc.Args, c.s.prov.NewStreamID)
+	hc.Args, id = c.s.prov.WithStreamID(hc.Args)
 	if id == "" || c.watchStream(id) != nil {
 		return nil, nil // the capability reports the missing id, or the closed provider
 	}
@@ -44,35 +44,6 @@ func (c *call) beforeHostCall(_ context.Context, hc *capabilities.Call) (func(er
 			c.unwatchStream(id)
 		}
 	}, nil
-}
-
-// withStreamID returns the arguments of a :mcp.stream.start call with a
-// :stream-id, adding a fresh one (from newID) to a start map that has none,
-// and that id.
-// Arguments of another shape are returned as they are, with id "" (the
-// capability reports them).
-func withStreamID(args []rtfs.Value, newID func(endpoint string) string) ([]rtfs.Value, string) {
-	if len(args) != 1 {
-		return args, ""
-	}
-	m, ok := args[0].(*rtfs.Map)
-	if !ok {
-		return args, ""
-	}
-	if v, ok := capabilities.Field(m, "stream-id"); ok {
-		if s, ok := v.(rtfs.String); ok && s != "" {
-			return args, string(s)
-		}
-		return args, ""
-	}
-	endpoint := ""
-	if v, ok := capabilities.Field(m, "endpoint"); ok {
-		if s, ok := v.(rtfs.String); ok {
-			endpoint = string(s)
-		}
-	}
-	id := newID(endpoint)
-	return []rtfs.Value{m.Assoc(rtfs.Keyword("stream-id"), rtfs.String(id))}, id
 }
 
 // compile compiles a program given as source to a tool.

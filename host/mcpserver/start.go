@@ -145,7 +145,7 @@ func (c *call) streamResult(st provider.Status) streamResult {
 	r := c.rep
 	res := streamResult{
 		StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message,
-		Result: valueJSON(st.Result), Outputs: []json.RawMessage{},
+		Result: shownJSON(st.Result, c.s.opts.Limits.OutputLimit(), "the stream's result"), Outputs: []json.RawMessage{},
 		OutputCount: r.count, Truncated: r.truncated, Notifications: r.sent, Coalesced: r.coalesced,
 		Dropped: r.dropped, DeliveryCut: r.cut,
 	}

@@ -27,7 +27,7 @@ func (t *tasks) resumeLocked(e *taskEntry) {
 			if st.State.Terminal() {
 				rec := e.rec
 				t.finishLocked(e, streamTaskResult(streamResult{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason,
-					Message: st.Message, Result: valueJSON(st.Result), Outputs: []json.RawMessage{}}, rec.ID), st.State)
+					Message: st.Message, Result: shownJSON(st.Result, t.s.opts.Limits.OutputLimit(), "the stream's result"), Outputs: []json.RawMessage{}}, rec.ID), st.State)
 				return
 			}
 			t.followLocked(e, nil)

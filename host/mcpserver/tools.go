@@ -318,7 +318,7 @@ func (c *call) inspect(a args) (*mcp.CallToolResult, error) {
 	}
 	id := a.str("stream-id")
 	if id == "" {
-		return structured(valueJSON(c.s.prov.Summary(opts)), false), nil
+		return c.valueResult(ToolInspect, c.s.prov.Summary(opts)), nil
 	}
 	in, err := c.s.prov.Info(id, opts)
 	if err != nil {
@@ -355,6 +355,6 @@ func control(tool string) func(c *call, a args) (*mcp.CallToolResult, error) {
 		if err != nil {
 			return textResult(fmt.Sprintf("%s: %v", tool, err), true), nil
 		}
-		return structured(valueJSON(provider.StatusValue(st)), false), nil
+		return c.valueResult(tool, provider.StatusValue(st)), nil
 	}
 }

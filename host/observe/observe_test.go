@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -414,7 +415,7 @@ func TestSpans(t *testing.T) {
 			t.Error("a processor span ends before it starts")
 		}
 	}
-	wantAttrs(t, procs[0], map[attribute.Key]string{"rtfshost.chunk.seq": "0"})
+	wantAttrs(t, procs[0], map[attribute.Key]string{"rtfshost.chunk.seq": "1"}) // the first chunk is chunk 1
 }
 
 // TestSpansOffByDefaultRatio checks that the default ratio does not make a
@@ -485,5 +486,76 @@ func TestOutputsDroppedByPriority(t *testing.T) {
 	fams := scrape(t, r.obs.Handler())
 	if got := sum(t, fams, "rtfshost_outputs_dropped_total", map[string]string{"priority": "low"}); got != 30 {
 		t.Errorf("low outputs dropped = %v, want 30", got)
+	}
+}
+
+// TestDirectivesCountWhatHappened: rtfshost_directives_total counts the
+// directives applied, by their real action and source: none for a chunk
+// whose result names no action, the control chunks' own actions, the
+// processor's, a :resume-after-ms running out (source timer) and requests
+// that change something (pausing a paused stream applies nothing).
+func TestDirectivesCountWhatHappened(t *testing.T) {
+	r := newRig(t, observe.Options{SampleRatio: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	r.run(ctx, `
+(defn plain [state chunk meta] {:state (inc state) :output state})
+(defn napper [state chunk meta]
+  (if (= state 0) {:state 1 :action :pause :config {:resume-after-ms 5}} {:state (inc state) :action :continue}))
+(call :mcp.stream.start {:endpoint "plain.v1" :transport :mock :stream-id "plain" :processor plain :initial-state 0})
+(call :mcp.stream.start {:endpoint "napper.v1" :transport :mock :stream-id "napper" :processor napper :initial-state 0})
+`)
+	// plain: two ordinary chunks, a control pause, a control resume, one more.
+	src := r.mock.Source("plain")
+	for i, data := range []string{`{"i":0}`, `{"i":1}`, `{"action":"pause"}`, `{"action":"resume"}`, `{"i":4}`} {
+		if err := src.Send(ctx, transport.Chunk{Data: []byte(data), ID: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.send("napper", 3) // pauses on the first, resumes after 5 ms, continues twice
+	r.mock.Source("napper").Close()
+	if _, err := r.h.Provider().Await(ctx, "napper"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(hangGuard)
+	for {
+		in, err := r.h.Provider().Info("plain", provider.InspectOptions{OmitQueue: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Stats.ProcessedChunks == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plain processed %d chunks, want 5", in.Stats.ProcessedChunks)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for range 2 { // the second pause changes nothing
+		if _, err := r.h.Provider().Pause("plain"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fams := scrape(t, r.obs.Handler())
+	want := map[[2]string]float64{
+		{"pause", "control-chunk"}:  1,
+		{"resume", "control-chunk"}: 1,
+		{"pause", "processor"}:      1,
+		{"resume", "timer"}:         1,
+		{"continue", "processor"}:   2,
+		{"pause", "request"}:        1,
+	}
+	got := map[[2]string]float64{}
+	for _, m := range fams["rtfshost_directives_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if v := m.GetCounter().GetValue(); v != 0 {
+			got[[2]string{l["action"], l["source"]}] = v
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("rtfshost_directives_total by action and source:\n got %v\nwant %v", got, want)
 	}
 }

@@ -39,7 +39,7 @@ func Find() (string, error) {
 		}
 	}
 	return "", errors.New("browser: no Chromium found on PATH (tried " + strings.Join(candidates, ", ") +
-		"): install it (Debian: apt-get install -y chromium; .ci/run does) or set $" + EnvPath)
+		"): the dashboard's tests need one (the README says so); install it (Debian: apt-get install -y chromium; macOS: brew install --cask chromium; .ci/run does) or set $" + EnvPath)
 }
 
 // New starts a headless browser at exe, with a 1440x900 window, and

@@ -14,6 +14,7 @@
     order: [],         // ids in start order
     skew: 0,           // server clock - local clock, ms
     interval: 1000,
+    loaded: false,     // the first snapshot has arrived
   };
   const ui = { state: "", text: "", page: 0, watch: "", trs: new Map(), dirty: true, shownIds: "" };
   let csrf = "";
@@ -102,13 +103,14 @@
     if (!data) return;
     const msg = JSON.parse(data);
     switch (name) {
-      case "snapshot": model.rows.clear(); model.order = []; applyRows(msg); break;
+      case "snapshot": model.rows.clear(); model.order = []; model.loaded = true; applyRows(msg); break;
       case "rows": applyRows(msg); break;
       case "detail": renderDetail(msg); break;
       case "detail-gone": detailGone(msg); break;
       case "output": addOutput(msg); break;
       case "dropped": addDropped(msg); break;
       case "cut": if (msg.stream === ui.watch) notice(msg.message); break;
+      case "timeline": renderTimeline(msg); break;
     }
   }
 
@@ -121,7 +123,7 @@
       if (!old) model.order.push(r.id);
       if (!r.rates) {
         r.rates = old ? old.rates : [];
-        r.rates.push(r.rate);
+        if (!r.lifetime) r.rates.push(r.rate); // an ended stream's average is no sample
         if (r.rates.length > 180) r.rates.shift();
       }
       model.rows.set(r.id, r);
@@ -129,11 +131,11 @@
     for (const id of msg.gone || []) model.rows.delete(id);
     if ((msg.gone || []).length) model.order = model.order.filter((id) => model.rows.has(id));
     // Streams not in the delta still age and their rate is steady: their
-    // sparkline moves on with their last rate.
+    // sparkline moves on with their last rate. An ended stream's stops.
     const changed = new Set((msg.rows || []).map((r) => r.id));
     for (const [id, r] of model.rows) {
-      if (!changed.has(id) && r.rates) {
-        r.rates.push(r.state === "active" || r.state === "paused" ? r.rate : 0);
+      if (!changed.has(id) && r.rates && !r.lifetime) {
+        r.rates.push(r.rate);
         if (r.rates.length > 180) r.rates.shift();
       }
     }
@@ -169,7 +171,8 @@
     $("page-info").textContent = ids.length ? `${ui.page * PAGE + 1}–${ui.page * PAGE + shown.length} of ${ids.length}` : "0";
     $("prev").disabled = ui.page === 0;
     $("next").disabled = ui.page >= pages - 1;
-    $("empty").hidden = model.rows.size > 0;
+    $("loading").hidden = model.loaded;
+    $("empty").hidden = !model.loaded || model.rows.size > 0;
     const tbody = $("rows");
     const key = shown.join("\u0000");
     const now = Date.now() + model.skew;
@@ -248,7 +251,8 @@
     setText(badge, r.state); badge.className = "badge st-" + r.state;
     if (r.message) badge.title = r.message; else badge.removeAttribute("title");
     setProgress(c[1].querySelector(".progress"), r.progress, r.etaMs, r.step);
-    setText(c[2].querySelector(".v"), fmtRate(r.rate));
+    setText(c[2].querySelector(".v"), fmtRate(r.rate) + (r.lifetime ? " avg" : ""));
+    c[2].title = r.lifetime ? "average over the stream's life" : "over the last " + model.interval / 1000 + " s";
     drawSpark(c[2].querySelector("svg"), r.rates, 80, 20);
     setText(c[3], fmtInt(r.processed));
     const live = r.state === "active" || r.state === "paused";
@@ -259,9 +263,13 @@
     setText(c[4].querySelector(".qv"), live ? `${r.queued}/${r.capacity}` : "–");
     c[4].title = live ? `${r.queued} queued of ${r.capacity}` : "ended";
     setText(c[5], fmtInt(r.reconnects));
-    setText(c[6], r.lastOutput || "");
-    c[6].title = r.lastOutput || "";
-    setText(c[7], fmtAge(now - r.startedMs));
+    // A failed stream shows why in place of its last output.
+    const failed = r.state === "error" && r.message;
+    setText(c[6], failed ? r.message : r.lastOutput || "");
+    c[6].title = failed ? r.message : r.lastOutput || "";
+    c[6].className = "out c-output" + (failed ? " err" : "");
+    setText(c[7], fmtAge((r.endedMs || now) - r.startedMs));
+    c[7].title = r.endedMs ? "ended " + new Date(r.endedMs).toLocaleString() : "";
     // An unrecoverable stream says why where an ended one says how it ended.
     setText(c[8], r.reason || (r.state === "unrecoverable" ? r.message : ""));
     c[8].title = r.message || "";
@@ -340,6 +348,8 @@
     $("inspect-tree").innerHTML = "";
     $("detail-overview").innerHTML = "";
     $("detail-stats").innerHTML = "";
+    $("timeline").innerHTML = "";
+    $("timeline-count").textContent = "";
     outputs = 0;
     document.title = id + " · rtfshost";
     $("back").focus();
@@ -366,7 +376,7 @@
     kv($("detail-overview"), [
       ["endpoint", info.endpoint], ["processor", info.processor], ["transport", info.transport && info.transport.kind],
       ["server", info.transport && info.transport["server-url"]], ["started", new Date(info["started-at-epoch-ms"]).toLocaleString()],
-      ["age", fmtAge(now - info["started-at-epoch-ms"])], ["cursor", info.cursor], ["end reason", st["end-reason"]],
+      ["age", fmtAge((info["ended-at-epoch-ms"] || now) - info["started-at-epoch-ms"])], ["cursor", info.cursor], ["end reason", st["end-reason"]],
       ["message", st.message], ["result", info.result === null ? "" : JSON.stringify(info.result)],
     ]);
     const s = info.stats || {};
@@ -436,6 +446,28 @@
     else if (typeof v === "number" || typeof v === "boolean") { cls = "n"; text = String(v); }
     leaf.append(...label, el("span", cls, text));
     return leaf;
+  }
+
+  // The timeline: the stream's start, the directives applied (who gave
+  // them, on which chunk), its reconnects and its end, with their times.
+  function renderTimeline(msg) {
+    if (msg.stream !== ui.watch) return;
+    const list = $("timeline");
+    const items = (msg.events || []).map((ev) => {
+      const li = el("li", "tl-" + ev.kind);
+      li.dataset.kind = ev.kind;
+      const t = new Date(ev["at-epoch-ms"]);
+      li.append(el("time", "at", t.toLocaleTimeString([], { hour12: false }) + "." + String(t.getMilliseconds()).padStart(3, "0")));
+      li.append(el("span", "kind", ev.kind));
+      const what = [];
+      if (ev.source) what.push("by " + ev.source);
+      if (ev.chunk) what.push("on chunk " + ev.chunk);
+      if (ev.message) what.push(ev.message);
+      li.append(el("span", "what", what.join(", ")));
+      return li;
+    });
+    list.replaceChildren(...items.reverse());
+    $("timeline-count").textContent = msg.dropped ? `(${msg.dropped} older not shown)` : "";
   }
 
   function addOutput(ev) {

@@ -1,0 +1,83 @@
+package provider
+
+import (
+	"fmt"
+	"time"
+)
+
+// A TimelineEvent is something that happened to a stream besides its
+// chunks: its start, a directive applied (other than continue), a
+// reconnect of its source, its end. The dashboard shows a stream's
+// timeline (Provider.Timeline).
+type TimelineEvent struct {
+	AtEpochMs int64  `json:"at-epoch-ms"`
+	Kind      string `json:"kind"`             // start, pause, resume, cancel, complete, reconnect, end
+	Source    string `json:"source,omitempty"` // of a directive: processor, control-chunk, request, timer
+	Chunk     int64  `json:"chunk,omitempty"`  // the chunk whose result (or own action) named the directive
+	Message   string `json:"message,omitempty"`
+}
+
+// timelineCap bounds a stream's timeline: the oldest events leave first.
+const timelineCap = 200
+
+// timeline is a stream's recent events, guarded by the stream's mu.
+type timeline struct {
+	events  []TimelineEvent // ring: the oldest at start when full
+	start   int
+	dropped int64 // events that left the ring
+	endedAt time.Time
+}
+
+// noteLocked records ev, now. s.mu is held.
+func (s *stream) noteLocked(ev TimelineEvent) {
+	ev.AtEpochMs = time.Now().UnixMilli()
+	t := &s.tl
+	if len(t.events) < timelineCap {
+		t.events = append(t.events, ev)
+		return
+	}
+	t.events[t.start] = ev
+	t.start = (t.start + 1) % timelineCap
+	t.dropped++
+}
+
+// Timeline returns the events of stream id since this provider started it
+// (or recovered it), oldest first, the last timelineCap of them, and how
+// many older ones were left out. Safe for concurrent use; O(events).
+func (p *Provider) Timeline(id string) ([]TimelineEvent, int64, error) {
+	s, err := p.lookup(id)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := &s.tl
+	out := make([]TimelineEvent, 0, len(t.events))
+	out = append(out, t.events[t.start:]...)
+	out = append(out, t.events[:t.start]...)
+	return out, t.dropped, nil
+}
+
+// noteEndLocked records the end of the stream. s.mu is held.
+func (s *stream) noteEndLocked() {
+	s.tl.endedAt = time.Now()
+	msg := string(s.st)
+	if s.reason != "" {
+		msg += " (" + s.reason + ")"
+	}
+	if s.msg != "" {
+		msg += ": " + s.msg
+	}
+	s.noteLocked(TimelineEvent{Kind: "end", Message: msg})
+}
+
+// noteReconnect records a reconnect of the stream's source.
+func (s *stream) noteReconnect(attempt int, cause error) {
+	msg := fmt.Sprintf("attempt %d", attempt)
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	s.mu.Lock()
+	s.noteLocked(TimelineEvent{Kind: "reconnect", Message: msg})
+	s.mu.Unlock()
+}
