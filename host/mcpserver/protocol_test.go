@@ -555,7 +555,7 @@ func TestThrottledProgress(t *testing.T) {
 		for _, o := range outs {
 			seqs = append(seqs, o.Seq)
 		}
-		if n.Progress <= last || n.Progress != float64(outs[len(outs)-1].Seq+1) || n.Message != string(outs[len(outs)-1].Output) {
+		if n.Progress <= last || n.Progress != float64(outs[len(outs)-1].Seq) || n.Message != string(outs[len(outs)-1].Output) {
 			t.Errorf("notification %d: progress %v message %s, outputs %+v", i, n.Progress, n.Message, outs)
 		}
 		last = n.Progress
@@ -584,11 +584,11 @@ func notedOutputs(t *testing.T, n *mcp.ProgressNotificationParams) []batchOutput
 	return []batchOutput{{Seq: int64(seq), Output: json.RawMessage(n.Message)}}
 }
 
-// seqsUpTo returns 0..n-1.
+// seqsUpTo returns 1..n, the numbers of a stream's first n chunks.
 func seqsUpTo(n int) []int64 {
 	out := make([]int64, n)
 	for i := range out {
-		out[i] = int64(i)
+		out[i] = int64(i + 1)
 	}
 	return out
 }
