@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/rtfshost/rtfshost/internal/bytecodec"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
 )
@@ -103,7 +104,7 @@ func (j *Journal) record(c *rtfs.HostCall, v rtfs.Value, err error) {
 	j.buf = appendCall(j.buf, c)
 	if err != nil {
 		j.buf = append(j.buf, answerError)
-		j.buf = appendString(j.buf, err.Error())
+		j.buf = bytecodec.AppendStr(j.buf, err.Error())
 	} else {
 		if v == nil {
 			v = rtfs.Nil
@@ -123,13 +124,8 @@ func (j *Journal) record(c *rtfs.HostCall, v rtfs.Value, err error) {
 }
 
 func appendCall(b []byte, c *rtfs.HostCall) []byte {
-	b = appendString(b, c.Capability)
+	b = bytecodec.AppendStr(b, c.Capability)
 	return binary.LittleEndian.AppendUint64(b, argsDigest(c.Args))
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
 }
 
 // argsDigest hashes a call's arguments in order. rtfs.Hash is deterministic
@@ -160,7 +156,7 @@ func (j *Journal) Snapshot() []byte {
 	} else {
 		b = append(b, pendingNone)
 	}
-	return appendString(b, j.broken)
+	return bytecodec.AppendStr(b, j.broken)
 }
 
 // A Record is a decoded journal: what a replay answers the run's host
@@ -229,119 +225,49 @@ func (r *Record) Pending() string {
 func (r *Record) Broken() string { return r.broken }
 
 // DecodeJournal decodes Snapshot's bytes. Truncated or corrupt input is an
-// error naming the byte offset; it never panics.
+// error naming the field and its byte offset; it never panics.
 func DecodeJournal(b []byte) (*Record, error) {
-	d := jdec{b: b}
-	if d.byte() != journalFormat && d.err == nil {
-		return nil, fmt.Errorf("decode journal: format version %d, this build reads %d", b[0], journalFormat)
+	d := bytecodec.NewDecoder(b)
+	if v := d.Byte("format"); d.Err() == nil && v != journalFormat {
+		return nil, fmt.Errorf("decode journal: format version %d, this build reads %d", v, journalFormat)
 	}
-	r := &Record{digests: d.byte() == digestVersion}
-	n := d.uint()
-	if d.err == nil && n > uint64(len(b)) {
-		d.fail("entry count %d exceeds the input", n)
-	}
-	start := d.off
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		e := recordEntry{recordCall: d.call()}
-		switch d.byte() {
-		case answerValue:
-			k := d.fixed32()
-			e.value = d.bytes(int(k))
-		case answerError:
-			e.isErr, e.msg = true, d.str()
+	r := &Record{digests: d.Byte("digest version") == digestVersion}
+	n := d.Count("entry count")
+	start := d.Offset()
+	for i := 0; i < n && d.Err() == nil; i++ {
+		e := recordEntry{recordCall: decodeCall(d)}
+		switch kind := d.Byte("answer kind"); {
+		case d.Err() != nil:
+		case kind == answerValue:
+			e.value = d.Next("answer", int(d.Uint32("answer length")))
+		case kind == answerError:
+			e.isErr, e.msg = true, d.Str("error message")
 		default:
-			d.fail("entry %d: unknown answer kind", i)
+			d.Fail("answer kind", fmt.Errorf("entry %d: unknown kind %d", i, kind))
 		}
 		r.entries = append(r.entries, e)
 	}
-	if d.err == nil {
-		r.raw = b[start:d.off:d.off]
+	if d.Err() == nil {
+		r.raw = b[start:d.Offset():d.Offset()]
 	}
-	switch d.byte() {
-	case pendingNone:
-	case pendingCall:
-		c := d.call()
+	switch marker := d.Byte("pending marker"); {
+	case d.Err() != nil, marker == pendingNone:
+	case marker == pendingCall:
+		c := decodeCall(d)
 		r.pending = &c
 	default:
-		d.fail("unknown pending marker")
+		d.Fail("pending marker", fmt.Errorf("unknown marker %d", marker))
 	}
-	r.broken = d.str()
-	if d.err == nil && d.off != len(b) {
-		d.fail("%d trailing bytes", len(b)-d.off)
-	}
-	if d.err != nil {
-		return nil, fmt.Errorf("decode journal: %w", d.err)
+	r.broken = d.Str("broken reason")
+	if err := d.End(); err != nil {
+		return nil, fmt.Errorf("decode journal: %w", err)
 	}
 	return r, nil
 }
 
-// jdec reads a journal; the first failure sticks.
-type jdec struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (d *jdec) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf(format+" (at byte %d)", append(args, d.off)...)
-	}
-}
-
-func (d *jdec) byte() byte {
-	if d.err != nil || d.off >= len(d.b) {
-		d.fail("truncated")
-		return 0
-	}
-	d.off++
-	return d.b[d.off-1]
-}
-
-func (d *jdec) uint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-func (d *jdec) bytes(n int) []byte {
-	if d.err != nil || n < 0 || n > len(d.b)-d.off {
-		d.fail("truncated")
-		return nil
-	}
-	d.off += n
-	return d.b[d.off-n : d.off : d.off]
-}
-
-func (d *jdec) fixed32() uint32 {
-	b := d.bytes(4)
-	if b == nil {
-		return 0
-	}
-	return binary.LittleEndian.Uint32(b)
-}
-
-func (d *jdec) str() string {
-	n := d.uint()
-	if d.err == nil && n > uint64(len(d.b)-d.off) {
-		d.fail("truncated")
-		return ""
-	}
-	return string(d.bytes(int(n)))
-}
-
-func (d *jdec) call() recordCall {
-	c := recordCall{capability: d.str()}
-	if b := d.bytes(8); b != nil {
-		c.digest = binary.LittleEndian.Uint64(b)
-	}
-	return c
+// decodeCall reads what appendCall wrote.
+func decodeCall(d *bytecodec.Decoder) recordCall {
+	return recordCall{capability: d.Str("capability"), digest: d.Uint64("arguments digest")}
 }
 
 // A ReplayStep is how a replay answers one host call of the run: Stop

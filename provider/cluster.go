@@ -209,7 +209,12 @@ func (p *Provider) place(s *stream) {
 		s.handingOver.Store(false) // it ended before it stopped: nothing to hand over
 		return
 	}
-	err = p.ps.com.Flush(ctx)
+	// The host it goes to starts its transport once this one's returned,
+	// as a run here after a failed offer does (runs.go).
+	err = p.awaitRun(ctx, s.id)
+	if err == nil {
+		err = p.ps.com.Flush(ctx)
+	}
 	if err == nil {
 		err = p.opts.Cluster.Offer(ctx, s.id, to)
 	}

@@ -24,6 +24,10 @@ type fakeCluster struct {
 	released []string
 	forgot   []string
 	remote   func(Request) (Answer, error)
+	// place answers Place (nil: every stream stays here); offer answers
+	// Offer (nil: accepted).
+	place func(ctx context.Context, id string) string
+	offer func(id, to string) error
 }
 
 func (c *fakeCluster) Claim(_ context.Context, id string) error {
@@ -53,9 +57,19 @@ func (c *fakeCluster) Forward(_ context.Context, req Request) (Answer, error) {
 	return c.remote(req)
 }
 
-func (c *fakeCluster) Place(context.Context, string) (string, error) { return "", nil }
+func (c *fakeCluster) Place(ctx context.Context, id string) (string, error) {
+	if c.place == nil {
+		return "", nil
+	}
+	return c.place(ctx, id), nil
+}
 
-func (c *fakeCluster) Offer(context.Context, string, string) error { return nil }
+func (c *fakeCluster) Offer(_ context.Context, id, to string) error {
+	if c.offer == nil {
+		return nil
+	}
+	return c.offer(id, to)
+}
 
 func (c *fakeCluster) log() (claimed, released, forgot []string) {
 	c.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rtfshost/rtfshost/internal/bytecodec"
 	"github.com/rtfshost/rtfshost/persistence"
 )
 
@@ -33,73 +34,73 @@ type deliveryRecord struct {
 }
 
 func (r *deliveryRecord) encode() []byte {
-	e := enc{b: make([]byte, 0, 64+32*len(r.milestones))}
-	e.bool(r.delivery != nil)
+	e := bytecodec.Encoder{B: make([]byte, 0, 64+32*len(r.milestones))}
+	e.Bool(r.delivery != nil)
 	if d := r.delivery; d != nil {
 		for _, t := range [...]Throttle{d.Normal, d.Low} {
-			e.int(int64(t.Interval))
-			e.int(int64(t.MaxBatch))
+			e.Int(int64(t.Interval))
+			e.Int(int64(t.MaxBatch))
 		}
 	}
-	e.uint(uint64(len(r.milestones)))
+	e.Uint(uint64(len(r.milestones)))
 	for _, m := range r.milestones {
-		e.str(m.ID)
-		e.float(m.Weight)
-		e.int(int64(m.Estimated))
+		e.Str(m.ID)
+		e.Float(m.Weight)
+		e.Int(int64(m.Estimated))
 	}
 	pr := &r.progress
-	e.bool(pr.known)
-	e.float(pr.done)
-	e.float(pr.total)
-	e.str(pr.message)
-	e.str(pr.milestone)
+	e.Bool(pr.known)
+	e.Float(pr.done)
+	e.Float(pr.total)
+	e.Str(pr.message)
+	e.Str(pr.milestone)
 	for i := range r.milestones {
-		e.bool(i < len(pr.reached) && pr.reached[i])
+		e.Bool(i < len(pr.reached) && pr.reached[i])
 	}
 	at := int64(0)
 	if !pr.at.IsZero() {
 		at = pr.at.UnixMilli()
 	}
-	e.int(at)
+	e.Int(at)
 	for _, n := range r.outDropped {
-		e.int(n)
+		e.Int(n)
 	}
-	return persistence.EncodeRecord(kindDelivery, recordVersion, e.b)
+	return persistence.EncodeRecord(kindDelivery, recordVersion, e.B)
 }
 
 func (r *deliveryRecord) decode(key, data []byte) error {
-	return decodePayload(key, data, kindDelivery, func(d *dec) {
-		if d.bool("has delivery") {
+	return decodePayload(key, data, kindDelivery, func(d *bytecodec.Decoder) {
+		if d.Bool("has delivery") {
 			var ts [2]Throttle
 			for i := range ts {
-				ts[i] = Throttle{Interval: time.Duration(d.int("interval")), MaxBatch: int(d.int("batch"))}
+				ts[i] = Throttle{Interval: time.Duration(d.Int("interval")), MaxBatch: int(d.Int("batch"))}
 			}
 			r.delivery = &Delivery{Normal: ts[0], Low: ts[1]}
 		}
-		n := d.uint("milestone count")
+		n := d.Uint("milestone count")
 		if n > maxMilestones {
-			d.fail("milestone count", fmt.Errorf("%d milestones, at most %d", n, maxMilestones))
+			d.Fail("milestone count", fmt.Errorf("%d milestones, at most %d", n, maxMilestones))
 			return
 		}
-		for i := uint64(0); i < n && d.err == nil; i++ {
-			r.milestones = append(r.milestones, Milestone{ID: d.str("milestone id"), Weight: d.float("milestone weight"),
-				Estimated: time.Duration(d.int("milestone estimate"))})
+		for i := uint64(0); i < n && d.Err() == nil; i++ {
+			r.milestones = append(r.milestones, Milestone{ID: d.Str("milestone id"), Weight: d.Float("milestone weight"),
+				Estimated: time.Duration(d.Int("milestone estimate"))})
 		}
 		pr := &r.progress
-		pr.known = d.bool("progress known")
-		pr.done, pr.total = d.float("done"), d.float("total")
-		pr.message, pr.milestone = d.str("message"), d.str("milestone")
+		pr.known = d.Bool("progress known")
+		pr.done, pr.total = d.Float("done"), d.Float("total")
+		pr.message, pr.milestone = d.Str("message"), d.Str("milestone")
 		if n > 0 {
 			pr.reached = make([]bool, n)
 			for i := range pr.reached {
-				pr.reached[i] = d.bool("milestone reached")
+				pr.reached[i] = d.Bool("milestone reached")
 			}
 		}
-		if at := d.int("progress time"); at != 0 {
+		if at := d.Int("progress time"); at != 0 {
 			pr.at = time.UnixMilli(at)
 		}
 		for i := range r.outDropped {
-			r.outDropped[i] = d.int("dropped outputs")
+			r.outDropped[i] = d.Int("dropped outputs")
 		}
 	})
 }

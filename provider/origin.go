@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/internal/bytecodec"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
@@ -55,32 +56,28 @@ type ProgramVersion struct {
 }
 
 func (r *originRecord) encode() []byte {
-	e := enc{b: make([]byte, 0, 96+len(r.journal)+64*len(r.history))}
-	e.str(r.sourceHash)
-	e.bytes(r.journal)
-	e.uint(uint64(len(r.history)))
+	e := bytecodec.Encoder{B: make([]byte, 0, 96+len(r.journal)+64*len(r.history))}
+	e.Str(r.sourceHash)
+	e.Bytes(r.journal)
+	e.Uint(uint64(len(r.history)))
 	for _, h := range r.history {
-		e.str(h.Hash)
-		e.str(h.File)
-		e.str(h.Processor)
-		e.str(h.Compiler)
-		e.int(h.AtEpochMs)
+		e.Str(h.Hash)
+		e.Str(h.File)
+		e.Str(h.Processor)
+		e.Str(h.Compiler)
+		e.Int(h.AtEpochMs)
 	}
-	return persistence.EncodeRecord(kindOrigin, recordVersion, e.b)
+	return persistence.EncodeRecord(kindOrigin, recordVersion, e.B)
 }
 
 func (r *originRecord) decode(key, data []byte) error {
-	return decodePayload(key, data, kindOrigin, func(d *dec) {
-		r.sourceHash = d.str("source hash")
-		r.journal = append([]byte(nil), d.bytes("journal")...)
-		n := d.uint("history count")
-		if n > uint64(len(d.b)) {
-			d.fail("history count", errTruncated)
-			n = 0
-		}
-		for i := uint64(0); i < n && d.err == nil; i++ {
-			r.history = append(r.history, ProgramVersion{Hash: d.str("hash"), File: d.str("file"), Processor: d.str("processor"),
-				Compiler: d.str("compiler"), AtEpochMs: d.int("time")})
+	return decodePayload(key, data, kindOrigin, func(d *bytecodec.Decoder) {
+		r.sourceHash = d.Str("source hash")
+		r.journal = append([]byte(nil), d.Bytes("journal")...)
+		n := d.Count("history count")
+		for i := 0; i < n && d.Err() == nil; i++ {
+			r.history = append(r.history, ProgramVersion{Hash: d.Str("hash"), File: d.Str("file"), Processor: d.Str("processor"),
+				Compiler: d.Str("compiler"), AtEpochMs: d.Int("time")})
 		}
 	})
 }

@@ -150,6 +150,13 @@ type Provider struct {
 	// pending holds the Pending subscriptions to stream ids no stream has
 	// yet (subscribe.go).
 	pending map[string][]*Subscription
+	// runs holds, by stream id, the tdone of the transport goroutine last
+	// launched for a stream of that id while it has not returned: the
+	// next run of that id waits for it (runs.go).
+	runs map[string]chan struct{}
+	// runWaits counts, by stream id, the goroutines waiting for a run in
+	// runs to return.
+	runWaits map[string]int
 
 	ps *persister // nil without a store
 
@@ -181,6 +188,8 @@ func New(opts Options) *Provider {
 		log:      opts.Logger,
 		streams:  make(map[string]*stream),
 		breakers: breaker.New(opts.Breaker),
+		runs:     make(map[string]chan struct{}),
+		runWaits: make(map[string]int),
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)

@@ -2,10 +2,8 @@ package provider
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
-	"math"
 
+	"github.com/rtfshost/rtfshost/internal/bytecodec"
 	"github.com/rtfshost/rtfshost/persistence"
 )
 
@@ -77,129 +75,18 @@ func parseStreamKey(key []byte) (id string, suffix byte, seq int64, ok bool) {
 	return "", 0, 0, false
 }
 
-// enc appends the fields of a record payload: unsigned varints, zigzag
-// varints and length-prefixed byte strings.
-type enc struct{ b []byte }
-
-func (e *enc) uint(v uint64)   { e.b = binary.AppendUvarint(e.b, v) }
-func (e *enc) int(v int64)     { e.b = binary.AppendVarint(e.b, v) }
-func (e *enc) bytes(v []byte)  { e.uint(uint64(len(v))); e.b = append(e.b, v...) }
-func (e *enc) str(v string)    { e.uint(uint64(len(v))); e.b = append(e.b, v...) }
-func (e *enc) float(v float64) { e.b = binary.LittleEndian.AppendUint64(e.b, math.Float64bits(v)) }
-func (e *enc) bool(v bool) {
-	if v {
-		e.b = append(e.b, 1)
-	} else {
-		e.b = append(e.b, 0)
-	}
-}
-
-// dec reads what enc wrote. The first failure sticks: later reads return
-// zero values and err says which field was bad.
-type dec struct {
-	b   []byte
-	off int
-	err error
-}
-
-var errTruncated = errors.New("truncated")
-
-func (d *dec) fail(field string, err error) {
-	if d.err == nil {
-		d.err = fmt.Errorf("field %s at byte %d: %w", field, d.off, err)
-	}
-}
-
-func (d *dec) uint(field string) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.fail(field, errTruncated)
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-func (d *dec) int(field string) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b[d.off:])
-	if n <= 0 {
-		d.fail(field, errTruncated)
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-func (d *dec) bytes(field string) []byte {
-	n := d.uint(field)
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.b)-d.off) {
-		d.fail(field, errTruncated)
-		return nil
-	}
-	v := d.b[d.off : d.off+int(n) : d.off+int(n)]
-	d.off += int(n)
-	return v
-}
-
-func (d *dec) str(field string) string { return string(d.bytes(field)) }
-
-func (d *dec) float(field string) float64 {
-	if d.err != nil {
-		return 0
-	}
-	if len(d.b)-d.off < 8 {
-		d.fail(field, errTruncated)
-		return 0
-	}
-	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b[d.off:]))
-	d.off += 8
-	return v
-}
-
-func (d *dec) bool(field string) bool {
-	if d.err != nil {
-		return false
-	}
-	if d.off >= len(d.b) || d.b[d.off] > 1 {
-		d.fail(field, errors.New("bad boolean"))
-		return false
-	}
-	d.off++
-	return d.b[d.off-1] == 1
-}
-
-// end reports trailing bytes as an error.
-// more reports whether bytes remain to be read (and no read failed).
-func (d *dec) more() bool { return d.err == nil && d.off < len(d.b) }
-
-func (d *dec) end() error {
-	if d.err == nil && d.off != len(d.b) {
-		d.err = fmt.Errorf("%d trailing bytes", len(d.b)-d.off)
-	}
-	return d.err
-}
-
 // decodePayload checks a record's framing and hands its payload to read.
 // Every failure names the key: an unknown version is the
 // *persistence.UnknownVersionError, anything else a
 // *persistence.CorruptRecordError.
-func decodePayload(key, data []byte, kind persistence.RecordKind, read func(d *dec)) error {
+func decodePayload(key, data []byte, kind persistence.RecordKind, read func(d *bytecodec.Decoder)) error {
 	_, payload, err := persistence.DecodeRecord(key, data, kind, recordVersion)
 	if err != nil {
 		return err
 	}
-	d := &dec{b: payload}
+	d := bytecodec.NewDecoder(payload)
 	read(d)
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return &persistence.CorruptRecordError{Key: append([]byte(nil), key...), Reason: "bad payload", Err: err}
 	}
 	return nil
@@ -212,16 +99,16 @@ type programRecord struct {
 }
 
 func (r *programRecord) encode() []byte {
-	e := enc{b: make([]byte, 0, len(r.source)+len(r.name)+8)}
-	e.str(r.name)
-	e.bytes(r.source)
-	return persistence.EncodeRecord(kindProgram, recordVersion, e.b)
+	e := bytecodec.Encoder{B: make([]byte, 0, len(r.source)+len(r.name)+8)}
+	e.Str(r.name)
+	e.Bytes(r.source)
+	return persistence.EncodeRecord(kindProgram, recordVersion, e.B)
 }
 
 func (r *programRecord) decode(key, data []byte) error {
-	return decodePayload(key, data, kindProgram, func(d *dec) {
-		r.name = d.str("name")
-		r.source = append([]byte(nil), d.bytes("source")...)
+	return decodePayload(key, data, kindProgram, func(d *bytecodec.Decoder) {
+		r.name = d.Str("name")
+		r.source = append([]byte(nil), d.Bytes("source")...)
 	})
 }
 
@@ -254,45 +141,45 @@ type defRecord struct {
 }
 
 func (r *defRecord) encode() []byte {
-	e := enc{b: make([]byte, 0, 64+len(r.procData)+len(r.globals)+len(r.initial)+len(r.config))}
-	e.int(r.order)
-	e.str(r.endpoint)
-	e.str(r.transport)
-	e.str(r.serverURL)
-	e.str(r.procName)
-	e.uint(r.procRef)
-	e.bytes(r.procData)
-	e.str(r.progHash)
-	e.bytes(r.globals)
-	e.bytes(r.initial)
-	e.int(r.capacity)
-	e.bytes(r.config)
-	e.bool(r.journal)
-	e.int(r.idleMs)
-	e.bytes(r.tkeys)
-	return persistence.EncodeRecord(kindDefinition, recordVersion, e.b)
+	e := bytecodec.Encoder{B: make([]byte, 0, 64+len(r.procData)+len(r.globals)+len(r.initial)+len(r.config))}
+	e.Int(r.order)
+	e.Str(r.endpoint)
+	e.Str(r.transport)
+	e.Str(r.serverURL)
+	e.Str(r.procName)
+	e.Uint(r.procRef)
+	e.Bytes(r.procData)
+	e.Str(r.progHash)
+	e.Bytes(r.globals)
+	e.Bytes(r.initial)
+	e.Int(r.capacity)
+	e.Bytes(r.config)
+	e.Bool(r.journal)
+	e.Int(r.idleMs)
+	e.Bytes(r.tkeys)
+	return persistence.EncodeRecord(kindDefinition, recordVersion, e.B)
 }
 
 func (r *defRecord) decode(key, data []byte) error {
-	return decodePayload(key, data, kindDefinition, func(d *dec) {
-		r.order = d.int("order")
-		r.endpoint = d.str("endpoint")
-		r.transport = d.str("transport")
-		r.serverURL = d.str("server-url")
-		r.procName = d.str("processor name")
-		r.procRef = d.uint("processor reference")
-		r.procData = d.bytes("processor")
-		r.progHash = d.str("program hash")
-		r.globals = d.bytes("globals")
-		r.initial = d.bytes("initial state")
-		r.capacity = d.int("queue capacity")
-		r.config = d.bytes("config")
-		r.journal = d.bool("journal")
-		if d.more() { // added after the first release: older records end here
-			r.idleMs = d.int("idle timeout")
+	return decodePayload(key, data, kindDefinition, func(d *bytecodec.Decoder) {
+		r.order = d.Int("order")
+		r.endpoint = d.Str("endpoint")
+		r.transport = d.Str("transport")
+		r.serverURL = d.Str("server-url")
+		r.procName = d.Str("processor name")
+		r.procRef = d.Uint("processor reference")
+		r.procData = d.Bytes("processor")
+		r.progHash = d.Str("program hash")
+		r.globals = d.Bytes("globals")
+		r.initial = d.Bytes("initial state")
+		r.capacity = d.Int("queue capacity")
+		r.config = d.Bytes("config")
+		r.journal = d.Bool("journal")
+		if d.More() { // added after the first release: older records end here
+			r.idleMs = d.Int("idle timeout")
 		}
-		if d.more() {
-			r.tkeys = d.bytes("transport keys")
+		if d.More() {
+			r.tkeys = d.Bytes("transport keys")
 		}
 	})
 }
@@ -323,26 +210,26 @@ type progressRecord struct {
 }
 
 func (r *progressRecord) appendTo(dst []byte) []byte {
-	e := enc{b: dst}
-	e.str(r.status)
-	e.str(r.reason)
-	e.str(r.message)
-	e.str(r.cursor)
-	e.int(r.procNext)
-	e.int(r.accSeq)
-	e.str(r.accID)
-	e.int(r.lowWater)
-	e.uint(uint64(len(r.extra)))
+	e := bytecodec.Encoder{B: dst}
+	e.Str(r.status)
+	e.Str(r.reason)
+	e.Str(r.message)
+	e.Str(r.cursor)
+	e.Int(r.procNext)
+	e.Int(r.accSeq)
+	e.Str(r.accID)
+	e.Int(r.lowWater)
+	e.Uint(uint64(len(r.extra)))
 	for _, x := range r.extra {
-		e.int(x)
+		e.Int(x)
 	}
 	for _, v := range [...]int64{r.processed, r.dropped, r.reconnects, r.bytes, r.outputs, r.latencyNs, r.lastEvent, r.resumeAt} {
-		e.int(v)
+		e.Int(v)
 	}
-	e.bytes(r.state)
-	e.bytes(r.lastOut)
-	e.bytes(r.result)
-	return e.b
+	e.Bytes(r.state)
+	e.Bytes(r.lastOut)
+	e.Bytes(r.result)
+	return e.B
 }
 
 func (r *progressRecord) encode() []byte {
@@ -351,23 +238,19 @@ func (r *progressRecord) encode() []byte {
 }
 
 func (r *progressRecord) decode(key, data []byte) error {
-	return decodePayload(key, data, kindProgress, func(d *dec) {
-		r.status, r.reason, r.message = d.str("status"), d.str("end reason"), d.str("message")
-		r.cursor = d.str("cursor")
-		r.procNext, r.accSeq, r.accID = d.int("next seq"), d.int("accepted seq"), d.str("accepted id")
-		r.lowWater = d.int("low water")
-		n := d.uint("extra count")
-		if n > uint64(len(d.b)) {
-			d.fail("extra count", errTruncated)
-			n = 0
-		}
-		for i := uint64(0); i < n && d.err == nil; i++ {
-			r.extra = append(r.extra, d.int("extra"))
+	return decodePayload(key, data, kindProgress, func(d *bytecodec.Decoder) {
+		r.status, r.reason, r.message = d.Str("status"), d.Str("end reason"), d.Str("message")
+		r.cursor = d.Str("cursor")
+		r.procNext, r.accSeq, r.accID = d.Int("next seq"), d.Int("accepted seq"), d.Str("accepted id")
+		r.lowWater = d.Int("low water")
+		n := d.Count("extra count")
+		for i := 0; i < n && d.Err() == nil; i++ {
+			r.extra = append(r.extra, d.Int("extra"))
 		}
 		for _, p := range [...]*int64{&r.processed, &r.dropped, &r.reconnects, &r.bytes, &r.outputs, &r.latencyNs, &r.lastEvent, &r.resumeAt} {
-			*p = d.int("stats")
+			*p = d.Int("stats")
 		}
-		r.state, r.lastOut, r.result = d.bytes("state"), d.bytes("last output"), d.bytes("result")
+		r.state, r.lastOut, r.result = d.Bytes("state"), d.Bytes("last output"), d.Bytes("result")
 	})
 }
 
@@ -381,23 +264,23 @@ type journalRecord struct {
 }
 
 func (r *journalRecord) encode() []byte {
-	e := enc{b: make([]byte, 0, 24+len(r.id)+len(r.event)+len(r.data)+len(r.fd))}
-	e.str(r.id)
-	e.str(r.event)
-	e.int(r.received)
-	e.bytes(r.data)
+	e := bytecodec.Encoder{B: make([]byte, 0, 24+len(r.id)+len(r.event)+len(r.data)+len(r.fd))}
+	e.Str(r.id)
+	e.Str(r.event)
+	e.Int(r.received)
+	e.Bytes(r.data)
 	if r.fd != "" { // added after the first release: written only when set
-		e.str(r.fd)
+		e.Str(r.fd)
 	}
-	return persistence.EncodeRecord(kindJournal, recordVersion, e.b)
+	return persistence.EncodeRecord(kindJournal, recordVersion, e.B)
 }
 
 func (r *journalRecord) decode(key, data []byte) error {
-	return decodePayload(key, data, kindJournal, func(d *dec) {
-		r.id, r.event, r.received = d.str("id"), d.str("event"), d.int("received")
-		r.data = append([]byte(nil), d.bytes("data")...)
-		if d.more() { // older records end here
-			r.fd = d.str("fd")
+	return decodePayload(key, data, kindJournal, func(d *bytecodec.Decoder) {
+		r.id, r.event, r.received = d.Str("id"), d.Str("event"), d.Int("received")
+		r.data = append([]byte(nil), d.Bytes("data")...)
+		if d.More() { // older records end here
+			r.fd = d.Str("fd")
 		}
 	})
 }
@@ -413,15 +296,15 @@ type childRecord struct {
 }
 
 func (r *childRecord) encode() []byte {
-	e := enc{b: make([]byte, 0, 16+len(r.boot))}
-	e.int(r.pid)
-	e.uint(r.start)
-	e.str(r.boot)
-	return persistence.EncodeRecord(kindChild, recordVersion, e.b)
+	e := bytecodec.Encoder{B: make([]byte, 0, 16+len(r.boot))}
+	e.Int(r.pid)
+	e.Uint(r.start)
+	e.Str(r.boot)
+	return persistence.EncodeRecord(kindChild, recordVersion, e.B)
 }
 
 func (r *childRecord) decode(key, data []byte) error {
-	return decodePayload(key, data, kindChild, func(d *dec) {
-		r.pid, r.start, r.boot = d.int("pid"), d.uint("start time"), d.str("boot id")
+	return decodePayload(key, data, kindChild, func(d *bytecodec.Decoder) {
+		r.pid, r.start, r.boot = d.Int("pid"), d.Uint("start time"), d.Str("boot id")
 	})
 }

@@ -287,7 +287,7 @@ func (p *Provider) launch(s *stream) {
 	s.mu.Unlock()
 	go s.work()
 	if connect {
-		go s.runTransport(s.def.kind.Transport, p.spec(s))
+		go s.runTransport(s.def.kind.Transport, p.spec(s), p.followRun(s))
 	}
 	p.log.Debug("stream started", "stream", s.id, "endpoint", s.def.endpoint, "transport", s.def.transport)
 }

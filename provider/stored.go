@@ -124,6 +124,11 @@ func (p *Provider) Remove(ctx context.Context, id string, force bool) (State, er
 	case <-ctx.Done():
 		return st.State, ctx.Err()
 	}
+	// The id is free once nothing of the stream runs: a stream started
+	// again under it must not meet this one's transport (runs.go).
+	if err := p.awaitRun(ctx, id); err != nil {
+		return st.State, err
+	}
 	if p.opts.Store != nil {
 		if _, err := RemoveStored(ctx, p.opts.Store, id, true); err != nil && !errors.Is(err, ErrNoStoredStream) {
 			return st.State, err

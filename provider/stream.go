@@ -136,7 +136,8 @@ type stream struct {
 	// which takes over done (upgrade.go).
 	upgrade    chan struct{}
 	replacedBy atomic.Pointer[stream]
-	// tdone is closed when the stream's transport goroutine has returned.
+	// tdone is closed when the stream's transport goroutine has returned;
+	// the next transport run of the stream's id waits for it (runs.go).
 	tdone chan struct{}
 
 	// obs observes the stream (nopObserver when nothing does); it is set by
@@ -167,19 +168,22 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 }
 
 // runTransport runs the transport until the source ends and reports the end
-// to the worker.
-func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec) {
+// to the worker. It starts only once prev, the previous transport run of
+// the stream's id, has returned (runs.go).
+func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec, prev <-chan struct{}) {
 	defer s.p.wg.Done()
-	defer close(s.tdone)
-	ctx := s.obs.TransportStarted(s.ctx)
+	defer s.p.runReturned(s)
 	var err error
-	if s.recovered {
-		// A recovered stream reconnects: not to an origin whose circuit
-		// is open (a new stream's start asked already).
-		err = s.p.breakers.Allow(s.def.origin)
-	}
-	if err == nil {
-		err = runGuarded(ctx, tr, spec, s.startCursor, s)
+	if s.awaitPrevious(prev) {
+		ctx := s.obs.TransportStarted(s.ctx)
+		if s.recovered {
+			// A recovered stream reconnects: not to an origin whose
+			// circuit is open (a new stream's start asked already).
+			err = s.p.breakers.Allow(s.def.origin)
+		}
+		if err == nil {
+			err = runGuarded(ctx, tr, spec, s.startCursor, s)
+		}
 	}
 	s.mu.Lock()
 	s.taskActive = false

@@ -263,20 +263,18 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 	}
 	s.cancel()
 	<-stopped // the worker stopped between two chunks, its progress flushed
-	s.mu.Lock()
-	connected := s.taskPresent
-	s.mu.Unlock()
-	if connected {
-		// The stream that replaces it starts its transport after this one's
-		// has stopped: two Runs of one stream must not overlap.
-		<-s.tdone
-	}
+	// Its transport stops too before the swap is made (the stream that
+	// replaces it would anyway start its own only then: runs.go), so that
+	// when Upgrade returns, nothing of the old stream runs.
 	var res UpgradeResult
-	err = p.ps.com.Flush(ctx)
+	err = p.awaitRun(ctx, id)
+	if err == nil {
+		if err = p.ps.com.Flush(ctx); err != nil {
+			err = fmt.Errorf("upgrade stream %q: committing its progress: %w", id, err)
+		}
+	}
 	if err == nil {
 		res, err = UpgradeStored(ctx, p.ps.store, u)
-	} else {
-		err = fmt.Errorf("upgrade stream %q: committing its progress: %w", id, err)
 	}
 	if rerr := p.reload(ctx, s); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("upgrade stream %q: the stream did not start again: %w", id, rerr))

@@ -209,8 +209,25 @@ func connectVersion(ctx context.Context, t *testing.T, tr mcp.Transport, log *pr
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	t.Cleanup(func() { cs.Close() })
+	t.Cleanup(func() { closeWithin(t, cs) })
 	return cs
+}
+
+// closeWithin closes cs, or reports that it did not close within the hang
+// guard: a call still in flight (a test that failed before its stream
+// ended) keeps the session open until the server ends the call, which the
+// fixture's own cleanup, run after this one, does.
+func closeWithin(t *testing.T, cs *mcp.ClientSession) {
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		cs.Close()
+	}()
+	select {
+	case <-closed:
+	case <-time.After(hangGuard):
+		t.Errorf("the client session did not close within %v: a call is still in flight", hangGuard)
+	}
 }
 
 // callAsync calls a tool on its own goroutine; the result arrives on the
@@ -263,9 +280,12 @@ func decode(t *testing.T, res *mcp.CallToolResult) map[string]any {
 	return m
 }
 
-// feed sends chunks to the mock source of stream id.
+// feed sends chunks to the mock source of stream id. A chunk the stream
+// does not take within the hang guard fails the test.
 func (f *fixture) feed(ctx context.Context, id string, chunks ...any) {
 	f.t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, hangGuard)
+	defer cancel()
 	src := f.mock.Source(id)
 	for _, c := range chunks {
 		if err := src.SendJSON(ctx, "", c); err != nil {

@@ -43,7 +43,7 @@ func (f *fixture) connectWith(ctx context.Context, version string, opts *mcp.Cli
 	if err != nil {
 		f.t.Fatalf("connect: %v", err)
 	}
-	f.t.Cleanup(func() { cs.Close() })
+	f.t.Cleanup(func() { closeWithin(f.t, cs) })
 	return cs
 }
 

@@ -223,7 +223,7 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage, c *call, r
 		return
 	}
 	if _, err := s.prov.Status(l.streamID); err != nil {
-		s.appendEvent(k, rpcResponse(id, resultJSON(textResult(fmt.Sprintf("%s: the stream %s was not recovered after the server restarted", ToolStart, l.streamID), true))))
+		s.appendEvent(k, rpcAnswer(id, resultJSON(textResult(fmt.Sprintf("%s: the stream %s was not recovered after the server restarted", ToolStart, l.streamID), true)), nil))
 		return
 	}
 	// The outputs go out as the call's did: through an Outbox, one
@@ -283,7 +283,7 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage, c *call, r
 	}
 	res := streamResult{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message,
 		Result: shownJSON(st.Result, s.opts.Limits.OutputLimit(), "the stream's result"), Outputs: outputs, OutputCount: int64(len(outputs))}
-	s.appendEvent(k, rpcResponse(id, resultJSON(jsonResult(res, st.State != provider.StateCompleted))))
+	s.appendEvent(k, rpcAnswer(id, resultJSON(jsonResult(res, st.State != provider.StateCompleted)), nil))
 }
 
 func (s *Server) appendEvent(k streamKey, data []byte) {
@@ -297,10 +297,5 @@ func (s *Server) appendEvent(k streamKey, data []byte) {
 func progressNote(token string, params *mcp.ProgressNotificationParams) []byte {
 	params.ProgressToken = json.RawMessage(token)
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
-	return b
-}
-
-func rpcResponse(id json.RawMessage, result json.RawMessage) []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
 	return b
 }

@@ -55,24 +55,30 @@ func lineIndex(c transport.Chunk) (int, bool) {
 
 // TestTransportSuite runs the transport suite with the test binary as the
 // program: finite lines, endless lines, and a program that exits 3.
-func TestTransportSuite(t *testing.T) {
-	transporttest.Run(t, transporttest.Harness{
-		Finite: func(t *testing.T, n int) transporttest.Source {
+func TestTransportSuite(t *testing.T) { transporttest.Run(t, suiteHarness()) }
+
+// BenchmarkCancel: how long Run takes to return after a cancel, its
+// program still writing (it is stopped, and waited for).
+func BenchmarkCancel(b *testing.B) { transporttest.BenchmarkCancel(b, suiteHarness()) }
+
+func suiteHarness() transporttest.Harness {
+	return transporttest.Harness{
+		Finite: func(t testing.TB, n int) transporttest.Source {
 			m := newMarker()
 			return transporttest.Source{Transport: new(Transport), Spec: helperSpec(t, m, nil, "lines", strconv.Itoa(n)), Marker: m}
 		},
-		Endless: func(t *testing.T) transporttest.Source {
+		Endless: func(t testing.TB) transporttest.Source {
 			m := newMarker()
 			count := transporttest.NewCountFile(t)
 			return transporttest.Source{Transport: new(Transport), Spec: helperSpec(t, m, nil, "endless", count.Path), Marker: m,
 				Produced: count.Produced}
 		},
-		Failing: func(t *testing.T) transporttest.Source {
+		Failing: func(t testing.TB) transporttest.Source {
 			m := newMarker()
 			return transporttest.Source{Transport: new(Transport), Spec: helperSpec(t, m, nil, "fail"), Marker: m}
 		},
 		Index: lineIndex,
-	})
+	}
 }
 
 // sink records chunks.

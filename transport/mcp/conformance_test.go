@@ -14,6 +14,7 @@ import (
 
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/internal/retry"
+	"github.com/rtfshost/rtfshost/transport/transporttest"
 )
 
 // confTransport is one MCP transport under the conformance table.
@@ -332,7 +333,7 @@ func conf500Backoff(t *testing.T, tr confTransport) {
 }
 
 // confCancelMidBackoff: cancel during an hour-long reconnect wait (the real
-// clock) returns within 100 ms.
+// clock) ends Run at once, with context.Canceled.
 func confCancelMidBackoff(t *testing.T, tr confTransport) {
 	s := newConfServer(t, &confServer{legacy: tr.legacy, connectFail: slices.Repeat([]int{500}, 20)})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -345,7 +346,7 @@ func confCancelMidBackoff(t *testing.T, tr confTransport) {
 		}
 	}}
 	p := retry.Policy{Initial: time.Hour, Max: time.Hour}
-	cancelAndTime(t, cancel, ready, startRun(func() error { return tr.new(p).Run(ctx, s.spec(), "", sink) }))
+	transporttest.CancelEnds(t, cancel, ready, startRun(func() error { return tr.new(p).Run(ctx, s.spec(), "", sink) }))
 	if !slices.Equal(sink.delays, []time.Duration{time.Hour}) || s.connects() != 1 {
 		t.Fatalf("waits %v after %d attempts", sink.delays, s.connects())
 	}
@@ -387,7 +388,10 @@ func confBackpressure(t *testing.T, tr confTransport) {
 	}}
 	wait := startRun(func() error { return tr.new(fastPolicy).Run(ctx, spec, "", sink) })
 	<-blocked
-	n := settle(&written)
+	n, settled := transporttest.Settle(written.Load)
+	if !settled {
+		t.Fatalf("the server kept writing while the sink was blocked: %d bytes and counting", written.Load())
+	}
 	t.Logf("server wrote %d bytes while the sink was blocked", n)
 	if n >= bound || n < int64(len(pad)) {
 		t.Errorf("server wrote %d bytes while the sink was blocked; want between one event and %d", n, bound)
@@ -399,19 +403,4 @@ func confBackpressure(t *testing.T, tr confTransport) {
 	if len(sink.chunks) != 1 {
 		t.Fatalf("%d chunks delivered, want the one that blocked", len(sink.chunks))
 	}
-}
-
-// settle waits until v has not changed for 300 ms (or 10 s pass) and returns
-// it.
-func settle(v *atomic.Int64) int64 {
-	last, same := v.Load(), 0
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && same < 6; {
-		time.Sleep(50 * time.Millisecond)
-		if cur := v.Load(); cur == last {
-			same++
-		} else {
-			last, same = cur, 0
-		}
-	}
-	return last
 }

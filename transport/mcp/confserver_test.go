@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -211,17 +209,8 @@ func (s *confServer) okAttempt(id string) int {
 }
 
 func (s *confServer) post(w http.ResponseWriter, r *http.Request) {
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			Meta struct {
-				ProgressToken string `json:"progressToken"`
-			} `json:"_meta"`
-		} `json:"params"`
-	}
-	body, _ := io.ReadAll(r.Body)
-	if err := json.Unmarshal(body, &m); err != nil {
-		http.Error(w, "bad body", http.StatusBadRequest)
+	m, ok := readPosted(w, r)
+	if !ok {
 		return
 	}
 	if m.Method == methodToolsCall {
@@ -329,29 +318,6 @@ func smallBufClient() (*http.Client, *http.Transport) {
 
 // fakeClock is the transports' shared test clock.
 type fakeClock = retry.FakeClock
-
-// cancelAndTime waits for ready, cancels ctx and checks that Run (whose
-// result wait returns) ends with context.Canceled within 100 ms of cancel().
-func cancelAndTime(t *testing.T, cancel context.CancelFunc, ready <-chan struct{}, wait func() error) {
-	t.Helper()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		cancel()
-		wait()
-		t.Fatal("the transport never reached the point to cancel at")
-	}
-	start := time.Now()
-	cancel()
-	err := wait()
-	took := time.Since(start)
-	if took > 100*time.Millisecond {
-		t.Fatalf("Run returned %v after cancel(), want within 100ms", took)
-	}
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-}
 
 // startRun runs run in a goroutine; the returned function waits for its
 // result.

@@ -107,18 +107,31 @@ func (f *fakeServer) serveEarlyGET(w http.ResponseWriter, r *http.Request) bool 
 	return true
 }
 
-func (f *fakeServer) post(w http.ResponseWriter, r *http.Request) {
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			Meta struct {
-				ProgressToken string `json:"progressToken"`
-			} `json:"_meta"`
-		} `json:"params"`
-	}
+// posted is what the test servers read of a posted JSON-RPC message.
+type posted struct {
+	Method string `json:"method"`
+	Params struct {
+		Meta struct {
+			ProgressToken string `json:"progressToken"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+// readPosted decodes the message r posts; ok is false, the request answered
+// 400, when its body is not one.
+func readPosted(w http.ResponseWriter, r *http.Request) (posted, bool) {
+	var m posted
 	body, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(body, &m); err != nil {
 		http.Error(w, "bad body", http.StatusBadRequest)
+		return m, false
+	}
+	return m, true
+}
+
+func (f *fakeServer) post(w http.ResponseWriter, r *http.Request) {
+	m, ok := readPosted(w, r)
+	if !ok {
 		return
 	}
 	switch m.Method {

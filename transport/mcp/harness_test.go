@@ -241,7 +241,7 @@ type countArgs struct {
 // is set), and "count-idempotent" is the same tool annotated idempotentHint
 // true; "block" sends one progress notification and waits for its context
 // to end, reporting that on cancelled.
-func newSDKServer(t *testing.T, cfg sdkConfig) *sdkServer {
+func newSDKServer(t testing.TB, cfg sdkConfig) *sdkServer {
 	t.Helper()
 	s := &sdkServer{cancelled: make(chan struct{}, 1), intercept: cfg.intercept}
 	opts := &sdk.ServerOptions{KeepAlive: cfg.keepAlive, KeepAliveFailureThreshold: 2}

@@ -188,27 +188,33 @@ func suiteMarker() (string, string) {
 
 // TestTransportSuiteStdio runs the transport suite on a go-sdk MCP server
 // launched from the test binary.
-func TestTransportSuiteStdio(t *testing.T) {
-	transporttest.Run(t, transporttest.Harness{
-		Finite: func(t *testing.T, n int) transporttest.Source {
+func TestTransportSuiteStdio(t *testing.T) { transporttest.Run(t, stdioHarness()) }
+
+// BenchmarkCancelStdio: how long Run takes to return after a cancel, the
+// server still sending (it is stopped, and waited for).
+func BenchmarkCancelStdio(b *testing.B) { transporttest.BenchmarkCancel(b, stdioHarness()) }
+
+func stdioHarness() transporttest.Harness {
+	return transporttest.Harness{
+		Finite: func(t testing.TB, n int) transporttest.Source {
 			k, v := suiteMarker()
 			return transporttest.Source{Transport: new(Stdio), Marker: k + "=" + v,
 				Spec: stdioSpec(t, "count", fmt.Sprintf(`{"n":%d}`, n), map[string]string{k: v}, nil)}
 		},
-		Endless: func(t *testing.T) transporttest.Source {
+		Endless: func(t testing.TB) transporttest.Source {
 			k, v := suiteMarker()
 			count := transporttest.NewCountFile(t)
 			return transporttest.Source{Transport: new(Stdio), Marker: k + "=" + v,
 				Spec:     stdioSpec(t, "endless", `{}`, map[string]string{k: v, countFileEnv: count.Path}, nil),
 				Produced: count.Produced}
 		},
-		Failing: func(t *testing.T) transporttest.Source {
+		Failing: func(t testing.TB) transporttest.Source {
 			k, v := suiteMarker()
 			return transporttest.Source{Transport: new(Stdio), Marker: k + "=" + v,
 				Spec: stdioSpec(t, "count", `{"n":2,"fail":true}`, map[string]string{k: v}, nil)}
 		},
 		Index: progressIndex,
-	})
+	}
 }
 
 // TestTransportSuiteStreamable, TestTransportSuiteStreamableModern and
@@ -223,7 +229,19 @@ func TestTransportSuiteStreamableModern(t *testing.T) {
 
 func TestTransportSuiteLegacy(t *testing.T) { runHTTPSuite(t, true, sdkConfig{legacy: true}) }
 
+// BenchmarkCancelStreamable: how long Run takes to return after a cancel,
+// over Streamable HTTP (a 2025-11-25 session).
+func BenchmarkCancelStreamable(b *testing.B) {
+	transporttest.BenchmarkCancel(b, httpHarness(false, sdkConfig{}))
+}
+
 func runHTTPSuite(t *testing.T, legacy bool, base sdkConfig) {
+	transporttest.Run(t, httpHarness(legacy, base))
+}
+
+// httpHarness is the suite's Harness over go-sdk's HTTP handlers: the
+// legacy SSE one, or Streamable HTTP as base says.
+func httpHarness(legacy bool, base sdkConfig) transporttest.Harness {
 	tr := func() transport.StreamTransport {
 		if legacy {
 			return LegacySSE{policy: fastPolicy}
@@ -237,24 +255,24 @@ func runHTTPSuite(t *testing.T, legacy bool, base sdkConfig) {
 		}
 		return sp
 	}
-	transporttest.Run(t, transporttest.Harness{
-		Finite: func(t *testing.T, n int) transporttest.Source {
+	return transporttest.Harness{
+		Finite: func(t testing.TB, n int) transporttest.Source {
 			s := newSDKServer(t, base)
 			return transporttest.Source{Transport: tr(), Spec: spec(s, "count", fmt.Sprintf(`{"n":%d}`, n))}
 		},
-		Endless: func(t *testing.T) transporttest.Source {
+		Endless: func(t testing.TB) transporttest.Source {
 			cfg := base
 			cfg.noStore = true
 			s := newSDKServer(t, cfg)
 			return transporttest.Source{Transport: tr(), Spec: spec(s, "endless", `{}`),
 				Produced: func() int { return int(s.produced.Load()) }}
 		},
-		Failing: func(t *testing.T) transporttest.Source {
+		Failing: func(t testing.TB) transporttest.Source {
 			s := newSDKServer(t, base)
 			return transporttest.Source{Transport: tr(), Spec: spec(s, "count", `{"n":2,"fail":true}`)}
 		},
 		Index: progressIndex,
-	})
+	}
 }
 
 // TestStdioLikeMCP: the same tool over stdio delivers what :mcp delivers:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/internal/retry"
+	"github.com/rtfshost/rtfshost/transport/transporttest"
 )
 
 type specT = transport.Spec
@@ -213,7 +214,8 @@ func TestHandshakeFailures(t *testing.T) {
 }
 
 // TestCancelDuringBackoff: cancel during an hour-long wait, before the
-// session exists and while resuming a call, returns within 100 ms of cancel().
+// session exists and while resuming a call, ends Run at once, with
+// context.Canceled.
 func TestCancelDuringBackoff(t *testing.T) {
 	hour := retry.Policy{Initial: time.Hour, Max: time.Hour}
 	t.Run("handshake", func(t *testing.T) {
@@ -223,7 +225,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 		defer cancel()
 		ready := make(chan struct{})
 		sink := &recSink{onRetry: func(int) { close(ready) }}
-		cancelAndTime(t, cancel, ready, startRun(func() error {
+		transporttest.CancelEnds(t, cancel, ready, startRun(func() error {
 			return (Streamable{policy: hour}).Run(ctx, f.spec().build(), "", sink)
 		}))
 	})
@@ -241,7 +243,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 		defer cancel()
 		ready := make(chan struct{})
 		sink := &recSink{onRetry: func(int) { close(ready) }}
-		cancelAndTime(t, cancel, ready, startRun(func() error {
+		transporttest.CancelEnds(t, cancel, ready, startRun(func() error {
 			return (Streamable{policy: hour}).Run(ctx, f.spec().build(), "", sink)
 		}))
 		if len(f.getIDs()) != 0 || !slices.Contains(f.log.all(), "DELETE") {

@@ -13,9 +13,14 @@ import (
 
 // TestTransportSuite runs the transport conformance suite on the mock: its
 // producers are goroutines that the test stops.
-func TestTransportSuite(t *testing.T) {
-	transporttest.Run(t, transporttest.Harness{
-		Finite: func(t *testing.T, n int) transporttest.Source {
+func TestTransportSuite(t *testing.T) { transporttest.Run(t, suiteHarness()) }
+
+// BenchmarkCancel: how long Run takes to return after a cancel.
+func BenchmarkCancel(b *testing.B) { transporttest.BenchmarkCancel(b, suiteHarness()) }
+
+func suiteHarness() transporttest.Harness {
+	return transporttest.Harness{
+		Finite: func(t testing.TB, n int) transporttest.Source {
 			tr, src := newSuiteSource(t)
 			go func() {
 				for i := range n {
@@ -27,7 +32,7 @@ func TestTransportSuite(t *testing.T) {
 			}()
 			return transporttest.Source{Transport: tr, Spec: transport.Spec{StreamID: "suite"}}
 		},
-		Endless: func(t *testing.T) transporttest.Source {
+		Endless: func(t testing.TB) transporttest.Source {
 			tr, src := newSuiteSource(t)
 			var produced atomic.Int64
 			ctx, cancel := context.WithCancel(context.Background())
@@ -45,7 +50,7 @@ func TestTransportSuite(t *testing.T) {
 			return transporttest.Source{Transport: tr, Spec: transport.Spec{StreamID: "suite"},
 				Produced: func() int { return int(produced.Load()) }}
 		},
-		Failing: func(t *testing.T) transporttest.Source {
+		Failing: func(t testing.TB) transporttest.Source {
 			tr, src := newSuiteSource(t)
 			src.Fail(errors.New("the producer broke"))
 			return transporttest.Source{Transport: tr, Spec: transport.Spec{StreamID: "suite"}}
@@ -54,10 +59,10 @@ func TestTransportSuite(t *testing.T) {
 			i, err := strconv.Atoi(string(c.Data))
 			return i, err == nil
 		},
-	})
+	}
 }
 
-func newSuiteSource(t *testing.T) (*Transport, *Source) {
+func newSuiteSource(testing.TB) (*Transport, *Source) {
 	tr := &Transport{}
 	return tr, tr.Source("suite")
 }

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/transporttest"
 )
 
 // smallBufListener shrinks the kernel send buffer of accepted connections so
@@ -74,7 +74,10 @@ func testBackpressure(t *testing.T) {
 	wait := startRun(ctx, new(Transport), spec, "", sink)
 	<-blocked
 
-	n := settle(&written)
+	n, settled := transporttest.Settle(written.Load)
+	if !settled {
+		t.Fatalf("the server kept writing while the sink was blocked: %d bytes and counting", written.Load())
+	}
 	t.Logf("server wrote %d bytes while the sink was blocked", n)
 	if n >= bound {
 		t.Errorf("server wrote %d bytes while the sink was blocked; want under %d", n, bound)
@@ -86,19 +89,4 @@ func testBackpressure(t *testing.T) {
 	if err := wait(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
 	}
-}
-
-// settle waits until v has not changed for 300 ms (or 10 s pass) and returns
-// it.
-func settle(v *atomic.Int64) int64 {
-	last, same := v.Load(), 0
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && same < 6; {
-		time.Sleep(50 * time.Millisecond)
-		if cur := v.Load(); cur == last {
-			same++
-		} else {
-			last, same = cur, 0
-		}
-	}
-	return last
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/internal/retry"
+	"github.com/rtfshost/rtfshost/transport/transporttest"
 )
 
 // conformanceCase is one behaviour every run of the SSE transport must show,
@@ -398,27 +399,6 @@ func test408(t *testing.T) {
 	}
 }
 
-// cancelAndTime cancels ctx once ready is closed and reports how long Run
-// took to return after the cancel.
-func cancelAndTime(t *testing.T, cancel context.CancelFunc, ready <-chan struct{}, wait func() error) {
-	t.Helper()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the transport never reached the point to cancel at")
-	}
-	start := time.Now()
-	cancel()
-	err := wait()
-	took := time.Since(start)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-	if took > 100*time.Millisecond {
-		t.Fatalf("Run returned %v after cancel, want within 100ms", took)
-	}
-}
-
 func testCancelMidBackoff(t *testing.T) {
 	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		sseHeaders(w)
@@ -429,7 +409,7 @@ func testCancelMidBackoff(t *testing.T) {
 	ready := make(chan struct{})
 	sink := &recSink{reconnecting: func(int) { close(ready) }}
 	wait := startRun(ctx, new(Transport), specFor(ts), "", sink) // the real clock
-	cancelAndTime(t, cancel, ready, wait)
+	transporttest.CancelEnds(t, cancel, ready, wait)
 	if sink.reconnects[0].Delay != time.Minute {
 		t.Errorf("delay = %v, want 1m from retry:", sink.reconnects[0].Delay)
 	}
@@ -443,7 +423,7 @@ func testCancelConnecting(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cancelAndTime(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", &recSink{}))
+	transporttest.CancelEnds(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", &recSink{}))
 }
 
 func testCancelReading(t *testing.T) {
@@ -456,7 +436,7 @@ func testCancelReading(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sink := &recSink{deliver: func(context.Context, transport.Chunk) error { close(ready); return nil }}
-	cancelAndTime(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", sink))
+	transporttest.CancelEnds(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", sink))
 }
 
 func testCancelDelivering(t *testing.T) {
@@ -472,7 +452,7 @@ func testCancelDelivering(t *testing.T) {
 		<-ctx.Done() // a full queue
 		return ctx.Err()
 	}}
-	cancelAndTime(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", sink))
+	transporttest.CancelEnds(t, cancel, ready, startRun(ctx, new(Transport), specFor(ts), "", sink))
 }
 
 func testStreakReset(t *testing.T) {

@@ -15,8 +15,13 @@ import (
 // TestTransportSuite runs the transport conformance suite on loopback SSE
 // servers: n events then the terminal status event, events written as fast
 // as the socket takes them, and a 404.
-func TestTransportSuite(t *testing.T) {
-	serve := func(t *testing.T, h http.HandlerFunc) string {
+func TestTransportSuite(t *testing.T) { transporttest.Run(t, suiteHarness()) }
+
+// BenchmarkCancel: how long Run takes to return after a cancel.
+func BenchmarkCancel(b *testing.B) { transporttest.BenchmarkCancel(b, suiteHarness()) }
+
+func suiteHarness() transporttest.Harness {
+	serve := func(t testing.TB, h http.HandlerFunc) string {
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
 		return srv.URL
@@ -28,8 +33,8 @@ func TestTransportSuite(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 	}
-	transporttest.Run(t, transporttest.Harness{
-		Finite: func(t *testing.T, n int) transporttest.Source {
+	return transporttest.Harness{
+		Finite: func(t testing.TB, n int) transporttest.Source {
 			url := serve(t, func(w http.ResponseWriter, r *http.Request) {
 				head(w)
 				for i := range n {
@@ -39,7 +44,7 @@ func TestTransportSuite(t *testing.T) {
 			})
 			return transporttest.Source{Transport: new(Transport), Spec: spec(url)}
 		},
-		Endless: func(t *testing.T) transporttest.Source {
+		Endless: func(t testing.TB) transporttest.Source {
 			var produced atomic.Int64
 			url := serve(t, func(w http.ResponseWriter, r *http.Request) {
 				head(w)
@@ -54,7 +59,7 @@ func TestTransportSuite(t *testing.T) {
 			return transporttest.Source{Transport: new(Transport), Spec: spec(url),
 				Produced: func() int { return int(produced.Load()) }}
 		},
-		Failing: func(t *testing.T) transporttest.Source {
+		Failing: func(t testing.TB) transporttest.Source {
 			url := serve(t, http.NotFound)
 			return transporttest.Source{Transport: new(Transport), Spec: spec(url)}
 		},
@@ -62,5 +67,5 @@ func TestTransportSuite(t *testing.T) {
 			i, err := strconv.Atoi(string(c.Data))
 			return i, err == nil
 		},
-	})
+	}
 }
