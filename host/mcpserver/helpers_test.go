@@ -122,6 +122,11 @@ func buildFixture(t *testing.T, opts Options, open func(host.Options) (*host.Hos
 	}
 	f.host = h
 	opts.Host = h
+	if opts.Delivery == nil && opts.ProgressInterval == 0 {
+		// The protocol's tests see one notification per output, at once;
+		// those of delivery set their policy.
+		opts.Delivery = &everyOutput
+	}
 	f.srv, err = New(opts)
 	if err != nil {
 		h.Close()
@@ -135,6 +140,10 @@ func buildFixture(t *testing.T, opts Options, open func(host.Options) (*host.Hos
 	})
 	return f
 }
+
+// everyOutput is the delivery policy of one notification per output, at
+// once.
+var everyOutput = provider.Delivery{Normal: provider.Throttle{Interval: 0, MaxBatch: 1}, Low: provider.Throttle{Interval: 0, MaxBatch: 1}}
 
 // progressLog records the progress notifications a client receives.
 type progressLog struct {
