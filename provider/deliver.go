@@ -53,6 +53,9 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 	}
 	journal := s.ps != nil && s.ps.journaling()
 	s.mu.Lock()
+	if !s.connected {
+		s.connectedLocked() // the origin works: its circuit closes
+	}
 	s.stats.bytes += int64(len(c.Data))
 	if err := s.waitRoomLocked(ctx, ctrl); err != nil {
 		s.mu.Unlock()

@@ -27,6 +27,8 @@ type flow struct {
 	srcDone     bool  // the transport returned
 	srcErr      error // its failure, if it failed
 	sentCtrl    bool  // the source has sent a control chunk (so it may resume a pause)
+	connected   bool  // a chunk arrived since the transport's last failed attempt (circuit.go)
+	failCounted bool  // the last failed attempt reached the circuit breaker (circuit.go)
 }
 
 // An item is one decoded chunk waiting for, or going through, the

@@ -26,6 +26,10 @@ type streamResult struct {
 	Truncated     int64             `json:"outputs-truncated,omitempty"`
 	Notifications int64             `json:"progress-notifications"`
 	Coalesced     int64             `json:"coalesced"`
+	// Dropped counts the low outputs left out of the notifications (they
+	// are in Outputs); DeliveryCut says why the notifications stopped.
+	Dropped     int64  `json:"dropped-outputs,omitempty"`
+	DeliveryCut string `json:"delivery-cut,omitempty"`
 }
 
 // start serves mcp.stream.start: it runs the program's top level, starts the
@@ -115,6 +119,9 @@ func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest,
 		}
 		req.Config, _ = v.(*rtfs.Map)
 	}
+	if err := provider.ParseStartDelivery(a["delivery"], a["milestones"], &req); err != nil {
+		return req, fmt.Errorf("%s: %w", ToolStart, err)
+	}
 	for _, u := range c.s.prov.Transports().Keys() {
 		if raw, ok := a[u.Name]; ok {
 			if req.TransportKeys == nil {
@@ -140,6 +147,7 @@ func (c *call) streamResult(st provider.Status) streamResult {
 		StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message,
 		Result: shownJSON(st.Result, c.s.opts.Limits.OutputLimit(), "the stream's result"), Outputs: []json.RawMessage{},
 		OutputCount: r.count, Truncated: r.truncated, Notifications: r.sent, Coalesced: r.coalesced,
+		Dropped: r.dropped, DeliveryCut: r.cut,
 	}
 	for _, o := range r.outputs {
 		if o.StreamID == st.StreamID {
