@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the chunk path's benchmarks (the table of issue 16) on an older
+# Runs the chunk path's benchmarks (docs/performance.md) on an older
 # revision and on the work tree, interleaved round by round so both see the
 # same machine, and prints each figure's median on both sides.
 #

@@ -39,7 +39,7 @@ func benchRun(b *testing.B, src string, n int) {
 
 // BenchmarkExecIntoProcessor: a child writes 1M short lines ("seq"); the
 // exec transport (:lines) delivers each to a counting RTFS processor.
-// Issue 11's goal: at least 300k lines/s.
+// The goal: at least 300k lines/s.
 func BenchmarkExecIntoProcessor(b *testing.B) {
 	const n = 1_000_000
 	if _, err := exec.LookPath("seq"); err != nil {

@@ -13,8 +13,8 @@ import (
 	"testing"
 )
 
-// Issue 10 item 7: a damaged data directory is refused loudly or read
-// exactly; never a panic, never a silently empty store.
+// A damaged data directory is refused loudly or read exactly; never a panic,
+// never a silently empty store.
 
 var testOpts = Options{GCInterval: -1, MinFreeBytes: -1}
 

@@ -18,9 +18,11 @@ import (
 	"github.com/rtfshost/rtfshost/transport/mock"
 )
 
-// The processor of reference/interpreter-anchors.md §4.1, except that at 100
-// readings it resets its state and continues instead of completing, so that
-// one stream runs for the whole benchmark (same work per chunk).
+// The benchmark processor (rtfs.BenchmarkProcessor runs it too): add the
+// chunk's temp to the readings kept in the state and output their count;
+// except that at 100 readings it resets its state and continues instead of
+// completing, so that one stream runs for the whole benchmark (same work per
+// chunk).
 const anchorProcessor = `
 (defn proc [state chunk meta]
   (let [rs (conj (get state :readings) (get chunk :temp))]

@@ -24,7 +24,7 @@ const (
 	CapAwait   = "mcp.stream.await"
 )
 
-// Capabilities returns the stream capabilities of DESIGN §3, served by p:
+// Capabilities returns the stream capabilities (docs/streams.md), served by p:
 // :mcp.stream.start, :mcp.stream.inspect, :mcp.stream.pause,
 // :mcp.stream.resume, :mcp.stream.cancel, :mcp.stream.status and
 // :mcp.stream.await (which parks the caller until the stream ends). The host

@@ -15,7 +15,8 @@ import (
 // provider's options nor the environment give one.
 const DefaultServerURL = "http://127.0.0.1:2025/sse"
 
-// The environment variables the provider reads (DESIGN §5).
+// The environment variables the provider reads (docs/streams.md,
+// *Configuration*).
 const (
 	EnvStreamEndpoint    = "CCOS_MCP_STREAM_ENDPOINT"
 	EnvLocalSSEURL       = "CCOS_MCP_LOCAL_SSE_URL"
@@ -45,7 +46,7 @@ type envConfig struct {
 
 // ResolveServerURL returns the server URL a provider created with
 // Options.ServerURL = explicit would use: explicit, else the environment
-// chain of DESIGN §5, else DefaultServerURL. It reads the environment.
+// chain of docs/streams.md, else DefaultServerURL. It reads the environment.
 func ResolveServerURL(explicit string) string {
 	return resolveConfig(nil, explicit, true).serverURL
 }
@@ -62,9 +63,10 @@ func (f lookupFunc) env(name string) string {
 	return strings.TrimSpace(v)
 }
 
-// resolveConfig applies DESIGN §5: the server URL from the first non-empty of
-// explicit, CCOS_MCP_STREAM_ENDPOINT, CCOS_MCP_LOCAL_SSE_URL,
-// CCOS_MCP_CLOUDFLARE_DOCS_SSE_URL and DefaultServerURL; the auth header from
+// resolveConfig applies the configuration chain of docs/streams.md: the
+// server URL from the first non-empty of explicit, CCOS_MCP_STREAM_ENDPOINT,
+// CCOS_MCP_LOCAL_SSE_URL, CCOS_MCP_CLOUDFLARE_DOCS_SSE_URL and
+// DefaultServerURL; the auth header from
 // CCOS_MCP_STREAM_AUTH_HEADER, else CCOS_MCP_STREAM_BEARER_TOKEN; auto-connect
 // from CCOS_MCP_STREAM_AUTO_CONNECT when set, else autoDefault.
 func resolveConfig(lookup lookupFunc, explicit string, autoDefault bool) envConfig {

@@ -17,8 +17,8 @@ func envOf(kv map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
 }
 
-// T1's configuration half and DESIGN §5: the server URL chain, the auth
-// header, auto-connect.
+// The configuration chain of docs/streams.md, *Configuration*: the server
+// URL chain, the auth header, auto-connect.
 func TestResolveConfig(t *testing.T) {
 	cases := []struct {
 		name     string

@@ -316,8 +316,8 @@ func TestCloseRacesStart(t *testing.T) {
 	f.p.Close()
 }
 
-// Issue 14 item 7: a stream that ends in :error drops and counts its
-// queued chunks, as a cancel does, instead of keeping them waiting.
+// A stream that ends in :error drops and counts its queued chunks, as a cancel
+// does, instead of keeping them waiting.
 func TestErrorDropsTheQueue(t *testing.T) {
 	f := newFixture(t, Options{})
 	release := make(chan struct{})
@@ -348,8 +348,8 @@ func TestErrorDropsTheQueue(t *testing.T) {
 	}
 }
 
-// Issue 14 item 10: the spec's own §4.2 processor (seed 004) runs as
-// written: its declared :config type lists :timeout_ms, which its body
+// The RTFS streaming spec's own §4.2 processor (docs/rtfs-syntax.md, map
+// types) runs as written: its declared :config type lists :timeout_ms, which its body
 // leaves out, and the keys of a braced map type are optional.
 func TestSpecProcessorSignatureRunsAsWritten(t *testing.T) {
 	g := compileGlobals(t, `

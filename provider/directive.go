@@ -10,7 +10,8 @@ import (
 	"github.com/rtfshost/rtfshost/transport"
 )
 
-// A processor's result, parsed and applied in one place (DESIGN §4.2): the
+// A processor's result, parsed and applied in one place (the directives of
+// docs/streams.md): the
 // worker hands apply the result of a chunk; apply reads its :state,
 // :output, :action and :config, and moves the stream's lifecycle.
 
@@ -38,7 +39,7 @@ type lifecycle struct {
 	progressVer int64
 }
 
-// An action is a directive of DESIGN §4.2.
+// An action is a directive (docs/streams.md, *Directives*).
 type action uint8
 
 const (

@@ -18,9 +18,9 @@ import (
 	"github.com/rtfshost/rtfshost/transport/sse"
 )
 
-// Issue 10 items 1, 2 and 6: the operator's credentials reach only the
-// configured server's origin, the egress policy refuses every other URL
-// (redirects included), and a source that stalls is an error, not a hang.
+// The operator's credentials reach only the configured server's origin, the
+// egress policy refuses every other URL (redirects included), and a source
+// that stalls is an error, not a hang.
 
 const (
 	secretKey   = "sk-canary-0123456789"

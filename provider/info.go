@@ -107,7 +107,7 @@ type QueuedInfo struct {
 // A JSONValue is an RTFS value inside a StreamInfo: it marshals with
 // rtfs.OutputJSON and unmarshals with rtfs.FromJSON (object keys become
 // keywords), so a StreamInfo survives a trip through JSON up to the
-// one-way mapping of DESIGN §7. A nil V is nil.
+// one-way JSON mapping of docs/rtfs-values.md. A nil V is nil.
 type JSONValue struct {
 	V rtfs.Value
 	// Max bounds V's JSON (0: none); the provider sets it to its output

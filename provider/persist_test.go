@@ -589,10 +589,9 @@ func storeBytes(t *testing.T, st persistence.Store) int {
 	return n
 }
 
-// Issue 25 item 5: a stream whose state and output shared structure wrote
-// 35 MB to the store from 5 chunks. The store's codec writes what is shared
-// once: here a state of 300,000 elements in 1,300 vectors, and an output
-// that shares part of it.
+// A stream whose state and output shared structure wrote 35 MB to the store
+// from 5 chunks. The store's codec writes what is shared once: here a state of
+// 300,000 elements in 1,300 vectors, and an output that shares part of it.
 func TestPersistSharedStructureOnce(t *testing.T) {
 	g := compileGlobals(t, `
 (defn proc [s c m]

@@ -4,8 +4,8 @@
 // The main types are Provider, StartRequest, Status, Subscription and Event.
 // A Provider owns its streams. Each stream has a bounded FIFO queue, a worker
 // goroutine that calls the stream's processor (state chunk metadata) for each
-// chunk and applies the directive of its result exactly as DESIGN §4.2 and
-// docs/streams.md describe, and, when auto-connect is on, a goroutine that
+// chunk and applies the directive of its result exactly as
+// docs/streams.md describes, and, when auto-connect is on, a goroutine that
 // runs the stream's transport.StreamTransport with the stream as its
 // transport.Sink. A full queue blocks the transport's Deliver, so the source
 // feels backpressure; no chunk is dropped except by cancel, which counts them.
@@ -59,7 +59,8 @@ type Options struct {
 	// processor's (call ...) fails with a catchable error.
 	Capabilities *capabilities.Registry
 	// ServerURL is the default server URL, used when a start call has no
-	// :server-url; empty means the environment chain of DESIGN §5.
+	// :server-url; empty means the environment chain of
+	// docs/streams.md, *Configuration*.
 	ServerURL string
 	// LookupEnv reads environment variables; nil means os.LookupEnv. It is
 	// called during New only.
@@ -174,7 +175,8 @@ func (p *Provider) Transports() *transport.Catalog { return p.opts.Transports }
 var ErrClosed = errors.New("stream provider is closed")
 
 // New returns a Provider. It resolves the server URL, the auth header and
-// auto-connect from opts and the environment once (DESIGN §5).
+// auto-connect from opts and the environment once (docs/streams.md,
+// *Configuration*).
 func New(opts Options) *Provider {
 	if opts.QueueCapacity <= 0 {
 		opts.QueueCapacity = defaultQueueCapacity

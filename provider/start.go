@@ -18,7 +18,7 @@ import (
 )
 
 // A StartRequest describes a stream to start; it is the Go form of the
-// :mcp.stream.start input map (DESIGN §3).
+// :mcp.stream.start input map (docs/streams.md, *Starting a stream*).
 type StartRequest struct {
 	// Endpoint is the stream's endpoint (required): a path under the server
 	// URL, an absolute URL, or an MCP tool name.

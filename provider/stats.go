@@ -2,7 +2,8 @@ package provider
 
 import "time"
 
-// stats are a stream's counters (DESIGN §4.3), guarded by the stream's mu.
+// stats are a stream's counters (inspect's :stats, docs/streams.md), guarded
+// by the stream's mu.
 // Deliver counts bytes and the last event; the worker counts processed
 // chunks, outputs and latency; a cancel or an error counts dropped chunks.
 type stats struct {

@@ -6,7 +6,9 @@ import (
 	"testing"
 )
 
-// benchProcessorSrc is the processor of interpreter-anchors §4.1.
+// benchProcessorSrc is the benchmark processor of rtfshost's figures
+// (docs/performance.md): add the chunk's temp to the readings kept in the
+// state, output their count, and complete at 100 readings.
 const benchProcessorSrc = `
 (defn proc [state chunk meta]
   (let [rs (conj (get state :readings) (get chunk :temp))]
@@ -71,7 +73,7 @@ func BenchmarkEmptyCall(b *testing.B) {
 
 // BenchmarkContinuationRoundTrip encodes and decodes a processor parked in a
 // host call two RTFS calls deep, with 0 and 50 float readings in its state
-// (the §4.1 processor's state holds 50 on average).
+// (the benchmark processor's state holds 50 on average).
 func BenchmarkContinuationRoundTrip(b *testing.B) {
 	p, err := Compile("park.rtfs", []byte(`
 (defn enrich [c] (assoc c :geo (call :geo.lookup (:sensor c))))

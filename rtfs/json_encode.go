@@ -10,7 +10,8 @@ import (
 	"github.com/rtfshost/rtfshost/internal/jsontext"
 )
 
-// ToJSON encodes v as compact JSON, one way (DESIGN §7): nil is null;
+// ToJSON encodes v as compact JSON, one way (the JSON mapping of
+// docs/rtfs-values.md): nil is null;
 // keywords, as keys and as values, become their name without the colon
 // (:my.ns/k is "my.ns/k"); symbols their name; lists, vectors and sets
 // become arrays; maps objects, where a key that is not a keyword or string

@@ -229,7 +229,7 @@ func TestFromJSONIntegersBeyondInt64(t *testing.T) {
 }
 
 // ToOutputJSON never fails: what JSON cannot hold is written in place and
-// the rest of the value is kept (issue 14 item 13).
+// the rest of the value is kept (docs/mcp-server.md, rtfs.eval).
 func TestToOutputJSON(t *testing.T) {
 	p := mustCompile(t, `(defn step [s] s) {:avg ##NaN :hi ##Inf :f step :xs [1 ##-Inf "<b>"]}`)
 	out := mustRun(t, NewThread(Limits{}), p)

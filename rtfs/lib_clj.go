@@ -13,7 +13,7 @@ import (
 )
 
 // The part of Clojure's core library that processor writers reach for first
-// (issue 13): errors as data (ex-info ...), math, parsing and coercion,
+// (docs/rtfs-values.md, The core library): errors as data (ex-info ...), math, parsing and coercion,
 // format and pr-str, the clojure.string functions under their namespaced
 // names, and the sequence functions that need no callback. The ones that
 // take a function are in the prelude.

@@ -6,17 +6,17 @@ import (
 	"testing"
 )
 
-// issueValue is the result of issue 25 item 5's rtfs.eval: 300,000
+// sharedValue is the result of an rtfs.eval that shares structure: 300,000
 // elements in memory (a vector of 100 shared 300 times, that vector
 // shared 1,000 times) and 175 MB as JSON.
-func issueValue(t *testing.T) Value {
+func sharedValue(t *testing.T) Value {
 	t.Helper()
 	return mustRun(t, NewThread(Limits{}), mustCompile(t,
 		`(let [a (vec (range 100)) b (vec (repeat 300 a))] (vec (repeat 1000 b)))`)).Value
 }
 
 func TestOutputEncodersStopAtTheirBound(t *testing.T) {
-	v := issueValue(t)
+	v := sharedValue(t)
 	const max = 1 << 20
 	wantOutputLimit := func(what string, err error) {
 		t.Helper()

@@ -70,15 +70,15 @@ type AttemptGate interface {
 	AllowAttempt() error
 }
 
-// A Replayable transport says whether its source can send chunks again from
-// a cursor. Transports that do not implement it are taken to replay (SSE and
-// MCP resume with Last-Event-ID). A transport whose Replayable returns false
-// (the mock, and later stdio and exec) cannot: a chunk it delivered is gone
-// from the source, so a host with persistence journals every such chunk
-// durably before Deliver returns, and processes the journal again after a
-// crash (docs/durability.md, journal mode). For these transports the cursor
-// given to Run is the ID of the last chunk the host took durably, so that a
-// producer can resume after it.
+// A Replayable transport says whether its source can send chunks again from a
+// cursor. Transports that do not implement it are taken to replay (SSE and MCP
+// resume with Last-Event-ID). A transport whose Replayable returns false (the
+// mock, :stdio and :exec) cannot: a chunk it delivered is gone from the
+// source, so a host with persistence journals every such chunk durably before
+// Deliver returns, and processes the journal again after a crash
+// (docs/durability.md, journal mode). For these transports the cursor given to
+// Run is the ID of the last chunk the host took durably, so that a producer
+// can resume after it.
 type Replayable interface {
 	Replayable() bool
 }

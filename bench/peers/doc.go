@@ -11,8 +11,8 @@
 //     minimal host of a channel and a worker goroutine (as the provider
 //     runs a stream).
 //
-// The work per chunk is the anchor processor of
-// reference/interpreter-anchors.md §4.1: decode the JSON chunk
+// The work per chunk is that of rtfshost's benchmark processor: decode the
+// JSON chunk
 // {"temp":21.5,"ts":12345,"sensor":"a"}, add its temp to a list of readings
 // kept in the state, output the count, and start over at 100 readings.
 //

@@ -299,14 +299,15 @@ func (c *cli) testProgramError(t *testing.T) {
 	if len(lines) != 2 || lines[0].Type != "log" || lines[0].Message != "about to fail" {
 		t.Fatalf("want the log line, then the error line\n%s", r)
 	}
-	// Issue 14 item 3: under --json the program error is a JSON line too.
+	// Under --json the program error is a JSON line too.
 	if e := lines[1]; e.Type != "error" || e.File != path || e.Line != 6 || e.Col != 8 || e.Message != "count: expected a collection, got int 5" {
 		t.Errorf("error line %+v\n%s", e, r)
 	}
 }
 
 // testStuck: a run whose only stream is paused for good reports it and
-// exits 1 instead of waiting forever (issue 14 item 1); resume does the same.
+// exits 1 instead of waiting forever (docs/streams.md, Lifecycle); resume
+// does the same.
 func (c *cli) testStuck(t *testing.T) {
 	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
@@ -480,8 +481,8 @@ func closedAddr(t *testing.T) string {
 // reference server there, streams through it, and closes it when done, so
 // the port is free again.
 // testConcurrentRuns: three runs started together on the default address
-// each get an embedded server of their own and all succeed (issue 14 item
-// 8); the default port stays free.
+// each get an embedded server of their own and all succeed
+// (docs/localserver.md); the default port stays free.
 func (c *cli) testConcurrentRuns(t *testing.T) {
 	waitDefaultAddrFree(t)
 	var runs []*started
@@ -562,8 +563,8 @@ func listenOnce(addr string) error {
 	return l.Close()
 }
 
-// outLine is one line of run --json, as DESIGN §7 defines it (decoded
-// independently of the reporter's own type).
+// outLine is one line of run --json, a documented format that scripts read
+// (decoded independently of the reporter's own type).
 type outLine struct {
 	Type      string          `json:"type"`
 	Stream    string          `json:"stream"`
@@ -924,7 +925,7 @@ func (c *cli) testInspect(t *testing.T) {
 		t.Errorf("the table has no row for %s completed, 12 processed, 0 queued, an age, cursor 12, ended source-ended\n%s", id, tr)
 	}
 
-	// Issue 14 item 12: resume with nothing to do says so.
+	// Resume with nothing to do says so.
 	rr := c.run(t, "resume", "--data", data)
 	wantCode(t, rr, exitOK)
 	if !strings.Contains(rr.stdout+rr.stderr, "nothing to resume in "+data+": all 1 streams have ended") {
@@ -980,7 +981,7 @@ func (c *cli) testResume(t *testing.T) {
 		t.Fatalf("after SIGKILL: %+v, want an interrupted stream with 1..199 chunks and the cursor at the last\n%s", mid, ir)
 	}
 	wantJSON(t, ir, "state after SIGKILL", gotState, string(wantState))
-	// The table says it was interrupted rather than "active" (issue 14 item 6).
+	// The table says it was interrupted rather than "active".
 	if tr := c.run(t, "streams", "--data", data); !strings.Contains(tr.stdout, mid.ID+"  interrupted") || !strings.Contains(tr.stdout, "carry on with: rtfshost resume") {
 		t.Errorf("the table after SIGKILL:\n%s", tr)
 	}

@@ -22,7 +22,7 @@ const defaultLocalAddr = "127.0.0.1:2025"
 // on a port of its own, and the run's HTTP client dials it whenever a stream
 // dials 127.0.0.1:2025: programs, stored streams and resume all keep seeing
 // the default URL, and runs started together never fight over the port
-// (issue 14 item 8). A nil *embedded is no server.
+// (docs/localserver.md). A nil *embedded is no server.
 type embedded struct {
 	srv *localserver.Server
 	tr  *http.Transport

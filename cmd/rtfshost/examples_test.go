@@ -273,12 +273,13 @@ func (c *cli) testMCPToolExample(t *testing.T) {
 	if !strings.Contains(string(src), `(def mcp-url`) {
 		t.Fatalf("%s no longer defines mcp-url", path)
 	}
-	c.checkMCPToolRun(t, c.run(t, "run", "--json", "--server-url", c.serverURL, path)) // issue 14 item 9: --server-url moves it
+	c.checkMCPToolRun(t, c.run(t, "run", "--json", "--server-url", c.serverURL, path)) // --server-url moves it
 	waitDefaultAddrFree(t)
 	c.checkMCPToolRun(t, c.run(t, "run", "--json", path))
 
 	// The same processor on :stdio: the reference server's tools served by
-	// "rtfshost localserver --stdio" as a child process (issue 11).
+	// "rtfshost localserver --stdio" as a child process (docs/transports.md,
+	// :stdio).
 	waitDefaultAddrFree(t)
 	const viaHTTP = "     :transport :mcp\n     :server-url mcp-url\n"
 	if !strings.Contains(string(src), viaHTTP) {

@@ -15,8 +15,8 @@ import (
 	"github.com/rtfshost/rtfshost/persistence"
 )
 
-// Issue 14 items 2 and 12: check names what it cannot read, and --version
-// is a flag as well as a command.
+// Check names what it cannot read, and --version is a flag as well as a
+// command.
 func TestCheckMissingAndDirectories(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.rtfs")

@@ -113,8 +113,7 @@ func checkLiveLines(t *testing.T, id string, ls []liveLine, chunks int64, screen
 	if last.state != "completed" || last.chunks != chunks {
 		t.Errorf("%s: last live line %q, want completed with %d chunks\n%s", id, last.text, chunks, strings.Join(screen, "\n"))
 	}
-	// The end line says why the stream ended and what it gave (issue 14
-	// item 11).
+	// The end line says why the stream ended and what it gave.
 	if !strings.Contains(last.text, "(source-ended)") || !strings.Contains(last.text, "  result ") {
 		t.Errorf("%s: the end line %q has no end reason or result", id, last.text)
 	}
@@ -263,8 +262,7 @@ func (c *cli) testNoEscapes(t *testing.T) {
 		}
 		lines := strings.Split(r.stdout, "\n")
 		for _, endpoint := range []string{"weather.monitor.v1", "docs.search.v1", "news.digest.v1"} {
-			// A result that is the stream's last output is not printed again
-			// (issue 14 item 11).
+			// A result that is the stream's last output is not printed again.
 			re := regexp.MustCompile(`^` + regexp.QuoteMeta(endpoint) + `-[0-9a-f]{8} completed \(source-ended\) \(result: its last output\)$`)
 			if !anyMatch(lines, re) {
 				t.Errorf("no end line for %s\n%s", endpoint, r)

@@ -53,8 +53,8 @@ func serveChild(argsJSON string) {
 // tools/call POSTed with Accept: application/json, text/event-stream is
 // answered over SSE with one event per progress notification (event:
 // message, an id, data: the JSON-RPC notification with the token, a rising
-// progress and the output as JSON) and a last event with the JSON-RPC result,
-// as seed 001 shows.
+// progress and the output as JSON) and a last event with the JSON-RPC result
+// (docs/mcp-server.md, Progress notifications).
 func TestServeSubprocess(t *testing.T) {
 	if args := os.Getenv(serveChildEnv); args != "" {
 		serveChild(args)

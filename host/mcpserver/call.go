@@ -219,8 +219,8 @@ func structured(b json.RawMessage, isError bool) *mcp.CallToolResult {
 }
 
 // explicitSuccess is a receiving middleware that makes every successful
-// tools/call result say "isError": false on the wire, as seed 001 shows;
-// go-sdk leaves the field out when it is false.
+// tools/call result say "isError": false on the wire (docs/mcp-server.md,
+// Structured results); go-sdk leaves the field out when it is false.
 func explicitSuccess(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)

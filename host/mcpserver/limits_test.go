@@ -15,9 +15,9 @@ import (
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
-// Issue 10 items 3, 4 and 5 as an MCP client meets them: rtfs.eval of a
-// program that burns CPU or memory ends in a limit error within the
-// server's budgets, and the server's heap is back down afterwards.
+// The budgets of docs/security.md as an MCP client meets them: rtfs.eval of a
+// program that burns CPU or memory ends in a limit error within the server's
+// budgets, and the server's heap is back down afterwards.
 func TestEvalBudgets(t *testing.T) {
 	f := newFixture(t, Options{Limits: rtfs.Limits{MaxMemory: 256 << 20, MaxDuration: 10 * time.Second}})
 	ctx := context.Background()
@@ -96,8 +96,8 @@ func TestCallsPerSessionCap(t *testing.T) {
 	}
 }
 
-// Issue 14 item 13: rtfs.eval of a value JSON cannot hold answers JSON
-// anyway: NaN is null and a function its printed form, in place.
+// An rtfs.eval of a value JSON cannot hold answers JSON anyway: NaN is null
+// and a function its printed form, in place.
 func TestEvalValuesJSONCannotHold(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
@@ -117,9 +117,9 @@ func TestEvalValuesJSONCannotHold(t *testing.T) {
 	}
 }
 
-// Issue 25 item 5: the JSON of a value that shares structure is written in
-// full. rtfs.eval of this program answered 175 MB under a 1 MiB memory
-// budget; its result is now an error that names the limit.
+// The JSON of a value that shares structure is written in full. rtfs.eval of
+// this program answered 175 MB under a 1 MiB memory budget; its result is now
+// an error that names the limit.
 const sharedProgram = `(let [a (vec (range 100)) b (vec (repeat 300 a))] (vec (repeat 1000 b)))`
 
 func TestEvalResultWithinTheOutputLimit(t *testing.T) {

@@ -269,7 +269,7 @@ func (n *notifier) fill(p *mcp.ProgressNotificationParams, b *provider.Batch) (c
 // once.
 var noSeq any = int64(-1)
 
-// valueJSON encodes v as DESIGN §7 maps values to JSON, with
+// valueJSON encodes v as docs/rtfs-values.md maps values to JSON, with
 // rtfs.OutputJSON: what JSON cannot hold (NaN, a function) is written in
 // place (null, "#<fn f>"), the rest of the value kept. Past max bytes
 // (Limits.OutputLimit; 0: none) it stops with a *rtfs.LimitError: a value

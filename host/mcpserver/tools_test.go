@@ -52,8 +52,9 @@ func TestToolsList(t *testing.T) {
 		if fmt.Sprint(req) != "[program processor]" {
 			t.Errorf("mcp.stream.start requires %v", req)
 		}
-		// Issue 14 item 13: initial-state takes any JSON value, and its
-		// schema says so (a form-building client then sends 0 as a number).
+		// The initial-state argument takes any JSON value, and its
+		// schema says so (a form-building client then sends 0 as a
+		// number).
 		props := tool.InputSchema.(map[string]any)["properties"].(map[string]any)
 		if typ := fmt.Sprint(props["initial-state"].(map[string]any)["type"]); !strings.Contains(typ, "number") || !strings.Contains(typ, "object") {
 			t.Errorf("initial-state's schema type is %s", typ)
@@ -358,7 +359,7 @@ func TestOutputBound(t *testing.T) {
 }
 
 // TestRemove: mcp.stream.remove forgets an ended stream, so that its id can
-// be used again; an unfinished one needs force (issue 14).
+// be used again; an unfinished one needs force.
 func TestRemove(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()

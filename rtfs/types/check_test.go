@@ -125,8 +125,8 @@ func TestCheck(t *testing.T) {
 			"at :action: expected one of :continue :pause :resume :cancel :complete, got :explode"},
 		{specType, `{:state {} :action :pause :output 1 :config {:buffer_size "x" :timeout_ms 2}}`,
 			`at :config :buffer_size: expected int, got string "x"`},
-		// The keys of a braced map type are optional (issue 14 item 10): the
-		// spec's own §4.2 processor returns :config {:buffer_size 100}.
+		// The keys of a braced map type are optional (docs/rtfs-syntax.md):
+		// the spec's own §4.2 processor returns :config {:buffer_size 100}.
 		{specType, "{:state {} :output 1 :config {}}", ""},
 		{specType, "{:state {} :action :pause :output 1 :config {:buffer_size 100}}", ""},
 		{specType, "{:state {} :action :pause :output 1 :config {:buffer_size 100 :timeout_ms 1.5}}",

@@ -1,7 +1,7 @@
 // Package exec implements transport.StreamTransport for any program's
 // output: it starts the program (:command, :args, :env, :cwd) and turns what
-// it writes into chunks, read as it is written (seed 003's CLI-agent
-// streams).
+// it writes into chunks, read as it is written (a CLI agent's output, as
+// examples/cli-agent.rtfs streams it).
 //
 // The main types are Transport and Config. Framing decides what a chunk is:
 // :lines (the default) makes each stdout line a chunk {"line": "..."},

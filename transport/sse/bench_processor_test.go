@@ -26,7 +26,7 @@ const sumProgram = `
 // loopback: the reference server's counter.v1 stream of b.N events
 // (interval_ms=0) → sse.Transport → provider (decode, metadata, queue,
 // worker) → the RTFS processor sum. One op is one event; events/s is the
-// figure DESIGN §10 sets at ≥ 100k. Run it with
+// figure, whose target is at least 100k (docs/performance.md). Run it with
 //
 //	go test -run '^$' -bench SSEIntoProcessor -benchmem ./transport/sse/
 func BenchmarkSSEIntoProcessor(b *testing.B) {

@@ -86,8 +86,7 @@ func TestReferenceServer(t *testing.T) {
 	}
 }
 
-// TestUnknownEndpointSaysWhy: a 404's body reaches the error (issue 14 item
-// 5): the reference server lists its endpoints and suggests the nearest.
+// TestUnknownEndpointSaysWhy: a 404's body reaches the error: the reference server lists its endpoints and suggests the nearest.
 func TestUnknownEndpointSaysWhy(t *testing.T) {
 	srv := startLocalServer(t)
 	spec := transport.Spec{StreamID: "typo", Endpoint: "wether.monitor.v1", HTTP: transport.HTTP{ServerURL: srv.URL() + "/sse"}}
