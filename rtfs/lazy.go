@@ -327,12 +327,6 @@ func (th *Thread) room(want, have int) int {
 	return int(max(r, 0))
 }
 
-// lazyOf returns v as a *Lazy when it is one.
-func lazyOf(v Value) (*Lazy, bool) {
-	l, ok := v.(*Lazy)
-	return l, ok
-}
-
 // lazyConcat reports whether concat must keep its result lazy: some
 // argument is a lazy sequence.
 func lazyConcat(args []Value) bool {
@@ -702,12 +696,9 @@ const maxComputed = 1 << 16
 
 // computedList returns the elements of a finite lazy sequence as a list when
 // Go can compute them all (no thunk in the way, not infinite, not longer
-// than maxComputed).
-func computedList(l *Lazy) (*List, bool) { return (*meter)(nil).computedList(l) }
-
-// computedList is computedList counting one unit per element it steps
-// through; once m's budget is spent it reports false, and the caller
-// returns m's error.
+// than maxComputed), counting one unit per element it steps through; once
+// m's budget is spent it reports false, and the caller returns m's error. A
+// nil m counts nothing.
 func (m *meter) computedList(l *Lazy) (*List, bool) {
 	if l.inf {
 		return nil, false

@@ -246,8 +246,10 @@ func builtinAssert(th *Thread, args []Value) (Value, error) {
 		if err := strInto(th, &b, args[1], &meter{th: th}); err != nil {
 			return nil, err
 		}
+		//lint:ignore ST1005 Clojure's AssertionError text, documented (docs/rtfs-syntax.md) and matched by programs
 		return nil, withKind(compile.KindAssert, fmt.Errorf("Assert failed: %s\n%s", b.String(), string(form)))
 	}
+	//lint:ignore ST1005 Clojure's AssertionError text, documented (docs/rtfs-syntax.md) and matched by programs
 	return nil, withKind(compile.KindAssert, fmt.Errorf("Assert failed: %s", string(form)))
 }
 

@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -140,12 +139,14 @@ func raceEnabled() bool {
 	return false
 }
 
-// goTool finds the go command that runs this test.
+// goTool finds the go command that runs this test: go test puts its own
+// GOROOT/bin first on the PATH of the tests it runs. Without one on PATH
+// it returns "go", and running it fails with an error naming it.
 func goTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return "go"
 }
 
 // childEnv is this process's environment without the CCOS_* variables, which

@@ -94,12 +94,14 @@ func (c *call) sendLogs() {
 		if l.stream != "" {
 			logger = "stream " + l.stream
 		}
+		//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28; we serve the revisions before it
 		if err := c.rep.session.Log(c.rep.ctx, &mcp.LoggingMessageParams{Level: "info", Logger: logger, Data: l.text}); err != nil {
 			c.s.log.Debug("log notification not sent", "err", err)
 			return
 		}
 	}
 	if dropped > 0 {
+		//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28; we serve the revisions before it
 		_ = c.rep.session.Log(c.rep.ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "rtfshost",
 			Data: fmt.Sprintf("%d printed lines were left out: the client read them more slowly than the program printed", dropped)})
 	}

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 this file tests logging (notifications/message), deprecated from MCP 2026-07-28 but served for the revisions before it
+
 package mcpserver
 
 import (

@@ -109,7 +109,7 @@ func TestToolCallSpanAndMetrics(t *testing.T) {
 	}
 	attrs := map[attribute.Key]string{}
 	for _, kv := range call.Attributes() {
-		attrs[kv.Key] = kv.Value.Emit()
+		attrs[kv.Key] = kv.Value.String()
 	}
 	if attrs["mcp.method.name"] != "tools/call" || attrs["gen_ai.tool.name"] != ToolStart ||
 		attrs["mcp.session.id"] != cs.ID() || attrs["jsonrpc.request.id"] == "" {

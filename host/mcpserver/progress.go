@@ -36,6 +36,7 @@ type output struct {
 // created it (a taskPeer).
 type peer interface {
 	NotifyProgress(context.Context, *mcp.ProgressNotificationParams) error
+	//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28; we serve the revisions before it
 	Log(context.Context, *mcp.LoggingMessageParams) error
 }
 
@@ -167,6 +168,7 @@ func (r *reporter) stop(err error) {
 	if r.session == nil {
 		return
 	}
+	//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28; we serve the revisions before it
 	_ = r.session.Log(r.ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "rtfshost",
 		Data: "progress notifications stopped: " + r.cut + "; the call's result still lists every output"})
 }

@@ -113,7 +113,7 @@ func resourceNotFound(next mcp.MethodHandler) mcp.MethodHandler {
 		res, err := next(ctx, method, req)
 		read, ok := req.(*mcp.ReadResourceRequest)
 		var rpcErr *jsonrpc.Error
-		if ok && errors.As(err, &rpcErr) && rpcErr.Code == mcp.CodeResourceNotFound && revisionOf(read) < sessionlessVersion {
+		if ok && errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeInvalidParams && revisionOf(read) < sessionlessVersion {
 			return res, &jsonrpc.Error{Code: codeResourceNotFound, Message: rpcErr.Message, Data: rpcErr.Data}
 		}
 		return res, err

@@ -190,6 +190,9 @@ func New(opts Options) (*Server, error) {
 	}
 	// The resources are the streams (resources.go): subscribable, and the
 	// list never changes.
+	// Logging, for what programs print (docs/mcp-server.md), is deprecated
+	// from 2026-07-28 but part of the revisions before it, which we serve.
+	//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28; we serve the revisions before it
 	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Resources: &mcp.ResourceCapabilities{Subscribe: true}}
 	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (taskwire.go)
 	s.resources = newResourceWatch(s, opts.ResourceInterval)

@@ -357,11 +357,14 @@ func (p *taskPeer) NotifyProgress(ctx context.Context, params *mcp.ProgressNotif
 
 // Log sends a log notification of the task's work (go-sdk drops it below
 // the level the session asked for).
+//
+//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28; we serve the revisions before it
 func (p *taskPeer) Log(ctx context.Context, params *mcp.LoggingMessageParams) error {
 	if !p.running() {
 		return nil
 	}
 	params.Meta = p.related(params.Meta)
+	//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28; we serve the revisions before it
 	return p.session.Log(ctx, params)
 }
 

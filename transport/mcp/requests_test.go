@@ -50,6 +50,7 @@ const askTimeout = 5 * time.Minute
 
 // askAnswers is what the ask tool reports, as the JSON text of its result.
 type askAnswers struct {
+	//lint:ignore SA1019 roots and sampling are deprecated from MCP 2026-07-28; the client answers them for the revisions before it
 	Roots  []*sdk.Root `json:"roots"`
 	Elicit askError    `json:"elicit"`
 	Sample askError    `json:"sample"`
@@ -79,6 +80,7 @@ func askTool(ctx context.Context, req *sdk.CallToolRequest, _ map[string]any) (*
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
 	var a askAnswers
+	//lint:ignore SA1019 roots and sampling are deprecated from MCP 2026-07-28; the client answers them for the revisions before it
 	roots, err := req.Session.ListRoots(ctx, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("roots/list: %w", err)
@@ -87,8 +89,10 @@ func askTool(ctx context.Context, req *sdk.CallToolRequest, _ map[string]any) (*
 	_, err = req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "continue?",
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}})
 	a.Elicit = askErrorOf(err)
-	_, err = req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10,
-		Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi"}}}})
+	//lint:ignore SA1019 roots and sampling are deprecated from MCP 2026-07-28; the client answers them for the revisions before it
+	msgs := []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi"}}}
+	//lint:ignore SA1019 roots and sampling are deprecated from MCP 2026-07-28; the client answers them for the revisions before it
+	_, err = req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10, Messages: msgs})
 	a.Sample = askErrorOf(err)
 	b, _ := json.Marshal(a)
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}, nil, nil
