@@ -125,14 +125,14 @@ func newCoreBuiltins() builtinTable {
 	addPredBuiltins(t)
 	addStrBuiltins(t)
 	addSeqBuiltins(t)
-	addSeqMoreBuiltins(t)
 	addCollBuiltins(t)
 	addMapBuiltins(t)
 	addConvBuiltins(t)
 	addCljBuiltins(t)
 	addRegexBuiltins(t)
 	addSortedBuiltins(t)
-	addMoreBuiltins(t)
+	addBitBuiltins(t)
+	addReducedBuiltins(t)
 	addSetBuiltins(t)
 	return t
 }

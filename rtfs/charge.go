@@ -6,7 +6,7 @@ import (
 )
 
 // Charging: how a run pays for what it does beyond one step per VM
-// instruction (docs/rtfs-values.md, "Budgets"). Every builtin pays for its
+// instruction (docs/security.md, "Budgets"). Every builtin pays for its
 // work and for the memory it builds through the functions of this file and
 // nothing else:
 //

@@ -69,6 +69,7 @@ func addCollBuiltins(t builtinTable) {
 		}
 		return builtinInto(th, args)
 	})
+	t.add("list*", 1, -1, builtinListStar)
 }
 
 func builtinVec(th *Thread, args []Value) (Value, error) {
@@ -669,4 +670,29 @@ func sortStable[T any](th *Thread, xs []T, cmp func(a, b T) (int, error)) (err e
 		return c
 	})
 	return cmpErr
+}
+
+// builtinListStar is (list* x ... coll): a list of the xs then coll's
+// elements; nil when that is empty, as in Clojure.
+func builtinListStar(th *Thread, args []Value) (Value, error) {
+	last := args[len(args)-1]
+	if _, ok := last.(*Lazy); ok {
+		var s Value = last
+		for i := len(args) - 2; i >= 0; i-- {
+			s = lazyCons(args[i], s)
+		}
+		return s, nil
+	}
+	elems, err := seqSlice(th, last)
+	if err != nil {
+		return nil, seqErr(err, argTypeError(len(args), "a collection", last))
+	}
+	if len(args) == 1 && len(elems) == 0 {
+		return Nil, nil
+	}
+	out := append(append(make([]Value, 0, len(args)-1+len(elems)), args[:len(args)-1]...), elems...)
+	if err := th.build(len(out)); err != nil {
+		return nil, err
+	}
+	return listOwned(out), nil
 }

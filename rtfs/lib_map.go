@@ -3,7 +3,7 @@ package rtfs
 import "fmt"
 
 // Associative functions: get get-in assoc assoc-in dissoc merge keys vals
-// contains? zipmap select-keys disj find.
+// contains? zipmap select-keys disj find, and key and val of a map entry.
 
 func addMapBuiltins(t builtinTable) {
 	t.add("get", 2, 3, func(th *Thread, args []Value) (Value, error) {
@@ -29,6 +29,8 @@ func addMapBuiltins(t builtinTable) {
 		}
 		return Nil, m.done()
 	})
+	t.add("key", 1, 1, entryPart(0, "key"))
+	t.add("val", 1, 1, entryPart(1, "val"))
 }
 
 func defaultArg(args []Value, i int) Value {
@@ -354,4 +356,14 @@ func builtinSelectKeys(th *Thread, args []Value) (Value, error) {
 		}
 	}
 	return out, mt.done()
+}
+
+// entryPart is key or val of a map entry, a [k v] vector here.
+func entryPart(i int, name string) builtinFn {
+	return func(_ *Thread, args []Value) (Value, error) {
+		if v, ok := args[0].(*Vector); ok && v.Len() == 2 {
+			return v.Index(i), nil
+		}
+		return nil, typeError("a map entry ([k v], as a map's seq gives)", args[0])
+	}
 }

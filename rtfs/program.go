@@ -1,16 +1,3 @@
-// Package rtfs is the RTFS language runtime: values, the compiler's output
-// (Program), the bytecode VM (Thread) and serializable continuations.
-//
-// Compile turns source into an immutable *Program. A *Thread runs it: Run
-// executes the top level, Call calls a function value (a *Closure, a
-// *Builtin, a keyword...) with a program's *Globals, and both return an
-// Outcome. When RTFS code makes a host call, (call :capability args...), the
-// VM does not call Go: the Outcome carries the *HostCall and a
-// *Continuation, which the host resumes with Resume or ResumeError after
-// performing the call, at once or after storing the continuation's bytes
-// (MarshalBinary, UnmarshalContinuation). Runtime errors are *EvalError,
-// limit overruns *LimitError. See docs/continuations.md for the execution
-// model and docs/rtfs-values.md for the values.
 package rtfs
 
 import (

@@ -1,0 +1,65 @@
+package rtfs
+
+// The bit operations of clojure.core on ints: bit-and bit-or bit-xor
+// bit-and-not bit-not bit-shift-left bit-shift-right unsigned-bit-shift-right
+// bit-test bit-set bit-clear.
+
+func addBitBuiltins(t builtinTable) {
+	t.add("bit-and", 2, -1, bitFold(func(a, b int64) int64 { return a & b }))
+	t.add("bit-or", 2, -1, bitFold(func(a, b int64) int64 { return a | b }))
+	t.add("bit-xor", 2, -1, bitFold(func(a, b int64) int64 { return a ^ b }))
+	t.add("bit-and-not", 2, -1, bitFold(func(a, b int64) int64 { return a &^ b }))
+	t.add("bit-not", 1, 1, func(_ *Thread, args []Value) (Value, error) {
+		x, err := toInt(1, args[0])
+		return Int(^x), err
+	})
+	t.add("bit-shift-left", 2, 2, bitShift(func(x int64, n uint) int64 { return x << n }))
+	t.add("bit-shift-right", 2, 2, bitShift(func(x int64, n uint) int64 { return x >> n }))
+	t.add("unsigned-bit-shift-right", 2, 2, bitShift(func(x int64, n uint) int64 { return int64(uint64(x) >> n) }))
+	t.add("bit-test", 2, 2, func(_ *Thread, args []Value) (Value, error) {
+		x, n, err := shiftArgs(args)
+		return Bool(x>>n&1 == 1), err
+	})
+	t.add("bit-set", 2, 2, bitShift(func(x int64, n uint) int64 { return x | 1<<n }))
+	t.add("bit-clear", 2, 2, bitShift(func(x int64, n uint) int64 { return x &^ (1 << n) }))
+}
+
+func bitFold(f func(a, b int64) int64) builtinFn {
+	return func(_ *Thread, args []Value) (Value, error) {
+		acc, err := toInt(1, args[0])
+		if err != nil {
+			return nil, err
+		}
+		for i, a := range args[1:] {
+			x, err := toInt(i+2, a)
+			if err != nil {
+				return nil, err
+			}
+			acc = f(acc, x)
+		}
+		return Int(acc), nil
+	}
+}
+
+// shiftArgs reads (f x n); as the JVM does, only the low 6 bits of n count.
+func shiftArgs(args []Value) (int64, uint, error) {
+	x, err := toInt(1, args[0])
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err := toInt(2, args[1])
+	if err != nil {
+		return 0, 0, err
+	}
+	return x, uint(n) & 63, nil
+}
+
+func bitShift(f func(x int64, n uint) int64) builtinFn {
+	return func(_ *Thread, args []Value) (Value, error) {
+		x, n, err := shiftArgs(args)
+		if err != nil {
+			return nil, err
+		}
+		return Int(f(x, n)), nil
+	}
+}
