@@ -15,17 +15,20 @@ import (
 
 // streamResult is the text of an mcp.stream.start result, as JSON.
 type streamResult struct {
-	StreamID      string            `json:"stream-id"`
-	State         provider.State    `json:"state"`
-	EndReason     string            `json:"end-reason,omitempty"`
-	Message       string            `json:"message,omitempty"`
-	Error         string            `json:"error,omitempty"`
-	Result        json.RawMessage   `json:"result"`
-	Outputs       []json.RawMessage `json:"outputs"`
-	OutputCount   int64             `json:"output-count"`
-	Truncated     int64             `json:"outputs-truncated,omitempty"`
-	Notifications int64             `json:"progress-notifications"`
-	Coalesced     int64             `json:"coalesced"`
+	StreamID    string            `json:"stream-id"`
+	State       provider.State    `json:"state"`
+	EndReason   string            `json:"end-reason,omitempty"`
+	Message     string            `json:"message,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	Result      json.RawMessage   `json:"result"`
+	Outputs     []json.RawMessage `json:"outputs"`
+	OutputCount int64             `json:"output-count"`
+	Truncated   int64             `json:"outputs-truncated,omitempty"`
+	// Lost counts the outputs of a task's stream missing from Outputs
+	// after a crash (taskout.go).
+	Lost          int64 `json:"outputs-lost,omitempty"`
+	Notifications int64 `json:"progress-notifications"`
+	Coalesced     int64 `json:"coalesced"`
 }
 
 // start serves mcp.stream.start: it runs the program's top level, starts the

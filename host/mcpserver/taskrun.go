@@ -16,27 +16,23 @@ import (
 // by a goroutine of the server, and cancelled (the table is taskstore.go).
 
 // resumeLocked drives a stored task that no goroutine of this process
-// drives: a stream task whose stream was recovered is followed to its end;
-// any other ends as failed.
-func (t *tasks) resumeLocked(e *taskEntry) {
-	if e.rec.StreamID != "" && t.clustered() && !t.runsHere(e.rec.StreamID) {
-		return // another host drives it; refresh reads what it stores
-	}
-	if e.rec.StreamID != "" {
-		if st, err := t.s.prov.Status(e.rec.StreamID); err == nil {
-			if st.State.Terminal() {
-				rec := e.rec
-				t.finishLocked(e, streamTaskResult(streamResult{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason,
-					Message: st.Message, Result: shownJSON(st.Result, t.s.opts.Limits.OutputLimit(), "the stream's result"), Outputs: []json.RawMessage{}}, rec.ID), st.State)
-				return
-			}
-			t.followLocked(e, nil)
-			return
-		}
-		t.finishLocked(e, taskErrorResult("the task's stream %s was not found after the server restarted", e.rec.StreamID), provider.StateError)
+// drives: a stream task is followed (followLocked), from before its stream
+// is recovered when recovered is still open; a task of another tool ends as
+// failed, since its work did not survive the restart. In a cluster, a
+// stream task whose stream runs on another host is left to that host.
+func (t *tasks) resumeLocked(e *taskEntry, recovered <-chan struct{}) {
+	if e.rec.StreamID == "" {
+		t.finishLocked(e, taskErrorResult("the server restarted while the program ran; an %s task does not survive a restart", e.rec.Tool), provider.StateError)
 		return
 	}
-	t.finishLocked(e, taskErrorResult("the server restarted while the program ran; an %s task does not survive a restart", e.rec.Tool), provider.StateError)
+	select {
+	case <-recovered:
+		if t.clustered() && !t.runsHere(e.rec.StreamID) {
+			return // another host drives it; refresh reads what it stores
+		}
+	default: // the host recovers the streams after this
+	}
+	t.followLocked(e, nil, recovered)
 }
 
 // create makes a task for a call of tool with the raw arguments, stores it,
@@ -45,7 +41,7 @@ func (t *tasks) resumeLocked(e *taskEntry) {
 // the progress token of the tools/call; nil: none) and log notifications
 // go to that session while the task runs (taskPeer).
 func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, ttl time.Duration, session *mcp.ServerSession, token any) (taskRecord, error) {
-	t.load(ctx)
+	t.loaded(ctx)
 	spec, ok := t.s.toolSpec(tool)
 	if !ok || spec.task == noTask {
 		return taskRecord{}, &rpcFailure{code: codeMethodNotFound, msg: fmt.Sprintf("tool %q does not run as a task (only %s do)", tool, strings.Join(t.s.taskTools(), " and "))}
@@ -96,7 +92,7 @@ func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, tt
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if spec.task == taskOfStream {
-		t.followLocked(e, a)
+		t.followLocked(e, a, recoveredAlready)
 	} else {
 		t.runLocked(e, spec, a)
 	}
@@ -104,22 +100,31 @@ func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, tt
 }
 
 // followLocked starts the goroutine that drives a stream task: it starts
-// the stream (start != nil) or follows a recovered one, collects its
-// outputs as the blocking tool would, and stores the result when the
-// stream ends. On Close it leaves the stream and the task as they are: the
-// stream is durable and resumed by the next serve.
-func (t *tasks) followLocked(e *taskEntry, start args) {
+// the stream (start != nil) or follows a stored one, which it looks at once
+// recovered is closed (the host has recovered its streams); it collects
+// the stream's outputs as the blocking tool would, keeps them in the store
+// (taskout.go), and stores the result when the stream ends. It subscribes
+// to the stream before it returns, so that it sees every output of a
+// stream started or recovered after that. On Close it leaves the stream and
+// the task as they are: the stream is durable and followed again by the
+// next serve.
+func (t *tasks) followLocked(e *taskEntry, start args, recovered <-chan struct{}) {
 	ctx, cancel := context.WithCancel(e.peer.with(t.s.ctx))
 	e.running, e.cancel = true, cancel
+	id := e.rec.StreamID
+	c := t.s.newCall(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolStart}})
+	outs := t.outputsOf(ctx, e.rec.ID)
+	if outs != nil {
+		c.keep = outs.keep
+	}
+	watchErr := c.watchStream(id)
 	t.s.calls.Add(1)
 	go func() {
 		defer t.s.calls.Done()
 		defer cancel()
-		c := t.s.newCall(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolStart}})
 		defer c.release()
-		id := e.rec.StreamID
-		if err := c.watchStream(id); err != nil {
-			t.finish(e, taskErrorResult("%s: %v", ToolStart, err), provider.StateError)
+		if watchErr != nil {
+			t.finish(e, taskErrorResult("%s: %v", ToolStart, watchErr), provider.StateError)
 			return
 		}
 		if start != nil {
@@ -135,6 +140,20 @@ func (t *tasks) followLocked(e *taskEntry, start args) {
 				_, _ = t.s.prov.Cancel(id)
 			}
 			t.setMessage(e, "the stream is running")
+		} else {
+			select {
+			case <-recovered:
+			case <-ctx.Done():
+				return // Close
+			}
+			if _, err := t.s.prov.Status(id); err != nil {
+				t.finish(e, taskErrorResult("the task's stream %s was not found after the server restarted", id), provider.StateError)
+				return
+			}
+			if t.clustered() && !t.runsHere(id) {
+				t.letGo(e) // another host recovered it
+				return
+			}
 		}
 		ends, err := c.pump(ctx, nil, func(ends map[string]provider.Status) bool {
 			_, ok := ends[id]
@@ -147,13 +166,25 @@ func (t *tasks) followLocked(e *taskEntry, start args) {
 		if !st.State.Terminal() {
 			// The stream moved to another host of the cluster: the task
 			// goes on there (refresh drives it where the stream runs).
-			t.mu.Lock()
-			e.running = false
-			t.mu.Unlock()
+			t.letGo(e)
 			return
 		}
-		t.finish(e, streamTaskResult(c.streamResult(st), e.rec.ID), st.State)
+		res := c.streamResult(st)
+		if outs != nil {
+			res = outs.result(ctx, res)
+		}
+		t.finish(e, streamTaskResult(res, e.rec.ID), st.State)
+		if outs != nil {
+			t.dropOutputs(ctx, e.rec.ID) // the stored result holds them
+		}
 	}()
+}
+
+// letGo records that no goroutine of this process drives e any more.
+func (t *tasks) letGo(e *taskEntry) {
+	t.mu.Lock()
+	e.running = false
+	t.mu.Unlock()
 }
 
 // runLocked starts the goroutine that runs the call of a task of a
