@@ -79,7 +79,7 @@ func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, tt
 	}
 	e := &taskEntry{rec: rec, done: make(chan struct{})}
 	if session != nil {
-		e.peer = &taskPeer{t: t, e: e, id: rec.ID, session: session, token: token}
+		e.peer = &taskPeer{t: t, e: e, id: rec.ID, session: session, token: token, statuses: hasTaskStatus(session)}
 	}
 	t.byID[rec.ID] = e
 	t.mu.Unlock()
@@ -241,20 +241,28 @@ func (t *tasks) setMessage(e *taskEntry, msg string) {
 }
 
 // finish makes e terminal with the CallToolResult result, its status from
-// the stream state; a cancelled task stays cancelled.
+// the stream state; a cancelled task stays cancelled. The session that
+// created the task is told the new status.
 func (t *tasks) finish(e *taskEntry, result json.RawMessage, state provider.State) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.finishLocked(e, result, state)
+	p := e.peer
+	changed := t.finishLocked(e, result, state)
+	rec := e.rec
+	t.mu.Unlock()
+	if changed {
+		p.notifyStatus(rec)
+	}
 }
 
-func (t *tasks) finishLocked(e *taskEntry, result json.RawMessage, state provider.State) {
+// finishLocked is finish with t.mu held; it reports whether the task's
+// status changed (it had not ended), and tells nobody.
+func (t *tasks) finishLocked(e *taskEntry, result json.RawMessage, state provider.State) bool {
 	if e.rec.terminal() {
 		if e.rec.Result == nil { // cancelled by tasks/cancel: keep the status, add the result
 			e.rec.Result = result
 			_ = t.save(context.Background(), e.rec)
 		}
-		return
+		return false
 	}
 	switch state {
 	case provider.StateCompleted:
@@ -273,6 +281,7 @@ func (t *tasks) finishLocked(e *taskEntry, result json.RawMessage, state provide
 	if err := t.save(context.Background(), e.rec); err != nil {
 		t.s.log.Error("mcp tasks: storing a task's result", "task", e.rec.ID, "err", err)
 	}
+	return true
 }
 
 // cancelTask cancels a task that has not ended: its stream is cancelled
@@ -289,11 +298,12 @@ func (t *tasks) cancelTask(ctx context.Context, id string) (taskRecord, error) {
 	}
 	e.rec.Status, e.rec.Message, e.rec.Updated = taskCancelled, "the task was cancelled by request", time.Now().UTC()
 	close(e.done)
-	rec, cancel := e.rec, e.cancel
+	rec, cancel, p := e.rec, e.cancel, e.peer
 	t.mu.Unlock()
 	if err := t.save(ctx, rec); err != nil {
 		return taskRecord{}, fmt.Errorf("storing the cancelled task: %w", err)
 	}
+	p.notifyStatus(rec)
 	switch {
 	case rec.StreamID != "" && t.clustered() && t.store != nil:
 		t.cancelStream(rec.StreamID)
@@ -350,6 +360,37 @@ type taskPeer struct {
 	id      string // the task's id
 	session *mcp.ServerSession
 	token   any // nil: no progress notifications
+	// statuses says the session's revision has task status notifications
+	// (2025-11-25).
+	statuses bool
+}
+
+// hasTaskStatus reports whether session's revision has
+// notifications/tasks/status (revisionHasTaskStatus).
+func hasTaskStatus(session *mcp.ServerSession) bool {
+	p := session.InitializeParams()
+	return p != nil && revisionHasTaskStatus(p.ProtocolVersion)
+}
+
+// revisionHasTaskStatus reports whether a session of revision v may get
+// notifications/tasks/status: 2025-11-25 (later revisions have no
+// sessions, and the tasks extension of 2026-07-28 has notifications/tasks
+// instead).
+func revisionHasTaskStatus(v string) bool { return v >= "2025-11-25" && v < sessionlessVersion }
+
+// notifyStatus tells the session that created the task that its status is
+// now rec's (notifications/tasks/status, with the task as tasks/get gives
+// it and without the related-task _meta, as the revision asks), on the
+// session's standalone stream; after the task's progress notifications,
+// since the task's work has sent its last one by then. A nil p, or a
+// session of another revision, is told nothing.
+func (p *taskPeer) notifyStatus(rec taskRecord) {
+	if p == nil || !p.statuses {
+		return
+	}
+	if err := p.session.NotifyProgress(p.t.s.ctx, statusCarrier(rec)); err != nil {
+		p.t.s.log.Debug("task status notification not sent", "task", rec.ID, "err", err)
+	}
 }
 
 type taskPeerKey struct{}
