@@ -139,5 +139,7 @@ func clone(b []byte) []byte {
 // store). 3: streams' origin records and parked programs' journals, which
 // let another compiler come back to them (older releases ignore both); the
 // process group of an :exec or :stdio stream, and the output a journaled
-// chunk of such a stream came from (which 0.2.0 refuses).
+// chunk of such a stream came from (which 0.2.0 refuses); streams'
+// delivery records (progress, milestones, dropped outputs; ignored by
+// older releases).
 const StoreFormat = 3

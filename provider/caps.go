@@ -62,6 +62,8 @@ func startSchema(cat *transport.Catalog) *capabilities.Schema {
 		{Name: "server-url", Type: "string", Doc: "overrides the resolved server URL"},
 		{Name: "stream-id", Type: "string", Doc: "the stream's id (default generated)"},
 		{Name: "idle-timeout-ms", Type: "int", Doc: "reconnect a source silent this long (default 60000; 0 disables)"},
+		{Name: "delivery", Type: "map", Doc: "how outputs reach subscribers: {:normal {:interval-ms 200 :max-batch 10} :low {:interval-ms 1000 :max-batch 20}}"},
+		{Name: "milestones", Type: "vector|list", Doc: "the steps a result names with :milestone: [{:id :scan :weight 0.2 :estimated-ms 15000} ...]"},
 	}
 	for _, u := range cat.Keys() {
 		keys = append(keys, capabilities.Key{Name: u.Name, Type: u.Type, Doc: u.Doc + " (:" + strings.Join(u.Transports, ", :") + ")"})
@@ -195,6 +197,11 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 			req.IdleTimeout = time.Duration(n) * time.Millisecond
 		}
 	}
+	if err := parseDeliveryKeys(m, &req); err != nil {
+		var ke *keyError
+		errors.As(err, &ke)
+		return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: ke.key, Msg: ke.err.Error()}
+	}
 	id, err := p.Start(req)
 	if err != nil {
 		var ke *keyError
@@ -259,4 +266,45 @@ func (p *Provider) capAwait(_ context.Context, c *capabilities.Call) (capabiliti
 		}
 		return v, err
 	}), nil
+}
+
+// parseDeliveryKeys reads the :delivery and :milestones of a start map into
+// req. The error is a *keyError.
+func parseDeliveryKeys(m *rtfs.Map, req *StartRequest) error {
+	if v := field(m, "delivery"); v != rtfs.Nil {
+		d, err := ParseDelivery(v)
+		if err != nil {
+			return &keyError{"delivery", err}
+		}
+		req.Delivery = &d
+	}
+	if v := field(m, "milestones"); v != rtfs.Nil {
+		ms, err := ParseMilestones(v)
+		if err != nil {
+			return &keyError{"milestones", err}
+		}
+		req.Milestones = ms
+	}
+	return nil
+}
+
+// ParseStartDelivery reads the "delivery" and "milestones" of a start
+// request given as JSON (an MCP tool's arguments; either may be nil) into
+// req, as :mcp.stream.start reads them.
+func ParseStartDelivery(delivery, milestones json.RawMessage, req *StartRequest) error {
+	var kvs []rtfs.Value
+	for _, kv := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"delivery", delivery}, {"milestones", milestones}} {
+		if kv.raw == nil {
+			continue
+		}
+		v, err := rtfs.FromJSON(kv.raw)
+		if err != nil {
+			return &keyError{kv.name, err}
+		}
+		kvs = append(kvs, rtfs.Keyword(kv.name), v)
+	}
+	return parseDeliveryKeys(rtfs.MapOf(kvs...), req)
 }

@@ -132,11 +132,15 @@ func (p *Provider) Answer(ctx context.Context, req Request) (Answer, error) {
 }
 
 // KeyOwner returns the stream whose records include key: the keys a
-// provider writes under "stream/<id>\x00", and its origin record
-// "origin/<id>". Package cluster fences writes of such keys by the
-// stream's ownership. It costs a scan of key.
+// provider writes under "stream/<id>\x00", its origin record
+// "origin/<id>" and its delivery record "delivery/<id>". Package cluster
+// fences writes of such keys by the stream's ownership. It costs a scan of
+// key.
 func KeyOwner(key []byte) (string, bool) {
 	if id, ok := bytes.CutPrefix(key, []byte(originPrefix)); ok {
+		return string(id), true
+	}
+	if id, ok := bytes.CutPrefix(key, []byte(deliveryPrefix)); ok {
 		return string(id), true
 	}
 	rest, ok := bytes.CutPrefix(key, []byte(streamPrefix))

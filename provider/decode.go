@@ -15,13 +15,14 @@ import (
 // decodeChunk turns a chunk's data into an RTFS value: JSON becomes a value
 // with keyword keys, anything else a string. For MCP progress chunks (event
 // "progress") a JSON :message is decoded in place. dec reuses the keys it
-// has seen (one allocation less per key and chunk); the value never refers
-// to data, which the caller may reuse.
-func decodeChunk(dec *rtfs.JSONDecoder, data []byte, event string) rtfs.Value {
+// has seen (one allocation less per key and chunk); spare, when not nil, is
+// a chunk map whose life has ended that a JSON object may be built in
+// (queue.go). The value never refers to data, which the caller may reuse.
+func decodeChunk(dec *rtfs.JSONDecoder, data []byte, event string, spare *rtfs.Map) rtfs.Value {
 	if !looksLikeJSON(data) {
 		return rtfs.String(data)
 	}
-	v, err := dec.Decode(data)
+	v, err := dec.DecodeReusing(data, spare)
 	if err != nil {
 		return rtfs.String(data)
 	}

@@ -45,7 +45,7 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 		return nil
 	}
 	s.decMu.Lock()
-	chunk := decodeChunk(&s.dec, c.Data, c.Event)
+	chunk := decodeChunk(&s.dec, c.Data, c.Event, s.takeSpare())
 	s.decMu.Unlock()
 	ctrl := controlAction(chunk)
 	if c.ReceivedAt.IsZero() {
@@ -53,6 +53,9 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 	}
 	journal := s.ps != nil && s.ps.journaling()
 	s.mu.Lock()
+	if !s.connected {
+		s.connectedLocked() // the origin works: its circuit closes
+	}
 	s.stats.bytes += int64(len(c.Data))
 	if err := s.waitRoomLocked(ctx, ctrl); err != nil {
 		s.mu.Unlock()
@@ -73,6 +76,7 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 		s.sentCtrl = true
 	}
 	s.enqueueLocked(c, chunk, ctrl, seq, journal)
+	s.spareLocked()
 	wake := s.wakeLocked()
 	s.mu.Unlock()
 	if wake {

@@ -29,7 +29,13 @@ type lifecycle struct {
 	// pausedByRequest: a pause call (not the processor, nor a control
 	// chunk) paused the stream; Stuck leaves it to whoever paused it.
 	pausedByRequest bool
-	procNext        int64 // seq after the last processed chunk
+	procNext        int64    // seq after the last processed chunk
+	progress        progress // progress.go
+	// progressShown: an event of this run of the stream carried its
+	// progress.
+	progressShown bool
+	// progressVer counts the changes of progress (deliveryrec.go).
+	progressVer int64
 }
 
 // An action is a directive of DESIGN §4.2.
@@ -85,9 +91,13 @@ type directive struct {
 // found in one pass over its entries (nil: absent).
 type result struct {
 	state, output, action, config rtfs.Value
+	// How the output is delivered, and the stream's progress
+	// (delivery.go, progress.go).
+	priority, kind, progress, milestone rtfs.Value
 }
 
-// resultOf reads the :state, :output, :action and :config of m.
+// resultOf reads the :state, :output, :action, :config, :priority, :kind,
+// :progress and :milestone of m.
 func resultOf(m *rtfs.Map) result {
 	var r result
 	m.Range(func(k, v rtfs.Value) bool {
@@ -101,11 +111,43 @@ func resultOf(m *rtfs.Map) result {
 				r.action = v
 			case "config":
 				r.config = v
+			case "priority":
+				r.priority = v
+			case "kind":
+				r.kind = v
+			case "progress":
+				r.progress = v
+			case "milestone":
+				r.milestone = v
 			}
 		}
 		return true
 	})
 	return r
+}
+
+// outputClass reads a result's :priority and :kind: how its output is
+// delivered. An absent or nil :priority is :normal; :kind is a keyword or
+// a string, compared by name.
+func outputClass(r *result) (Priority, string, error) {
+	prio := PriorityNormal
+	if v := r.priority; v != nil && v != rtfs.Nil {
+		var err error
+		if prio, err = parsePriority(v); err != nil {
+			return prio, "", err
+		}
+	}
+	var kind string
+	switch v := r.kind.(type) {
+	case nil, rtfs.NilType:
+	case rtfs.Keyword:
+		kind = string(v)
+	case rtfs.String:
+		kind = string(v)
+	default:
+		return prio, "", fmt.Errorf(":kind must be a keyword or a string, got %s", kindOf(v))
+	}
+	return prio, kind, nil
 }
 
 // parseDirective reads a result's :action, else the chunk's own action
@@ -155,27 +197,36 @@ func resumeAfter(cfg rtfs.Value) (time.Duration, bool, error) {
 	return time.Duration(n) * time.Millisecond, true, nil
 }
 
-// applyLocked applies the processor's result for it and returns the output
-// to publish, if any, with the stream's subscribers. A result that cannot be
-// applied puts the stream in :error and leaves the state as it was.
-func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (rtfs.Value, []*Subscription) {
+// applyLocked applies the processor's result for it and returns the event
+// to publish, if any (its Kind is 0 when there is none), with the stream's
+// subscribers. A result that cannot be applied puts the stream in :error
+// and leaves the state as it was.
+func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (Event, []*Subscription) {
 	if s.st.Terminal() || (err != nil && s.ctx.Err() != nil) {
-		return nil, nil // cancelled or closed while the processor ran
+		return Event{}, nil // cancelled or closed while the processor ran
 	}
 	if err != nil {
 		s.failProcessor(&ProcessorError{Processor: s.proc.name(), Chunk: it.number(), Err: err})
-		return nil, nil
+		return Event{}, nil
 	}
 	m, ok := res.(*rtfs.Map)
 	if !ok {
 		s.fail("processor %s returned an invalid shape on chunk %d: expected a map {:state :action :output}, got %s", s.proc.name(), it.number(), kindOf(res))
-		return nil, nil
+		return Event{}, nil
 	}
 	r := resultOf(m)
 	d, err := parseDirective(&r, it.ctrl)
+	var ev Event
+	if err == nil {
+		ev.Priority, ev.OutputKind, err = outputClass(&r)
+	}
+	var progressed bool
+	if err == nil && (r.progress != nil || r.milestone != nil) {
+		progressed, err = s.applyProgressLocked(r.milestone, r.progress, time.Now())
+	}
 	if err != nil {
 		s.fail("processor %s on chunk %d: %v", s.proc.name(), it.number(), err)
-		return nil, nil
+		return Event{}, nil
 	}
 	s.countLocked(it)
 	s.cursor = it.cursor()
@@ -192,6 +243,16 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (rtfs.Value, [
 	if v := r.output; v != nil && v != rtfs.Nil {
 		s.lastOut, out = v, v
 		s.stats.outputs++
+		ev.Kind, ev.Output = EventOutput, v
+	}
+	// The first output of a stream with a progress (it declares
+	// milestones) carries it too, so that a subscriber knows the total
+	// from the start.
+	if progressed || (out != nil && s.progress.known && !s.progressShown) {
+		ev.Progress, s.progressShown = s.progressInfoLocked(time.Now()), true
+		if out == nil {
+			ev.Kind = EventProgress
+		}
 	}
 	if s.observed && d.act != actNone {
 		s.obs.Directive(actionNames[d.act], d.reason) // a directive applied: none for a plain chunk
@@ -200,7 +261,10 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (rtfs.Value, [
 		s.noteLocked(TimelineEvent{Kind: actionNames[d.act], Source: d.reason, Chunk: it.number()})
 	}
 	s.directLocked(d, out)
-	return out, s.subs
+	if ev.Kind != 0 {
+		ev.StreamID, ev.Seq, ev.src = s.id, it.number(), s
+	}
+	return ev, s.subs
 }
 
 // cursor is the chunk's ID, which becomes the stream's cursor once the

@@ -362,7 +362,7 @@ func TestControlFromBytes(t *testing.T) {
 	}
 	for _, c := range cases {
 		var dec rtfs.JSONDecoder
-		if got := controlAction(decodeChunk(&dec, []byte(c.data), c.event)); got != c.want {
+		if got := controlAction(decodeChunk(&dec, []byte(c.data), c.event, nil)); got != c.want {
 			t.Errorf("control action of %s = %d, want %d", c.data, got, c.want)
 		}
 	}

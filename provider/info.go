@@ -37,6 +37,9 @@ type StreamInfo struct {
 	Cursor             *string   `json:"cursor"` // shortened (DisplayCursor); nil before the first chunk
 	DroppedChunks      int64     `json:"dropped-chunks"`
 	Reconnects         int64     `json:"reconnects"`
+	// Progress is the stream's :progress (progress.go); nil when no result
+	// reported any and the stream has no milestones.
+	Progress *ProgressInfo `json:"progress"`
 	// Programs lists the programs the processor came from, oldest first:
 	// the one the stream started with, then each swapped in by an upgrade.
 	Programs []ProgramVersion `json:"programs"`
@@ -69,6 +72,18 @@ type StatsInfo struct {
 	Reconnects       int64   `json:"reconnects"`
 	BytesReceived    int64   `json:"bytes-received"`
 	Outputs          int64   `json:"outputs"`
+	// DroppedOutputs counts the outputs that subscribers which fell behind
+	// did not get, by priority (outbox.go).
+	DroppedOutputs DroppedOutputsInfo `json:"dropped-outputs"`
+}
+
+// DroppedOutputsInfo counts a stream's dropped outputs by priority. Low
+// outputs are dropped first, by subscribers that fall behind; immediate and
+// normal ones only with a subscriber that was cut off.
+type DroppedOutputsInfo struct {
+	Immediate int64 `json:"immediate"`
+	Normal    int64 `json:"normal"`
+	Low       int64 `json:"low"`
 }
 
 // TransportInfo is a stream's :transport.
@@ -182,6 +197,7 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 		PersistenceEnabled: s.p.ps != nil,
 		LastOutput:         JSONValue{s.lastOut, bound}, Result: JSONValue{s.result, bound},
 		DroppedChunks: s.stats.dropped, Reconnects: s.stats.reconnects,
+		Progress: s.progressInfoLocked(now),
 		Programs: append([]ProgramVersion(nil), s.history...),
 	}
 	if s.cursor != "" {
@@ -202,6 +218,7 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 		q := make([]QueuedInfo, 0, len(s.ctrl)+s.queue.len())
 		mb := newMetaBuilder(s.idVal, s.epVal)
 		add := func(it *item) {
+			it.shown = true // the caller may read it after the worker is done with it
 			q = append(q, QueuedInfo{JSONValue{it.chunk, bound}, JSONValue{mb.build(it), bound}, now.Sub(it.received).Milliseconds()})
 		}
 		for i := range s.ctrl {
@@ -220,6 +237,11 @@ func (s *stream) statsInfoLocked() StatsInfo {
 		ProcessedChunks: s.stats.processed, QueuedChunks: int64(s.queue.len() + len(s.ctrl)),
 		DroppedChunks: s.stats.dropped, Reconnects: s.stats.reconnects,
 		BytesReceived: s.stats.bytes, Outputs: s.stats.outputs,
+		DroppedOutputs: DroppedOutputsInfo{
+			Immediate: s.outDropped[PriorityImmediate].Load(),
+			Normal:    s.outDropped[PriorityNormal].Load(),
+			Low:       s.outDropped[PriorityLow].Load(),
+		},
 	}
 	if s.stats.hasLatency {
 		ms := s.stats.latency.Milliseconds()

@@ -41,7 +41,7 @@ func TestStreamInfoMatchesTheMap(t *testing.T) {
 // fullInfo is a StreamInfo with every field set, so that its JSON form has
 // every key of the inspect shape.
 func fullInfo() StreamInfo {
-	one, cursor := int64(1), "c1"
+	one, cursor, half := int64(1), "c1", 0.5
 	state := JSONValue{V: rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(1))}
 	queue := []QueuedInfo{{Chunk: JSONValue{V: rtfs.Int(2)}, Metadata: JSONValue{V: rtfs.Nil}, WaitingMs: 3}}
 	return StreamInfo{
@@ -53,7 +53,8 @@ func fullInfo() StreamInfo {
 		LastOutput:    JSONValue{V: rtfs.Int(1)}, Result: JSONValue{V: rtfs.Nil}, Cursor: &cursor,
 		Programs:     []ProgramVersion{{Hash: "h1", File: "f.rtfs", Processor: "p", Compiler: "rtfs-compile-2", AtEpochMs: 1}},
 		CurrentState: &state, InitialState: &state, Queue: &queue,
-		Stale: &Stale{Owner: "a", SinceEpochMs: &one},
+		Stale:    &Stale{Owner: "a", SinceEpochMs: &one},
+		Progress: &ProgressInfo{Done: 1, Total: &half, Fraction: &half, EtaMs: &one, Message: "m", Milestone: "scan"},
 	}
 }
 
@@ -69,13 +70,16 @@ func TestStreamInfoValue(t *testing.T) {
 		kw("queue-capacity"), rtfs.Int(8),
 		kw("stats"), rtfs.MapOf(kw("processed-chunks"), rtfs.Int(1), kw("queued-chunks"), rtfs.Int(0), kw("dropped-chunks"), rtfs.Int(0),
 			kw("last-latency-ms"), rtfs.Int(1), kw("last-event-epoch-ms"), rtfs.Int(1), kw("chunks-per-second"), rtfs.Float(1.5),
-			kw("reconnects"), rtfs.Int(0), kw("bytes-received"), rtfs.Int(0), kw("outputs"), rtfs.Int(0)),
+			kw("reconnects"), rtfs.Int(0), kw("bytes-received"), rtfs.Int(0), kw("outputs"), rtfs.Int(0),
+			kw("dropped-outputs"), rtfs.MapOf(kw("immediate"), rtfs.Int(0), kw("normal"), rtfs.Int(0), kw("low"), rtfs.Int(0))),
 		kw("transport"), rtfs.MapOf(kw("kind"), kw("sse"), kw("auto-connect"), rtfs.True, kw("task-present"), rtfs.False,
 			kw("task-active"), rtfs.False, kw("timeout-ms"), rtfs.Int(0), kw("retry-attempts"), rtfs.Int(0),
 			kw("server-url"), rtfs.String("http://127.0.0.1:2025/sse")),
 		kw("observed-at-epoch-ms"), rtfs.Int(0), kw("started-at-epoch-ms"), rtfs.Int(0), kw("ended-at-epoch-ms"), rtfs.Nil, kw("persistence-enabled"), rtfs.False,
 		kw("last-output"), rtfs.Int(1), kw("result"), rtfs.Nil, kw("cursor"), rtfs.String("c1"),
 		kw("dropped-chunks"), rtfs.Int(0), kw("reconnects"), rtfs.Int(0),
+		kw("progress"), rtfs.MapOf(kw("done"), rtfs.Float(1), kw("total"), rtfs.Float(0.5), kw("fraction"), rtfs.Float(0.5),
+			kw("eta-ms"), rtfs.Int(1), kw("message"), rtfs.String("m"), kw("milestone"), kw("scan")),
 		kw("programs"), rtfs.NewVector(rtfs.MapOf(kw("hash"), rtfs.String("h1"), kw("file"), rtfs.String("f.rtfs"),
 			kw("processor"), rtfs.String("p"), kw("compiler"), rtfs.String("rtfs-compile-2"), kw("at-epoch-ms"), rtfs.Int(1))),
 		kw("current-state"), rtfs.MapOf(kw("count"), rtfs.Int(1)), kw("initial-state"), rtfs.MapOf(kw("count"), rtfs.Int(1)),
@@ -95,7 +99,7 @@ func TestStreamInfoValue(t *testing.T) {
 			t.Errorf("a snapshot without :%s has the key", k)
 		}
 	}
-	for _, k := range []string{"cursor", "last-output", "result"} {
+	for _, k := range []string{"cursor", "last-output", "result", "progress"} {
 		if v, ok := m.Get(rtfs.Keyword(k)); !ok || v != rtfs.Nil {
 			t.Errorf(":%s of an empty snapshot = %v, %v; want nil", k, v, ok)
 		}
@@ -159,10 +163,13 @@ func TestInspectDocsFollowTheShape(t *testing.T) {
 			}
 		}
 		for _, k := range keys {
-			if !inRow[k] {
+			// A key of a map within the map is listed by its own name,
+			// in braces after its parent's.
+			name := k[strings.LastIndex(k, ".")+1:]
+			if !inRow[name] {
 				t.Errorf("the row of :%s does not list :%s", parent, k)
 			}
-			delete(inBraces, k)
+			delete(inBraces, name)
 		}
 		for k := range inBraces {
 			if !values[k] {

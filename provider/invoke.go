@@ -16,7 +16,10 @@ type processor interface {
 	// name is the processor's name for inspect output and messages.
 	name() string
 	// call runs the processor once. ctx ends when the stream is cancelled or
-	// the provider closes. meta is nil when wantsMeta is false.
+	// the provider closes. meta is nil when wantsMeta is false. The result
+	// may live in storage the processor reuses (rtfs.Thread.ReuseResults):
+	// it is valid until the next call, and the stream reads its entries
+	// (which it may keep) but never keeps the map itself.
 	call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error)
 	// wantsMeta reports whether the processor reads its metadata argument:
 	// the worker builds the metadata map only for one that does.
@@ -24,6 +27,12 @@ type processor interface {
 	// function is the RTFS function value the processor calls, nil for a
 	// Go processor; a store keeps it when it cannot be named.
 	function() rtfs.Value
+	// letGo reports whether the last call let go of its chunk: the
+	// processor's code never keeps its chunk argument
+	// (rtfs.Closure.MayKeepParam) and the call did not suspend (a
+	// suspension's continuation holds the arguments, and its host call may
+	// keep them). The worker then reuses the chunk's map for a later chunk.
+	letGo() bool
 }
 
 // goProcessor is a processor written in Go, for tests and benchmarks.
@@ -37,6 +46,8 @@ func (g *goProcessor) name() string { return g.label }
 func (g *goProcessor) wantsMeta() bool { return true }
 
 func (g *goProcessor) function() rtfs.Value { return nil }
+
+func (g *goProcessor) letGo() bool { return false }
 
 func (g *goProcessor) call(_ context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 	return g.fn(state, chunk, meta)
@@ -58,6 +69,9 @@ type rtfsProcessor struct {
 	noMeta  bool   // a (state chunk) processor: called without the metadata
 	meta    bool   // a (state chunk metadata) processor whose code reads its metadata
 	stream  string // the id of the stream it processes (set by newStream)
+
+	keepsChunk bool // its code may keep its chunk argument
+	suspended  bool // the last call suspended at a host call
 }
 
 func newRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.Limits, caps *capabilities.Registry) *rtfsProcessor {
@@ -67,8 +81,9 @@ func newRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.
 		// The spec's first processors take (state chunk): they get no metadata.
 		p.noMeta = !cl.Accepts(3) && cl.Accepts(2)
 		p.meta = !p.noMeta && cl.ReadsParam(2)
+		p.keepsChunk = cl.MayKeepParam(1)
 	} else {
-		p.meta = true // a builtin: it may read anything
+		p.meta, p.keepsChunk = true, true // a builtin: it may do anything
 	}
 	return p
 }
@@ -79,9 +94,12 @@ func (p *rtfsProcessor) wantsMeta() bool { return p.meta }
 
 func (p *rtfsProcessor) function() rtfs.Value { return p.fn }
 
+func (p *rtfsProcessor) letGo() bool { return !p.keepsChunk && !p.suspended }
+
 func (p *rtfsProcessor) call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 	if p.th == nil {
 		p.th = rtfs.NewThread(p.limits)
+		p.th.ReuseResults(true) // the worker reads a result's entries and drops it
 	}
 	var out rtfs.Outcome
 	var err error
@@ -90,6 +108,7 @@ func (p *rtfsProcessor) call(ctx context.Context, state, chunk, meta rtfs.Value)
 	} else {
 		out, err = p.th.Call(ctx, p.globals, p.fn, state, chunk, meta)
 	}
+	p.suspended = out.Call != nil
 	if out, err = capabilities.Drive(ctx, p.th, out, err, p.serve); err != nil {
 		return nil, err
 	}

@@ -55,6 +55,11 @@ type StreamObserver interface {
 	Directive(action, source string)
 	// ChunksDropped reports n queued chunks dropped by a cancel or an error.
 	ChunksDropped(n int)
+	// OutputsDropped reports n outputs of the given priority ("low", or
+	// with a subscriber cut off "normal" and "immediate") that a
+	// subscriber's Outbox dropped; it is called from the subscriber's
+	// goroutine.
+	OutputsDropped(priority string, n int)
 	// TransportStarted reports that the stream's transport starts reading
 	// its source; the transport runs under the context it returns (derived
 	// from ctx, e.g. with a span, whose trace context outgoing requests
@@ -77,6 +82,7 @@ func (nopObserver) ChunkReceived(int)                                      {}
 func (nopObserver) ProcessorCalled(int64, time.Time, time.Duration, error) {}
 func (nopObserver) Directive(string, string)                               {}
 func (nopObserver) ChunksDropped(int)                                      {}
+func (nopObserver) OutputsDropped(string, int)                             {}
 func (nopObserver) TransportStarted(ctx context.Context) context.Context   { return ctx }
 func (nopObserver) Reconnecting(int, error)                                {}
 func (nopObserver) TransportEnded(error)                                   {}

@@ -176,6 +176,8 @@ type streamStore struct {
 	inflight    atomic.Bool // a snapshot is submitted and not committed yet
 	manyDeletes atomic.Bool // deletes has reached the persister's maxDeletes
 
+	delivered deliveryMark // what the last delivery record held (deliveryrec.go); guarded by the stream's mu
+
 	// Guarded by the stream's mu.
 	lowWater int64   // every journaled seq below it is processed
 	extra    []int64 // processed seqs at or above lowWater, sorted
@@ -367,6 +369,9 @@ func (st *streamStore) progressBatch(sn *snapshot) (*persistence.Batch, error) {
 	b := &st.batch
 	b.Reset()
 	b.Put(st.progKey, val)
+	if sn.delivery != nil {
+		b.Put(deliveryKey(st.s.id), sn.delivery.encode())
+	}
 	for _, seq := range sn.deletes {
 		b.Delete(journalKey(st.s.id, seq))
 	}
@@ -403,6 +408,7 @@ type snapshot struct {
 	rec                    progressRecord
 	state, lastOut, result rtfs.Value
 	deletes                []int64
+	delivery               *deliveryRecord // to write beside it; nil: unchanged
 }
 
 // snapshotLocked copies what the progress record holds; values are
@@ -419,6 +425,7 @@ func (st *streamStore) snapshotLocked() snapshot {
 		},
 		state: s.state, lastOut: s.lastOut, result: s.result, deletes: st.deletes,
 	}
+	sn.delivery = st.deliverySnapshotLocked()
 	st.deletes = nil
 	if limit := st.ps.maxDeletes; len(sn.deletes) > limit {
 		st.deletes = append(st.deletes, sn.deletes[limit:]...)
@@ -510,6 +517,9 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 		return nil, err
 	}
 	b.Put(st.progKey, val)
+	if sn.delivery != nil {
+		b.Put(deliveryKey(s.id), sn.delivery.encode())
+	}
 	return b, nil
 }
 

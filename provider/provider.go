@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,7 @@ import (
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/breaker"
 	"github.com/rtfshost/rtfshost/transport/egress"
 )
 
@@ -93,6 +95,12 @@ type Options struct {
 	// timeout. Zero means $RTFSHOST_IDLE_TIMEOUT_MS, else 60 s; negative
 	// disables it. A start call's :idle-timeout-ms overrides it.
 	IdleTimeout time.Duration
+	// Breaker configures the host's circuit breakers, one per origin (a
+	// server URL's origin, or the program of an :exec or :stdio stream):
+	// after Breaker.Failures consecutive failed attempts (default 5) the
+	// origin's circuit opens for Breaker.Cooldown (default 30 s), during
+	// which starts and reconnects to it fail at once (docs/transports.md).
+	Breaker breaker.Options
 	// MaxStreams bounds the streams running at once (0: no bound); Start
 	// refuses one more with an error wrapping ErrTooManyStreams. Recovered
 	// streams are not refused.
@@ -152,6 +160,8 @@ type Provider struct {
 
 	ps *persister // nil without a store
 
+	breakers *breaker.Set // one circuit per origin, shared by the streams
+
 	base    http.RoundTripper // carries every stream's requests
 	ownBase *http.Transport   // base, when the provider made it (closed by Close)
 }
@@ -177,6 +187,7 @@ func New(opts Options) *Provider {
 		cfg:      resolveConfig(opts.LookupEnv, opts.ServerURL, !opts.ManualConnect),
 		log:      opts.Logger,
 		streams:  make(map[string]*stream),
+		breakers: breaker.New(opts.Breaker),
 		runs:     make(map[string]chan struct{}),
 		runWaits: make(map[string]int),
 	}
@@ -436,9 +447,19 @@ func (p *Provider) WaitAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Breakers returns the circuits of the origins that failed lately (the
+// others are closed), by origin.
+func (p *Provider) Breakers() []breaker.State { return p.breakers.States() }
+
+// BreakerCounts returns how many times a circuit opened, and how many
+// starts and reconnects an open circuit refused, since New.
+func (p *Provider) BreakerCounts() (opened, rejected int64) {
+	return p.breakers.Opened(), p.breakers.Rejected()
+}
+
 // Summary returns the summary inspect map: :total, :streams (each stream's
 // inspect map, in start order), :auto-connect, :server-url,
-// :persistence-enabled and :observed-at-epoch-ms.
+// :persistence-enabled, :breakers (Breakers) and :observed-at-epoch-ms.
 func (p *Provider) Summary(opts InspectOptions) rtfs.Value {
 	p.mu.Lock()
 	list := append([]*stream(nil), p.order...)
@@ -454,6 +475,7 @@ func (p *Provider) Summary(opts InspectOptions) rtfs.Value {
 		rtfs.Keyword("auto-connect"), rtfs.Bool(p.cfg.autoConnect),
 		rtfs.Keyword("server-url"), rtfs.String(p.ServerURL()),
 		rtfs.Keyword("persistence-enabled"), rtfs.Bool(p.ps != nil),
+		rtfs.Keyword("breakers"), shapeValue(reflect.ValueOf(p.Breakers())),
 		rtfs.Keyword("observed-at-epoch-ms"), rtfs.Int(now.UnixMilli()),
 	)
 }

@@ -18,6 +18,7 @@ type flow struct {
 	idle     bool          // the worker found nothing to do: the next chunk wakes it
 	lowWater int           // a Deliver waiting for room is released once the queue is this short
 	seq      int64         // seq of the next chunk
+	spares   []*rtfs.Map   // maps of processed chunks the processor let go of (reclaimLocked)
 
 	// The source.
 	startCursor string // the cursor the transport starts after
@@ -26,6 +27,8 @@ type flow struct {
 	srcDone     bool  // the transport returned
 	srcErr      error // its failure, if it failed
 	sentCtrl    bool  // the source has sent a control chunk (so it may resume a pause)
+	connected   bool  // a chunk arrived since the transport's last failed attempt (circuit.go)
+	failCounted bool  // the last failed attempt reached the circuit breaker (circuit.go)
 }
 
 // An item is one decoded chunk waiting for, or going through, the
@@ -39,6 +42,57 @@ type item struct {
 	seq       int64  // the stream's chunk count before it: from 0 (number gives the :seq users see)
 	ctrl      action // the chunk's own directive, or actNone
 	journaled bool   // the chunk is in the stream's journal
+	shown     bool   // Inspect handed the chunk out: its map is never reused
+}
+
+// Chunk maps are reused: a processor whose code never keeps its chunk
+// (processor.letGo) leaves the chunk's map free once its call has returned,
+// and a later chunk is decoded into it instead of into a new map, which
+// spares an allocation and its share of garbage collection per chunk. The
+// worker hands such a map to the stream's spare, the one the next decode
+// takes (takeSpare), or, while that one waits, keeps it in spares; Deliver
+// moves one from spares to spare in the critical section it enters anyway
+// (spareLocked), so that neither side takes a lock of its own for it. A
+// busy stream's spares hold at most a queue's worth of maps, which the
+// queue held a moment before, and are dropped when its worker parks.
+
+// reclaimLocked takes the map of a chunk that the processor let go of, for
+// a later chunk to be decoded into.
+func (s *stream) reclaimLocked(it *item) {
+	m, ok := it.chunk.(*rtfs.Map)
+	if !ok || it.shown || m.Len() == 0 {
+		return // not a map of its own, or seen outside the stream
+	}
+	switch {
+	case s.spare.Load() == nil:
+		s.spare.Store(m)
+	case len(s.spares) < s.def.capacity:
+		s.spares = append(s.spares, m)
+	}
+}
+
+// spareLocked hands a reclaimed map to the next decode, if it has none.
+func (s *stream) spareLocked() {
+	if n := len(s.spares); n > 0 && s.spare.Load() == nil {
+		s.spare.Store(s.spares[n-1])
+		s.spares[n-1] = nil
+		s.spares = s.spares[:n-1]
+	}
+}
+
+// dropSparesLocked lets go of the maps a stream that waits for chunks keeps
+// beyond the next decode's.
+func (s *stream) dropSparesLocked() { s.spares = nil }
+
+// takeSpare returns the map the next decode may build its chunk in, or
+// nil; the caller holds decMu. Only it empties spare, and the others fill
+// it only when it is empty, so a map it loads is its own.
+func (s *stream) takeSpare() *rtfs.Map {
+	m := s.spare.Load()
+	if m != nil {
+		s.spare.Store(nil)
+	}
+	return m
 }
 
 // number is the chunk's number in its stream, from 1: its metadata :seq,

@@ -16,6 +16,7 @@ const (
 	kindJournal    persistence.RecordKind = 4
 	kindChild      persistence.RecordKind = 5
 	kindOrigin     persistence.RecordKind = 6 // origin.go
+	kindDelivery   persistence.RecordKind = 7 // deliveryrec.go
 )
 
 // recordVersion is the format version of every provider record; a record of a

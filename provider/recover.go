@@ -266,6 +266,13 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 		return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("queue capacity %d", d.capacity)}
 	}
 	def.idle = time.Duration(d.idleMs) * time.Millisecond
+	dr, err := loadDelivery(ctx, p.ps.store, l.id)
+	if err != nil {
+		return nil, err
+	}
+	if dr != nil {
+		def.delivery, def.milestones = dr.delivery, dr.milestones
+	}
 	if len(d.tkeys) > 0 {
 		if err := json.Unmarshal(d.tkeys, &def.keys); err != nil {
 			return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("transport keys: %v", err)}
@@ -302,6 +309,7 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 		s.cancel()
 		return nil, err
 	}
+	st.restoreDelivery(dr)
 	return s, nil
 }
 
@@ -427,7 +435,7 @@ func (st *streamStore) restoreJournal(l *loaded) {
 			low = e.seq
 		}
 		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received), FD: e.rec.fd}
-		chunk := decodeChunk(&s.dec, c.Data, c.Event)
+		chunk := decodeChunk(&s.dec, c.Data, c.Event, nil)
 		s.requeueLocked(c, chunk, e.seq)
 		if e.seq >= next {
 			next = e.seq + 1

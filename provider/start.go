@@ -54,6 +54,15 @@ type StartRequest struct {
 	// the idle timeout.
 	IdleTimeout time.Duration
 
+	// Delivery is the start call's :delivery (ParseDelivery): how the
+	// stream's normal and low outputs reach each subscriber, its unset
+	// fields the subscriber's own; nil: the subscribers' policies.
+	Delivery *Delivery
+	// Milestones are the start call's :milestones (ParseMilestones): the
+	// steps a result may name with :milestone, whose weights make the
+	// stream's :progress.
+	Milestones []Milestone
+
 	// Local keeps the stream on this host even when the cluster places
 	// streams by load (Options.Cluster): the caller follows its outputs
 	// here (an MCP call reporting progress). Without a cluster it changes
@@ -78,18 +87,21 @@ type StartRequest struct {
 
 // definition is the immutable description of a started stream.
 type definition struct {
-	endpoint  string
-	transport string
-	kind      transport.Kind             // the catalog's kind named transport; zero when it has none (manual connect)
-	keys      map[string]json.RawMessage // the transport's own start keys, persisted
-	tconf     any                        // kind.Configure(keys)
-	serverURL string                     // resolved; may carry credentials, shown redacted
-	dial      *egress.URL                // what a TargetURL transport dials, as the policy checked it
-	procName  string
-	initial   rtfs.Value
-	capacity  int
-	config    *rtfs.Map
-	idle      time.Duration // the start call's idle timeout: 0 provider default, < 0 none
+	endpoint   string
+	transport  string
+	kind       transport.Kind             // the catalog's kind named transport; zero when it has none (manual connect)
+	keys       map[string]json.RawMessage // the transport's own start keys, persisted
+	tconf      any                        // kind.Configure(keys)
+	serverURL  string                     // resolved; may carry credentials, shown redacted
+	dial       *egress.URL                // what a TargetURL transport dials, as the policy checked it
+	procName   string
+	initial    rtfs.Value
+	capacity   int
+	config     *rtfs.Map
+	idle       time.Duration // the start call's idle timeout: 0 provider default, < 0 none
+	origin     string        // the circuit breaker's key: the dialled origin, or the program run; "" none
+	delivery   *Delivery     // the start call's :delivery; nil: none
+	milestones []Milestone   // the start call's :milestones
 }
 
 // Start starts a stream and returns its id. The stream begins at once: its
@@ -101,6 +113,13 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 		return "", err
 	}
 	s.startCtx = req.Context
+	if p.cfg.autoConnect && s.def.kind.Transport != nil {
+		// An origin whose circuit is open is not tried at all.
+		if err := p.breakers.Allow(s.def.origin); err != nil {
+			s.cancel()
+			return "", fmt.Errorf("start stream: %w", err)
+		}
+	}
 	var batch *persistence.Batch
 	if p.ps != nil {
 		if batch, err = p.persistNew(s, req); err != nil {
@@ -179,6 +198,11 @@ func (p *Provider) newStream(req StartRequest) (*stream, error) {
 	}
 	def.idle = req.IdleTimeout
 	def.keys = req.TransportKeys
+	def.milestones = req.Milestones
+	if req.Delivery != nil {
+		d := *req.Delivery
+		def.delivery = &d
+	}
 	if err := p.chooseKind(&def, req.Transport); err != nil {
 		return nil, err
 	}
@@ -334,9 +358,15 @@ func (p *Provider) chooseKind(def *definition, explicit string) error {
 		}
 		def.tconf = cfg
 	}
-	if kind.Target == transport.TargetURL {
+	switch kind.Target {
+	case transport.TargetURL:
 		if def.dial, err = def.dialURL(); err != nil {
 			return err
+		}
+		def.origin = def.dial.Origin()
+	case transport.TargetCommand:
+		if sp, ok := def.tconf.(transport.Spawner); ok {
+			def.origin = sp.Executable()
 		}
 	}
 	return nil

@@ -96,6 +96,7 @@ func RemoveStored(ctx context.Context, st persistence.Store, id string, force bo
 		return state, err
 	}
 	b.Delete(originKey(id))
+	b.Delete(deliveryKey(id))
 	return state, st.Commit(ctx, b)
 }
 

@@ -100,6 +100,10 @@ type stream struct {
 	// several goroutines.
 	decMu sync.Mutex
 	dec   rtfs.JSONDecoder
+	// spare is a chunk map the processor let go of, for the next decode
+	// to build its chunk in (queue.go's spares); Deliver sets it from the
+	// spares under mu and takes it back under decMu.
+	spare atomic.Pointer[rtfs.Map]
 
 	mu        sync.Mutex
 	flow      // queue.go: the chunks between transport and worker
@@ -115,6 +119,10 @@ type stream struct {
 	// recorded and did not see end (transport.Spec.Stale); set before the
 	// stream's goroutines start.
 	stale transport.ChildProcess
+
+	// outDropped counts the outputs subscribers' outboxes dropped, by
+	// Priority (outbox.go).
+	outDropped [3]atomic.Int64
 
 	// moved: another host took the stream over (a commit was fenced); it
 	// stops here without writing and leaves the provider (cluster.go).
@@ -153,6 +161,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 	}
 	s.wake = make(chan struct{}, 1)
 	s.st, s.state = StateActive, def.initial
+	s.progress = newProgress(def.milestones)
 	s.started = s.epoch
 	s.lowWater = def.capacity - max(1, def.capacity/4)
 	s.ctx, s.cancel = context.WithCancel(p.ctx)
@@ -171,7 +180,14 @@ func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec,
 	var err error
 	if s.awaitPrevious(prev) {
 		ctx := s.obs.TransportStarted(s.ctx)
-		err = runGuarded(ctx, tr, spec, s.startCursor, s)
+		if s.recovered {
+			// A recovered stream reconnects: not to an origin whose
+			// circuit is open (a new stream's start asked already).
+			err = s.p.breakers.Allow(s.def.origin)
+		}
+		if err == nil {
+			err = runGuarded(ctx, tr, spec, s.startCursor, s)
+		}
 	}
 	s.mu.Lock()
 	s.taskActive = false
@@ -179,7 +195,11 @@ func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec,
 	if failed {
 		s.srcDone, s.srcErr = true, err
 	}
+	uncounted := failed && !s.failCounted
 	s.mu.Unlock()
+	if uncounted {
+		s.runFailed(err)
+	}
 	if !failed {
 		err = nil
 	}

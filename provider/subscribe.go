@@ -25,6 +25,9 @@ const (
 	// resumed, or the stream a Pending subscription waited for started. Only
 	// subscriptions with SubscribeOptions.Changes receive it.
 	EventChange
+	// EventProgress reports a result that changed the stream's :progress
+	// without an output (Progress is set).
+	EventProgress
 )
 
 // An Event is what a Subscription receives.
@@ -36,8 +39,19 @@ type Event struct {
 	Seq int64
 	// Output is the processor's :output (EventOutput).
 	Output rtfs.Value
+	// Priority is the result's :priority (EventOutput; PriorityNormal
+	// when it gave none).
+	Priority Priority
+	// OutputKind is the result's :kind ("" when it gave none): consecutive
+	// outputs of one kind may be delivered as one (Outbox).
+	OutputKind string
+	// Progress is the stream's progress after the result, when the result
+	// changed it (:progress, :milestone); nil otherwise.
+	Progress *ProgressInfo
 	// Status is the stream's final status (EventEnd).
 	Status Status
+
+	src *stream // the publisher: its :delivery policy, its dropped-output counts
 }
 
 // SubscribeOptions configure a Subscription.

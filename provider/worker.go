@@ -77,6 +77,9 @@ func (w *worker) step() bool {
 			runtime.Gosched()
 			return true
 		}
+		s.mu.Lock()
+		s.dropSparesLocked()
+		s.mu.Unlock()
 		w.wait.wait(s, st.deadline)
 	}
 	return true
@@ -102,15 +105,19 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 		s.obs.ProcessorCalled(it.number(), t0, time.Since(t0), err)
 	}
 	s.mu.Lock()
-	out, subs := s.applyLocked(it, res, err)
+	ev, subs := s.applyLocked(it, res, err)
+	if err == nil && s.proc.letGo() {
+		s.reclaimLocked(it)
+	}
 	next := s.nextLocked()
 	s.mu.Unlock()
 	if s.ps != nil {
 		s.ps.changed()
 	}
-	if out != nil && s.hasSubscribers(subs) {
-		s.publish(s.p.ctx, subs, Event{Kind: EventOutput, StreamID: s.id, Seq: it.number(), Output: out})
-	} else if out == nil {
+	if ev.Kind != 0 && s.hasSubscribers(subs) {
+		s.publish(s.p.ctx, subs, ev)
+	}
+	if ev.Kind != EventOutput {
 		s.changed(subs) // processed without an output
 	}
 	return next

@@ -21,6 +21,13 @@ var stepCostPrograms = []struct{ name, src string }{
 	{"sort", `(count (sort (reverse (vec (range 300000)))))`},
 	{"str", `(count (str (vec (range 300000))))`},
 	{"index-of", `(let [s (apply str (repeat 100000 "abcdefghij"))] (index-of s "z"))`},
+	{"re-seq", `(let [s (apply str (repeat 100000 "abc def "))] (count (re-seq #"\w+" s)))`},
+	{"re-find-groups", `(let [s (apply str (repeat 100000 "abcdefgh"))] (re-find #"(a|b)+(x|y)" s))`},
+	{"split-regex", `(let [s (apply str (repeat 100000 "a1,b2;c3 "))] (count (clojure.string/split s #"[,; ]")))`},
+	{"take-range", `(count (take 1000000 (range)))`},
+	{"take-iterate", `(count (take 100000 (iterate inc 0)))`},
+	{"sorted-set", `(count (apply sorted-set (range 3000)))`},
+	{"union", `(count (clojure.set/union (set (range 300000)) (set (range 150000 450000))))`},
 }
 
 // BenchmarkStepCost reports, for each program, the time of one charged

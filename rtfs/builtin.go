@@ -1,7 +1,10 @@
 package rtfs
 
 import (
+	"errors"
 	"fmt"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 
 	"github.com/rtfshost/rtfshost/rtfs/types"
 )
@@ -43,10 +46,27 @@ func (b *Builtin) String() string { return "#<builtin " + b.name + ">" }
 // The VM calls builtins only through call.
 func (b *Builtin) call(th *Thread, args []Value) (Value, error) {
 	if len(args) < b.minArgs || (b.maxArgs >= 0 && len(args) > b.maxArgs) {
-		return nil, fmt.Errorf("%s: %s", b.name, arityMessage(b.minArgs, b.maxArgs, len(args)))
+		return nil, withKind(compile.KindArity, fmt.Errorf("%s: %s", b.name, arityMessage(b.minArgs, b.maxArgs, len(args))))
 	}
 	v, err := b.impl(th, args)
 	if err != nil {
+		if _, ok := err.(*redirect); ok {
+			return nil, err
+		}
+		if errors.Is(err, errSortedBy) {
+			// A key to add to a map or set sorted by an RTFS function:
+			// the prelude finds its place with the comparator (sorted.go).
+			return nil, th.redirectTo("%sorted-retry", String(b.name), NewVector(args...))
+		}
+		var nr *needRealize
+		if errors.As(err, &nr) {
+			// A lazy sequence reached a thunk: the prelude computes the
+			// elements and calls b again (lazy.go).
+			return nil, th.redirectTo("%lz-retry", b, NewVector(args...), nr.seq, Int(nr.n))
+		}
+		if !hasKind(err) {
+			err = withKind(compile.KindArgument, err)
+		}
 		if b.bare {
 			return nil, err
 		}
@@ -110,6 +130,10 @@ func newCoreBuiltins() builtinTable {
 	addMapBuiltins(t)
 	addConvBuiltins(t)
 	addCljBuiltins(t)
+	addRegexBuiltins(t)
+	addSortedBuiltins(t)
+	addMoreBuiltins(t)
+	addSetBuiltins(t)
 	return t
 }
 

@@ -99,6 +99,9 @@ func (th *Thread) Call(ctx context.Context, g *Globals, fn Value, args ...Value)
 		if err := th.callValue(n); err != nil {
 			return Outcome{}, th.fail(err)
 		}
+		if len(th.frames) > 0 { // a builtin redirected to the prelude
+			return th.finish(th.run(nil))
+		}
 		v := th.stack[0]
 		th.clearStack()
 		return Outcome{Value: v, Globals: g}, nil

@@ -253,7 +253,7 @@ func (m *meter) done() error {
 // that stopped the comparison.
 func (th *Thread) equal(a, b Value) (bool, error) {
 	switch a.(type) {
-	case *List, *Vector, *Map, *Set, String:
+	case *List, *Vector, *Map, *Set, String, *Lazy:
 		m := meter{th: th}
 		eq := m.equal(a, b)
 		return eq, m.done()

@@ -87,3 +87,112 @@ func (c *Closure) ReadsParam(i int) bool {
 	}
 	return false
 }
+
+// MayKeepParam reports whether a call of the function may keep its i-th
+// parameter (0-based) beyond the call, or hand it to code that may. It is
+// false only when the function's code merely reads from the parameter:
+// every use of it is the collection of a get (with or without a default),
+// of a keyword called on it, of contains? or count, or of a destructuring
+// pattern's lookups, or binds it to a local used only so. A host may then
+// reuse the storage of a collection it passed there once a call has
+// returned without suspending (a suspended call's continuation holds its
+// arguments). True when in doubt, as for ReadsParam. Cost: a few scans of
+// the function's code.
+func (c *Closure) MayKeepParam(i int) bool {
+	fi := c.fn
+	code := fi.code
+	if fi.arities != nil || code.Variadic || i < 0 || i >= code.NumParams {
+		return true
+	}
+	ins := code.Code
+	targets := jumpTargets(ins)
+	held := make([]bool, max(code.NumLocals, i+1)) // the locals that may hold the parameter
+	held[i] = true
+	for grew := true; grew; {
+		grew = false
+		for pc, in := range ins {
+			op, slot := compile.Decode(in)
+			if op != compile.LOCAL || slot >= len(held) || !held[slot] {
+				continue
+			}
+			alias, ok := readOnlyUse(fi, ins, targets, pc)
+			if !ok {
+				return true
+			}
+			if alias >= 0 && alias < len(held) && !held[alias] {
+				held[alias], grew = true, true
+			} else if alias >= len(held) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readOnlyUse reports whether the value the LOCAL at pc pushes is only
+// read from: consumed by an instruction that looks into it, or stored in
+// the local alias (-1 when none), whose own uses the caller checks.
+func readOnlyUse(fi *funcInfo, ins []uint32, targets map[int]bool, pc int) (alias int, ok bool) {
+	at := func(k int) (compile.Opcode, int) {
+		if k < 0 || k >= len(ins) {
+			return compile.NOP, -1 // never a use
+		}
+		return compile.Decode(ins[k])
+	}
+	op, arg := at(pc + 1)
+	switch op {
+	case compile.COUNT, compile.LOOKUP, compile.LOOKUPD, compile.HASKEY, compile.ISMAP, compile.ISSEQ, compile.INDEX:
+		return -1, true
+	case compile.SETLOCAL:
+		return arg, true
+	}
+	// The collection of (get coll k) and (get coll k default), compiled
+	// to one instruction after the pushes of its key and default.
+	n := 0 // plain pushes after it
+	for ; n < 2 && pushesOne(at(pc+1+n)); n++ {
+	}
+	next, nargs := at(pc + 1 + n)
+	if (next == compile.GET && n == 1) || (next == compile.GETDEF && n == 2) {
+		return -1, true
+	}
+	// The first argument of a call of a keyword, of get or of contains?:
+	// the callee is pushed just before it, and no jump lands between the
+	// two (another path could bring another callee).
+	if next != compile.CALL || targets[pc] || n+1 != nargs {
+		return -1, false
+	}
+	callee, k := at(pc - 1)
+	switch callee {
+	case compile.CONST:
+		_, isKw := fi.consts[k].(Keyword)
+		return -1, isKw && nargs <= 2
+	case compile.BUILTIN:
+		b, _ := fi.builtins[k].(*Builtin)
+		return -1, (b == lookupBuiltin("get") && nargs <= 3) || (b == lookupBuiltin("contains?") && nargs == 2)
+	}
+	return -1, false
+}
+
+// pushesOne reports whether an instruction pushes one value and does
+// nothing else.
+func pushesOne(op compile.Opcode, _ int) bool {
+	switch op {
+	case compile.CONST, compile.BUILTIN, compile.NIL, compile.TRUE, compile.FALSE,
+		compile.LOCAL, compile.FREE, compile.SELF, compile.GLOBAL:
+		return true
+	}
+	return false
+}
+
+// jumpTargets returns the instructions a jump or a try handler may reach
+// other than by falling through.
+func jumpTargets(ins []uint32) map[int]bool {
+	t := make(map[int]bool)
+	for _, in := range ins {
+		switch op, arg := compile.Decode(in); op {
+		case compile.JMP, compile.JMPF, compile.JMPT, compile.JMPFK, compile.JMPTK, compile.PUSHTRY:
+			t[arg] = true
+		}
+	}
+	return t
+}

@@ -19,22 +19,34 @@ import (
 //	map                     uvarint count, key value pairs
 //	builtin                 uvarint length, name (a core builtin)
 //	fn                      payload written by the fnCodec hook
-//	ref (version 2)         uvarint index of a value written before
+//
+// and, in version 2 only:
+//
+//	ref                     uvarint index of a value written before
+//	regex                   uvarint length, the pattern's UTF-8 bytes
+//	lazy                    kind byte, infinite byte (0 or 1), uvarint
+//	                        length and origin, uvarint cycle index,
+//	                        uvarint count and the parts (lazy.go)
+//	sorted                  the comparator (nil: natural order), then the
+//	                        map or set, tag included, in its order
 //
 // Version 2 writes a value that shares structure once: each non-empty
-// collection, each closure that captures values and each text of
-// refMinText bytes or more is numbered in the order its encoding ends, and
-// the same collection or closure (the same pointer) or an equal text met
-// again is a ref to that number. So a state of 60 nested pairs holding
-// 2^60 elements takes 60 entries, not 2^60. Version 1, without refs, is
-// still read, and still written: an encoding that needs no ref is version
-// 1's byte for byte and says so, so that only a value that shares
-// structure is unreadable by releases that know version 1 alone.
+// collection, each lazy sequence, each closure that captures values and
+// each text (a regex's pattern included) of refMinText bytes or more is
+// numbered in the order its encoding ends, and the same collection, lazy
+// sequence or closure (the same pointer) or an equal text met again is a
+// ref to that number. So a state of 60 nested pairs holding 2^60 elements
+// takes 60 entries, not 2^60. Version 1, without version 2's tags, is
+// still read, and still written: an encoding that needs none of them is
+// version 1's byte for byte and says so, so that only a value that shares
+// structure or holds a regex, a lazy sequence or a sorted collection is
+// unreadable by releases that know version 1 alone.
 //
 // Nesting is bounded by valueCodecMaxDepth on both sides, and corrupt
 // input is always an error that gives the offset, never a panic.
 
-// valueCodecVersion is the format version byte of an encoding with refs.
+// valueCodecVersion is the format version byte of an encoding that holds
+// one of version 2's tags.
 const valueCodecVersion = 2
 
 // refMinText is the length from which a text is numbered for refs: a
@@ -60,7 +72,11 @@ const (
 	vcSet
 	vcBuiltin
 	vcFn
-	vcRef // version 2
+	// Version 2's tags: a version 1 encoding has none of them.
+	vcRef
+	vcRegex
+	vcLazy
+	vcSorted
 )
 
 // fnCodec encodes the function values the value codec cannot encode by
@@ -83,9 +99,9 @@ type valueEncoder struct {
 	start int   // len(buf) before the encoding
 	max   int64 // bound on len(buf)-start; <= 0: none
 	refs  refTable
-	// refsWritten says that the encoding holds a ref, so it needs version
-	// 2 to be read.
-	refsWritten bool
+	// needsV2 says that the encoding holds one of version 2's tags, so it
+	// needs version 2 to be read.
+	needsV2 bool
 }
 
 // A refTable numbers the values written so far that a ref may name: the
@@ -173,10 +189,10 @@ func marshalValue(dst []byte, v Value, fns fnCodec, o EncodeOptions) ([]byte, er
 	if err := e.appendValue(v); err != nil {
 		return nil, err
 	}
-	if !e.refsWritten {
-		// Without a ref the encoding is version 1's, byte for byte: say so,
-		// so that a release that reads only version 1 (a host of 0.2.0 in a
-		// cluster being upgraded) reads it.
+	if !e.needsV2 {
+		// Without version 2's tags the encoding is version 1's, byte for
+		// byte: say so, so that a release that reads only version 1 (a host
+		// of 0.2.0 in a cluster being upgraded) reads it.
 		e.buf[e.start] = 1
 	}
 	return e.buf, nil
@@ -190,7 +206,7 @@ func (e *valueEncoder) appendString(tag byte, s string) {
 		k := textKey{tag, s}
 		if i, ok := e.refs.texts[k]; ok {
 			e.buf = append(e.buf, vcRef)
-			e.refsWritten = true
+			e.needsV2 = true
 			e.appendUvarint(uint64(i))
 			return
 		}
@@ -216,9 +232,11 @@ func (e *valueEncoder) full() error {
 }
 
 // shared reports whether v is one of the values a ref may name: a
-// non-empty collection or a closure that captures values.
+// non-empty collection, a lazy sequence or a closure that captures values.
 func shared(v Value) bool {
 	switch x := v.(type) {
+	case *Lazy:
+		return true
 	case *List:
 		return x.Len() > 0
 	case *Vector:
@@ -238,7 +256,7 @@ func (e *valueEncoder) appendValue(v Value) error {
 	if shared(v) {
 		if i, ok := e.refs.lookup(v); ok {
 			e.buf = append(e.buf, vcRef)
-			e.refsWritten = true
+			e.needsV2 = true
 			e.appendUvarint(uint64(i))
 			return nil
 		}
@@ -275,12 +293,30 @@ func (e *valueEncoder) appendNew(v Value) error {
 		e.appendString(vcKeyword, string(x))
 	case Symbol:
 		e.appendString(vcSymbol, string(x))
+	case *Regex:
+		e.needsV2 = true
+		e.appendString(vcRegex, x.src)
+	case *Lazy:
+		e.needsV2 = true
+		return e.appendLazy(x)
 	case *Builtin:
 		if lookupBuiltin(x.name) != x {
 			return fmt.Errorf("cannot encode %s: only core builtins are encodable", x)
 		}
 		e.appendString(vcBuiltin, x.name)
 	case *List, *Vector, *Map, *Set:
+		if o := sortedOf(v); o != nil {
+			// A sorted map or set: its comparator, then itself in order.
+			e.needsV2 = true
+			e.buf = append(e.buf, vcSorted)
+			var cmp Value = Nil
+			if o.cmp != nil {
+				cmp = o.cmp
+			}
+			if err := e.appendValue(cmp); err != nil {
+				return err
+			}
+		}
 		return e.appendCollection(v)
 	default:
 		if e.fns == nil {
@@ -437,6 +473,10 @@ func (d *valueDecoder) readNew() (Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	if tag >= vcRef && tag <= vcSorted && d.version < 2 {
+		d.pos--
+		return nil, d.errorf("value tag %d is not in format version %d", tag, d.version)
+	}
 	switch tag {
 	case vcNil:
 		return Nil, nil
@@ -457,10 +497,14 @@ func (d *valueDecoder) readNew() (Value, error) {
 		}
 		d.pos += 8
 		return Float(math.Float64frombits(binary.LittleEndian.Uint64(d.buf[d.pos-8:]))), nil
-	case vcString, vcKeyword, vcSymbol, vcBuiltin:
+	case vcString, vcKeyword, vcSymbol, vcBuiltin, vcRegex:
 		return d.readText(tag)
 	case vcList, vcVector, vcMap, vcSet:
 		return d.readCollection(tag)
+	case vcLazy:
+		return d.readLazy()
+	case vcSorted:
+		return d.readSorted()
 	case vcFn:
 		if d.fns == nil {
 			return nil, d.errorf("a function value needs the program's codec")
@@ -484,6 +528,12 @@ func (d *valueDecoder) readText(tag byte) (Value, error) {
 		v = Keyword(s)
 	case vcSymbol:
 		v = Symbol(s)
+	case vcRegex:
+		re, err := NewRegex(s)
+		if err != nil {
+			return nil, d.errorf("%v", err)
+		}
+		v = re
 	}
 	if v != nil {
 		if d.version >= 2 && len(s) >= refMinText {
@@ -498,6 +548,24 @@ func (d *valueDecoder) readText(tag byte) (Value, error) {
 }
 
 func (d *valueDecoder) readCollection(tag byte) (Value, error) {
+	elems, err := d.readElems(tag)
+	if err != nil {
+		return nil, err
+	}
+	switch tag {
+	case vcList:
+		return listOwned(elems), nil
+	case vcVector:
+		return vectorOwned(elems), nil
+	case vcMap:
+		return mapOwned(elems), nil
+	}
+	return NewSet(elems...), nil
+}
+
+// readElems reads a collection's count and elements (keys and values
+// alternating for a map).
+func (d *valueDecoder) readElems(tag byte) ([]Value, error) {
 	if d.depth++; d.depth > valueCodecMaxDepth {
 		return nil, d.errorf("value nested deeper than %d levels", valueCodecMaxDepth)
 	}
@@ -516,13 +584,94 @@ func (d *valueDecoder) readCollection(tag byte) (Value, error) {
 			return nil, err
 		}
 	}
-	switch tag {
-	case vcList:
-		return listOwned(elems), nil
-	case vcVector:
-		return vectorOwned(elems), nil
-	case vcMap:
-		return mapOwned(elems), nil
+	return elems, nil
+}
+
+// appendLazy writes a lazy sequence: kind, infinite, origin, cycle index,
+// and its parts (lazy.go).
+func (e *valueEncoder) appendLazy(l *Lazy) error {
+	if e.depth++; e.depth > valueCodecMaxDepth {
+		return fmt.Errorf("cannot encode a value nested deeper than %d levels", valueCodecMaxDepth)
 	}
-	return NewSet(elems...), nil
+	defer func() { e.depth-- }()
+	e.buf = append(e.buf, vcLazy, byte(l.kind), boolByte(l.inf))
+	e.appendUvarint(uint64(len(l.origin)))
+	e.buf = append(e.buf, l.origin...)
+	e.appendUvarint(uint64(l.i))
+	parts := l.parts()
+	e.appendUvarint(uint64(len(parts)))
+	for _, p := range parts {
+		if err := e.appendValue(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *valueDecoder) readLazy() (Value, error) {
+	if d.depth++; d.depth > valueCodecMaxDepth {
+		return nil, d.errorf("value nested deeper than %d levels", valueCodecMaxDepth)
+	}
+	defer func() { d.depth-- }()
+	kind, err := d.readByte()
+	if err != nil {
+		return nil, err
+	}
+	inf, err := d.readByte()
+	if err != nil {
+		return nil, err
+	}
+	origin, err := d.readString()
+	if err != nil {
+		return nil, err
+	}
+	i, err := d.readUvarint()
+	if err != nil {
+		return nil, err
+	}
+	n, err := d.readCount(1)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]Value, 0, min(n, 1024))
+	for j := 0; j < n; j++ {
+		v, err := d.readValue()
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, v)
+	}
+	l, err := lazyFromParts(kind, inf == 1, origin, int(min(i, uint64(maxInt))), parts)
+	if err != nil {
+		return nil, d.errorf("%v", err)
+	}
+	return l, nil
+}
+
+func (d *valueDecoder) readSorted() (Value, error) {
+	cmp, err := d.readValue()
+	if err != nil {
+		return nil, err
+	}
+	if cmp == Nil {
+		cmp = nil
+	} else if !isFn(cmp) {
+		return nil, d.errorf("a sorted collection's comparator is %s", describe(cmp))
+	}
+	tag, err := d.readByte()
+	if err != nil {
+		return nil, err
+	}
+	if tag != vcMap && tag != vcSet {
+		return nil, d.errorf("a sorted collection is not a map or set (tag %d)", tag)
+	}
+	elems, err := d.readElems(tag)
+	if err != nil {
+		return nil, err
+	}
+	v, err := buildSorted(tag == vcSet, elems, cmp)
+	if err != nil {
+		return nil, d.errorf("%v", err)
+	}
+	return v, nil
 }

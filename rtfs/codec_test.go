@@ -127,14 +127,17 @@ func TestValueCodecCorruptInput(t *testing.T) {
 		}
 	}
 	cases := map[string][]byte{
-		"unsupported format version":    {9, vcNil},
-		"names no value written before": {2, vcVector, 1, vcRef, 0},
-		"unknown value tag 15":          {1, vcRef, 0},
-		"unknown value tag 200":         {1, 200},
-		"trailing bytes":                {1, vcNil, vcNil},
-		"exceeds the remaining":         {1, vcVector, 0xff, 0xff, 0xff, 0xff, 0x0f},
-		"unknown builtin":               {1, vcBuiltin, 3, 'z', 'z', 'z'},
-		"empty input":                   {},
+		"unsupported format version":              {9, vcNil},
+		"names no value written before":           {2, vcVector, 1, vcRef, 0},
+		"value tag 15 is not in format version 1": {1, vcRef, 0},
+		"value tag 16 is not in format version 1": {1, vcRegex, 1, 'a'},
+		"value tag 18 is not in format version 1": {1, vcSorted, vcNil, vcSet, 0},
+		"unknown value tag 19":                    {2, 19},
+		"unknown value tag 200":                   {1, 200},
+		"trailing bytes":                          {1, vcNil, vcNil},
+		"exceeds the remaining":                   {1, vcVector, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"unknown builtin":                         {1, vcBuiltin, 3, 'z', 'z', 'z'},
+		"empty input":                             {},
 	}
 	for want, b := range cases {
 		if _, err := UnmarshalValue(b); err == nil || !strings.Contains(err.Error(), want) {
@@ -324,5 +327,69 @@ func TestValueCodecBound(t *testing.T) {
 	}
 	if _, err := MarshalValueOpts(v, EncodeOptions{MaxBytes: 4000}); err != nil {
 		t.Fatalf("within its bound: %v", err)
+	}
+}
+
+func TestValueCodecVersion2Kinds(t *testing.T) {
+	// Regexes, lazy sequences and sorted collections are version 2's tags,
+	// with refs: each round-trips (its order, its sharing, its closures)
+	// and the encoding says version 2, which a version 1 reader refuses.
+	p := mustCompile(t, `
+(def nat (iterate inc 0))
+(def pat #"(\w+)@(\w+)\.(com|org|net)$")
+(def state {:re pat :re2 pat :res [pat pat]
+            :nat nat :nats [nat nat] :r (range) :c (cycle [1 2 3]) :lz (lazy-seq [1 2])
+            :ss (sorted-set 3 1 2) :sm (sorted-map :b 2 :a 1)
+            :by (sorted-map-by (fn [a b] (compare b a)) 1 :x 2 :y 3 :z)
+            :gt (sorted-set-by > 1 3 2)})
+(defn use [s]
+  [(take 3 (:nat s)) (first (:lz s)) (re-find (:re s) "me@host.org")
+   (assoc (:by s) 5 :w) (conj (:gt s) 0 9) (conj (:ss s) 0)])`)
+	out := mustRun(t, NewThread(Limits{}), p)
+	state, _ := out.Globals.Get("state")
+	b, err := p.MarshalValue(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[0] != 2 {
+		t.Fatalf("version %d, want 2", b[0])
+	}
+	if _, err := p.UnmarshalValue(append([]byte{1}, b[1:]...)); err == nil || !strings.Contains(err.Error(), "not in format version 1") {
+		t.Fatalf("as version 1: %v", err)
+	}
+	v, err := p.UnmarshalValue(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(*Map)
+	get := func(k string) Value { x, _ := m.GetKeyword(k); return x }
+	if re := get("re").(*Regex); re != get("re2") || re != get("res").(*Vector).Index(1) || re.Pattern() != `(\w+)@(\w+)\.(com|org|net)$` {
+		t.Errorf("regex: %v, shared %v", re, re == get("re2"))
+	}
+	if nats := get("nats").(*Vector); get("nat") != nats.Index(0) || nats.Index(0) != nats.Index(1) {
+		t.Error("a lazy sequence met twice decodes to two")
+	}
+	for k, want := range map[string]string{
+		"ss": "#{1 2 3}", "sm": "{:a 1 :b 2}", "by": "{3 :z 2 :y 1 :x}", "gt": "#{3 2 1}",
+		"r": "(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 ...)", "c": "(1 2 3 1 2 3 1 2 3 1 2 3 1 2 3 1 ...)",
+	} {
+		sorted := k != "r" && k != "c"
+		if got := get(k).String(); got != want || sorted != (sortedOf(get(k)) != nil) {
+			t.Errorf("%s decoded to %s, want %s (sorted: %v)", k, got, want, sortedOf(get(k)) != nil)
+		}
+	}
+	// The decoded values work: take from the lazy ones, search with the
+	// regex, add to the sorted ones (the RTFS comparator's included).
+	use, _ := out.Globals.Get("use")
+	r, err := NewThread(Limits{}).Call(context.Background(), out.Globals, use, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Value.String(), `[(0 1 2) 1 ["me@host.org" "me" "host" "org"] {5 :w 3 :z 2 :y 1 :x} #{9 3 2 1 0} #{0 1 2 3}]`; got != want {
+		t.Errorf("use of the decoded state: %s, want %s", got, want)
+	}
+	// A value with none of version 2's tags is still version 1.
+	if b, err := MarshalValue(NewVector(Int(1), String("x"))); err != nil || b[0] != 1 {
+		t.Errorf("plain value: %x, %v", b, err)
 	}
 }

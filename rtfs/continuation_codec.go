@@ -41,6 +41,9 @@ const (
 	tagInit   // a global that still has the program's initial value
 	tagRef    // a collection or closure written before (its index)
 	tagFloats // a vector of floats: count, then 8 bytes each
+	tagRegex  // a regex: its pattern (added in rtfs-compile-3; older continuations have none)
+	tagLazy   // a lazy sequence: kind, infinite, origin, index, parts (added in rtfs-compile-3)
+	tagSorted // a sorted map or set: its comparator (nil: natural), then the map or set in order (added in rtfs-compile-3)
 )
 
 // MarshalBinary encodes the continuation: the program's hash, the globals,
@@ -266,8 +269,35 @@ func (e *encoder) value(v Value, depth int) {
 	case Symbol:
 		e.buf = append(e.buf, tagSymbol)
 		e.str(string(v))
+	case *Regex:
+		e.buf = append(e.buf, tagRegex)
+		e.str(v.src)
+	case *Lazy:
+		// Written once and then referenced, like a collection: a builtin
+		// waiting for the prelude to compute a lazy sequence's elements
+		// finds it again by identity among its arguments (lazy.go).
+		if e.backref(v) {
+			break
+		}
+		e.buf = append(e.buf, tagLazy, byte(v.kind), boolByte(v.inf))
+		e.str(v.origin)
+		e.uint(uint64(v.i))
+		parts := v.parts()
+		e.uint(uint64(len(parts)))
+		for _, p := range parts {
+			e.value(p, depth+1)
+		}
+		e.remember(v)
 	case *List, *Vector, *Set, *Map:
 		if !e.backref(v) {
+			if o := sortedOf(v); o != nil {
+				e.buf = append(e.buf, tagSorted)
+				cmp := o.cmp
+				if cmp == nil {
+					cmp = Nil
+				}
+				e.value(cmp, depth+1)
+			}
 			e.collection(v, depth)
 			e.remember(v)
 		}
@@ -338,4 +368,11 @@ func (e *encoder) closure(c *Closure, depth int) {
 	for _, x := range c.free {
 		e.value(x, depth+1)
 	}
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -202,8 +202,12 @@ func (d *decoder) header(magic string) {
 		return
 	}
 	if v := d.bytes(d.count(1)); d.err == nil && string(v) != compile.Version {
-		d.fail("compiled by %q, this is %q", v, compile.Version)
-		return
+		lp, err := d.prog.underVersion(string(v))
+		if err != nil {
+			d.fail("%v", err)
+			return
+		}
+		d.prog = lp // an earlier compiler's continuation resumes in its code (legacy.go)
 	}
 	if h := d.bytes(sha256Size); d.err == nil && string(h) != string(d.prog.hashRaw[:]) {
 		d.fail("continuation of program %s, not of %s (%s)", hex.EncodeToString(h), d.prog.hash, d.prog.name)
@@ -409,7 +413,10 @@ func (d *decoder) validate(k *Continuation) {
 
 // resumeDepth returns how deep the operand stack of a frame suspended at the
 // call instruction pc is: for the innermost frame, after the host call's
-// operands were popped; for the others, up to the callee's first argument.
+// operands were popped; for the others, up to the callee's first argument
+// (a builtin that redirected to the prelude, redirect.go, is replaced by
+// the prelude function in its slot, which for a fast op is its first
+// operand's).
 func resumeDepth(c *compile.Funcode, pc int, innermost bool) (int, bool) {
 	op, arg := compile.Decode(c.Code[pc])
 	depth := int(c.Depth[pc])
@@ -422,6 +429,14 @@ func resumeDepth(c *compile.Funcode, pc int, innermost bool) (int, bool) {
 		return depth - arg, true
 	case !innermost && op == compile.CALLSPREAD:
 		return depth - 1, true
+	case !innermost && op == compile.COUNT:
+		// count redirected to the prelude (a lazy sequence to realize):
+		// the callee took the operand's slot, so its arguments start above.
+		return depth, true
+	case !innermost && (op == compile.GET || op == compile.EQ):
+		return depth - 1, true
+	case !innermost && op == compile.GETDEF:
+		return depth - 2, true
 	}
 	return 0, false
 }
@@ -473,6 +488,62 @@ func (d *decoder) value(depth int) Value {
 		return d.keyword(d.bytes(d.count(1)))
 	case tagSymbol:
 		return Symbol(d.str())
+	case tagSorted:
+		cmp := d.value(depth + 1)
+		t := d.byte()
+		if d.err != nil {
+			return nil
+		}
+		if cmp == Nil {
+			cmp = nil
+		} else if !isFn(cmp) {
+			d.fail("a sorted collection's comparator is %s", describe(cmp))
+			return nil
+		}
+		if t != tagMap && t != tagSet {
+			d.fail("a sorted collection is not a map or set (tag %d)", t)
+			return nil
+		}
+		n := d.count(1)
+		if t == tagMap {
+			n *= 2
+		}
+		elems := d.elems(n, depth)
+		if d.err != nil {
+			return nil
+		}
+		v, err := buildSorted(t == tagSet, elems, cmp)
+		if err != nil {
+			d.fail("%v", err)
+			return nil
+		}
+		return d.remember(v)
+	case tagLazy:
+		kind, inf := d.byte(), d.byte()
+		origin := d.str()
+		i := d.uint()
+		n := d.count(1)
+		parts := d.elems(n, depth)
+		if d.err != nil {
+			return nil
+		}
+		l, err := lazyFromParts(kind, inf == 1, origin, int(min(i, uint64(maxInt))), parts)
+		if err != nil {
+			d.fail("%v", err)
+			return nil
+		}
+		return d.remember(l)
+	case tagRegex:
+		src := d.str()
+		if d.err != nil {
+			return nil
+		}
+		re, err := NewRegex(src)
+		if err != nil {
+			d.fail("%v", err)
+			return nil
+		}
+		return re
 	case tagList, tagVector, tagSet, tagMap:
 		return d.remember(d.collection(tag, depth))
 	case tagFloats:
@@ -542,14 +613,9 @@ func (d *decoder) floats() Value {
 	return vectorOwned(elems)
 }
 
-func (d *decoder) collection(tag byte, depth int) Value {
-	n := d.count(1)
-	if tag == tagMap {
-		if 0 < n && n <= arrayMapMax {
-			return d.smallMap(n, depth)
-		}
-		n *= 2
-	}
+// elems reads n values, the elements of a collection (or the parts of a
+// lazy sequence) at depth.
+func (d *decoder) elems(n, depth int) []Value {
 	elems := make([]Value, 0, min(n, 1024))
 	for i := 0; i < n && d.err == nil; i++ {
 		v := d.value(depth + 1)
@@ -558,6 +624,18 @@ func (d *decoder) collection(tag byte, depth int) Value {
 		}
 		elems = append(elems, v)
 	}
+	return elems
+}
+
+func (d *decoder) collection(tag byte, depth int) Value {
+	n := d.count(1)
+	if tag == tagMap {
+		if 0 < n && n <= arrayMapMax {
+			return d.smallMap(n, depth)
+		}
+		n *= 2
+	}
+	elems := d.elems(n, depth)
 	if d.err != nil {
 		return nil
 	}

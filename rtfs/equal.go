@@ -94,10 +94,24 @@ func (m *meter) equal(a, b Value) bool {
 		return ok && x == y
 	case NilType, Bool, Symbol:
 		return a == b
+	case *Regex:
+		y, ok := b.(*Regex)
+		if ok && len(x.src) == len(y.src) && len(x.src) >= freeText && !m.visit(len(x.src)/textStepBytes) {
+			return false
+		}
+		return ok && x.src == y.src
 	case *List:
+		if l, ok := b.(*Lazy); ok {
+			return m.equalLazy(l, x)
+		}
 		return m.equalSeq(x, &x.hash, b)
 	case *Vector:
+		if l, ok := b.(*Lazy); ok {
+			return m.equalLazy(l, x)
+		}
 		return m.equalSeq(x, &x.hash, b)
+	case *Lazy:
+		return m.equalLazy(x, b)
 	case *Map:
 		y, ok := b.(*Map)
 		return ok && m.equalMap(x, y)
@@ -184,9 +198,10 @@ func (m *meter) equalSet(x, y *Set) bool {
 // Compare orders a and b for sorting: it returns -1, 0 or +1. Numbers
 // (ints and floats, mixed) compare numerically, NaN after every number;
 // strings, keywords and symbols compare by bytes; false sorts before true;
-// nil sorts before every value; lists and vectors compare element by
-// element (a proper prefix first). Any other pair (mixed kinds, maps, sets,
-// functions) is an error naming both values. Cost: as Equal.
+// nil sorts before every value; lists and vectors compare by length
+// first, then element by element, as Clojure's vectors compare. Any other
+// pair (mixed kinds, maps, sets, functions) is an error naming both
+// values. Cost: as Equal.
 func Compare(a, b Value) (int, error) { return (*meter)(nil).compare(a, b) }
 
 // compare is Compare that counts its work as equal does; once m's budget is
@@ -229,6 +244,21 @@ func (m *meter) compare(a, b Value) (int, error) {
 	case *List, *Vector:
 		if y, ok := b.(sequential); ok {
 			return m.compareSeq(x.(sequential), y)
+		}
+		if l, ok := b.(*Lazy); ok {
+			if y, ok := m.computedList(l); ok {
+				return m.compareSeq(x.(sequential), y)
+			}
+			if m.failed() {
+				return 0, m.err
+			}
+		}
+	case *Lazy:
+		if xs, ok := m.computedList(x); ok {
+			return m.compare(xs, b)
+		}
+		if m.failed() {
+			return 0, m.err
 		}
 	}
 	return 0, fmt.Errorf("cannot compare %s with %s", describe(a), describe(b))
@@ -294,6 +324,9 @@ func cmpIntFloat(i Int, f float64) int {
 }
 
 func (m *meter) compareSeq(x, y sequential) (int, error) {
+	if nx, ny := x.Len(), y.Len(); nx != ny {
+		return boolCmp(nx > ny, nx < ny), nil
+	}
 	ix, iy := newSeqIter(x), newSeqIter(y)
 	for {
 		ex, okx := ix.next()

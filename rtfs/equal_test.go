@@ -122,7 +122,8 @@ func TestCompare(t *testing.T) {
 		{String("x"), Nil, 1},
 		{NewVector(Int(1), Int(2)), NewVector(Int(1), Int(3)), -1},
 		{NewVector(Int(1)), NewList(Int(1), Int(0)), -1},
-		{NewList(Int(2)), NewVector(Int(1), Int(9)), 1},
+		{NewList(Int(2)), NewVector(Int(1), Int(9)), -1}, // length first, as Clojure's vectors
+		{NewVector(Int(2), Int(0)), NewVector(Int(1), Int(9)), 1},
 		{NewVector(), NewVector(), 0},
 	}
 	for _, c := range cases {

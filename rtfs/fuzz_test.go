@@ -11,10 +11,13 @@ import (
 // FuzzCompileRun compiles and runs arbitrary source with tight limits,
 // answering host calls with nil: whatever the input, the result is a value or
 // an error, never a Go panic (which the API would report as an internal
-// error) or a hang. The seeds are the language-test chunks.
+// error) or a hang. The seeds are the language-test chunks (lang_*, and
+// clj_*: lazy sequences, regexes, sorted collections, transducers, whose
+// builtins hand work to the prelude).
 func FuzzCompileRun(f *testing.F) {
 	files, _ := filepath.Glob("testdata/lang_*.rtfs")
-	for _, file := range files {
+	more, _ := filepath.Glob("testdata/clj_*.rtfs")
+	for _, file := range append(files, more...) {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)

@@ -23,6 +23,8 @@ const (
 	seedMap     = 0x2545f4914f6cdd1d
 	seedSet     = 0x9fb21c651e98df25
 	seedFn      = 0xd6e8feb86659fd93
+	seedRegex   = 0x7fb5d329728ea185
+	seedLazy    = 0x3c6ef372fe94f82b
 )
 
 // mix64 is a 64-bit finalizer (splitmix64) that spreads every input bit.
@@ -90,6 +92,16 @@ func (m *meter) hash(v Value) uint64 {
 		return m.cachedHash(&x.hash, x)
 	case *Builtin:
 		return strhash(x.name, seedFn)
+	case *Regex:
+		return m.hashText(x.src, seedRegex)
+	case *Lazy:
+		if l, ok := m.computedList(x); ok {
+			return m.hash(l) // = to a list of the same elements
+		}
+		if m.failed() {
+			return 0
+		}
+		return seedLazy // equal only to itself (equalLazy)
 	}
 	if h, ok := v.(interface{ identityHash() uint64 }); ok {
 		return h.identityHash()

@@ -2,6 +2,8 @@ package rtfs
 
 import (
 	"fmt"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 )
 
 // errorf returns a plain runtime error; the VM adds position and stack.
@@ -19,6 +21,9 @@ func (th *Thread) callValue(n int) error {
 		v, err := f.call(th, th.stack[sp-n:sp])
 		th.sp = sp - n
 		th.stack[th.sp-1] = v
+		if rd, ok := err.(*redirect); ok {
+			return th.takeRedirect(rd)
+		}
 		return err
 	default:
 		v, err := th.callData(f, th.stack[sp-n:sp])
@@ -66,7 +71,7 @@ func (th *Thread) pushFrame(cl *Closure, n int) error {
 	if fi.arities != nil {
 		fi = selectArity(fi, n)
 		if fi == nil {
-			return fmt.Errorf("%s: no arity takes %d argument%s", fnName(cl.fn), n, plural(n))
+			return withKind(compile.KindArity, fmt.Errorf("%s: no arity takes %d argument%s", fnName(cl.fn), n, plural(n)))
 		}
 	}
 	c := fi.code
@@ -81,7 +86,7 @@ func (th *Thread) pushFrame(cl *Closure, n int) error {
 	nparams := c.NumParams
 	if c.Variadic {
 		if n < nparams {
-			return fmt.Errorf("%s: expected at least %d argument%s, got %d", fnName(fi), nparams, plural(nparams), n)
+			return withKind(compile.KindArity, fmt.Errorf("%s: expected at least %d argument%s, got %d", fnName(fi), nparams, plural(nparams), n))
 		}
 		var rest Value = Nil // Clojure: no rest arguments is nil, not ()
 		if n > nparams {
@@ -90,7 +95,7 @@ func (th *Thread) pushFrame(cl *Closure, n int) error {
 		stack[base+nparams] = rest
 		nparams++
 	} else if n != nparams {
-		return fmt.Errorf("%s: expected %d argument%s, got %d", fnName(fi), nparams, plural(nparams), n)
+		return withKind(compile.KindArity, fmt.Errorf("%s: expected %d argument%s, got %d", fnName(fi), nparams, plural(nparams), n))
 	}
 	for i := base + nparams; i < base+c.NumLocals; i++ {
 		stack[i] = nil
@@ -151,7 +156,7 @@ func callDataOn(f Value, args []Value, m *meter) (Value, error) {
 		}
 		i, ok := args[0].(Int)
 		if !ok || i < 0 || int(i) >= f.Len() {
-			return nil, fmt.Errorf("vector as function: index %s out of range for a vector of %d", args[0], f.Len())
+			return nil, indexError("vector as function: index %s out of range for a vector of %d", args[0], f.Len())
 		}
 		return f.Index(int(i)), nil
 	case *Set:
@@ -163,7 +168,7 @@ func callDataOn(f Value, args []Value, m *meter) (Value, error) {
 		}
 		return Nil, nil
 	}
-	return nil, fmt.Errorf("cannot call %s: not a function", describe(f))
+	return nil, withKind(typeKind(f), fmt.Errorf("cannot call %s: not a function", describe(f)))
 }
 
 // suspend records the host call on top of the stack in th.call.

@@ -1,6 +1,7 @@
 package rtfs
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
@@ -52,11 +53,30 @@ func indexValue(v Value, i int) (Value, error) {
 		if i < c.Len() {
 			return c.Index(i), nil
 		}
+	case *Lazy:
+		elems, _, err := realize(nil, c, i+1)
+		if err != nil {
+			return nil, destructLazyErr(err)
+		}
+		if i < len(elems) {
+			return elems[i], nil
+		}
 	case NilType:
 	default:
 		return nil, fmt.Errorf("cannot destructure %s as a sequence", describe(v))
 	}
 	return Nil, nil
+}
+
+// destructLazyErr is the error of destructuring a lazy sequence whose
+// elements need RTFS code to compute: the VM's destructuring instructions
+// cannot hand their work to the prelude as builtins do.
+func destructLazyErr(err error) error {
+	var nr *needRealize
+	if errors.As(err, &nr) {
+		return fmt.Errorf("cannot destructure a lazy sequence whose elements are not computed yet: compute the part you need first, e.g. (take n s)")
+	}
+	return err
 }
 
 // restFrom is the rest of a sequential destructuring, [a b & r]: the
@@ -80,6 +100,15 @@ func restFrom(v Value, i int) (Value, error) {
 		return l, nil
 	case NilType:
 		return Nil, nil
+	case *Lazy:
+		elems, rest, err := realize(nil, c, i+1)
+		if err != nil {
+			return nil, destructLazyErr(err)
+		}
+		if len(elems) <= i {
+			return Nil, nil
+		}
+		return lazyRun(elems[i:], rest), nil
 	}
 	return nil, fmt.Errorf("cannot destructure %s as a sequence", describe(v))
 }
@@ -90,12 +119,29 @@ func lookupOp(op compile.Opcode, key Value, stack []Value, sp *int) error {
 	found := false
 	if l, ok := stack[top].(*List); ok {
 		// A sequence destructured as a map is read as key/value pairs,
-		// as Clojure does for keyword arguments: (let [[& {:keys [k]}] [:k 1]] k).
-		if l.Len()%2 != 0 {
-			return fmt.Errorf("cannot destructure %s as a map: it has an odd number of elements", describe(l))
-		}
+		// as Clojure does for keyword arguments: (let [[& {:keys [k]}] [:k 1]] k);
+		// as in Clojure 1.11, a trailing map is merged in, and a lone
+		// element is the map itself ((f {:k 1}) for (defn f [& {:keys [k]}])).
 		elems, _ := seqSlice(nil, l)
-		stack[top] = MapOf(elems...)
+		var trailing *Map
+		if n := len(elems); n%2 != 0 {
+			m, isMap := elems[n-1].(*Map)
+			if n == 1 && (isMap || elems[0] == Nil) {
+				stack[top] = elems[0]
+				elems = nil
+			} else if !isMap {
+				return fmt.Errorf("cannot destructure %s as a map: it has an odd number of elements", describe(l))
+			} else {
+				trailing, elems = m, elems[:n-1]
+			}
+		}
+		if elems != nil || trailing != nil {
+			m := MapOf(elems...)
+			if trailing != nil {
+				trailing.Range(func(k, v Value) bool { m = m.Assoc(k, v); return true })
+			}
+			stack[top] = m
+		}
 	}
 	switch m := stack[top].(type) {
 	case *Map:

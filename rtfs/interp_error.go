@@ -82,19 +82,30 @@ func throwMessage(v Value) string {
 	return "uncaught throw: " + v.String()
 }
 
-// errorValue is the value a catch binds for a runtime or host error.
-func errorValue(msg string, host *hostError) Value {
+// errorValue is the value a catch binds for a runtime or host error: a map
+// {:type :error :message msg :kind k}, with :capability for a host error.
+func errorValue(msg string, host *hostError, kind string) Value {
 	if host != nil {
 		return MapOf(Keyword("type"), Keyword("error"), Keyword("message"), String(msg),
-			Keyword("capability"), String(host.cap))
+			Keyword("kind"), Keyword(kindHost), Keyword("capability"), String(host.cap))
 	}
-	return MapOf(Keyword("type"), Keyword("error"), Keyword("message"), String(msg))
+	return MapOf(Keyword("type"), Keyword("error"), Keyword("message"), String(msg), Keyword("kind"), Keyword(kind))
 }
 
 // handle turns err into an *EvalError and unwinds to the innermost try
 // handler if there is one and the error is catchable; it reports whether a
 // handler took it.
+//
+// A redirect (a builtin called by CALL or a fast op that handed its work to
+// the prelude, redirect.go) is not an error: handle makes the call in the
+// builtin's place, its result slot being the top of the stack, and
+// reports it taken.
 func (th *Thread) handle(err error) (bool, *EvalError) {
+	if rd, ok := err.(*redirect); ok {
+		if err = th.takeRedirect(rd); err == nil {
+			return true, nil
+		}
+	}
 	ee, catchable := th.evalError(err)
 	if !catchable || len(th.handlers) == 0 {
 		th.resetStacks()
@@ -129,11 +140,11 @@ func (th *Thread) evalError(err error) (*EvalError, bool) {
 	if t, ok := err.(*thrownError); ok {
 		ee.Value, ee.cause = t.value, nil
 	} else if errors.As(err, &he) {
-		ee.Value = errorValue(ee.Msg, he)
+		ee.Value = errorValue(ee.Msg, he, kindHost)
 	}
 	th.fillStack(ee)
 	if ee.Value == nil {
-		ee.Value = errorValue(ee.Msg, nil)
+		ee.Value = errorValue(ee.Msg, nil, errorKind(err, kindVM))
 	}
 	return ee, catchable
 }
@@ -175,9 +186,13 @@ func (th *Thread) userPos() syntax.Pos {
 	return syntax.Pos{}
 }
 
-// catchMatches reports whether a catch pattern (a keyword or string) matches
-// an error value: the value itself, or a map whose :type is the pattern.
+// catchMatches reports whether a catch pattern matches an error value: an
+// exception class (a symbol) one of its kinds (classMatches); a keyword or
+// string the value itself, or a map whose :type is the pattern.
 func catchMatches(pattern, v Value) bool {
+	if s, ok := pattern.(Symbol); ok {
+		return classMatches(string(s), v)
+	}
 	if Equal(pattern, v) {
 		return true
 	}

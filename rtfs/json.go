@@ -70,11 +70,26 @@ type strMemo struct {
 // every few documents), and a retained number keeps at most 2 KiB alive;
 // strings and keys seen before cost none.
 func (d *JSONDecoder) Decode(data []byte) (Value, error) {
+	return d.decode(data, nil)
+}
+
+// DecodeReusing is Decode, except that when data holds an object of no
+// more entries than spare has room for, its map is built in spare instead
+// of on the heap: spare is a map that an earlier Decode returned and whose
+// life has ended, which the caller guarantees (no value, queue, printer or
+// RTFS code refers to it any more). The result is spare itself when it was
+// reused; when it is not, spare may be dropped or offered again. Cost:
+// Decode's, less the map's allocation.
+func (d *JSONDecoder) DecodeReusing(data []byte, spare *Map) (Value, error) {
+	return d.decode(data, spare)
+}
+
+func (d *JSONDecoder) decode(data []byte, spare *Map) (Value, error) {
 	if d.stack == nil {
 		d.stack = make([]Value, 0, min(32, len(data)/4+1))
 	}
 	d.nums.carry = true
-	p := jsonParser{data: data, stack: d.stack, buf: d.buf, keys: &d.keys, strs: &d.strs, last: &d.last, lastStrs: &d.lastStrs, nums: d.nums}
+	p := jsonParser{data: data, stack: d.stack, buf: d.buf, keys: &d.keys, strs: &d.strs, last: &d.last, lastStrs: &d.lastStrs, nums: d.nums, spare: spare}
 	v, err := p.decode()
 	d.keep(p.stack, p.buf)
 	d.nums = p.nums
@@ -128,6 +143,7 @@ type jsonParser struct {
 	lastStrs *[16]strMemo // the previous document's short strings; nil for FromJSON
 	nstr     int          // the short strings decoded so far
 	nums     numSlab      // boxes the numbers; a JSONDecoder's goes on with the next call
+	spare    *Map         // storage for a top-level object's map (DecodeReusing), or nil
 	pos      int
 	depth    int
 }
@@ -279,6 +295,9 @@ func (p *jsonParser) object() (Value, error) {
 				return nil, err
 			}
 			if n >= 0 {
+				if p.depth == 1 && p.spare != nil && p.spare.refill(small[:2*n], nil) {
+					return p.spare, nil
+				}
 				return smallMap(small[:2*n]), nil
 			}
 			return p.makeMap(base), nil

@@ -254,3 +254,57 @@ func benchDecoder(b *testing.B, data []byte) {
 		sinkValue = v
 	}
 }
+
+// DecodeReusing builds a top-level object in the spare map it is given
+// when the object fits, and decodes everything else exactly as Decode does;
+// with a warm decoder and a spare of the chunk's shape it allocates nothing.
+func TestJSONDecoderReusesSpare(t *testing.T) {
+	var dec JSONDecoder
+	first, err := dec.Decode([]byte(`{"sensor":"a","temp":21.5,"ok":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spare := first.(*Map)
+	for _, tc := range []struct {
+		in    string
+		reuse bool
+	}{
+		{`{"sensor":"b","temp":-3.25,"ok":false}`, true},
+		{`{"sensor":"c","inner":{"x":[1,2]}}`, true}, // fewer entries; the inner map is the heap's
+		{`{"a":1,"b":2,"c":3,"d":4}`, false},         // more entries than the spare holds
+		{`[1,2,3]`, false},
+		{`"text"`, false},
+		{`{"a":1,"a":2}`, false}, // a repeated key: built as Decode builds it
+	} {
+		want, err := FromJSON([]byte(tc.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dec.DecodeReusing([]byte(tc.in), spare)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if reused := got == Value(spare); reused != tc.reuse {
+			t.Errorf("%s: reused the spare = %v, want %v", tc.in, reused, tc.reuse)
+		}
+		if !Equal(got, want) || Hash(got) != Hash(want) || got.String() != want.String() {
+			t.Errorf("%s: decoded %v, want %v", tc.in, got, want)
+		}
+		if m, ok := got.(*Map); ok && m == spare {
+			if inner, ok := m.GetKeyword("inner"); ok && inner == Value(spare) {
+				t.Errorf("%s: a nested object was built in the spare", tc.in)
+			}
+		}
+	}
+
+	doc := []byte(`{"sensor":"a","ok":true,"n":7}`)
+	m, _ := dec.Decode(doc)
+	spare = m.(*Map)
+	if n := testing.AllocsPerRun(100, func() {
+		if v, err := dec.DecodeReusing(doc, spare); err != nil || v != Value(spare) {
+			t.Fatalf("DecodeReusing = %v, %v", v, err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per decode into a spare, want 0", n)
+	}
+}

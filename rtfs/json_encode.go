@@ -131,6 +131,17 @@ func (e *jsonEncoder) value(v Value, depth int) error {
 		e.text(string(x))
 	case Symbol:
 		e.text(string(x))
+	case *Regex:
+		e.text(x.src)
+	case *Lazy:
+		l, ok := e.m.computedList(x)
+		if e.m.failed() {
+			return e.m.err
+		}
+		if !ok {
+			return fmt.Errorf("cannot encode %s as JSON: a lazy sequence whose elements are not computed (realize it first with (vec s) or (doall s))", describe(x))
+		}
+		return e.value(l, depth)
 	case *List, *Vector:
 		if err := e.seq(newSeqIter(v), depth); err != nil {
 			return err

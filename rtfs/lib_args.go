@@ -3,6 +3,8 @@ package rtfs
 import (
 	"errors"
 	"fmt"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 )
 
 // Argument helpers shared by the core library. Their errors do not name
@@ -10,16 +12,30 @@ import (
 
 // typeError reports an argument of the wrong type: "expected a number, got
 // string \"a\"".
+// Its kind is :nil when v is nil (Clojure raises a NullPointerException),
+// else :type.
 func typeError(want string, v Value) error {
-	return fmt.Errorf("expected %s, got %s", want, describe(v))
+	return withKind(typeKind(v), fmt.Errorf("expected %s, got %s", want, describe(v)))
 }
 
 // argTypeError is typeError for a numbered argument (1-based).
 func argTypeError(i int, want string, v Value) error {
-	return fmt.Errorf("argument %d: expected %s, got %s", i, want, describe(v))
+	return withKind(typeKind(v), fmt.Errorf("argument %d: expected %s, got %s", i, want, describe(v)))
 }
 
-var errIntOverflow = errors.New("integer overflow")
+func typeKind(v Value) string {
+	if v == Nil {
+		return compile.KindNil
+	}
+	return compile.KindType
+}
+
+var errIntOverflow error = withKind(compile.KindArithmetic, errors.New("integer overflow"))
+
+// indexError is an index out of bounds (Clojure's IndexOutOfBoundsException).
+func indexError(format string, args ...any) error {
+	return withKind(compile.KindIndex, fmt.Errorf(format, args...))
+}
 
 // toInt returns v as an int64, or an error if v is not an Int.
 func toInt(i int, v Value) (int64, error) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 )
 
 // The part of Clojure's core library that processor writers reach for first
@@ -86,6 +88,9 @@ func addCljBuiltins(t builtinTable) {
 	// Printing.
 	t.add("format", 1, -1, builtinFormat)
 	t.add("pr-str", 0, -1, func(th *Thread, args []Value) (Value, error) {
+		if err := realizeLazyArgs(th, args, true); err != nil {
+			return nil, err
+		}
 		var b strings.Builder
 		m := meter{th: th}
 		for i, a := range args {
@@ -103,11 +108,12 @@ func addCljBuiltins(t builtinTable) {
 	addCljStringBuiltins(t)
 
 	// Sequences without a callback.
-	t.add("partition-all", 2, 3, builtinPartitionAll)
+	t.add("partition-all", 1, 3, xformArity(1, "%xf-partition-all", builtinPartitionAll))
 	t.add("interleave", 0, -1, builtinInterleave)
 	t.add("flatten", 1, 1, builtinFlatten)
-	t.add("dedupe", 1, 1, builtinDedupe)
+	t.add("dedupe", 0, 1, xformArity(0, "%xf-dedupe", builtinDedupe))
 	t.add("split-at", 2, 2, builtinSplitAt)
+	t.add("take-nth", 2, 2, builtinTakeNth)
 	t.add("distinct?", 1, -1, func(th *Thread, args []Value) (Value, error) {
 		seen := make(valueSet, len(args))
 		m := meter{th: th}
@@ -133,18 +139,29 @@ func addCljBuiltins(t builtinTable) {
 		if err != nil {
 			return nil, err
 		}
-		v, err := dropSeq(th, args[0], n)
+		return nextSeq(th, args[0], n)
+	})
+	// doall and dorun compute a lazy sequence's elements (the others are
+	// computed already).
+	t.add("doall", 1, 2, func(th *Thread, args []Value) (Value, error) {
+		l, ok := args[len(args)-1].(*Lazy)
+		if !ok {
+			return args[len(args)-1], nil
+		}
+		elems, _, err := realize(th, l, -1)
 		if err != nil {
 			return nil, err
 		}
-		if c, _ := countOf(v); c == 0 {
-			return Nil, nil
-		}
-		return v, nil
+		return lazyRun(elems, Nil), nil
 	})
-	// Sequences are eager in RTFS: doall and dorun have nothing to realise.
-	t.add("doall", 1, 2, func(_ *Thread, args []Value) (Value, error) { return args[len(args)-1], nil })
-	t.add("dorun", 1, 2, func(_ *Thread, _ []Value) (Value, error) { return Nil, nil })
+	t.add("dorun", 1, 2, func(th *Thread, args []Value) (Value, error) {
+		if l, ok := args[len(args)-1].(*Lazy); ok {
+			if _, _, err := realize(th, l, -1); err != nil {
+				return nil, err
+			}
+		}
+		return Nil, nil
+	})
 	t.add("array-map", 0, -1, func(th *Thread, args []Value) (Value, error) {
 		if len(args)%2 != 0 {
 			return nil, fmt.Errorf("expected an even number of arguments (key value ...), got %d", len(args))
@@ -155,8 +172,18 @@ func addCljBuiltins(t builtinTable) {
 
 	// The lazy infinite forms have no eager meaning: each error names the
 	// bounded form to use instead.
+	// rtfs-compile-2 programs call this iterate (the prelude's is lazy).
 	t.add("iterate", 2, 2, lazyOnly("iterate", "(iterate-n n f x), the first n values of x, (f x), (f (f x)) ..."))
-	t.add("cycle", 1, 1, lazyOnly("cycle", "(take n (apply concat (repeat k coll)))"))
+	t.add("cycle", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		elems, err := seqSlice(th, args[0])
+		if err != nil {
+			return nil, seqErr(err, typeError("a collection", args[0]))
+		}
+		if len(elems) == 0 {
+			return emptyList, nil
+		}
+		return &Lazy{kind: lzCycle, inf: true, origin: "(cycle coll)", a: vectorOwned(elems)}, nil
+	})
 
 }
 
@@ -219,9 +246,9 @@ func builtinAssert(th *Thread, args []Value) (Value, error) {
 		if err := strInto(th, &b, args[1], &meter{th: th}); err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("Assert failed: %s\n%s", b.String(), string(form))
+		return nil, withKind(compile.KindAssert, fmt.Errorf("Assert failed: %s\n%s", b.String(), string(form)))
 	}
-	return nil, fmt.Errorf("Assert failed: %s", string(form))
+	return nil, withKind(compile.KindAssert, fmt.Errorf("Assert failed: %s", string(form)))
 }
 
 func floatFn(f func(float64) float64) builtinFn {
@@ -313,8 +340,8 @@ func builtinFormat(th *Thread, args []Value) (Value, error) {
 			b.WriteByte('\n')
 			continue
 		}
-		if strings.ContainsAny(spec, "+ ,#") {
-			return nil, fmt.Errorf("format: the flags + space , # are not supported (in %%%s%c)", spec, conv)
+		if strings.Contains(spec, "#") || strings.ContainsAny(spec, "+ ,") && !strings.ContainsRune("dfeEg", rune(conv)) {
+			return nil, fmt.Errorf("format: the flag %s is not supported with %%%c (in %%%s%c)", flagsIn(spec), conv, spec, conv)
 		}
 		if next >= len(args) {
 			return nil, fmt.Errorf("format: %%%s%c has no argument (%d given)", spec, conv, len(args)-1)
@@ -356,7 +383,7 @@ func formatOne(th *Thread, b *strings.Builder, spec string, conv byte, a Value, 
 		if !ok {
 			return bad("an int")
 		}
-		fmt.Fprintf(b, "%"+spec+"d", int64(n))
+		writeGrouped(b, spec, "d", int64(n))
 	case 'x', 'X', 'o':
 		n, ok := a.(Int)
 		if !ok {
@@ -371,7 +398,7 @@ func formatOne(th *Thread, b *strings.Builder, spec string, conv byte, a Value, 
 		if !strings.Contains(spec, ".") {
 			spec += ".6"
 		}
-		fmt.Fprintf(b, "%"+spec+string(conv), float64(x))
+		writeGrouped(b, spec, string(conv), float64(x))
 	case 'b', 'B':
 		s := strconv.FormatBool(Truth(a))
 		if conv == 'B' {
@@ -387,7 +414,7 @@ func formatOne(th *Thread, b *strings.Builder, spec string, conv byte, a Value, 
 // formatWidth is the width of a conversion's spec ("-08.3" is 8), at most
 // maxInt.
 func formatWidth(spec string) int {
-	spec = strings.TrimLeft(spec, "-0")
+	spec = spec[len(flagsIn(spec)):]
 	if i := strings.IndexByte(spec, '.'); i >= 0 {
 		spec = spec[:i]
 	}
@@ -430,6 +457,9 @@ func addCljStringBuiltins(t builtinTable) {
 	t.add("index-of", 2, 3, stringIndex(false))
 	t.add("last-index-of", 2, 3, stringIndex(true))
 	t.add("replace-first", 3, 3, func(th *Thread, args []Value) (Value, error) {
+		if done, v, err := replacePattern(th, args, false); done {
+			return v, err
+		}
 		s, old, repl, err := threeTexts(args)
 		if err != nil {
 			return nil, err
@@ -502,14 +532,15 @@ func stringIndex(last bool) builtinFn {
 }
 
 func builtinInterleave(th *Thread, args []Value) (Value, error) {
-	cols := make([][]Value, len(args))
+	if len(args) > 0 && allLazy(args) {
+		return nil, th.redirectTo("%lazy-interleave", NewVector(args...))
+	}
+	cols, err := boundedSlices(th, args)
+	if err != nil {
+		return nil, err
+	}
 	n := -1
-	for i, a := range args {
-		xs, err := seqSlice(th, a)
-		if err != nil {
-			return nil, seqErr(err, argTypeError(i+1, "a collection", a))
-		}
-		cols[i] = xs
+	for _, xs := range cols {
 		if n < 0 || len(xs) < n {
 			n = len(xs)
 		}
@@ -598,4 +629,102 @@ func builtinSplitAt(th *Thread, args []Value) (Value, error) {
 	}
 	n = min(n, len(elems))
 	return NewVector(listOwned(elems[:n:n]), listOwned(elems[n:])), nil
+}
+
+// builtinTakeNth is (take-nth n coll): every nth element from the first, a
+// list; over a lazy sequence, the lazy sequence of them (in the prelude).
+func builtinTakeNth(th *Thread, args []Value) (Value, error) {
+	n, err := toInt(1, args[0])
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("argument 1: expected a positive int, got %d", n)
+	}
+	if _, ok := args[1].(*Lazy); ok {
+		return nil, th.redirectTo("%lazy-take-nth", args[0], args[1])
+	}
+	elems, err := seqSlice(th, args[1])
+	if err != nil {
+		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
+	}
+	size := (len(elems) + int(min(n, int64(len(elems)+1))) - 1) / int(min(n, int64(len(elems)+1)))
+	if err := th.build(size); err != nil {
+		return nil, err
+	}
+	out := make([]Value, 0, size)
+	for i := 0; i < len(elems); i += int(min(n, int64(len(elems)))) {
+		out = append(out, elems[i])
+	}
+	return listOwned(out), nil
+}
+
+// flagsIn returns the flags of a format specifier.
+func flagsIn(spec string) string {
+	end := 0
+	for end < len(spec) && strings.IndexByte("-0+ ,#", spec[end]) >= 0 {
+		end++
+	}
+	return spec[:end]
+}
+
+// writeGrouped formats x with Go's verb, after java.util.Formatter's flags:
+// + and space as Go has them, and , grouping the integer digits by
+// thousands (the width then counts the commas, as in Java).
+func writeGrouped(b *strings.Builder, spec, verb string, x any) {
+	flags := flagsIn(spec)
+	if !strings.Contains(flags, ",") {
+		fmt.Fprintf(b, "%"+spec+verb, x)
+		return
+	}
+	rest := spec[len(flags):]
+	width, prec, _ := strings.Cut(rest, ".")
+	goSpec := strings.NewReplacer(",", "", "0", "", "-", "").Replace(flags)
+	if prec != "" || strings.Contains(rest, ".") {
+		goSpec += "." + prec
+	}
+	s := fmt.Sprintf("%"+goSpec+verb, x)
+	// Group the digits before the decimal point (after any sign).
+	start := strings.IndexAny(s, "0123456789")
+	end := start
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	if start >= 0 {
+		digits := s[start:end]
+		var g strings.Builder
+		for i, c := range digits {
+			if i > 0 && (len(digits)-i)%3 == 0 {
+				g.WriteByte(',')
+			}
+			g.WriteRune(c)
+		}
+		s = s[:start] + g.String() + s[end:]
+	}
+	w := 0
+	fmt.Sscan(width, &w)
+	for len(s) < w {
+		switch {
+		case strings.Contains(flags, "-"):
+			s += " "
+		case strings.Contains(flags, "0") && start >= 0:
+			s = s[:start] + "0" + s[start:]
+			start++
+		default:
+			s = " " + s
+		}
+	}
+	b.WriteString(s)
+}
+
+// xformArity is a sequence builtin that, called with n arguments (no
+// collection), returns its transducer: a function the prelude builds
+// (name), since it calls the reducing function it is given.
+func xformArity(n int, name string, fn builtinFn) builtinFn {
+	return func(th *Thread, args []Value) (Value, error) {
+		if len(args) == n {
+			return nil, th.redirectTo(name, args...)
+		}
+		return fn(th, args)
+	}
 }

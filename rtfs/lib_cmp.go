@@ -6,10 +6,16 @@ import "math"
 
 func addCmpBuiltins(t builtinTable) {
 	t.add("=", 1, -1, func(th *Thread, args []Value) (Value, error) {
+		if err := realizeLazyArgs(th, args, false); err != nil {
+			return nil, err
+		}
 		eq, err := allEqual(th, args)
 		return Bool(eq), err
 	})
 	t.add("not=", 1, -1, func(th *Thread, args []Value) (Value, error) {
+		if err := realizeLazyArgs(th, args, false); err != nil {
+			return nil, err
+		}
 		eq, err := allEqual(th, args)
 		return Bool(!eq), err
 	})

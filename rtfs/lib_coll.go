@@ -3,6 +3,7 @@ package rtfs
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 )
@@ -52,12 +53,22 @@ func addCollBuiltins(t builtinTable) {
 	t.add("concat", 0, -1, builtinConcat)
 	t.add("reverse", 1, 1, builtinReverse)
 	t.add("sort", 1, 1, builtinSort)
-	t.add("distinct", 1, 1, builtinDistinct)
+	t.add("distinct", 0, 1, xformArity(0, "%xf-distinct", builtinDistinct))
 	t.add("frequencies", 1, 1, builtinFrequencies)
-	t.add("partition", 2, 3, builtinPartition)
+	t.add("partition", 2, 4, builtinPartition)
 	t.add("range", 0, 3, builtinRange)
 	t.add("subvec", 2, 3, builtinSubvec)
-	t.add("into", 2, 2, builtinInto)
+	t.add("into", 0, 3, func(th *Thread, args []Value) (Value, error) {
+		switch len(args) {
+		case 0:
+			return emptyVector, nil
+		case 1:
+			return args[0], nil
+		case 3: // (into to xform from): the transducer runs in the prelude
+			return nil, th.redirectTo("%into-xf", args[0], args[1], args[2])
+		}
+		return builtinInto(th, args)
+	})
 }
 
 func builtinVec(th *Thread, args []Value) (Value, error) {
@@ -95,18 +106,32 @@ func conjOne(th *Thread, coll, x Value, m *meter) (Value, error) {
 		}
 		return c.Conj(x), th.alloc(slotBytes(x))
 	case *Set:
-		s := c.conj(x, m)
-		if s != c {
-			if err := th.checkSize(s.Len()); err != nil {
-				return nil, err
-			}
-			return s, th.alloc(entryBytes + slotBytes(x) - elemBytes)
-		}
-		return s, nil
+		return conjSet(th, c, x, m)
 	case *Map:
 		return conjMap(th, c, x, m)
+	case *Lazy:
+		return lazyCons(x, c), th.alloc(consBytes + slotBytes(x) - elemBytes)
 	}
 	return nil, argTypeError(1, "a collection", coll)
+}
+
+// conjSet is (conj s x) for a builtin: it checks a sorted set's order,
+// charges the memory of a new element, and on m the hashing, comparing and
+// copying.
+func conjSet(th *Thread, s *Set, x Value, m *meter) (*Set, error) {
+	if s.m.isSorted() {
+		if err := sortedCheck(th, s.m, x); err != nil {
+			return nil, err
+		}
+	}
+	out := s.conj(x, m)
+	if out != s {
+		if err := th.checkSize(out.Len()); err != nil {
+			return nil, err
+		}
+		return out, th.alloc(entryBytes + slotBytes(x) - elemBytes)
+	}
+	return out, nil
 }
 
 // assocEntry is (assoc m k v) for a builtin: it charges the memory of a new
@@ -126,11 +151,17 @@ func conjMap(th *Thread, m *Map, x Value, mt *meter) (Value, error) {
 	switch e := x.(type) {
 	case *Vector:
 		if e.cnt == 2 {
+			if err := sortedCheck(th, m, e.Index(0)); err != nil {
+				return nil, err
+			}
 			return assocEntry(th, m, e.Index(0), e.Index(1), mt)
 		}
 	case *Map:
 		var err error
 		e.Range(func(k, v Value) bool {
+			if err = sortedCheck(th, m, k); err != nil {
+				return false
+			}
 			m, err = assocEntry(th, m, k, v, mt)
 			return err == nil && !mt.failed()
 		})
@@ -174,6 +205,8 @@ func builtinCons(th *Thread, args []Value) (Value, error) {
 		return c.Cons(args[0]), th.checkSize(c.n + 1)
 	case *Vector:
 		return listView(c, 0).Cons(args[0]), th.checkSize(c.cnt + 1)
+	case *Lazy:
+		return lazyCons(args[0], c), nil
 	}
 	elems, err := seqSlice(th, args[1])
 	if err != nil {
@@ -184,9 +217,12 @@ func builtinCons(th *Thread, args []Value) (Value, error) {
 
 // builtinConcat returns a list of the elements of each argument in turn.
 func builtinConcat(th *Thread, args []Value) (Value, error) {
+	if lazyConcat(args) {
+		return concatLazy(th, args)
+	}
 	total := 0
 	for i, a := range args {
-		n, err := countOf(a)
+		n, err := countOf(th, a)
 		if err != nil {
 			return nil, argTypeError(i+1, "a collection", a)
 		}
@@ -320,9 +356,16 @@ func partitionBy(th *Thread, args []Value, all bool) (Value, error) {
 		return nil, err
 	}
 	step, collArg := n, args[len(args)-1]
-	if len(args) == 3 {
+	if len(args) >= 3 {
 		if step, err = toInt(2, args[1]); err != nil {
 			return nil, err
+		}
+	}
+	var pad []Value
+	padded := len(args) == 4 // (partition n step pad coll): the last group is filled from pad
+	if padded {
+		if pad, err = seqSlice(th, args[2]); err != nil {
+			return nil, seqErr(err, argTypeError(3, "a collection", args[2]))
 		}
 	}
 	if n <= 0 || step <= 0 {
@@ -337,6 +380,11 @@ func partitionBy(th *Thread, args []Value, all bool) (Value, error) {
 	for i := 0; i < len(elems); i += int(min(step, int64(len(elems)))) {
 		end := int64(i) + n
 		if end > int64(len(elems)) {
+			if padded {
+				g := append(append([]Value(nil), elems[i:]...), pad[:min(int64(len(pad)), end-int64(len(elems)))]...)
+				groups = append(groups, listOwned(g))
+				break
+			}
 			if !all {
 				break
 			}
@@ -350,8 +398,6 @@ func partitionBy(th *Thread, args []Value, all bool) (Value, error) {
 	return listOwned(groups), th.checkSize(len(groups))
 }
 
-var errInfiniteRange = errors.New("(range) would be infinite: RTFS sequences are eager; give an end: (range n) or (range start end step)")
-
 // builtinRange is (range end), (range start end) or (range start end step):
 // a list from start (default 0) by step (default 1) while below end (above
 // it for a negative step). Each element is the one before plus step, so the
@@ -360,7 +406,7 @@ var errInfiniteRange = errors.New("(range) would be infinite: RTFS sequences are
 // arguments would be infinite: an error naming the bounded form.
 func builtinRange(th *Thread, args []Value) (Value, error) {
 	if len(args) == 0 {
-		return nil, errInfiniteRange
+		return newRange(Int(0), Int(1)), nil
 	}
 	start, end, step := Value(Int(0)), args[0], Value(Int(1))
 	if len(args) >= 2 {
@@ -376,6 +422,11 @@ func builtinRange(th *Thread, args []Value) (Value, error) {
 	}
 	if s, ok := step.(Int); ok && s == 0 || step == Float(0) {
 		return nil, errors.New("step must not be zero")
+	}
+	if e, ok := end.(Float); ok && math.IsInf(float64(e), 0) {
+		if st, _ := toFloat(3, step); (st > 0) == (e > 0) {
+			return newRange(start, step), nil // (range start ##Inf) never ends
+		}
 	}
 	out, err := rangeValues(th, start, end, step)
 	if err != nil {
@@ -498,7 +549,7 @@ func builtinSubvec(th *Thread, args []Value) (Value, error) {
 		}
 	}
 	if start < 0 || end > int64(v.cnt) || start > end {
-		return nil, fmt.Errorf("range %d..%d out of bounds for vector of length %d", start, end, v.cnt)
+		return nil, indexError("range %d..%d out of bounds for vector of length %d", start, end, v.cnt)
 	}
 	if err := th.build(int(end - start)); err != nil {
 		return nil, err
@@ -522,15 +573,16 @@ func builtinInto(th *Thread, args []Value) (Value, error) {
 	if err != nil {
 		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
 	}
-	// Into an empty set or map, the elements are built at once.
+	// Into an empty set or map, the elements are built at once (a sorted
+	// one keeps its order: conjOne below).
 	switch c := to.(type) {
 	case *Set:
-		if c.Len() == 0 {
+		if c.Len() == 0 && !c.m.isSorted() {
 			s, err := th.setOf(elems)
 			return s, err
 		}
 	case *Map:
-		if c.Len() == 0 {
+		if c.Len() == 0 && !c.isSorted() {
 			if kvs, ok := mapEntries(elems); ok {
 				m, err := th.mapOf(kvs)
 				return m, err

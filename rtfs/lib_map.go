@@ -125,6 +125,11 @@ func assocOne(th *Thread, coll, k, v Value, m *meter) (Value, error) {
 	case NilType:
 		return MapOf(k, v), th.alloc(2 * elemBytes)
 	case *Map:
+		if c.isSorted() {
+			if err := sortedCheck(th, c, k); err != nil {
+				return nil, err
+			}
+		}
 		return assocEntry(th, c, k, v, m)
 	case *Vector:
 		i, ok := k.(Int)
@@ -132,7 +137,7 @@ func assocOne(th *Thread, coll, k, v Value, m *meter) (Value, error) {
 			return nil, fmt.Errorf("a vector index must be an int, got %s", describe(k))
 		}
 		if i < 0 || int64(i) > int64(c.cnt) {
-			return nil, fmt.Errorf("index %d out of bounds for vector of length %d", i, c.cnt)
+			return nil, indexError("index %d out of bounds for vector of length %d", i, c.cnt)
 		}
 		// Replacing an element copies the path to it: a node of 32 per level.
 		m.visit(int(c.shift/vbits) * copyCost(vwidth))
@@ -232,13 +237,16 @@ func builtinMerge(th *Thread, args []Value) (Value, error) {
 		switch m := a.(type) {
 		case NilType:
 		case *Map:
-			if out == nil || out.n == 0 {
+			if out == nil || out.n == 0 && !out.isSorted() {
 				out = m
 				continue
 			}
 			var err error
 			mt := meter{th: th}
 			m.Range(func(k, v Value) bool {
+				if err = sortedCheck(th, out, k); err != nil {
+					return false
+				}
 				if out, err = assocEntry(th, out, k, v, &mt); err == nil {
 					err = mt.tick()
 				}
@@ -301,14 +309,14 @@ func builtinContains(th *Thread, args []Value) (Value, error) {
 }
 
 func builtinZipmap(th *Thread, args []Value) (Value, error) {
-	ks, err := seqSlice(th, args[0])
-	if err != nil {
-		return nil, seqErr(err, argTypeError(1, "a collection", args[0]))
+	if allInfinite(args) {
+		return nil, errInfinite(args[0])
 	}
-	vs, err := seqSlice(th, args[1])
+	cols, err := boundedSlices(th, args)
 	if err != nil {
-		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
+		return nil, err
 	}
+	ks, vs := cols[0], cols[1]
 	n := min(len(ks), len(vs))
 	if err := th.build(2 * n); err != nil {
 		return nil, err

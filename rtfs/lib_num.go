@@ -3,6 +3,8 @@ package rtfs
 import (
 	"errors"
 	"math"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 )
 
 // Arithmetic: + - * / mod rem quot inc dec max min abs avg. Ints stay ints
@@ -50,7 +52,7 @@ const (
 	opMod
 )
 
-var errDivByZero = errors.New("divide by zero")
+var errDivByZero error = withKind(compile.KindArithmetic, errors.New("divide by zero"))
 
 // foldArith applies op left to right: acc op args[0] op args[1] ...
 func foldArith(op arithOp, acc Value, args []Value) (Value, error) {
@@ -244,7 +246,7 @@ func extremum(th *Thread, args []Value, sign int) (Value, error) {
 			continue
 		}
 		c, _ := Compare(x, best)
-		if c*sign > 0 {
+		if c*sign >= 0 { // on a tie the later argument wins, as in Clojure
 			best = x
 		}
 	}

@@ -2,8 +2,9 @@ package rtfs
 
 import (
 	"errors"
-	"fmt"
 	"unicode/utf8"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 )
 
 // Sequence access: count first second rest next last nth take drop peek pop
@@ -20,23 +21,23 @@ func addSeqBuiltins(t builtinTable) {
 	t.add("next", 1, 1, builtinNext)
 	t.add("last", 1, 1, builtinLast)
 	t.add("nth", 2, 3, builtinNth)
-	t.add("take", 2, 2, builtinTake)
-	t.add("drop", 2, 2, func(th *Thread, args []Value) (Value, error) {
+	t.add("take", 1, 2, xformArity(1, "%xf-take", builtinTake))
+	t.add("drop", 1, 2, xformArity(1, "%xf-drop", func(th *Thread, args []Value) (Value, error) {
 		n, err := toCount(1, args[0], true)
 		if err != nil {
 			return nil, err
 		}
 		return dropSeq(th, args[1], n)
-	})
+	}))
 	t.add("peek", 1, 1, builtinPeek)
 	t.add("pop", 1, 1, builtinPop)
-	t.add("empty?", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		empty, err := isEmpty(args[0])
-		return Bool(empty), err
+	t.add("empty?", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		e, err := seqEmpty(th, args[0])
+		return Bool(e), err
 	})
-	t.add("not-empty", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		empty, err := isEmpty(args[0])
-		if err != nil || empty {
+	t.add("not-empty", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		e, err := seqEmpty(th, args[0])
+		if err != nil || e {
 			return Nil, err
 		}
 		return args[0], nil
@@ -45,8 +46,8 @@ func addSeqBuiltins(t builtinTable) {
 }
 
 // countOf returns the number of elements of a collection, string (code
-// points) or nil (0).
-func countOf(v Value) (int, error) {
+// points) or nil (0); a lazy sequence is realized, charged to th.
+func countOf(th *Thread, v Value) (int, error) {
 	switch x := v.(type) {
 	case NilType:
 		return 0, nil
@@ -60,22 +61,45 @@ func countOf(v Value) (int, error) {
 		return x.Len(), nil
 	case String:
 		return utf8.RuneCountInString(string(x)), nil
+	case *Lazy:
+		elems, _, err := realize(th, x, -1)
+		return len(elems), err
 	}
 	return 0, typeError("a collection", v)
 }
 
-// isEmpty reports whether a collection, string or nil has no elements, in
-// O(1).
-func isEmpty(v Value) (bool, error) {
-	if s, ok := v.(String); ok {
-		return len(s) == 0, nil
+// seqEmpty reports whether a seqable value has no elements: in O(1) for a
+// collection, string or nil, computing at most the first element of a lazy
+// sequence.
+func seqEmpty(th *Thread, v Value) (bool, error) {
+	switch x := v.(type) {
+	case *Lazy:
+		elems, _, err := realize(th, x, 1)
+		return len(elems) == 0, err
+	case String:
+		return len(x) == 0, nil
 	}
-	n, err := countOf(v)
+	n, err := countOf(th, v)
 	return n == 0, err
 }
 
+// asSeq is the rest of a sequence as a seq function returns it: a list or a
+// lazy sequence (nil and the empty collections as the empty list).
+func asSeq(th *Thread, v Value) (Value, error) {
+	switch x := v.(type) {
+	case NilType:
+		return emptyList, nil
+	case *List, *Lazy:
+		return x, nil
+	case *Vector:
+		return listView(x, 0), nil
+	}
+	elems, err := seqSlice(th, v)
+	return listOwned(elems), err
+}
+
 func builtinCount(th *Thread, args []Value) (Value, error) {
-	n, err := countOf(args[0])
+	n, err := countOf(th, args[0])
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +125,11 @@ func seqErr(err, bad error) error {
 // them (a nil th is not charged), so every O(n) builtin built on it pays for
 // its work.
 func seqSlice(th *Thread, v Value) ([]Value, error) {
-	n, err := countOf(v)
+	if l, ok := v.(*Lazy); ok {
+		elems, _, err := realize(th, l, -1)
+		return elems, err
+	}
+	n, err := countOf(th, v)
 	if err != nil {
 		return nil, errNotSeqable
 	}
@@ -163,6 +191,12 @@ func nthOr(th *Thread, v Value, i int, def Value) (Value, error) {
 			return x.Index(i), nil
 		}
 		return def, nil
+	case *Lazy:
+		elems, _, err := realize(th, x, i+1)
+		if err != nil || i >= len(elems) {
+			return def, err
+		}
+		return elems[i], nil
 	}
 	elems, err := seqSlice(th, v)
 	if err != nil {
@@ -199,6 +233,15 @@ func dropSeq(th *Thread, v Value, n int) (Value, error) {
 		return x, nil
 	case *Vector:
 		return listView(x, n), nil
+	case *Lazy:
+		elems, rest, err := realize(th, x, n)
+		if err != nil {
+			return nil, err
+		}
+		if len(elems) < n {
+			return emptyList, nil
+		}
+		return asSeq(th, rest)
 	}
 	elems, err := seqSlice(th, v)
 	if err != nil {
@@ -208,18 +251,37 @@ func dropSeq(th *Thread, v Value, n int) (Value, error) {
 }
 
 func builtinNext(th *Thread, args []Value) (Value, error) {
-	r, err := dropSeq(th, args[0], 1)
+	return nextSeq(th, args[0], 1)
+}
+
+// nextSeq is (nthnext v n): the elements after the first n, or nil when
+// there are none. Of a lazy sequence it computes n+1 elements of v itself,
+// so that a thunk in the way is the argument's to compute.
+func nextSeq(th *Thread, v Value, n int) (Value, error) {
+	if l, ok := v.(*Lazy); ok {
+		elems, rest, err := realize(th, l, n+1)
+		if err != nil || len(elems) <= n {
+			return Nil, err
+		}
+		return lazyRun(elems[n:], rest), nil
+	}
+	r, err := dropSeq(th, v, n)
 	if err != nil {
 		return nil, err
 	}
-	if r.(*List).n == 0 {
-		return Nil, nil
+	return nilIfEmpty(th, r)
+}
+
+// nilIfEmpty is a seq function's rest, or nil when it has no elements.
+func nilIfEmpty(th *Thread, r Value) (Value, error) {
+	if e, err := seqEmpty(th, r); err != nil || e {
+		return Nil, err
 	}
 	return r, nil
 }
 
 func builtinLast(th *Thread, args []Value) (Value, error) {
-	n, err := countOf(args[0])
+	n, err := countOf(th, args[0])
 	if err != nil || n == 0 {
 		return Nil, err
 	}
@@ -245,7 +307,7 @@ func builtinNth(th *Thread, args []Value) (Value, error) {
 		return nil, err
 	}
 	switch args[0].(type) {
-	case NilType, *List, *Vector, String:
+	case NilType, *List, *Vector, String, *Lazy:
 	default:
 		return nil, argTypeError(1, "a list, vector or string", args[0])
 	}
@@ -258,9 +320,19 @@ func builtinNth(th *Thread, args []Value) (Value, error) {
 	if args[0] == Nil {
 		return Nil, nil
 	}
-	n, _ := countOf(args[0])
+	if l, ok := args[0].(*Lazy); ok {
+		elems, _, err := realize(th, l, int(min(max(i, 0), int64(maxInt-1)))+1)
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 || i >= int64(len(elems)) {
+			return nil, indexError("index %d out of bounds for a sequence of length %d", i, len(elems))
+		}
+		return elems[i], nil
+	}
+	n, _ := countOf(th, args[0])
 	if i < 0 || i >= int64(n) {
-		return nil, fmt.Errorf("index %d out of bounds for %s of length %d", i, args[0].Kind(), n)
+		return nil, indexError("index %d out of bounds for %s of length %d", i, args[0].Kind(), n)
 	}
 	return nthOr(th, args[0], int(i), Nil)
 }
@@ -295,6 +367,9 @@ func builtinTake(th *Thread, args []Value) (Value, error) {
 			out = append(out, x.Index(i))
 		}
 		return listOwned(out), nil
+	case *Lazy:
+		elems, _, err := realize(th, x, n)
+		return listOwned(elems), err
 	}
 	elems, err := seqSlice(th, args[1])
 	if err != nil {
@@ -328,12 +403,12 @@ func builtinPop(_ *Thread, args []Value) (Value, error) {
 		return Nil, nil
 	case *List:
 		if x.n == 0 {
-			return nil, errors.New("cannot pop an empty list")
+			return nil, withKind(compile.KindState, errors.New("cannot pop an empty list"))
 		}
 		return x.Rest(), nil
 	case *Vector:
 		if x.cnt == 0 {
-			return nil, errors.New("cannot pop an empty vector")
+			return nil, withKind(compile.KindState, errors.New("cannot pop an empty vector"))
 		}
 		return x.Pop(), nil
 	}
@@ -343,7 +418,7 @@ func builtinPop(_ *Thread, args []Value) (Value, error) {
 // builtinEmpty returns the empty collection of the argument's kind (nil
 // for nil).
 func builtinEmpty(_ *Thread, args []Value) (Value, error) {
-	switch args[0].(type) {
+	switch x := args[0].(type) {
 	case NilType:
 		return Nil, nil
 	case *List:
@@ -351,11 +426,19 @@ func builtinEmpty(_ *Thread, args []Value) (Value, error) {
 	case *Vector:
 		return emptyVector, nil
 	case *Map:
+		if o := x.sorted(); o != nil {
+			return (&Map{}).withOrder(&sortedOrder{cmp: o.cmp}), nil
+		}
 		return emptyMap, nil
 	case *Set:
+		if o := x.m.sorted(); o != nil {
+			return &Set{m: (&Map{}).withOrder(&sortedOrder{cmp: o.cmp})}, nil
+		}
 		return emptySet, nil
 	case String:
 		return String(""), nil
+	case *Lazy:
+		return emptyList, nil
 	}
 	return nil, typeError("a collection", args[0])
 }

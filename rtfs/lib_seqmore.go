@@ -1,7 +1,6 @@
 package rtfs
 
 import (
-	"errors"
 	"slices"
 )
 
@@ -20,11 +19,7 @@ func addSeqMoreBuiltins(t builtinTable) {
 	})
 	t.add("fnext", 1, 1, func(th *Thread, args []Value) (Value, error) { return nthOr(th, args[0], 1, Nil) })
 	t.add("nnext", 1, 1, func(th *Thread, args []Value) (Value, error) {
-		r, err := dropSeq(th, args[0], 2)
-		if err != nil || r.(*List).n == 0 {
-			return Nil, err
-		}
-		return r, nil
+		return nextSeq(th, args[0], 2)
 	})
 	t.add("butlast", 1, 1, func(th *Thread, args []Value) (Value, error) {
 		r, err := dropLast(th, args[0], 1)
@@ -66,6 +61,12 @@ func seqOf(th *Thread, v Value) (Value, error) {
 			return Nil, nil
 		}
 		return listView(x, 0), nil
+	case *Lazy:
+		elems, rest, err := realize(th, x, 1)
+		if err != nil || len(elems) == 0 {
+			return Nil, err
+		}
+		return lazyRun(elems, rest), nil
 	}
 	elems, err := seqSlice(th, v)
 	if err != nil {
@@ -103,14 +104,12 @@ func builtinTakeLast(th *Thread, args []Value) (Value, error) {
 	return listOwned(elems[max(len(elems)-n, 0):]), nil
 }
 
-var errInfiniteRepeat = errors.New("(repeat x) would be infinite; give a count: (repeat n x)")
-
-// builtinRepeat is (repeat n x): a list of n times x (empty for n ≤ 0).
-// There are no lazy sequences, so the one-argument infinite form is an
-// error, and n is bounded by the thread's collection-size limit.
+// builtinRepeat is (repeat n x): a list of n times x (empty for n ≤ 0),
+// n bounded by the thread's collection-size limit; (repeat x) is the
+// infinite lazy sequence of x.
 func builtinRepeat(th *Thread, args []Value) (Value, error) {
 	if len(args) == 1 {
-		return nil, errInfiniteRepeat
+		return &Lazy{kind: lzRepeat, inf: true, origin: "(repeat x)", a: args[0]}, nil
 	}
 	n, err := toCount(1, args[0], true)
 	if err != nil {

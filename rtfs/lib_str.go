@@ -2,6 +2,7 @@ package rtfs
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,7 +22,7 @@ func addStrBuiltins(t builtinTable) {
 		}
 		return Int(utf8.RuneCountInString(s)), th.scanText(len(s))
 	})
-	t.add("split", 2, 2, builtinSplit)
+	t.add("split", 2, 3, builtinSplit)
 	t.add("join", 1, 2, builtinJoin)
 	t.alias("string-join", "join")
 	t.add("upper-case", 1, 1, strMap(strings.ToUpper))
@@ -46,6 +47,9 @@ func addStrBuiltins(t builtinTable) {
 		return Bool(strings.TrimSpace(s) == ""), th.scanText(len(s))
 	})
 	t.add("replace", 3, 3, func(th *Thread, args []Value) (Value, error) {
+		if done, v, err := replacePattern(th, args, true); done {
+			return v, err
+		}
 		s, old, repl, err := threeTexts(args)
 		if err != nil {
 			return nil, err
@@ -91,6 +95,9 @@ func builtinStr(th *Thread, args []Value) (Value, error) {
 		if s, ok := args[0].(String); ok {
 			return s, nil
 		}
+	}
+	if err := realizeLazyArgs(th, args, true); err != nil {
+		return nil, err
 	}
 	var b strings.Builder
 	m := meter{th: th}
@@ -172,7 +179,7 @@ func builtinSubs(th *Thread, args []Value) (Value, error) {
 		}
 	}
 	if start < 0 || end > int64(n) || start > end {
-		return nil, fmt.Errorf("range %d..%d out of bounds for string of length %d", start, end, n)
+		return nil, indexError("range %d..%d out of bounds for string of length %d", start, end, n)
 	}
 	if n == len(s) {
 		return String(s[start:end]), nil
@@ -193,22 +200,37 @@ func runeOffset(s string, i int) int {
 	return len(s)
 }
 
-// builtinSplit is (split s sep): the pieces of s around each occurrence of
-// the literal sep, as a vector of strings (empty pieces kept). An empty
-// sep splits into code points.
+// builtinSplit is (split s sep limit?): the pieces of s around each match
+// of the regex sep, or each occurrence of the literal string sep, as a
+// vector of strings, with Java's String.split rules (splitRegex): trailing
+// empty pieces dropped unless a limit is given, at most limit pieces when
+// it is positive. An empty sep splits into code points.
 func builtinSplit(th *Thread, args []Value) (Value, error) {
 	s, err := toText(1, args[0])
 	if err != nil {
 		return nil, err
 	}
-	sep, err := toText(2, args[1])
+	limit := 0
+	if len(args) == 3 {
+		n, err := toInt(3, args[2])
+		if err != nil {
+			return nil, err
+		}
+		limit = int(max(min(n, 1<<30), -1))
+	}
+	var re *regexp.Regexp
+	switch sep := args[1].(type) {
+	case *Regex:
+		re = sep.re
+	case String:
+		re = regexp.MustCompile(regexp.QuoteMeta(string(sep)))
+	default:
+		return nil, argTypeError(2, "a regex or a string", args[1])
+	}
+	parts, err := splitRegex(th, re, s, limit)
 	if err != nil {
 		return nil, err
 	}
-	if err := th.scanText(len(s)); err != nil {
-		return nil, err
-	}
-	parts := strings.Split(s, sep)
 	if err := th.build(len(parts)); err != nil {
 		return nil, err
 	}
@@ -217,6 +239,20 @@ func builtinSplit(th *Thread, args []Value) (Value, error) {
 		out[i] = String(p)
 	}
 	return vectorOwned(out), nil
+}
+
+// dropTrailingEmpty drops the empty strings at the end of parts, as Java's
+// String.split (and so clojure.string/split) does; a string without any
+// separator stays one piece, even the empty string.
+func dropTrailingEmpty(parts []string) []string {
+	if len(parts) == 1 {
+		return parts
+	}
+	n := len(parts)
+	for n > 0 && parts[n-1] == "" {
+		n--
+	}
+	return parts[:n]
 }
 
 // builtinJoin is (join coll) or (join sep coll): the str of each element,

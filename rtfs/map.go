@@ -16,10 +16,35 @@ import (
 // same pointer) returns the map unchanged. The empty map is a non-nil *Map
 // with Len 0. Maps are safe to share between goroutines.
 type Map struct {
-	kvs  []Value // array-map: k0, v0, k1, v1, ... (used when root == nil)
+	kvs  []Value // array-map: k0, v0, k1, v1, ... (used when root == nil); see sorted
 	root *hnode  // hash trie, when the map has grown beyond arrayMapMax
 	n    int
 	hash atomic.Uint64
+}
+
+// sorted returns the order of a sorted map (sorted.go), nil for the
+// others. A sorted map is always a trie, whatever its size, and keeps its
+// *sortedOrder as the one element of kvs, which a trie does not otherwise
+// use: the order costs the other maps nothing.
+func (m *Map) sorted() *sortedOrder {
+	if m.root != nil && len(m.kvs) == 1 {
+		return m.kvs[0].(*sortedOrder)
+	}
+	return nil
+}
+
+// withOrder returns a sorted map of m's entries (m itself, which must be
+// fresh, when it is a trie already) in order o.
+func (m *Map) withOrder(o *sortedOrder) *Map {
+	if m.root == nil || m == emptyMap {
+		root := emptyHNode
+		for i := 0; i < len(m.kvs); i += 2 {
+			root, _ = root.assoc(m.kvs[i], m.kvs[i+1], Hash(m.kvs[i]), 0, nil)
+		}
+		m = &Map{root: root, n: m.n}
+	}
+	m.kvs = []Value{o}
+	return m
 }
 
 const arrayMapMax = 8
@@ -48,6 +73,25 @@ func mapOf(kvs []Value, m *meter) *Map {
 		return nm
 	}
 	return buildMap(kvs, m)
+}
+
+// refill makes m, an array-map that nothing else refers to (the caller
+// guarantees it), hold the entries of the flat k, v, ... slice kvs instead
+// of its own, in its own storage: the reuse of a map whose life has ended
+// (a processor's result, a chunk the processor let go of). It returns
+// false, leaving m as it was, when kvs is empty or odd, holds more entries
+// than m's storage or repeats a key. kvs is copied, never retained. mt
+// charges the comparing of computed keys (nil: no budget).
+func (m *Map) refill(kvs []Value, mt *meter) bool {
+	if m.root != nil || len(kvs) == 0 || len(kvs)%2 != 0 || len(kvs) > cap(m.kvs) || !distinctKeys(kvs, mt) {
+		return false
+	}
+	m.kvs = m.kvs[:len(kvs)]
+	copy(m.kvs, kvs)
+	clear(m.kvs[len(kvs):cap(m.kvs)]) // no stale values kept alive
+	m.n = len(kvs) / 2
+	m.hash.Store(0)
+	return true
 }
 
 // mapOwned is MapOf taking ownership of an even-length kvs slice.
@@ -147,12 +191,36 @@ func (m *Map) arrayIndex(k Value, mt *meter) int {
 }
 
 // Assoc returns a map with k mapped to v. O(n) up to 8 entries (one
-// allocation), O(log32 n) beyond.
+// allocation), O(log32 n) beyond; a sorted map also inserts a new key in
+// its order, O(n).
 func (m *Map) Assoc(k, v Value) *Map { return m.assoc(k, v, nil) }
 
 // assoc is Assoc counting on mt its hashing, comparing and the entries of
-// the trie nodes it copies.
+// the trie nodes it copies (a sorted map's order is charged by the builtin
+// that adds to it: sortedCheck).
 func (m *Map) assoc(k, v Value, mt *meter) *Map {
+	if m.isSorted() {
+		return m.assocSorted(k, v, mt)
+	}
+	return m.assocBase(k, v, mt)
+}
+
+// isSorted reports whether m is a sorted map (Map.sorted), cheaply.
+func (m *Map) isSorted() bool { return m.root != nil && len(m.kvs) == 1 }
+
+func (m *Map) assocSorted(k, v Value, mt *meter) *Map {
+	nm := m.assocBase(k, v, mt)
+	if nm == m {
+		return m
+	}
+	o := m.sorted()
+	if nm.n != m.n {
+		o = o.insert(k, mt)
+	}
+	return nm.withOrder(o)
+}
+
+func (m *Map) assocBase(k, v Value, mt *meter) *Map {
 	if m.root != nil {
 		root, added := m.root.assoc(k, v, mt.hash(k), 0, mt)
 		if root == m.root {
@@ -192,6 +260,20 @@ func (m *Map) Dissoc(k Value) *Map { return m.dissoc(k, nil) }
 
 // dissoc is Dissoc counting on mt as assoc does.
 func (m *Map) dissoc(k Value, mt *meter) *Map {
+	if !m.isSorted() {
+		return m.dissocBase(k, mt)
+	}
+	nm := m.dissocBase(k, mt)
+	if nm == m {
+		return m
+	}
+	if nm == emptyMap {
+		nm = &Map{}
+	}
+	return nm.withOrder(m.sorted().remove(k, mt))
+}
+
+func (m *Map) dissocBase(k Value, mt *meter) *Map {
 	if m.root != nil {
 		root, removed := m.root.dissoc(k, mt.hash(k), 0, mt)
 		if !removed {
@@ -217,8 +299,17 @@ func (m *Map) dissoc(k Value, mt *meter) *Map {
 
 // Range calls f for each entry until f returns false. The order is
 // insertion order for maps of up to 8 entries and trie order beyond; it is
-// stable for one map value.
+// stable for one map value. A sorted map ranges in its order.
 func (m *Map) Range(f func(k, v Value) bool) {
+	if m.isSorted() {
+		for _, k := range m.sorted().keys {
+			v, _ := m.Get(k)
+			if !f(k, v) {
+				return
+			}
+		}
+		return
+	}
 	if m.root != nil {
 		m.root.rangeEntries(f)
 		return

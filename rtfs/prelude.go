@@ -12,38 +12,60 @@ import (
 //go:embed prelude.rtfs
 var preludeSrc []byte
 
+// The preludes of earlier compiler versions, kept so that a continuation
+// parked under one of them still resumes (legacy.go). Each is frozen: it is
+// the exact source that version hashed.
+//
+//go:embed prelude_compile2.rtfs
+var preludeCompile2Src []byte
+
 // prelude is the compiled prelude shared by every Program: the higher-order
 // core functions written in RTFS (map, filter, reduce, update, sort-by...).
 // It is built once per process, on first use, and never modified; its
 // functions keep the same ids in every program, which continuations rely on.
 type prelude struct {
+	version string // the compiler version whose prelude this is
+	src     []byte
 	code    *compile.Program
 	funcs   []*funcInfo
 	globals []Value
 }
 
-var (
-	preludeOnce  sync.Once
-	preludeValue *prelude
-	preludeErr   error
-)
-
-func loadPrelude() (*prelude, error) {
-	preludeOnce.Do(func() { preludeValue, preludeErr = buildPrelude() })
-	return preludeValue, preludeErr
+// A preludeVersion is the prelude of one compiler version, built on first
+// use and never modified.
+type preludeVersion struct {
+	version string
+	src     []byte
+	once    sync.Once
+	value   *prelude
+	err     error
 }
 
-func buildPrelude() (*prelude, error) {
-	nodes, err := syntax.Parse("<prelude>", preludeSrc)
+// load builds the prelude once per process.
+func (pv *preludeVersion) load() (*prelude, error) {
+	pv.once.Do(func() { pv.value, pv.err = buildPrelude(pv.version, pv.src) })
+	return pv.value, pv.err
+}
+
+var (
+	currentPrelude  = &preludeVersion{version: compile.Version, src: preludeSrc}
+	compile2Prelude = &preludeVersion{version: "rtfs-compile-2", src: preludeCompile2Src}
+)
+
+// loadPrelude returns the prelude of the current compiler version.
+func loadPrelude() (*prelude, error) { return currentPrelude.load() }
+
+func buildPrelude(version string, src []byte) (*prelude, error) {
+	nodes, err := syntax.Parse("<prelude>", src)
 	if err != nil {
 		return nil, fmt.Errorf("rtfs: prelude: %w", err)
 	}
 	isBuiltin := func(name string) bool { return builtinNamed(name) != nil }
-	cp, err := compile.Compile(nil, []compile.Unit{{Nodes: nodes, Internal: true}}, isBuiltin)
+	cp, err := compile.CompileVersion(version, nil, []compile.Unit{{Nodes: nodes, Internal: true}}, isBuiltin)
 	if err != nil {
 		return nil, fmt.Errorf("rtfs: prelude: %w", err)
 	}
-	p := &prelude{code: cp, funcs: make([]*funcInfo, len(cp.Funcs)), globals: make([]Value, len(cp.Globals))}
+	p := &prelude{version: version, src: src, code: cp, funcs: make([]*funcInfo, len(cp.Funcs)), globals: make([]Value, len(cp.Globals))}
 	for i, f := range cp.Funcs {
 		fi, err := newFuncInfo(f, nil, builtinNamed)
 		if err != nil {

@@ -8,22 +8,42 @@ import (
 // to programs under these names unless a program spells the % name, and they
 // never call back into RTFS. The table is built once and never modified.
 var intrinsics = map[string]*Builtin{
-	"%items":        {name: "seq", impl: intrItems, minArgs: 1, maxArgs: 1},
-	"%nth":          {name: "nth", impl: intrNth, minArgs: 2, maxArgs: 2},
-	"%min-count":    {name: "count", impl: intrMinCount, minArgs: 1, maxArgs: -1},
-	"%spread-args":  {name: "apply", impl: intrSpreadArgs, minArgs: 1, maxArgs: 1},
-	"%cat":          {name: "concat", impl: intrCat, minArgs: 2, maxArgs: 2},
-	"%into":         {name: "into", impl: intrInto, minArgs: 2, maxArgs: 2},
-	"%slice":        {name: "subvec", impl: intrSlice, minArgs: 3, maxArgs: 3},
-	"%half":         {name: "quot", impl: intrHalf, minArgs: 1, maxArgs: 1},
-	"%cmp-less?":    {name: "comparator", impl: intrCmpLess, minArgs: 1, maxArgs: 1},
-	"%sort":         {name: "sort", impl: intrSort, minArgs: 1, maxArgs: 1},
-	"%sort-by-keys": {name: "sort-by", impl: intrSortByKeys, minArgs: 2, maxArgs: 2},
-	"%<":            {name: "dotimes", impl: intrLess, minArgs: 2, maxArgs: 2},
-	"%inc":          {name: "dotimes", impl: intrInc, minArgs: 1, maxArgs: 1},
-	"%assert":       {name: "%assert", impl: builtinAssert, minArgs: 3, maxArgs: 3, bare: true},   // its message is Clojure's
-	"%no-match":     {name: "%no-match", impl: intrNoMatch, minArgs: 2, maxArgs: 2, bare: true},   // names case or condp itself
-	"%lazy-only":    {name: "%lazy-only", impl: intrLazyOnly, minArgs: 2, maxArgs: 2, bare: true}, // names the function itself
+	"%items":         {name: "seq", impl: intrItems, minArgs: 1, maxArgs: 1},
+	"%kv-items":      {name: "reduce-kv", impl: intrKVItems, minArgs: 1, maxArgs: 1},
+	"%re-all":        {name: "replace", impl: intrReAll, minArgs: 3, maxArgs: 3},
+	"%lz-step1":      {name: "seq", impl: intrLzStep1, minArgs: 2, maxArgs: 2},
+	"%lz-run":        {name: "seq", impl: intrLzRun, minArgs: 2, maxArgs: 2},
+	"%lz-swap":       {name: "seq", impl: intrLzSwap, minArgs: 3, maxArgs: 3},
+	"%lazy":          {name: "lazy-seq", impl: intrLazy, minArgs: 1, maxArgs: 1},
+	"%lazy-inf":      {name: "lazy-seq", impl: intrLazyInf, minArgs: 2, maxArgs: 2},
+	"%lazy-like":     {name: "lazy-seq", impl: intrLazyLike, minArgs: 2, maxArgs: 2},
+	"%lazy-like-all": {name: "lazy-seq", impl: intrLazyLikeAll, minArgs: 2, maxArgs: 2},
+	"%realized":      {name: "println", impl: intrRealized, minArgs: 0, maxArgs: -1},
+	"%sorted-empty":  {name: "sorted-map-by", impl: intrSortedEmpty, minArgs: 2, maxArgs: 2},
+	"%sorted-info":   {name: "sorted-map-by", impl: intrSortedInfo, minArgs: 1, maxArgs: 1},
+	"%sorted-put":    {name: "sorted-map-by", impl: intrSortedPut, minArgs: 4, maxArgs: 4},
+	"%sorted-by?":    {name: "sorted-map-by", impl: intrSortedBy, minArgs: 1, maxArgs: 1},
+	"%xf-wrapped?":   {name: "transduce", impl: intrXfWrapped, minArgs: 1, maxArgs: 1},
+	"%lazy?":         {name: "seq", impl: intrIsLazy, minArgs: 1, maxArgs: -1},
+	"%all-lazy?":     {name: "seq", impl: intrAllLazy, minArgs: 1, maxArgs: 1},
+	"%eager-count":   {name: "count", impl: intrEagerCount, minArgs: 1, maxArgs: 1},
+	"%items-n":       {name: "seq", impl: intrItemsN, minArgs: 2, maxArgs: 2},
+	"%re-splice":     {name: "replace", impl: intrReSplice, minArgs: 3, maxArgs: 3},
+	"%nth":           {name: "nth", impl: intrNth, minArgs: 2, maxArgs: 2},
+	"%min-count":     {name: "count", impl: intrMinCount, minArgs: 1, maxArgs: -1},
+	"%spread-args":   {name: "apply", impl: intrSpreadArgs, minArgs: 1, maxArgs: 1},
+	"%cat":           {name: "concat", impl: intrCat, minArgs: 2, maxArgs: 2},
+	"%into":          {name: "into", impl: intrInto, minArgs: 2, maxArgs: 2},
+	"%slice":         {name: "subvec", impl: intrSlice, minArgs: 3, maxArgs: 3},
+	"%half":          {name: "quot", impl: intrHalf, minArgs: 1, maxArgs: 1},
+	"%cmp-less?":     {name: "comparator", impl: intrCmpLess, minArgs: 1, maxArgs: 1},
+	"%sort":          {name: "sort", impl: intrSort, minArgs: 1, maxArgs: 1},
+	"%sort-by-keys":  {name: "sort-by", impl: intrSortByKeys, minArgs: 2, maxArgs: 2},
+	"%<":             {name: "dotimes", impl: intrLess, minArgs: 2, maxArgs: 2},
+	"%inc":           {name: "dotimes", impl: intrInc, minArgs: 1, maxArgs: 1},
+	"%assert":        {name: "%assert", impl: builtinAssert, minArgs: 3, maxArgs: 3, bare: true},   // its message is Clojure's
+	"%no-match":      {name: "%no-match", impl: intrNoMatch, minArgs: 2, maxArgs: 2, bare: true},   // names case or condp itself
+	"%lazy-only":     {name: "%lazy-only", impl: intrLazyOnly, minArgs: 2, maxArgs: 2, bare: true}, // names the function itself
 }
 
 // intrinsicNames maps each intrinsic back to its % name; built once, never
@@ -73,6 +93,12 @@ func items(th *Thread, v Value) (*Vector, error) {
 			return true
 		})
 		return vectorOwned(kvs), nil
+	case *Lazy:
+		elems, _, err := realize(th, c, -1)
+		if err != nil {
+			return nil, err
+		}
+		return vectorOwned(elems), th.build(len(elems))
 	case String:
 		rs := []rune(string(c))
 		if err := th.build(len(rs)); err != nil {
@@ -99,6 +125,16 @@ func collect(th *Thread, n int, at func(int) Value) (*Vector, error) {
 }
 
 func intrItems(th *Thread, args []Value) (Value, error) { return items(th, args[0]) }
+
+// intrKVItems is the entries of reduce-kv's map (nil has none); a vector is
+// walked by reduce-kv itself, by index.
+func intrKVItems(th *Thread, args []Value) (Value, error) {
+	switch args[0].(type) {
+	case *Map, NilType:
+		return items(th, args[0])
+	}
+	return nil, typeError("a map or a vector", args[0])
+}
 
 func intrNth(_ *Thread, args []Value) (Value, error) {
 	v, ok := args[0].(*Vector)
@@ -275,4 +311,11 @@ func intrSortByKeys(th *Thread, args []Value) (Value, error) {
 		out[i] = xs.Index(j)
 	}
 	return vectorOwned(out), nil
+}
+
+// intrXfWrapped is (%xf-wrapped? acc): acc is a stateful transducer's
+// [:rtfs.internal/xf state acc] (prelude).
+func intrXfWrapped(_ *Thread, args []Value) (Value, error) {
+	v, ok := args[0].(*Vector)
+	return Bool(ok && v.Len() == 3 && v.Index(0) == Keyword("rtfs.internal/xf")), nil
 }

@@ -23,6 +23,8 @@ func writeLimited(b *strings.Builder, v Value, limit int, m *meter) {
 		writeSeq(b, '(', ')', x, limit, m)
 	case *Vector:
 		writeSeq(b, '[', ']', x, limit, m)
+	case *Lazy:
+		writeLazy(b, x, limit, m)
 	case *Map:
 		b.WriteByte('{')
 		first := true
@@ -102,6 +104,8 @@ func toStrLimited(b *strings.Builder, v Value, limit int, m *meter) {
 	case NilType:
 	case String:
 		b.WriteString(string(x))
+	case *Regex:
+		b.WriteString(x.src) // as Java's Pattern.toString
 	default:
 		writeLimited(b, v, limit, m)
 	}
@@ -181,6 +185,20 @@ func (c *sizeCounter) count(v Value, depth int) bool {
 			c.count(e, depth+1)
 			return c.left >= 0
 		})
+	case *Lazy:
+		// What writeLazy prints: the elements computed in Go, the first
+		// lazyPrintMax of an infinite one.
+		c.left -= 2
+		var s Value = x
+		for i := 0; c.left >= 0 && (i < lazyPrintMax || !isInfinite(s)); i++ {
+			e, rest, ok, thunk, _ := stepPure(s)
+			if !ok || thunk != nil {
+				break
+			}
+			c.left--
+			c.count(e, depth+1)
+			s = rest
+		}
 	default:
 		c.left--
 	}

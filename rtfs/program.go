@@ -43,7 +43,15 @@ type Program struct {
 	init     []Value // initial global values (the prelude's functions); nil means undefined
 	toplevel *funcInfo
 	extra    map[string]*Builtin // host-internal builtins (tests); nil normally
-	keywords map[string]Value    // the keyword constants, boxed once (for decoding)
+	cfg      *compileConfig      // what it was compiled with besides src, to compile it again
+	version  string              // the compiler version whose prelude it uses
+
+	// legacy holds the program compiled again under earlier compiler
+	// versions, by version, built when a continuation of one is decoded
+	// (legacy.go).
+	legacyMu sync.Mutex
+	legacy   map[string]*Program
+	keywords map[string]Value // the keyword constants, boxed once (for decoding)
 
 	// lastGlobals is the globals section of the continuation this program
 	// decoded last, decoded: the next continuation whose section has the
@@ -140,11 +148,17 @@ type compileConfig struct {
 
 // compileUnits compiles src after the internal units and builtins of cfg.
 func compileUnits(filename string, src []byte, cfg *compileConfig) (*Program, error) {
+	return compileWith(filename, src, cfg, currentPrelude)
+}
+
+// compileWith compiles src on the prelude of one compiler version (the
+// current one, or an earlier one for legacy.go).
+func compileWith(filename string, src []byte, cfg *compileConfig, pv *preludeVersion) (*Program, error) {
 	nodes, err := syntax.Parse(filename, src)
 	if err != nil {
 		return nil, err
 	}
-	pre, err := loadPrelude()
+	pre, err := pv.load()
 	if err != nil {
 		return nil, err
 	}
@@ -161,11 +175,15 @@ func compileUnits(filename string, src []byte, cfg *compileConfig) (*Program, er
 		}
 		return builtinNamed(name)
 	}
-	cp, err := compile.Compile(pre.code, units, func(name string) bool { return resolve(name) != nil })
+	cp, err := compile.CompileVersion(pre.version, pre.code, units, func(name string) bool { return resolve(name) != nil })
 	if err != nil {
 		return nil, didYouMean(err, nodes)
 	}
-	return newProgram(filename, src, cp, pre, resolve, extra)
+	p, err := newProgram(filename, src, cp, pre, resolve, extra)
+	if p != nil {
+		p.cfg = cfg
+	}
+	return p, err
 }
 
 // didYouMean adds to an "undefined symbol" error the nearest name the
@@ -184,9 +202,12 @@ func didYouMean(err error, nodes []syntax.Node) error {
 	for _, d := range Universe() {
 		names = append(names, d.Name)
 	}
+	for _, d := range Forms() {
+		names = append(names, d.Name)
+	}
 	for _, n := range nodes {
 		if l, ok := n.(*syntax.List); ok && len(l.Elems) > 1 {
-			if h, ok := l.Elems[0].(*syntax.Symbol); ok && (h.Name == "def" || h.Name == "defn") {
+			if h, ok := l.Elems[0].(*syntax.Symbol); ok && (h.Name == "def" || h.Name == "defn" || h.Name == "defn-") {
 				if s, ok := l.Elems[1].(*syntax.Symbol); ok {
 					names = append(names, s.Name)
 				}
@@ -207,7 +228,8 @@ func newProgram(filename string, src []byte, cp *compile.Program, pre *prelude,
 	p := &Program{
 		name:     filename,
 		src:      append([]byte(nil), src...),
-		hashRaw:  programHash(src),
+		hashRaw:  programHash(pre, src),
+		version:  pre.version,
 		globals:  cp.Globals,
 		index:    make(map[string]int, len(cp.Globals)),
 		extra:    extra,
@@ -248,11 +270,13 @@ func linkArities(fs []*funcInfo, all []*funcInfo) {
 	}
 }
 
-func programHash(src []byte) (sum [32]byte) {
+// programHash is the identity of a program: its compiler version, the
+// prelude it was compiled with and its source.
+func programHash(pre *prelude, src []byte) (sum [32]byte) {
 	h := sha256.New()
-	h.Write([]byte(compile.Version))
+	h.Write([]byte(pre.version))
 	h.Write([]byte{0})
-	h.Write(preludeSrc)
+	h.Write(pre.src)
 	h.Write([]byte{0})
 	h.Write(src)
 	h.Sum(sum[:0])
@@ -318,6 +342,8 @@ func constValue(n syntax.Node) (Value, error) {
 		return String(n.Value), nil
 	case *syntax.Keyword:
 		return Keyword(n.Name), nil
+	case *syntax.Regex:
+		return NewRegex(n.Pattern)
 	case *syntax.Symbol:
 		return Symbol(n.Name), nil
 	case *syntax.List:

@@ -119,9 +119,13 @@ const testHelpers = `
 func runChunk(t *testing.T, file string, c chunk) (asserts int) {
 	t.Helper()
 	builtins := map[string]*Builtin{
-		"assert=": NewBuiltin("assert=", func(_ *Thread, args []Value) (Value, error) {
+		"assert=": NewBuiltin("assert=", func(th *Thread, args []Value) (Value, error) {
 			if len(args) != 2 {
 				return nil, fmt.Errorf("expected 2 arguments, got %d", len(args))
+			}
+			// As =, it computes the elements of a lazy sequence first.
+			if err := realizeLazyArgs(th, args, false); err != nil {
+				return nil, err
 			}
 			asserts++
 			if !Equal(args[0], args[1]) {

@@ -85,6 +85,9 @@ func (s *Set) Index(i int) Value {
 	if i < 0 || i >= s.m.n {
 		panic("rtfs: Set.Index out of range")
 	}
+	if o := s.m.sorted(); o != nil {
+		return o.keys[i]
+	}
 	if s.m.root == nil {
 		return s.m.kvs[2*i]
 	}

@@ -93,6 +93,10 @@ type Thread struct {
 	mem      int64     // bytes charged by builtins and literals in this run
 	unpolled int64     // steps charged since charge last looked at the context
 	started  time.Time // when this run started, if Limits.MaxDuration is set
+
+	// The map a run returns to a host that reuses results (ReuseResults).
+	reuse bool
+	res   resultBox
 }
 
 // NewThread returns a Thread with the given limits.
@@ -113,6 +117,39 @@ func NewThread(l Limits) *Thread {
 		l.MaxMemory = math.MaxInt64
 	}
 	return &Thread{limits: l}
+}
+
+// ReuseResults sets whether the thread may build the map a run returns in
+// storage of its own, reused from run to run: when on, a map that the
+// called function builds with a map literal as its very last step (the
+// literal is the function's return value, so nothing else can refer to
+// it), of up to 8 distinct keys, is built there instead of on the heap, which
+// spares the allocation a processor's result map costs on every call. The
+// returned *Map is then valid only until the next Run, Call or Resume on th:
+// the caller reads it and keeps its keys and values (ordinary values, which
+// may be kept) but never the map itself, nor hands it to RTFS code. A stream
+// processor's host, which reads a result's :state and :output and drops the
+// map, turns it on. Off by default.
+func (th *Thread) ReuseResults(on bool) { th.reuse = on }
+
+// A resultBox is the storage ReuseResults builds a result map in.
+type resultBox struct {
+	m  Map
+	kv [2 * arrayMapMax]Value
+}
+
+// build returns the map of the key/value pairs kvs built in the box, or nil
+// when they do not make an array-map of distinct keys (the caller then
+// builds it on the heap). kvs is copied, never retained; mt charges the
+// comparing of computed keys, as for any literal.
+func (b *resultBox) build(kvs []Value, mt *meter) *Map {
+	if b.m.kvs == nil {
+		b.m.kvs = b.kv[:0]
+	}
+	if !b.m.refill(kvs, mt) {
+		return nil
+	}
+	return &b.m
 }
 
 // Limits returns the thread's limits (with defaults filled in).

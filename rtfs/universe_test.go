@@ -73,3 +73,23 @@ func TestUniverse(t *testing.T) {
 		t.Errorf("LookupDoc(str/join) = %+v", d)
 	}
 }
+
+// Every special form and macro has a usage and a doc, and no doc names a
+// form that is not one.
+func TestForms(t *testing.T) {
+	seen := map[string]bool{}
+	for _, d := range Forms() {
+		if d.Usage == "" || d.Doc == "" {
+			t.Errorf("form %s has no usage or doc in formDocs", d.Name)
+		}
+		seen[d.Name] = true
+	}
+	for name := range formDocs {
+		if !seen[name] {
+			t.Errorf("formDocs documents %s, which is no form", name)
+		}
+	}
+	if d, ok := LookupForm("->>"); !ok || d.Usage != "(->> x (f a) g ...)" {
+		t.Errorf("LookupForm(->>) = %+v, %v", d, ok)
+	}
+}

@@ -1,9 +1,9 @@
 package rtfs
 
 import (
-	"math"
 	"strconv"
 
+	"github.com/rtfshost/rtfshost/rtfs/syntax"
 	"github.com/rtfshost/rtfshost/rtfs/types"
 )
 
@@ -89,22 +89,7 @@ func (i Int) String() string { return strconv.FormatInt(int64(i), 10) }
 // String implements Value: floats always print with a decimal point or exponent,
 // and the special values as ##Inf, ##-Inf and ##NaN.
 func (f Float) String() string {
-	x := float64(f)
-	switch {
-	case math.IsInf(x, 1):
-		return "##Inf"
-	case math.IsInf(x, -1):
-		return "##-Inf"
-	case math.IsNaN(x):
-		return "##NaN"
-	}
-	s := strconv.FormatFloat(x, 'g', -1, 64)
-	for i := 0; i < len(s); i++ {
-		if s[i] == '.' || s[i] == 'e' || s[i] == 'n' || s[i] == 'I' {
-			return s
-		}
-	}
-	return s + ".0"
+	return syntax.FormatFloat(float64(f))
 }
 
 // String implements Value: the quoted, escaped form.

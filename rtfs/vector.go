@@ -1,7 +1,6 @@
 package rtfs
 
 import (
-	"fmt"
 	"strings"
 	"sync/atomic"
 
@@ -219,7 +218,7 @@ func (v *Vector) Assoc(i int, x Value) (*Vector, error) {
 	case i == v.cnt:
 		return v.Conj(x), nil
 	case i < 0 || i > v.cnt:
-		return nil, fmt.Errorf("index %d out of bounds for vector of length %d", i, v.cnt)
+		return nil, indexError("index %d out of bounds for vector of length %d", i, v.cnt)
 	case i >= v.tailoff():
 		nv := newVectorTail(len(v.tail))
 		copy(nv.tail, v.tail)

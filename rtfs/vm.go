@@ -161,8 +161,12 @@ func (th *Thread) run(pending error) (result Value, err error) {
 			code = fi.code.Code
 		case compile.CLOSURE:
 			sp = th.makeClosure(arg, sp)
-		case compile.MKVEC, compile.MKMAP, compile.MKSET:
-			sp, err = th.makeCollection(compile.Opcode(ins&0xff), arg, sp)
+		case compile.MKVEC, compile.MKSET:
+			sp, err = th.makeCollection(compile.Opcode(ins&0xff), arg, sp, false)
+		case compile.MKMAP:
+			// A map literal the entry frame returns at once goes to the
+			// host, which may have it built in the thread's result box.
+			sp, err = th.makeCollection(compile.MKMAP, arg, sp, th.reuse && len(th.frames) == 1 && returnsNext(code, pc))
 		case compile.HOSTCALL, compile.HOSTSPREAD:
 			fr.pc, th.sp = pc, sp
 			if err = th.suspend(compile.Opcode(ins&0xff) == compile.HOSTSPREAD, arg); err != nil {
@@ -179,8 +183,7 @@ func (th *Thread) run(pending error) (result Value, err error) {
 		case compile.RERAISE, compile.ERRVAL, compile.CATCHES:
 			err = caughtOp(compile.Opcode(ins&0xff), fi.consts, arg, stack, &sp)
 		case compile.EQ:
-			sp--
-			err = th.eqOp(stack, sp)
+			sp, err = th.eqOp(stack, sp)
 		case compile.NOT:
 			v := stack[sp-1]
 			stack[sp-1] = Bool(v == Nil || v == False)
@@ -227,12 +230,19 @@ func fastCount(v Value) (int, bool) {
 	return 0, false
 }
 
-// eqOp replaces the two values at stack[sp-1] and stack[sp] by whether they
-// are equal, charging the comparison.
-func (th *Thread) eqOp(stack []Value, sp int) error {
-	eq, err := th.equal(stack[sp-1], stack[sp])
-	stack[sp-1] = Bool(eq)
-	return err
+// eqOp replaces the two values on top of the stack by whether they are
+// equal, charging the comparison. When they differ and one is a lazy
+// sequence, it calls the = builtin instead, which computes the sequence's
+// thunks first (lazy.go). (The instruction's argument names no builtin:
+// match emits it too.)
+func (th *Thread) eqOp(stack []Value, sp int) (int, error) {
+	a, b := stack[sp-2], stack[sp-1]
+	r, err := th.equal(a, b)
+	if !r && err == nil && (isLazy(a) || isLazy(b)) {
+		return th.callBuiltinOp(lookupBuiltin("="), 2, stack, sp)
+	}
+	stack[sp-2] = Bool(r)
+	return sp - 1, err
 }
 
 // callBuiltinOp calls b with the top n stack values, replacing them by the result.
@@ -290,7 +300,25 @@ func (th *Thread) makeClosure(id int, sp int) int {
 	return sp + 1
 }
 
-func (th *Thread) makeCollection(op compile.Opcode, n int, sp int) (int, error) {
+// returnsNext reports whether the instruction at pc, after any jumps,
+// returns from the frame: the value on top of the stack is the frame's
+// result and nothing else will refer to it.
+func returnsNext(code []uint32, pc int) bool {
+	for range 4 { // a jump out of each enclosing branch, and no loops
+		op, arg := compile.Decode(code[pc])
+		if op != compile.JMP {
+			return op == compile.RETURN
+		}
+		pc = arg
+	}
+	return false
+}
+
+// makeCollection pops the n elements (n entries for a map) of a literal
+// and pushes the collection. result says that the literal is a map the
+// host gets as the run's result and that the thread may build in its
+// result box (ReuseResults).
+func (th *Thread) makeCollection(op compile.Opcode, n int, sp int, result bool) (int, error) {
 	elems := n
 	if op == compile.MKMAP {
 		elems = 2 * n
@@ -311,7 +339,15 @@ func (th *Thread) makeCollection(op compile.Opcode, n int, sp int) (int, error) 
 		v = vectorOwned(append([]Value(nil), th.stack[sp-n:sp]...))
 		sp -= n
 	case compile.MKMAP:
-		v = mapOf(th.stack[sp-2*n:sp], &m)
+		kvs := th.stack[sp-2*n : sp]
+		var mp *Map
+		if result {
+			mp = th.res.build(kvs, &m)
+		}
+		if mp == nil {
+			mp = mapOf(kvs, &m)
+		}
+		v = mp
 		sp -= 2 * n
 	case compile.MKSET:
 		v = setOf(th.stack[sp-n:sp], &m)

@@ -59,6 +59,17 @@ type ReconnectObserver interface {
 	Reconnecting(attempt int, delay time.Duration, cause error)
 }
 
+// An AttemptGate is a Sink that keeps a circuit breaker for the stream's
+// origin (the provider's, shared by every stream of the host; see
+// transport/breaker). The retry policy reports each failed attempt to
+// AttemptFailed before it waits, and asks AllowAttempt after the wait: a
+// non-nil error from either (the origin's circuit is open) ends the
+// failure streak, and Run returns that error without another attempt.
+type AttemptGate interface {
+	AttemptFailed(cause error) error
+	AllowAttempt() error
+}
+
 // A Replayable transport says whether its source can send chunks again from
 // a cursor. Transports that do not implement it are taken to replay (SSE and
 // MCP resume with Last-Event-ID). A transport whose Replayable returns false

@@ -5,8 +5,11 @@
 #   bash bench/peers/run.sh [ROUNDS [BENCHTIME]]     (defaults: 10 rounds, 1s)
 #
 # Each round runs rtfshost's BenchmarkPipelineRTFS and BenchmarkProcessorCall
-# (package provider) once, then the peers' three benchmarks once, so both
-# sides see the same machine. Needs Go and the module proxy (or a filled
+# (package provider) once, then the peers' three one-stream benchmarks once,
+# then the 100-stream case at -cpu 1 and 2 on each side (rtfshost's
+# BenchmarkPipelinePersist/100-streams/none/cursor, the peers'
+# BenchmarkBenthosStreams and BenchmarkStarlarkStreams), so both sides see
+# the same machine. Needs Go and the module proxy (or a filled
 # module cache) for the peers' dependencies; the raw output is kept in the
 # directory it prints.
 set -euo pipefail
@@ -25,8 +28,13 @@ for ((r = 1; r <= rounds; r++)); do
   (cd "$root/provider" && "$out/rtfshost.test" -test.run '^$' \
     -test.bench '^(BenchmarkPipelineRTFS|BenchmarkProcessorCall)$' \
     -test.benchtime "$benchtime" -test.benchmem) >"$out/rtfshost.$r.txt"
-  (cd "$peers" && "$out/peers.test" -test.run '^$' -test.bench . \
+  (cd "$peers" && "$out/peers.test" -test.run '^$' -test.bench 'Pipeline$|Call$' \
     -test.benchtime "$benchtime" -test.benchmem) >"$out/peers.$r.txt"
+  (cd "$root/provider" && "$out/rtfshost.test" -test.run '^$' \
+    -test.bench '^BenchmarkPipelinePersist$/^100-streams$/^none$/^cursor$' \
+    -test.benchtime "$benchtime" -test.benchmem -test.cpu 1,2) >"$out/rtfshost-many.$r.txt"
+  (cd "$peers" && "$out/peers.test" -test.run '^$' -test.bench 'Streams$' \
+    -test.benchtime "$benchtime" -test.benchmem -test.cpu 1,2) >"$out/peers-many.$r.txt"
 done
 echo
 (cd "$peers" && go run ./cmd/ratios "$out")

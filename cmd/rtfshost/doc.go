@@ -2,56 +2,168 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/host"
+	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
-// docCmd prints the index of RTFS's core library (rtfs.Universe): one
-// function's usage and doc, the functions whose name contains a word, or
-// the whole list.
+// A docEntry is one thing doc can describe: a core function, a special form
+// or macro, or a host call (capability).
+type docEntry struct {
+	name, usage, doc, kind string
+	capability             *capabilities.Capability
+}
+
+// docCmd prints the index of RTFS: the core library (rtfs.Universe), the
+// special forms and macros (rtfs.Forms) and the host calls of rtfshost's
+// host: one by name, those whose name contains a word, or all of them.
 func (a *app) docCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "doc [NAME]",
-		Short: "Show the RTFS core functions: one by name, or all of them",
+		Short: "Show the RTFS core functions, special forms and host calls: one by name, or all of them",
 		Long: `doc prints the usage and one-line description of an RTFS core function
-(a Go builtin or a prelude function). Without NAME it lists every function;
-a NAME that is no function lists the functions whose name contains it.`,
+(a Go builtin or a prelude function), a special form or macro (let, defn,
+try, ->>...), or a host call (call :mcp.stream.start, with its keys).
+Without NAME it lists them all; a NAME that is none of them lists those
+whose name contains it. NAME is taken as it is, so rtfshost doc ->> works.`,
 		Example: `  rtfshost doc
   rtfshost doc update-in
-  rtfshost doc str/join
-  rtfshost doc partition`,
-		Args: cobra.MaximumNArgs(1),
+  rtfshost doc let
+  rtfshost doc ->>
+  rtfshost doc mcp.stream.start`,
+		// Names such as -> and ->> start like flags: doc reads its one
+		// argument itself.
+		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			u := rtfs.Universe()
-			if len(args) == 1 {
-				if d, ok := rtfs.LookupDoc(args[0]); ok {
-					fmt.Fprintf(a.stdout, "%s\n  %s\n", d.Usage, d.Doc)
-					if d.Prelude {
-						fmt.Fprintln(a.stdout, "  (prelude: written in RTFS; a host call in its callback suspends like any other)")
-					}
+			if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+				return cmd.Help()
+			}
+			if len(args) > 1 {
+				return withCode(exitProgramError, fmt.Errorf("doc takes at most one name, got %d arguments", len(args)))
+			}
+			entries, err := docEntries()
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 {
+				return writeDocList(a.stdout, entries)
+			}
+			name := strings.TrimPrefix(args[0], ":")
+			for _, e := range entries {
+				if e.name == name {
+					writeDocEntry(a.stdout, e)
 					return nil
 				}
-				var near []rtfs.FuncDoc
-				for _, d := range u {
-					if strings.Contains(d.Name, args[0]) {
-						near = append(near, d)
-					}
-				}
-				if len(near) == 0 {
-					return withCode(exitProgramError, fmt.Errorf("no RTFS function is called %q or has it in its name (rtfshost doc lists them all)", args[0]))
-				}
-				fmt.Fprintf(a.stdout, "no function is called %q; these have it in their name:\n", args[0])
-				u = near
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			for _, d := range u {
-				fmt.Fprintf(tw, "%s\t%s\n", d.Usage, d.Doc)
+			var near []docEntry
+			for _, e := range entries {
+				if strings.Contains(e.name, name) {
+					near = append(near, e)
+				}
 			}
-			return tw.Flush()
+			if len(near) == 0 {
+				return withCode(exitProgramError, fmt.Errorf("no RTFS function, special form or host call is called %q or has it in its name (rtfshost doc lists them all)", args[0]))
+			}
+			fmt.Fprintf(a.stdout, "nothing is called %q; these have it in their name:\n", args[0])
+			return writeDocList(a.stdout, near)
 		},
 	}
+}
+
+// docEntries gathers the functions, the forms and the host calls of a
+// host with the default transports (made and closed again: it starts no
+// stream and opens no store).
+func docEntries() ([]docEntry, error) {
+	var out []docEntry
+	for _, d := range rtfs.Universe() {
+		kind := "function"
+		if d.Prelude {
+			kind = "function (prelude: written in RTFS; a host call in its callback suspends like any other)"
+		}
+		out = append(out, docEntry{name: d.Name, usage: d.Usage, doc: d.Doc, kind: kind})
+	}
+	for _, d := range rtfs.Forms() {
+		out = append(out, docEntry{name: d.Name, usage: d.Usage, doc: d.Doc, kind: "special form"})
+	}
+	h, err := host.New(host.Options{Streams: provider.Options{Transports: host.DefaultTransports()}})
+	if err != nil {
+		return nil, withCode(exitProgramError, fmt.Errorf("doc: list the host calls: %w", err))
+	}
+	caps := h.Capabilities().List()
+	if err := h.Close(); err != nil {
+		return nil, withCode(exitProgramError, fmt.Errorf("doc: %w", err))
+	}
+	for i := range caps {
+		c := &caps[i]
+		usage := "(call :" + c.ID + " args...)"
+		if c.Input != nil && c.Input.Type == "map" {
+			usage = "(call :" + c.ID + " {" + keyList(c.Input) + "})"
+		}
+		out = append(out, docEntry{name: c.ID, usage: usage, doc: c.Description, kind: "host call", capability: c})
+	}
+	return out, nil
+}
+
+// keyList is a map schema's required keys, then "...".
+func keyList(s *capabilities.Schema) string {
+	var req []string
+	for _, k := range s.Keys {
+		if k.Required {
+			req = append(req, ":"+k.Name+" ..")
+		}
+	}
+	if len(req) < len(s.Keys) {
+		req = append(req, "...")
+	}
+	return strings.Join(req, " ")
+}
+
+func writeDocEntry(w io.Writer, e docEntry) {
+	fmt.Fprintf(w, "%s\n  %s\n  (%s)\n", e.usage, e.doc, e.kind)
+	if e.capability == nil || e.capability.Input == nil || len(e.capability.Input.Keys) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  keys:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, k := range e.capability.Input.Keys {
+		req := ""
+		if k.Required {
+			req = ", required"
+		}
+		doc := k.Doc
+		if len(k.Enum) > 0 {
+			doc += " (one of :" + strings.Join(k.Enum, " :") + ")"
+		}
+		fmt.Fprintf(tw, "    :%s\t%s%s\t%s\n", k.Name, k.Type, req, doc)
+	}
+	tw.Flush()
+}
+
+func writeDocList(w io.Writer, entries []docEntry) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	last := ""
+	for _, e := range entries {
+		section := e.kind
+		if strings.HasPrefix(section, "function") {
+			section = "functions"
+		} else {
+			section += "s"
+		}
+		if section != last {
+			if last != "" {
+				fmt.Fprintln(tw)
+			}
+			fmt.Fprintf(tw, "%s:\n", section)
+			last = section
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", e.usage, e.doc)
+	}
+	return tw.Flush()
 }

@@ -570,6 +570,8 @@ type outLine struct {
 	Was       string          `json:"was"`
 	Seq       *int64          `json:"seq"`
 	Output    json.RawMessage `json:"output"`
+	Count     int64           `json:"count"`
+	Kind      string          `json:"kind"`
 	State     string          `json:"state"`
 	EndReason string          `json:"end-reason"`
 	Message   string          `json:"message"`
@@ -596,7 +598,7 @@ func parseJSONLines(t testing.TB, r result) []outLine {
 			t.Fatalf("line %d is not one JSON object (%v): %q\n%s", i+1, err, text, r)
 		}
 		switch l.Type {
-		case "output", "status", "log", "result", "error", "ok", "removed":
+		case "output", "status", "log", "result", "error", "ok", "removed", "dropped":
 		default:
 			t.Fatalf("line %d has unknown type %q\n%s", i+1, l.Type, r)
 		}

@@ -21,6 +21,9 @@ type exampleCase struct {
 	result string
 	// check, when set, looks at the lines more closely.
 	check func(t *testing.T, r result, lines []outLine, runs map[string]*streamRun)
+	// fromRoot runs the example in the repository's root, as its header
+	// says (it reads a file under examples/).
+	fromRoot bool
 }
 
 // exampleCases are the examples that run on any server URL. mcp-tool.rtfs
@@ -37,12 +40,18 @@ func exampleCases() []exampleCase {
 			check: checkWeather,
 		},
 		{
-			file: "cli-agent.rtfs",
+			file:     "cli-agent.rtfs",
+			fromRoot: true,
 			streams: map[string]streamWant{
-				"sh": {outputs: 6, state: "completed", endReason: "processor"},
+				"agent.review": {outputs: -1, state: "completed", endReason: "processor"},
 			},
-			result: `{"result":"The repository is healthy.","ok":true,"turns":3,"sentences":3,"text-events":6,
-				"tools":["list_files","run_tests"],"model":"demo-model"}`,
+			result: `{"result":"3 findings: 1 critical, 1 high, 1 medium. Fix internal/db/orders.go:57 first.","ok":true,"turns":9,
+				"findings":[
+					{"severity":"critical","where":"internal/db/orders.go:57","title":"OrderByID concatenates the id from the URL into SQL (injection)"},
+					{"severity":"high","where":"internal/config/config.go:14","title":"a live API token is committed in the source"},
+					{"severity":"medium","where":"internal/http/handlers.go:88","title":"errors from the database are written to the client verbatim"}],
+				"tools":{"Glob":1,"Read":4,"Grep":1},"model":"claude-sonnet-4-5"}`,
+			check: checkAgent,
 		},
 		{
 			file: "backpressure.rtfs",
@@ -110,7 +119,14 @@ func (c *cli) testExamples(t *testing.T) {
 	for _, ex := range cases {
 		t.Run(strings.TrimSuffix(ex.file, ".rtfs"), func(t *testing.T) {
 			t.Parallel()
-			r := c.run(t, "run", "--json", "--server-url", c.serverURL, filepath.Join(c.examples, ex.file))
+			args := []string{"run", "--json", "--server-url", c.serverURL, filepath.Join(c.examples, ex.file)}
+			var r result
+			if ex.fromRoot {
+				args = append([]string{"--data", filepath.Join(t.TempDir(), "data")}, args...)
+				r = c.runIn(t, filepath.Dir(c.examples), args...)
+			} else {
+				r = c.run(t, args...)
+			}
 			c.checkExample(t, r, ex)
 		})
 	}
@@ -154,6 +170,45 @@ func checkWeather(t *testing.T, r result, lines []outLine, runs map[string]*stre
 	}
 	if lines[0].Type != "log" || lines[0].Message != "started stream "+outs[0].Stream {
 		t.Errorf("first line %+v, want the log line naming stream %s", lines[0], outs[0].Stream)
+	}
+}
+
+// checkAgent: the recorded review's events become outputs in order: the
+// findings each on its own; the tool calls (low priority, one :kind per
+// tool) all there, a run of one tool's calls possibly delivered as one with
+// their count; nothing dropped (the replay is slow enough).
+func checkAgent(t *testing.T, r result, lines []outLine, runs map[string]*streamRun) {
+	var findings []string
+	tools := map[string]int64{}
+	for _, o := range runs["agent.review"].outputs {
+		var v struct {
+			Finding *struct{ Severity string } `json:"finding"`
+			Tool    string                     `json:"tool"`
+		}
+		if err := json.Unmarshal(o.Output, &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Finding != nil {
+			findings = append(findings, v.Finding.Severity)
+		}
+		if v.Tool != "" {
+			n := max(o.Count, 1)
+			if o.Count > 1 && o.Kind != v.Tool {
+				t.Errorf("a coalesced output of kind %q is a call of %s", o.Kind, v.Tool)
+			}
+			tools[v.Tool] += n
+		}
+	}
+	if strings.Join(findings, " ") != "critical high medium" {
+		t.Errorf("findings %v", findings)
+	}
+	if fmt.Sprint(tools) != "map[Glob:1 Grep:1 Read:4]" {
+		t.Errorf("tool calls delivered %v", tools)
+	}
+	for _, l := range lines {
+		if l.Type == "dropped" {
+			t.Errorf("outputs dropped: %+v\n%s", l, r)
+		}
 	}
 }
 

@@ -445,9 +445,10 @@ func (hd *holder) leave(me *joined) {
 // wireLine is one line from a holder to the run whose job it runs: a call
 // of the job's reporter, replayed by the run into its own.
 type wireLine struct {
-	Type    string        `json:"type"` // output, end, log, result, stats, fail, exit
+	Type    string        `json:"type"` // output, dropped, end, log, result, stats, fail, exit
 	Stream  string        `json:"stream,omitempty"`
 	Seq     int64         `json:"seq,omitempty"`
+	Count   int64         `json:"count,omitempty"` // dropped: how many
 	Value   *shown        `json:"value,omitempty"`
 	End     *ending       `json:"end,omitempty"`
 	Line    string        `json:"line,omitempty"`
@@ -485,6 +486,9 @@ func (r *wireReporter) flush() { _ = r.rc.Flush() }
 
 func (r *wireReporter) output(stream string, seq int64, v shown) {
 	r.send(wireLine{Type: "output", Stream: stream, Seq: seq, Value: &v})
+}
+func (r *wireReporter) dropped(stream string, n int64) {
+	r.send(wireLine{Type: "dropped", Stream: stream, Count: n})
 }
 func (r *wireReporter) end(e ending) { r.send(wireLine{Type: "end", End: &e}) }
 func (r *wireReporter) log(stream, line string) {
@@ -671,6 +675,8 @@ func (a *app) join(ctx context.Context, d *holderDesk, file string, src []byte, 
 		switch l.Type {
 		case "output":
 			rep.output(l.Stream, l.Seq, deref(l.Value))
+		case "dropped":
+			rep.dropped(l.Stream, l.Count)
 		case "end":
 			if l.End != nil {
 				rep.end(*l.End)

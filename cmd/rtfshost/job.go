@@ -95,18 +95,68 @@ func newJob(h *host.Host, o *owners, rep reporter, opts jobOptions) (*job, error
 	j.sub = sub
 	go func() {
 		defer close(j.pumped)
-		for ev := range sub.C() {
-			switch ev.Kind {
-			case provider.EventOutput:
-				rep.output(ev.StreamID, ev.Seq, show(ev.Output, opts.maxOutput, "the output"))
-			case provider.EventEnd:
-				if ev.Status.State.Terminal() {
-					rep.end(endingOf(ev.Status, opts.maxOutput))
-				}
-			}
-		}
+		j.pump(sub.C())
 	}()
 	return j, nil
+}
+
+// pump reports the events of the job's streams as an Outbox delivers them
+// (docs/streams.md, "Delivery": immediate outputs at once, normal and low
+// ones in batches, coalesced by :kind, the oldest low ones dropped when
+// more wait than a batch holds) until events closes, then everything held.
+// The subscription is lossless: a reporter slower than the streams holds
+// them up, so the Outbox is never cut off.
+func (j *job) pump(events <-chan provider.Event) {
+	box := provider.NewOutbox(provider.OutboxOptions{})
+	var batches []provider.Batch
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for events != nil {
+		timer.Stop()
+		var tick <-chan time.Time
+		if at, ok := box.Next(); ok {
+			timer.Reset(time.Until(at))
+			tick = timer.C
+		}
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				break
+			}
+			box.Add(ev)
+		case <-tick:
+		}
+		if events == nil {
+			batches = box.Drain(batches[:0])
+		} else {
+			batches = box.Take(time.Now(), batches[:0])
+		}
+		for i := range batches {
+			j.report(&batches[i])
+		}
+	}
+}
+
+// report hands one delivered batch to the job's reporter.
+func (j *job) report(b *provider.Batch) {
+	if b.Dropped > 0 {
+		j.rep.dropped(b.StreamID, b.Dropped)
+	}
+	for _, o := range b.Outputs {
+		v := show(o.Value, j.opts.maxOutput, "the output")
+		if o.Count > 1 {
+			v.Count, v.Kind = o.Count, o.Kind
+		}
+		j.rep.output(b.StreamID, o.Seq, v)
+	}
+	if b.End != nil && b.End.State.Terminal() {
+		e := endingOf(*b.End, j.opts.maxOutput)
+		if in, err := j.p.Info(b.StreamID, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true}); err == nil {
+			e.Progress = in.Progress
+		}
+		j.rep.end(e)
+	}
 }
 
 // has reports whether stream id is the job's.
@@ -308,7 +358,7 @@ func (j *job) sendStats() {
 			continue
 		}
 		list = append(list, streamStats{Stream: id, State: string(in.Status.State), Processed: in.Stats.ProcessedChunks,
-			Queued: in.Stats.QueuedChunks, Capacity: int64(in.QueueCapacity)})
+			Queued: in.Stats.QueuedChunks, Capacity: int64(in.QueueCapacity), Progress: in.Progress})
 	}
 	if len(list) > 0 {
 		j.rep.stats(list)

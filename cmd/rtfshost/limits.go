@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport/breaker"
 )
 
 // runtimeFlags are the budgets of programs and processors and the idle
@@ -23,6 +24,9 @@ type runtimeFlags struct {
 	callTimeout time.Duration
 	idleTimeout time.Duration
 	idleSet     bool // --idle-timeout was given (0 then disables it)
+
+	breakerFailures int
+	breakerCooldown time.Duration
 }
 
 // The defaults of serve, which runs programs that MCP clients send.
@@ -50,6 +54,8 @@ func (a *app) addRuntimeFlags(cmd *cobra.Command, serve bool) {
 	f.StringVar(&a.rt.maxOutput, "max-output-bytes", out, outDoc)
 	f.DurationVar(&a.rt.callTimeout, "call-timeout", timeout, timeoutDoc)
 	f.DurationVar(&a.rt.idleTimeout, "idle-timeout", 0, "reconnect a source that sends nothing for this long; 0 disables (default $RTFSHOST_IDLE_TIMEOUT_MS, else 60s)")
+	f.IntVar(&a.rt.breakerFailures, "breaker-failures", breaker.DefaultFailures, "consecutive failed attempts on one origin (server or program) that open its circuit; -1: never")
+	f.DurationVar(&a.rt.breakerCooldown, "breaker-cooldown", breaker.DefaultCooldown, "how long an open circuit makes starts and reconnects to its origin fail at once")
 }
 
 // runtimeFlagNames are the flags addRuntimeFlags registers.
@@ -76,6 +82,10 @@ func (rt *runtimeFlags) resolve(cmd *cobra.Command) error {
 		return fmt.Errorf("--call-timeout: must not be negative, got %v", rt.callTimeout)
 	case rt.idleTimeout < 0:
 		return fmt.Errorf("--idle-timeout: must not be negative, got %v", rt.idleTimeout)
+	case rt.breakerFailures == 0 || rt.breakerFailures < -1:
+		return fmt.Errorf("--breaker-failures: must be positive, or -1 to never open a circuit, got %d", rt.breakerFailures)
+	case rt.breakerCooldown <= 0:
+		return fmt.Errorf("--breaker-cooldown: must be positive, got %v", rt.breakerCooldown)
 	}
 	if _, err := parseBytes(rt.maxMemory); err != nil {
 		return fmt.Errorf("--max-memory: %w", err)
@@ -95,6 +105,11 @@ func (rt *runtimeFlags) limits() rtfs.Limits {
 		out = 0 // -1: the memory budget's bound (Limits.OutputLimit)
 	}
 	return rtfs.Limits{MaxSteps: rt.maxSteps, MaxMemory: mem, MaxOutput: out, MaxDuration: rt.callTimeout}
+}
+
+// breaker returns provider.Options.Breaker for the flags.
+func (rt *runtimeFlags) breaker() breaker.Options {
+	return breaker.Options{Failures: rt.breakerFailures, Cooldown: rt.breakerCooldown}
 }
 
 // idle returns provider.Options.IdleTimeout for the flags: zero (the

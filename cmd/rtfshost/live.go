@@ -11,6 +11,8 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/rtfshost/rtfshost/provider"
 )
 
 // liveReporter shows one live line per stream on a terminal (state, chunks,
@@ -39,6 +41,7 @@ type streamLine struct {
 	done      bool
 	state     string
 	queue     string // "  queue depth/capacity", from the last stats
+	progress  string // the stream's progress, from the last stats (progressText)
 	processed int64
 	lastN     int64
 	lastT     time.Time
@@ -86,6 +89,8 @@ func (r *liveReporter) output(stream string, seq int64, v shown) {
 
 func (r *liveReporter) log(stream, line string) { r.text.log(stream, line) }
 
+func (r *liveReporter) dropped(stream string, n int64) { r.text.dropped(stream, n) }
+
 // result keeps the program's result for close, which prints it under the
 // streams' final lines rather than above them.
 func (r *liveReporter) result(v shown) {
@@ -118,20 +123,21 @@ func (r *liveReporter) stats(list []streamStats) {
 		l.processed = max(l.processed, st.Processed)
 		l.state = st.State
 		l.queue = fmt.Sprintf("  queue %d/%d", st.Queued, st.Capacity)
+		l.progress = progressText(st.Progress)
 		r.draw(st.Stream, l)
 	}
 }
 
 // draw sets the text of a line that has not ended. r.mu is held.
 func (r *liveReporter) draw(id string, l *streamLine) {
-	text := liveText(id, l, l.state) + l.queue
+	text := liveText(id, l, l.state) + l.queue + l.progress
 	l.text.Store(&text)
 }
 
 func (r *liveReporter) end(e ending) {
 	r.mu.Lock()
 	l := r.line(e.Stream)
-	text := liveText(e.Stream, l, e.State)
+	text := liveText(e.Stream, l, e.State) + progressText(e.Progress)
 	if why := strings.TrimPrefix(endText(e), e.State); why != "" {
 		text += why // " (end reason): message"
 	}
@@ -158,6 +164,32 @@ func (r *liveReporter) line(id string) *streamLine {
 	})))
 	r.lines[id] = l
 	return l
+}
+
+// progressText draws a stream's :progress after its live line: a bar of
+// the fraction done, the percentage, the ETA and the step; "" without one.
+func progressText(p *provider.ProgressInfo) string {
+	if p == nil {
+		return ""
+	}
+	var b strings.Builder
+	if p.Fraction != nil {
+		const width = 20
+		n := int(*p.Fraction*width + 0.5)
+		fmt.Fprintf(&b, "  [%s%s] %3.0f%%", strings.Repeat("#", n), strings.Repeat(".", width-n), *p.Fraction*100)
+	} else {
+		fmt.Fprintf(&b, "  done %g", p.Done)
+	}
+	if p.EtaMs != nil {
+		fmt.Fprintf(&b, " eta %s", (time.Duration(*p.EtaMs) * time.Millisecond).Round(time.Second))
+	}
+	if step := p.Message; step != "" || p.Milestone != "" {
+		if step == "" {
+			step = p.Milestone
+		}
+		b.WriteString("  " + clip(step, 40))
+	}
+	return b.String()
 }
 
 func liveText(id string, l *streamLine, state string) string {

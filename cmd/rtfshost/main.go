@@ -19,6 +19,7 @@ import (
 )
 
 func main() {
+	setGCDefaults(os.LookupEnv) // docs/performance.md
 	os.Exit(mainWithIO(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

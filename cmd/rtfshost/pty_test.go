@@ -62,6 +62,22 @@ func (c *cli) testLiveLines(t *testing.T) {
 		t.Errorf("the result line (%d) is above the final live lines (%d)\n%s", resultAt, lastLive, strings.Join(lines, "\n"))
 	}
 
+	// A stream with milestones draws its progress: a bar, the percentage,
+	// the ETA and the phase, to 100% at the end (examples/cli-agent.rtfs
+	// replays its transcript from the repository's root).
+	agent := screenLines(c.runOnPTYAt(t, filepath.Dir(c.examples), &pty.Winsize{Rows: 50, Cols: 200},
+		"run", "--data", filepath.Join(t.TempDir(), "data"), filepath.Join(c.examples, "cli-agent.rtfs")))
+	bar := regexp.MustCompile(`^agent\.review .* \[(#*)(\.*)\] +(\d+)% eta \d+s`)
+	var percents []string
+	for _, l := range agent {
+		if m := bar.FindStringSubmatch(l); m != nil && len(m[1])+len(m[2]) == 20 {
+			percents = append(percents, m[3])
+		}
+	}
+	if len(percents) == 0 || percents[len(percents)-1] != "100" {
+		t.Errorf("the live line of cli-agent.rtfs shows no progress bar ending at 100%%: %v\n%s", percents, strings.Join(agent, "\n"))
+	}
+
 	// A terminal that reports no size gets plain lines, all of them.
 	plain := screenLines(c.runOnPTYSized(t, &pty.Winsize{}, "run", "--server-url", c.serverURL, filepath.Join(c.examples, "multiplex.rtfs")))
 	if !hasPrefixLine(plain, "result: {:total 3 :streams [") || len(liveLines(plain)) != 0 {
@@ -119,8 +135,14 @@ func (c *cli) runOnPTY(t *testing.T, args ...string) string {
 // terminal that reports no size).
 func (c *cli) runOnPTYSized(t *testing.T, size *pty.Winsize, args ...string) string {
 	t.Helper()
+	return c.runOnPTYAt(t, t.TempDir(), size, args...)
+}
+
+// runOnPTYAt is runOnPTYSized in the working directory dir.
+func (c *cli) runOnPTYAt(t *testing.T, dir string, size *pty.Winsize, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(c.bin, args...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	cmd.Env = append(childEnv(), "TERM=xterm")
 	out, waitErr := c.ptyRun(t, cmd, size)
 	if waitErr != nil {

@@ -19,7 +19,12 @@ import (
 // process that holds a data directory, the wire to a run that joined it
 // (holder.go), which replays the lines into its own reporter.
 type reporter interface {
+	// output prints an output as the job's Outbox delivered it
+	// (docs/streams.md, "Delivery"): v.Count > 1 when it stands for
+	// outputs of its :kind coalesced.
 	output(stream string, seq int64, v shown)
+	// dropped reports n low-priority outputs of stream left out.
+	dropped(stream string, n int64)
 	end(e ending)
 	// log prints a line of the program (stream "") or of a stream's
 	// processor.
@@ -39,6 +44,11 @@ type reporter interface {
 type shown struct {
 	Text string          `json:"text"`
 	JSON json.RawMessage `json:"json"`
+	// Count and Kind say that the value stands for Count outputs of the
+	// :kind Kind, coalesced as they were delivered (an output's; 0 and ""
+	// otherwise).
+	Count int64  `json:"count,omitempty"`
+	Kind  string `json:"kind,omitempty"`
 }
 
 // show makes v's two forms, each within max bytes (the output limit of the
@@ -85,6 +95,8 @@ type ending struct {
 	EndReason string `json:"end-reason,omitempty"`
 	Message   string `json:"message,omitempty"`
 	Result    *shown `json:"result,omitempty"` // a completed stream's
+	// Progress is the stream's :progress when it ended (docs/streams.md).
+	Progress *provider.ProgressInfo `json:"progress,omitempty"`
 }
 
 func endingOf(st provider.Status, max int64) ending {
@@ -103,6 +115,8 @@ type streamStats struct {
 	Processed int64  `json:"processed"`
 	Queued    int64  `json:"queued"`
 	Capacity  int64  `json:"capacity"`
+	// Progress is the stream's :progress (docs/streams.md), nil without.
+	Progress *provider.ProgressInfo `json:"progress,omitempty"`
 }
 
 // The kinds of failure: what ended a run that did not succeed.
@@ -166,6 +180,8 @@ type jsonLine struct {
 	File      string          `json:"file,omitempty"`
 	Seq       *int64          `json:"seq,omitempty"`
 	Output    json.RawMessage `json:"output,omitempty"`
+	Count     int64           `json:"count,omitempty"`
+	Kind      string          `json:"kind,omitempty"`
 	State     string          `json:"state,omitempty"`
 	Was       string          `json:"was,omitempty"`
 	EndReason string          `json:"end-reason,omitempty"`
@@ -178,7 +194,8 @@ type jsonLine struct {
 
 // jsonReporter writes one JSON object per line:
 //
-//	{"type":"output","stream":ID,"seq":N,"output":V}
+//	{"type":"output","stream":ID,"seq":N,"output":V}   (+ "count":C,"kind":K when C outputs of kind K were coalesced)
+//	{"type":"dropped","stream":ID,"count":N}           (low-priority outputs left out)
 //	{"type":"status","stream":ID,"state":"completed","end-reason":R,"message":M,"result":V}
 //	{"type":"log","stream":ID,"message":TEXT}  (stream only for a processor's line)
 //	{"type":"result","value":V}
@@ -204,7 +221,15 @@ func (r *jsonReporter) write(l jsonLine) {
 }
 
 func (r *jsonReporter) output(stream string, seq int64, v shown) {
-	r.write(jsonLine{Type: "output", Stream: stream, Seq: &seq, Output: v.JSON})
+	l := jsonLine{Type: "output", Stream: stream, Seq: &seq, Output: v.JSON}
+	if v.Count > 1 {
+		l.Count, l.Kind = v.Count, v.Kind
+	}
+	r.write(l)
+}
+
+func (r *jsonReporter) dropped(stream string, n int64) {
+	r.write(jsonLine{Type: "dropped", Stream: stream, Count: n})
 }
 
 func (r *jsonReporter) end(e ending) {
@@ -277,7 +302,15 @@ func (r *textReporter) output(stream string, seq int64, v shown) {
 	}
 	r.last[stream] = v.Text
 	r.mu.Unlock()
+	if v.Count > 1 {
+		r.printf("%s #%d: %s  (×%d %s)\n", stream, seq, v.Text, v.Count, v.Kind)
+		return
+	}
 	r.printf("%s #%d: %s\n", stream, seq, v.Text)
+}
+
+func (r *textReporter) dropped(stream string, n int64) {
+	r.printf("%s: %d low-priority outputs left out\n", stream, n)
 }
 
 // end prints the stream's status line; a result that is the output just

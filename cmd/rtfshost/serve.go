@@ -33,6 +33,7 @@ type serveOptions struct {
 	oauthAudience    string
 	stdioOut         io.WriteCloser // with stdio: where MCP messages go
 	progressInterval time.Duration
+	delivery         deliveryFlags
 	allowOrigins     []string
 	allowServers     []string
 	allowCommands    []string
@@ -85,7 +86,7 @@ client (Claude Desktop, Cursor, VS Code) that launches it: the same tools,
 tasks, budgets and egress policy; logs go to stderr, and nothing but MCP to
 stdout. The launching client is trusted: there is no token.`,
 		Example: `  rtfshost serve
-  rtfshost serve --listen 127.0.0.1:7070 --progress-interval 250ms
+  rtfshost serve --listen 127.0.0.1:7070 --normal-interval 250ms --low-batch 50
   RTFSHOST_TOKEN=$(openssl rand -hex 16) rtfshost serve --listen 0.0.0.0:7070
   rtfshost serve --listen 0.0.0.0:7070 --public-url https://mcp.example.com \
     --oauth-issuer https://auth.example.com/realms/ops
@@ -111,7 +112,9 @@ stdout. The launching client is trusted: there is no token.`,
 	f.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this server at, e.g. https://mcp.example.com (default http://<listen address>); with --oauth-issuer its /mcp is the resource tokens are for")
 	f.StringVar(&o.oauthIssuer, "oauth-issuer", "", "accept OAuth 2.1 access tokens (JWTs) of this authorization server, e.g. https://auth.example.com/realms/ops, instead of a static token")
 	f.StringVar(&o.oauthAudience, "oauth-audience", "", "the aud an access token must name (default the resource: --public-url with /mcp)")
-	f.DurationVar(&o.progressInterval, "progress-interval", 0, "least time between two progress notifications of a call; outputs in between are coalesced (0: one per output)")
+	f.DurationVar(&o.progressInterval, "progress-interval", 0, "the same as --normal-interval")
+	_ = f.MarkDeprecated("progress-interval", "use --normal-interval")
+	o.delivery.add(cmd)
 	f.StringSliceVar(&o.allowOrigins, "allow-origin", nil, "browser origin to accept besides the server's own, e.g. http://localhost:6274 (repeatable)")
 	f.StringArrayVar(&o.allowServers, "allow-server", nil, "URL prefix streams may connect to besides the default server's origin, e.g. https://api.example.com/sse (repeatable; also $"+allowServersEnv+", comma-separated)")
 	f.StringArrayVar(&o.allowCommands, "allow-command", nil, "executable a child-process stream may start, by name or absolute path (repeatable; also $"+allowCommandsEnv+")")
@@ -153,6 +156,12 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	if o.progressInterval < 0 {
 		return withCode(exitProgramError, fmt.Errorf("--progress-interval: must not be negative, got %v", o.progressInterval))
+	}
+	if cmd.Flags().Changed("progress-interval") && !cmd.Flags().Changed("normal-interval") {
+		o.delivery.policy.Normal.Interval = o.progressInterval
+	}
+	if err := o.delivery.check(); err != nil {
+		return withCode(exitProgramError, err)
 	}
 	if !o.stdio {
 		if err := checkListen(o.listen, o.token, o.oauthIssuer != ""); err != nil {
@@ -210,6 +219,7 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		Streams: provider.Options{
 			ServerURL: a.flags.serverURL, Logger: logger,
 			Egress: policy, Limits: a.rt.limits(), IdleTimeout: a.rt.idle(), MaxStreams: o.maxStreams,
+			Breaker:    a.rt.breaker(),
 			HTTPClient: emb.client(), Observer: ob.observer(),
 		},
 		Limits: a.rt.limits(),
@@ -235,13 +245,13 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	if err := ob.watchCluster(h.Cluster()); err != nil {
 		return withCode(exitStreamFailed, err)
 	}
-	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI && !o.stdio)
+	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI && !o.stdio, &o.delivery.policy)
 	if err != nil {
 		return withCode(exitStreamFailed, err)
 	}
 	defer closeRoutes()
 	mopts := mcpserver.Options{
-		Host: h, Token: o.token, ProgressInterval: o.progressInterval,
+		Host: h, Token: o.token, Delivery: &o.delivery.policy,
 		AllowedOrigins: o.allowOrigins, Version: version, Logger: logger,
 		Limits: a.rt.limits(), MaxCallsPerSession: o.maxSessionCalls,
 		Observer: ob.obs, Routes: routes,
@@ -303,6 +313,36 @@ func checkListen(addr, token string, oauth bool) error {
 	}
 	if err := mcpserver.CheckExposure(addr, token); err != nil {
 		return fmt.Errorf("--listen: %w (--token or $%s, or --oauth-issuer)", err, tokenEnv)
+	}
+	return nil
+}
+
+// deliveryFlags are serve's delivery policy: how the outputs of a call's
+// streams become progress notifications, and reach the dashboard
+// (docs/streams.md, "Delivery"); a stream's :delivery overrides them.
+type deliveryFlags struct{ policy provider.Delivery }
+
+func (d *deliveryFlags) add(cmd *cobra.Command) {
+	def := provider.DefaultDelivery()
+	d.policy = def
+	f := cmd.Flags()
+	f.DurationVar(&d.policy.Normal.Interval, "normal-interval", def.Normal.Interval, "least time between two deliveries of normal outputs to one subscriber (a progress notification, the dashboard); 0: at once")
+	f.IntVar(&d.policy.Normal.MaxBatch, "normal-batch", def.Normal.MaxBatch, "most normal outputs one delivery carries; a full batch goes at once")
+	f.DurationVar(&d.policy.Low.Interval, "low-interval", def.Low.Interval, "least time between two deliveries of low outputs to one subscriber; more than a batch waiting drops the oldest")
+	f.IntVar(&d.policy.Low.MaxBatch, "low-batch", def.Low.MaxBatch, "most low outputs one delivery carries")
+}
+
+func (d *deliveryFlags) check() error {
+	for _, t := range []struct {
+		name string
+		t    provider.Throttle
+	}{{"normal", d.policy.Normal}, {"low", d.policy.Low}} {
+		if t.t.Interval < 0 {
+			return fmt.Errorf("--%s-interval: must not be negative, got %v", t.name, t.t.Interval)
+		}
+		if t.t.MaxBatch < 1 {
+			return fmt.Errorf("--%s-batch: must be at least 1, got %d", t.name, t.t.MaxBatch)
+		}
 	}
 	return nil
 }

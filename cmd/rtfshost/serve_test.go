@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +38,7 @@ func serveChild(argsJSON string) {
 		fmt.Fprintln(os.Stderr, "bad child args:", err)
 		os.Exit(3)
 	}
+	setGCDefaults(os.LookupEnv) // as main does
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a := newApp(os.Stdin, os.Stdout, os.Stderr)
@@ -75,6 +78,9 @@ func TestServeSubprocess(t *testing.T) {
 			"arguments": map[string]any{
 				"program": program, "processor": "step", "endpoint": "counter.v1", "transport": "sse",
 				"config": map[string]any{"limit": 3, "interval_ms": 0}, "initial-state": 0,
+				// One notification per output, at once (the default batches
+				// normal outputs for 200 ms).
+				"delivery": map[string]any{"normal": map[string]any{"interval-ms": 0, "max-batch": 1}},
 			},
 			"_meta": map[string]any{"progressToken": "xyz"},
 		},
@@ -134,6 +140,8 @@ func TestServeSubprocess(t *testing.T) {
 	if len(events) != 1 || !strings.Contains(events[0].data, `"isError":true`) || !strings.Contains(events[0].data, `eval.rtfs:1:`) {
 		t.Errorf("eval error over the wire:\n%s", body)
 	}
+	t.Run("delivery by priority, with milestones", func(t *testing.T) { serveDelivery(t, base, sid) })
+	t.Run("a dead origin opens its circuit", serveBreaker)
 	t.Run("token from the environment", func(t *testing.T) { serveWithToken(t) })
 	t.Run("processes need --allow-command", func(t *testing.T) { serveProcesses(t, base, sid) })
 	t.Run("a child's environment needs --allow-env", serveChildEnvironment)
@@ -157,6 +165,9 @@ func serveResumeAfterKill(t *testing.T, sourceURL string) {
 			"program": `(defn step [n chunk meta] {:state (inc n) :output {:count (inc n)}})`, "processor": "step",
 			"endpoint": "counter.v1", "transport": "sse", "stream-id": "resumable", "initial-state": 0,
 			"config": map[string]any{"limit": 30, "interval_ms": 30},
+			// One notification per output, here and after the restart (the
+			// stream's :delivery is stored with it).
+			"delivery": map[string]any{"normal": map[string]any{"interval-ms": 0, "max-batch": 1}},
 		}}})
 	req, _ := http.NewRequest(http.MethodPost, base, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
@@ -638,6 +649,150 @@ func TestServeFlags(t *testing.T) {
 	}
 	if err := checkListen("[::]:7070", "", true); err != nil {
 		t.Errorf("any address under OAuth refused: %v", err)
+	}
+}
+
+// serveDelivery: a stream of 2,000 chunks whose processor makes a flood of
+// low outputs, five immediate findings and two milestones, followed with a
+// progress token. The flood becomes a few notifications (the oldest low
+// outputs dropped, counted in the result); every immediate output arrives
+// alone and in order; every notification carries the milestones' total.
+func serveDelivery(t *testing.T, base, sid string) {
+	program := `
+(defn step [n chunk meta]
+  (let [i (:n (:chunk chunk))]
+    (cond
+      (= i 1000) {:state (inc n) :output {:finding i} :priority :immediate :milestone :half}
+      (= i 2000) {:state (inc n) :output {:done i} :milestone :all}
+      (= (mod i 400) 0) {:state (inc n) :output {:finding i} :priority :immediate}
+      :else {:state (inc n) :output {:debug i} :priority :low})))`
+	call := map[string]any{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": map[string]any{
+		"name": "mcp.stream.start", "arguments": map[string]any{
+			"program": program, "processor": "step", "endpoint": "counter.v1", "transport": "sse",
+			"config": map[string]any{"limit": 2000, "interval_ms": 0}, "initial-state": 0,
+			"milestones": []any{map[string]any{"id": "half", "weight": 1}, map[string]any{"id": "all", "weight": 1}},
+		},
+		"_meta": map[string]any{"progressToken": "flood"},
+	}}
+	_, body := post(t, base, sid, call)
+	events := parseSSE(t, body)
+	type note struct {
+		Params struct {
+			Progress float64        `json:"progress"`
+			Total    float64        `json:"total"`
+			Message  string         `json:"message"`
+			Meta     map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	var findings []string
+	notes, last := 0, -1.0
+	for _, ev := range events[:len(events)-1] {
+		var n note
+		if err := json.Unmarshal([]byte(ev.data), &n); err != nil {
+			t.Fatal(err)
+		}
+		notes++
+		p := n.Params
+		if p.Total != 2 || p.Progress <= last {
+			t.Errorf("notification %d: progress %v of %v (the previous %v), want a rising progress of 2", notes, p.Progress, p.Total, last)
+		}
+		last = p.Progress
+		if p.Meta["rtfshost/priority"] == "immediate" {
+			if _, many := p.Meta["rtfshost/outputs"]; many {
+				t.Errorf("an immediate notification carries several outputs: %s", ev.data)
+			}
+			findings = append(findings, p.Message)
+		}
+	}
+	if want := `{"finding":400} {"finding":800} {"finding":1000} {"finding":1200} {"finding":1600}`; strings.Join(findings, " ") != want {
+		t.Errorf("immediate findings %v, want each alone and in order: %s", findings, want)
+	}
+	if last != 2 {
+		t.Errorf("the last notification's progress is %v, want 2 (both milestones)", last)
+	}
+	if notes > 40 {
+		t.Errorf("%d notifications for a flood of 2,000 outputs", notes)
+	}
+	var final struct {
+		Result struct {
+			StructuredContent map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(events[len(events)-1].data), &final); err != nil {
+		t.Fatal(err)
+	}
+	res := final.Result.StructuredContent
+	if res["output-count"] != 2000.0 || len(res["outputs"].([]any)) != 2000 || res["progress-notifications"] != float64(notes) {
+		t.Errorf("result %v", res["output-count"])
+	}
+	if d, _ := res["dropped-outputs"].(float64); d < 1500 {
+		t.Errorf("dropped-outputs %v, want most of the flood", res["dropped-outputs"])
+	}
+	t.Logf("%d outputs: %d notifications, %v low ones dropped", 2000, notes, res["dropped-outputs"])
+}
+
+// serveBreaker: eight mcp.stream.start calls, one after another, on an
+// origin that hangs up on every request. serve retries each stream three
+// times: the first stream makes four failed attempts, the second one
+// more, which opens the origin's circuit. From then on every start fails
+// at once saying so, and the origin gets no request. /metrics shows the
+// open circuit.
+func serveBreaker(t *testing.T) {
+	var requests atomic.Int64
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	defer dead.Close()
+	base, stop := startServeChild(t, "", "serve", "--listen", "127.0.0.1:0", "--allow-server", dead.URL+"/")
+	defer stop()
+	sid := rawInitialize(t, base)
+	var before []int64
+	var texts []string
+	for i := range 8 {
+		before = append(before, requests.Load())
+		call := map[string]any{"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": map[string]any{
+			"name": "mcp.stream.start", "arguments": map[string]any{
+				"program": `(defn step [n chunk meta] {:state n})`, "processor": "step",
+				"endpoint": "counter.v1", "transport": "sse", "server-url": dead.URL + "/sse",
+			}}}
+		_, body := post(t, base, sid, call)
+		events := parseSSE(t, body)
+		if len(events) == 0 {
+			t.Fatalf("start %d: no answer", i+1)
+		}
+		texts = append(texts, events[len(events)-1].data)
+	}
+	open := "circuit open for " + dead.URL + " until "
+	for i, text := range texts {
+		if !strings.Contains(text, `"isError":true`) {
+			t.Errorf("start %d on a dead origin succeeded: %s", i+1, text)
+		}
+		if i < 5 {
+			continue
+		}
+		if !strings.Contains(text, "mcp.stream.start: start stream: "+open) || !strings.Contains(text, "(5 failures; last: ") {
+			t.Errorf("start %d: %s", i+1, text)
+		}
+		if n := requests.Load(); n != before[i] {
+			t.Errorf("start %d reached the origin (%d requests, %d before it)", i+1, n, before[i])
+		}
+	}
+	if n := requests.Load(); n != 5 {
+		t.Errorf("the dead origin got %d requests, want 5 (four of the first stream, one of the second)", n)
+	}
+	resp, err := http.Get(strings.TrimSuffix(base, "/mcp") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`rtfshost_breaker_state{origin="` + dead.URL + `"} 1`, `rtfshost_breaker_failures{origin="` + dead.URL + `"} 5`, "rtfshost_breaker_opened_total 1"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
 

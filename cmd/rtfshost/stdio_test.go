@@ -89,6 +89,8 @@ func TestServeStdio(t *testing.T) {
 		"program":   `(defn step [n chunk meta] {:state (inc n) :output {:n (:n (:chunk chunk))}})`,
 		"processor": "step", "endpoint": "counter.v1", "transport": "sse", "initial-state": 0,
 		"config": map[string]any{"limit": 3, "interval_ms": 0},
+		// One notification per output (by default these would share one).
+		"delivery": map[string]any{"normal": map[string]any{"interval-ms": 0, "max-batch": 1}},
 	}}
 	params.SetProgressToken("stdio")
 	res, err = cs.CallTool(ctx, params)

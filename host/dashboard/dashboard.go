@@ -66,6 +66,15 @@ type Options struct {
 	History int
 	// Version is shown in the page's header.
 	Version string
+	// Delivery is how a stream's outputs reach a tab that shows it
+	// (docs/streams.md, "Delivery"); a stream's :delivery overrides it.
+	// Nil: provider.DefaultDelivery.
+	Delivery *provider.Delivery
+	// MaxPending bounds the immediate and normal outputs held for a tab
+	// that reads more slowly than its stream outputs (default 1000); beyond
+	// it the tab is told it fell behind and its events response ends (the
+	// page reconnects).
+	MaxPending int
 }
 
 // A Dashboard serves the web dashboard. It is safe for concurrent use.
@@ -98,6 +107,9 @@ func New(opts Options) (*Dashboard, error) {
 	}
 	if opts.History <= 0 {
 		opts.History = 180
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = 1000
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
@@ -240,6 +252,12 @@ type row struct {
 	Rate     float64   `json:"rate"`
 	Lifetime bool      `json:"lifetime,omitempty"`
 	Rates    []float64 `json:"rates,omitempty"` // the sparkline: oldest first (snapshots only)
+	// Progress is the stream's :progress fraction (0 to 1), EtaMs its
+	// :eta-ms, Step its :message or else its :milestone; absent when not
+	// known.
+	Progress *float64 `json:"progress,omitempty"`
+	EtaMs    *int64   `json:"etaMs,omitempty"`
+	Step     string   `json:"step,omitempty"`
 
 	history []float64 // ring of rates, History long
 	at      time.Time // when Processed was sampled
@@ -287,6 +305,12 @@ func (d *Dashboard) sample(now time.Time) {
 		}
 		if in.Stats.LastEventEpochMs != nil {
 			r.LastMs = *in.Stats.LastEventEpochMs
+		}
+		if p := in.Progress; p != nil {
+			r.Progress, r.EtaMs, r.Step = p.Fraction, p.EtaMs, cut(p.Message, maxOutputText)
+			if r.Step == "" {
+				r.Step = p.Milestone
+			}
 		}
 		ended := in.Status.State.Terminal()
 		if ended {
@@ -339,7 +363,13 @@ func (d *Dashboard) sample(now time.Time) {
 func (r *row) sameAs(o *row) bool {
 	return r.State == o.State && r.Reason == o.Reason && r.Message == o.Message && r.Processed == o.Processed &&
 		r.Dropped == o.Dropped && r.Queued == o.Queued && r.Reconnects == o.Reconnects &&
-		r.Outputs == o.Outputs && r.LastOutput == o.LastOutput && r.Rate == o.Rate
+		r.Outputs == o.Outputs && r.LastOutput == o.LastOutput && r.Rate == o.Rate &&
+		eqPtr(r.Progress, o.Progress) && eqPtr(r.EtaMs, o.EtaMs) && r.Step == o.Step
+}
+
+// eqPtr reports whether a and b are both nil or point to equal values.
+func eqPtr[T comparable](a, b *T) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 func roundRate(v float64) float64 {
@@ -456,15 +486,19 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 		delete(d.clients, c)
 		d.mu.Unlock()
 	}()
-	var outputs <-chan provider.Event
+	// The outputs of the stream the tab shows reach it through an
+	// Outbox: the delivery policy of a subscriber (docs/streams.md).
+	var box *provider.Outbox
+	var boxWake <-chan struct{}
 	watched := r.URL.Query().Get("stream")
 	var lastDetail int64 = -1
 	var lastState string
 	var lastTimeline int64 = -1 // events sent of the watched stream's timeline
 	if watched != "" {
-		if sub, err := d.p.Subscribe(watched, provider.SubscribeOptions{Buffer: 256}); err == nil {
+		box = provider.NewOutbox(provider.OutboxOptions{Delivery: d.opts.Delivery, MaxPending: d.opts.MaxPending})
+		if sub, err := d.p.Subscribe(watched, provider.SubscribeOptions{Receive: box.Add}); err == nil {
 			defer sub.Close()
-			outputs = sub.C()
+			boxWake = box.Wake()
 		}
 	}
 	h := w.Header()
@@ -479,7 +513,8 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 		if all {
 			kind = "snapshot"
 		}
-		ew.event(kind, map[string]any{"seq": seq, "now": time.Now().UnixMilli(), "interval": d.opts.Interval.Milliseconds(), "rows": rows, "gone": gone})
+		ew.event(kind, map[string]any{"seq": seq, "now": time.Now().UnixMilli(), "interval": d.opts.Interval.Milliseconds(), "rows": rows, "gone": gone,
+			"breakers": d.p.Breakers()})
 		if watched != "" {
 			lastDetail, lastState = d.detail(ew, watched, lastDetail, lastState)
 			lastTimeline = d.timeline(ew, watched, lastTimeline)
@@ -489,7 +524,18 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 	send(true)
 	keepAlive := time.NewTicker(15 * time.Second)
 	defer keepAlive.Stop()
+	due := time.NewTimer(time.Hour)
+	defer due.Stop()
+	var batches []provider.Batch
 	for ew.err == nil {
+		due.Stop()
+		var tick <-chan time.Time
+		if box != nil {
+			if at, ok := box.Next(); ok {
+				due.Reset(time.Until(at))
+				tick = due.C
+			}
+		}
 		select {
 		case <-r.Context().Done():
 			return
@@ -497,18 +543,48 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-c.tick:
 			send(false)
-		case ev, ok := <-outputs:
-			if !ok {
-				outputs = nil
-				continue
-			}
-			if ev.Kind == provider.EventOutput {
-				ew.event("output", map[string]any{"stream": ev.StreamID, "seq": ev.Seq, "at": time.Now().UnixMilli(), "output": outputJSON(ev.Output)})
-				fl.Flush()
-			}
+		case <-boxWake:
+		case <-tick:
 		case <-keepAlive.C:
 			ew.comment()
 			fl.Flush()
+		}
+		if box == nil {
+			continue
+		}
+		batches = box.Take(time.Now(), batches[:0])
+		if len(batches) > 0 {
+			writeBatches(ew, batches)
+			fl.Flush()
+		}
+		if err := box.Err(); err != nil {
+			// The tab fell behind: it is told, and reconnects afresh.
+			ew.event("cut", map[string]string{"stream": watched, "message": err.Error()})
+			fl.Flush()
+			return
+		}
+	}
+}
+
+// writeBatches sends the outputs of the batches an Outbox delivered: one
+// "output" event each (a coalesced one with its count), and a "dropped"
+// event when a batch reports low outputs dropped.
+func writeBatches(ew *eventWriter, batches []provider.Batch) {
+	now := time.Now().UnixMilli()
+	for _, b := range batches {
+		if b.Dropped > 0 {
+			ew.event("dropped", map[string]any{"stream": b.StreamID, "count": b.Dropped})
+		}
+		for _, o := range b.Outputs {
+			ev := map[string]any{"stream": b.StreamID, "seq": o.Seq, "at": now, "output": outputJSON(o.Value),
+				"priority": b.Priority.String()}
+			if o.Count > 1 {
+				ev["count"] = o.Count
+			}
+			if o.Kind != "" {
+				ev["kind"] = o.Kind
+			}
+			ew.event("output", ev)
 		}
 	}
 }

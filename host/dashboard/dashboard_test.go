@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -398,5 +399,114 @@ func TestDetailReadsInspectKeys(t *testing.T) {
 	}
 	if n < 20 {
 		t.Errorf("found %d fields read in renderDetail; the pattern no longer matches app.js", n)
+	}
+}
+
+// TestDeliveryAndProgress: a tab that shows a stream gets its outputs as
+// the delivery policy says (the immediate one alone and at once, the low
+// ones coalesced by :kind, with their priority and count), and the rows
+// carry a stream's progress (fraction, ETA and milestone) and the host's
+// circuit breakers.
+func TestDeliveryAndProgress(t *testing.T) {
+	h, err := host.New(host.Options{
+		Streams: provider.Options{ManualConnect: true, LookupEnv: func(string) (string, bool) { return "", false }},
+		Stdout:  io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dashboard.New(dashboard.Options{Provider: h.Provider(), Interval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(d.APIHandler())
+	defer func() { d.Close(); ts.Close(); h.Close() }()
+	prog, err := rtfs.Compile("p.rtfs", []byte(`
+(defn step [state chunk meta]
+  (if (:alert chunk)
+    {:state state :output {:alert (:alert chunk)} :priority :immediate :milestone :scan}
+    {:state state :output {:read (:i chunk)} :priority :low :kind :read}))
+(call :mcp.stream.start {:endpoint "p.v1" :stream-id "p" :processor step
+                         :milestones [{:id :scan :weight 1 :estimated-ms 60000} {:id :report :weight 3}]})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := h.Run(ctx, prog); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+dashboard.PathEvents+"?stream=p", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan [2]string, 64)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		name := ""
+		for sc.Scan() {
+			if n, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				name = n
+			} else if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				events <- [2]string{name, data}
+			}
+		}
+	}()
+	next := func(want string) string {
+		t.Helper()
+		for ev := range events {
+			if ev[0] == want {
+				return ev[1]
+			}
+		}
+		t.Fatalf("the events ended before a %q event", want)
+		return ""
+	}
+	next("snapshot")
+	deliver := func(data string) {
+		if err := h.Provider().Deliver(ctx, "p", transport.Chunk{Data: []byte(data)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver(`{"i":0}`) // the first low output goes at once; those after it wait a second
+	if got := next("output"); !strings.Contains(got, `"output":{"read":0}`) || !strings.Contains(got, `"priority":"low"`) {
+		t.Fatalf("first output %s", got)
+	}
+	for i := 1; i <= 3; i++ {
+		deliver(fmt.Sprintf(`{"i":%d}`, i))
+	}
+	deliver(`{"alert":"x"}`)
+	// The alert takes the held reads along, coalesced, then goes alone.
+	if got := next("output"); !strings.Contains(got, `"output":{"read":3}`) || !strings.Contains(got, `"count":3`) || !strings.Contains(got, `"kind":"read"`) {
+		t.Errorf("the coalesced reads: %s", got)
+	}
+	if got := next("output"); !strings.Contains(got, `"output":{"alert":"x"}`) || !strings.Contains(got, `"priority":"immediate"`) {
+		t.Errorf("the alert: %s", got)
+	}
+	for {
+		var rows struct {
+			Rows []struct {
+				ID       string
+				Progress *float64
+				EtaMs    *int64
+				Step     string
+			}
+			Breakers []any
+		}
+		if err := json.Unmarshal([]byte(next("rows")), &rows); err != nil {
+			t.Fatal(err)
+		}
+		if rows.Breakers == nil {
+			t.Fatal("the rows event has no breakers list")
+		}
+		if len(rows.Rows) == 1 && rows.Rows[0].Progress != nil && *rows.Rows[0].Progress == 0.25 {
+			if r := rows.Rows[0]; r.EtaMs == nil || r.Step != "scan" {
+				t.Errorf("row %+v", r)
+			}
+			break
+		}
 	}
 }

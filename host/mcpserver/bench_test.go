@@ -11,32 +11,49 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/provider"
 )
 
 // BenchmarkStartProgress measures one mcp.stream.start call, POSTed over
 // loopback HTTP, whose stream gets b.N chunks, each with an output: per op, a
 // chunk goes through the mock transport, the processor, the call's
-// subscription and the reporter, and is written to the call's SSE response as a
-// notifications/progress event (kept in the event store for resumption), or,
-// throttled, is coalesced. The client reads the raw SSE and counts events,
-// so the cost of a client's JSON decoding is left out. The final result,
-// which holds every output, is checked.
+// subscription, its Outbox and the reporter, and is written to the call's
+// SSE response as a notifications/progress event (kept in the event store
+// for resumption), or shares one with others, or is coalesced. The client
+// reads the raw SSE and counts events, so the cost of a client's JSON
+// decoding is left out. The final result, which holds every output, is
+// checked.
+//
+//   - every: one notification per output, at once;
+//   - throttled: outputs of one :kind held for an hour: all coalesced into
+//     the first notification and the last;
+//   - batched: the default policy (a notification per 200 ms or per 10
+//     outputs);
+//   - every-badger: every, with the event store in Badger (serve's default:
+//     a data directory).
 func BenchmarkStartProgress(b *testing.B) {
+	hour := provider.Delivery{Normal: provider.Throttle{Interval: time.Hour, MaxBatch: 10}, Low: provider.Throttle{Interval: -1}}
 	for _, bc := range []struct {
 		name     string
-		interval time.Duration
+		delivery *provider.Delivery
+		kind     bool
 		store    bool
 	}{
-		{"every", 0, false},
-		{"throttled", time.Hour, false},
-		{"every-badger", 0, true}, // serve's default: the event store in a data directory
+		{"every", &everyOutput, false, false},
+		{"throttled", &hour, true, false},
+		{"batched", nil, false, false},
+		{"every-badger", &everyOutput, false, true},
 	} {
-		b.Run(bc.name, func(b *testing.B) { benchStart(b, bc.interval, bc.store) })
+		b.Run(bc.name, func(b *testing.B) { benchStart(b, bc.delivery, bc.kind, bc.store) })
 	}
 }
 
-func benchStart(b *testing.B, interval time.Duration, withStore bool) {
+// kindProgram is counterProgram whose outputs all have the :kind :tick.
+var kindProgram = strings.Replace(counterProgram, ":output {:n n :value (:value chunk)}", ":output {:n n :value (:value chunk)} :kind :tick", 1)
+
+func benchStart(b *testing.B, delivery *provider.Delivery, kind, withStore bool) {
 	var store persistence.Store
 	if withStore {
 		bs, err := persistence.OpenBadger(b.TempDir(), persistence.Options{GCInterval: -1, MinFreeBytes: -1})
@@ -46,7 +63,18 @@ func benchStart(b *testing.B, interval time.Duration, withStore bool) {
 		defer bs.Close()
 		store = bs
 	}
-	f := newFixtureStore(&testing.T{}, Options{ProgressInterval: interval}, store)
+	if delivery == nil {
+		d := provider.DefaultDelivery()
+		delivery = &d
+	}
+	// Without the schema check of the tests' fixtures: the benchmark
+	// measures the server, not the check. No bound on pending outputs: a
+	// client this far behind would be cut off, but the benchmark measures
+	// the cost of the notifications.
+	f := buildFixture(&testing.T{}, Options{Delivery: delivery, MaxPendingOutputs: -1}, func(ho host.Options) (*host.Host, error) {
+		ho.Store = store
+		return host.New(ho)
+	}, func(h http.Handler) http.Handler { return h })
 	defer func() {
 		f.srv.Close()
 		f.ts.Close()
@@ -54,7 +82,11 @@ func benchStart(b *testing.B, interval time.Duration, withStore bool) {
 	}()
 	url := f.ts.URL + PathStreamable
 	sid := benchInitialize(b, url)
-	args, _ := json.Marshal(startArgs("bench"))
+	sa := startArgs("bench")
+	if kind {
+		sa["program"] = kindProgram
+	}
+	args, _ := json.Marshal(sa)
 	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp.stream.start","arguments":%s,"_meta":{"progressToken":"b"}}}`, args)
 	ctx := context.Background()
 	chunk := map[string]any{"value": 1}

@@ -28,7 +28,6 @@ type call struct {
 func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 	rep := &reporter{
 		ctx:      ctx,
-		interval: s.opts.ProgressInterval,
 		max:      s.opts.MaxBufferedOutputs,
 		maxBytes: s.opts.Limits.OutputLimit(),
 		log:      s.log,
@@ -43,7 +42,18 @@ func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
 	if p := taskPeerOf(ctx); p != nil { // the call of a task (taskrun.go)
 		rep.session, rep.token = p, p.token
 	}
+	if rep.token != nil {
+		rep.box = s.newOutbox()
+		rep.note.maxBytes = rep.maxBytes
+	}
 	return &call{s: s, ctx: ctx, w: newWatch(), rep: rep}
+}
+
+// newOutbox returns the Outbox of a call that reports progress: the
+// server's delivery policy, and its bound on the notifications a client
+// lets pile up.
+func (s *Server) newOutbox() *provider.Outbox {
+	return provider.NewOutbox(provider.OutboxOptions{Delivery: s.delivery, MaxPending: s.opts.MaxPendingOutputs})
 }
 
 // watchStream subscribes the call to the events of stream id, from before
@@ -117,9 +127,9 @@ func (c *call) cancelStreams() {
 
 // pump handles the call's events until stop returns true (it is asked after
 // each batch of events and after wake is closed) or ctx ends. It reports
-// outputs as they come, honouring the progress interval, and returns the
-// EventEnd statuses it saw, by stream id; the error is ctx.Err() when ctx
-// ended first.
+// outputs as the call's Outbox delivers them, and returns the EventEnd
+// statuses it saw, by stream id; the error is ctx.Err() when ctx ended
+// first.
 func (c *call) pump(ctx context.Context, wake <-chan struct{}, stop func(ends map[string]provider.Status) bool) (map[string]provider.Status, error) {
 	ends := make(map[string]provider.Status)
 	timer := time.NewTimer(time.Hour)
@@ -128,19 +138,24 @@ func (c *call) pump(ctx context.Context, wake <-chan struct{}, stop func(ends ma
 	for {
 		c.sendLogs()
 		evs = c.w.take(evs)
-		for _, ev := range evs {
-			switch ev.Kind {
-			case provider.EventOutput:
-				c.output(ev)
-			case provider.EventEnd:
+		c.rep.behind(evs)
+		for i, ev := range evs {
+			if ev.Kind == provider.EventEnd {
 				ends[ev.StreamID] = ev.Status
+			}
+			c.rep.add(ev)
+			if i%addChunk == addChunk-1 {
+				// A burst goes through the Outbox in parts, so that it
+				// holds a part at a time.
+				c.rep.flush(time.Now(), false)
 			}
 		}
 		if stop(ends) {
 			c.sendLogs()
-			c.rep.flush()
+			c.rep.flush(time.Time{}, true)
 			return ends, nil
 		}
+		c.rep.flush(time.Now(), false)
 		timer.Stop()
 		var tick <-chan time.Time
 		if at, ok := c.rep.due(); ok {
@@ -150,7 +165,6 @@ func (c *call) pump(ctx context.Context, wake <-chan struct{}, stop func(ends ma
 		select {
 		case <-c.w.wake:
 		case <-tick:
-			c.rep.flush()
 		case <-wake:
 			wake = nil
 		case <-ctx.Done():
@@ -158,6 +172,10 @@ func (c *call) pump(ctx context.Context, wake <-chan struct{}, stop func(ends ma
 		}
 	}
 }
+
+// addChunk is how many events of a burst the pump adds to the call's
+// Outbox before it sends what is due.
+const addChunk = 256
 
 // settled reports whether every stream of the call that has ended has had
 // its EventEnd handled (they are in ends), so that none of its outputs is
@@ -173,8 +191,6 @@ func (c *call) settled(ends map[string]provider.Status) bool {
 	}
 	return true
 }
-
-func (c *call) output(ev provider.Event) { c.rep.add(ev) }
 
 // valueResult is the result of a tool that answers with an RTFS value (a
 // status, a summary): its JSON, or an error naming the output limit it

@@ -34,7 +34,7 @@ func TestChainFromReferenceServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	srv, err := New(Options{Host: h})
+	srv, err := New(Options{Host: h, Delivery: &everyOutput})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,13 +25,15 @@
 // changes, at most one per Options.ResourceInterval.
 //
 // A call that carries a progress token (params._meta.progressToken) gets
-// each processor :output of the streams it started as a
-// notifications/progress message: the token, a rising progress (the number
-// of outputs so far) and the output as JSON in message. With a progress
-// interval the outputs in between are coalesced into the next notification,
-// counted in its _meta, and all kept for the final result, which always
-// comes as one buffered CallToolResult with a single text block. A client
-// that accepts application/json only gets that single result.
+// the processor outputs of the streams it started as notifications/progress
+// messages, delivered by the call's provider.Outbox (Options.Delivery, a
+// stream's :delivery): immediate outputs at once, normal and low ones in
+// batches, one notification each, with a rising progress (the streams' work
+// done out of their total, or the number of outputs so far), the last
+// output (or the progress's message) in message and the batch in _meta.
+// Every output is kept for the final result, which always comes as one
+// buffered CallToolResult with a single text block. A client that accepts
+// application/json only gets that single result.
 //
 // /mcp serves both eras of MCP: revision 2026-07-28, with no session and
 // the revision in each request, through go-sdk's stateless handler, and

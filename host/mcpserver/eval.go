@@ -82,5 +82,11 @@ func (c *call) evalResult(res *mcp.CallToolResult) *mcp.CallToolResult {
 		"rtfshost/coalesced":         r.coalesced,
 		"rtfshost/outputs-truncated": r.truncated,
 	}
+	if r.dropped > 0 {
+		res.Meta["rtfshost/dropped-outputs"] = r.dropped
+	}
+	if r.cut != "" {
+		res.Meta["rtfshost/delivery-cut"] = r.cut
+	}
 	return res
 }

@@ -226,7 +226,12 @@ func (l *streamLog) note(data []byte) {
 			l.seq = max(l.seq, int64(*seq))
 		}
 		l.progress = max(l.progress, p.Progress)
-		if p.Message != "" && json.Valid([]byte(p.Message)) {
+		switch {
+		case len(p.Meta.Outputs) > 0: // a batch: its message is the last output, or the progress's
+			for _, o := range p.Meta.Outputs {
+				l.outputs = append(l.outputs, o.Output)
+			}
+		case p.Meta.Seq != nil && *p.Meta.Seq >= 0 && p.Message != "" && json.Valid([]byte(p.Message)):
 			l.outputs = append(l.outputs, json.RawMessage(p.Message))
 		}
 		return

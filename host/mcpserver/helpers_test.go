@@ -102,6 +102,16 @@ func newFixtureStore(t *testing.T, opts Options, store persistence.Store) *fixtu
 // fixture's host options (its mock transport and stdout).
 func newFixtureOpen(t *testing.T, opts Options, open func(host.Options) (*host.Host, error)) *fixture {
 	t.Helper()
+	// Every message the server sends is checked against the schemas of
+	// its revision (schema_test.go), once the server is closed.
+	return buildFixture(t, opts, open, checkerFor(t).wrap)
+}
+
+// buildFixture is newFixtureOpen with the server's handler wrapped by wrap:
+// the schema check for a test, nothing for a benchmark, which measures the
+// server alone.
+func buildFixture(t *testing.T, opts Options, open func(host.Options) (*host.Host, error), wrap func(http.Handler) http.Handler) *fixture {
+	t.Helper()
 	f := &fixture{t: t, mock: &mock.Transport{}, stdout: &lockedBuffer{}}
 	h, err := open(host.Options{
 		Streams: provider.Options{Transports: transport.NewCatalog(mock.Kind(f.mock))},
@@ -112,14 +122,17 @@ func newFixtureOpen(t *testing.T, opts Options, open func(host.Options) (*host.H
 	}
 	f.host = h
 	opts.Host = h
+	if opts.Delivery == nil && opts.ProgressInterval == 0 {
+		// The protocol's tests see one notification per output, at once;
+		// those of delivery set their policy.
+		opts.Delivery = &everyOutput
+	}
 	f.srv, err = New(opts)
 	if err != nil {
 		h.Close()
 		t.Fatal(err)
 	}
-	// Every message the server sends is checked against the schemas of
-	// its revision (schema_test.go), once the server is closed.
-	f.ts = httptest.NewServer(checkerFor(t).wrap(f.srv.Handler()))
+	f.ts = httptest.NewServer(wrap(f.srv.Handler()))
 	t.Cleanup(func() {
 		f.srv.Close()
 		f.ts.Close()
@@ -127,6 +140,10 @@ func newFixtureOpen(t *testing.T, opts Options, open func(host.Options) (*host.H
 	})
 	return f
 }
+
+// everyOutput is the delivery policy of one notification per output, at
+// once.
+var everyOutput = provider.Delivery{Normal: provider.Throttle{Interval: 0, MaxBatch: 1}, Low: provider.Throttle{Interval: 0, MaxBatch: 1}}
 
 // progressLog records the progress notifications a client receives.
 type progressLog struct {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 // TestCancelReachesStream: a client that cancels its call sends
@@ -524,11 +525,13 @@ func TestJSONOnlyClient(t *testing.T) {
 	}
 }
 
-// TestThrottledProgress: with a progress interval longer than the stream,
-// the first output is sent at once, the rest are coalesced into the last
-// notification and counted, and the final result has every one.
+// TestThrottledProgress: with a normal interval longer than the stream,
+// the outputs go out in batches of at most ten, in order, the first at
+// once: each notification carries its outputs in rtfshost/outputs (the
+// message is the last of them) and progress counts the outputs so far; the
+// final result has every one.
 func TestThrottledProgress(t *testing.T) {
-	f := newFixture(t, Options{ProgressInterval: time.Hour})
+	f := newFixture(t, Options{Delivery: &provider.Delivery{Normal: provider.Throttle{Interval: time.Hour, MaxBatch: 10}, Low: provider.Throttle{Interval: -1}}})
 	ctx := context.Background()
 	log := newProgressLog()
 	cs := f.connect(ctx, log, nil)
@@ -540,20 +543,54 @@ func TestThrottledProgress(t *testing.T) {
 	if r.err != nil || r.res.IsError {
 		t.Fatalf("call: %v %+v", r.err, r.res)
 	}
-	notes := log.waitFor(t, 2)
-	if len(notes) != 2 {
-		t.Fatalf("got %d notifications, want 2", len(notes))
-	}
-	if notes[0].Progress != 1 || notes[0].Message != `{"n":1,"value":1}` || notes[0].Meta[metaCoalesced] != 0.0 {
-		t.Errorf("first notification %+v", notes[0])
-	}
-	if notes[1].Progress != 21 || notes[1].Message != `{"total":21}` || notes[1].Meta[metaCoalesced] != 19.0 {
-		t.Errorf("last notification %+v", notes[1])
-	}
 	got := decode(t, r.res)
-	if got["output-count"] != 21.0 || len(got["outputs"].([]any)) != 21 || got["coalesced"] != 19.0 || got["progress-notifications"] != 2.0 {
+	notes := log.waitFor(t, int(got["progress-notifications"].(float64)))
+	var seqs []int64
+	last := 0.0
+	for i, n := range notes {
+		outs := notedOutputs(t, n)
+		if len(outs) == 0 || len(outs) > 10 {
+			t.Fatalf("notification %d carries %d outputs", i, len(outs))
+		}
+		for _, o := range outs {
+			seqs = append(seqs, o.Seq)
+		}
+		if n.Progress <= last || n.Progress != float64(outs[len(outs)-1].Seq) || n.Message != string(outs[len(outs)-1].Output) {
+			t.Errorf("notification %d: progress %v message %s, outputs %+v", i, n.Progress, n.Message, outs)
+		}
+		last = n.Progress
+	}
+	if len(notes) > 4 || fmt.Sprint(seqs) != fmt.Sprint(seqsUpTo(21)) {
+		t.Errorf("%d notifications with the outputs of seqs %v", len(notes), seqs)
+	}
+	if got["output-count"] != 21.0 || len(got["outputs"].([]any)) != 21 || got["coalesced"] != 0.0 || got["progress-notifications"] != float64(len(notes)) {
 		t.Errorf("result = %v", got)
 	}
+}
+
+// notedOutputs returns the outputs a progress notification carries: its
+// rtfshost/outputs, or the one in its message.
+func notedOutputs(t *testing.T, n *mcp.ProgressNotificationParams) []batchOutput {
+	t.Helper()
+	if raw, ok := n.Meta[metaOutputs]; ok {
+		b, _ := json.Marshal(raw)
+		var outs []batchOutput
+		if err := json.Unmarshal(b, &outs); err != nil {
+			t.Fatalf("%s: %v", metaOutputs, err)
+		}
+		return outs
+	}
+	seq, _ := n.Meta[metaSeq].(float64)
+	return []batchOutput{{Seq: int64(seq), Output: json.RawMessage(n.Message)}}
+}
+
+// seqsUpTo returns 1..n, the numbers of a stream's first n chunks.
+func seqsUpTo(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i + 1)
+	}
+	return out
 }
 
 // TestCloseEndsCalls: closing the server ends the calls in flight and
@@ -580,5 +617,80 @@ func TestCloseEndsCalls(t *testing.T) {
 	}
 	if err := f.srv.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestDeliveryCut: a call that holds more immediate and normal outputs than
+// MaxPendingOutputs for its client stops its notifications; its result
+// says why and still lists every output, and the stream's inspect map
+// counts the outputs its client did not get.
+func TestDeliveryCut(t *testing.T) {
+	held := provider.Delivery{Normal: provider.Throttle{Interval: time.Hour, MaxBatch: 1000}, Low: provider.Throttle{Interval: -1}}
+	f := newFixture(t, Options{Delivery: &held, MaxPendingOutputs: 5})
+	ctx := context.Background()
+	log := newProgressLog()
+	cs := f.connect(ctx, log, nil)
+	params := &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("cut")}
+	params.SetProgressToken("c")
+	ch := callAsync(ctx, cs, params)
+	f.feed(ctx, "cut", append(values(20), end)...)
+	r := await(t, ch)
+	got := decode(t, r.res)
+	cut, _ := got["delivery-cut"].(string)
+	if !strings.Contains(cut, "fell more than 5 immediate and normal outputs behind") || got["output-count"] != 21.0 || len(got["outputs"].([]any)) != 21 {
+		t.Fatalf("result %v", got)
+	}
+	notes := log.waitFor(t, int(got["progress-notifications"].(float64)))
+	if len(notes) > 1 {
+		// The outputs that came before the client fell behind go at once
+		// (none, when they all came together), then none.
+		t.Errorf("%d notifications: the first outputs at once, then none", len(notes))
+	}
+	sent := 0
+	for _, n := range notes {
+		sent += len(notedOutputs(t, n))
+	}
+	in, err := f.host.Provider().Info("cut", provider.InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := in.Stats.DroppedOutputs; d.Normal != int64(21-sent) {
+		t.Errorf("dropped outputs %+v, want %d normal (%d were notified)", d, 21-sent, sent)
+	}
+}
+
+// TestNotifierFill: a notification's progress, total, message and _meta
+// from batches: outputs so far without a progress model, the work done
+// with one (rising by the least amount when it did not move), the progress
+// message before the output, and rtfshost/outputs when it carries more
+// than its message.
+func TestNotifierFill(t *testing.T) {
+	var n notifier
+	var p mcp.ProgressNotificationParams
+	one := []provider.Output{{Seq: 0, Value: rtfs.Int(7), Count: 1}}
+	n.fill(&p, &provider.Batch{StreamID: "s", Outputs: one, Through: 1})
+	if p.Progress != 1 || p.Total != 0 || p.Message != "7" || p.Meta[metaSeq] != int64(0) || p.Meta[metaOutputs] != nil {
+		t.Fatalf("one output: %+v", p)
+	}
+	two := []provider.Output{{Seq: 1, Value: rtfs.Int(8), Count: 1}, {Seq: 4, Value: rtfs.Int(9), Kind: "k", Count: 3}}
+	if c := n.fill(&p, &provider.Batch{StreamID: "s", Priority: provider.PriorityLow, Outputs: two, Through: 6, Dropped: 2}); c != 2 {
+		t.Fatalf("coalesced %d, want 2", c)
+	}
+	b, _ := json.Marshal(p.Meta)
+	if p.Progress != 6 || p.Message != "9" || string(b) != `{"rtfshost/coalesced":2,"rtfshost/dropped":2,"rtfshost/outputs":[{"seq":1,"output":8},{"seq":4,"output":9,"count":3,"kind":"k"}],"rtfshost/priority":"low","rtfshost/seq":4,"rtfshost/stream-id":"s"}` {
+		t.Fatalf("a batch: progress %v message %q meta %s", p.Progress, p.Message, b)
+	}
+	total := 2.0
+	pr := &provider.ProgressInfo{Done: 0.5, Total: &total, Message: "scanning"}
+	n.fill(&p, &provider.Batch{StreamID: "s", Outputs: one, Progress: pr, Through: 7})
+	// The work done (0.5) is below the outputs counted before (6): it
+	// rises by the least amount.
+	if p.Progress <= 6 || p.Progress > 6.000001 || p.Total != 2 || p.Message != "scanning" || p.Meta[metaOutputs] == nil {
+		t.Fatalf("progress model: %+v", p)
+	}
+	var fresh notifier
+	fresh.fill(&p, &provider.Batch{StreamID: "s", Progress: pr, Through: 0})
+	if p.Progress != 0.5 || p.Total != 2 || p.Meta[metaSeq] != int64(-1) {
+		t.Fatalf("progress only: %+v", p)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -232,12 +233,28 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage, c *call, r
 		s.appendEvent(k, rpcAnswer(id, resultJSON(textResult(fmt.Sprintf("%s: the stream %s was not recovered after the server restarted", ToolStart, l.streamID), true)), nil))
 		return
 	}
-	outputs, progress := l.outputs, l.progress
+	// The outputs go out as the call's did: through an Outbox, one
+	// notification per batch, the progress going on from the last.
+	outputs := l.outputs
+	limit := s.opts.Limits.OutputLimit()
+	box := s.newOutbox()
+	note := notifier{base: l.progress, last: l.progress, any: true, maxBytes: limit}
+	var params mcp.ProgressNotificationParams
 	var st provider.Status
 	var evs []provider.Event
+	var batches []provider.Batch
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for ended := false; !ended; {
+		timer.Stop()
+		var tick <-chan time.Time
+		if at, ok := box.Next(); ok {
+			timer.Reset(time.Until(at))
+			tick = timer.C
+		}
 		select {
 		case <-c.w.wake:
+		case <-tick:
 		case <-ctx.Done():
 			return
 		}
@@ -249,13 +266,26 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage, c *call, r
 					continue // processed again after the restart: notified before it
 				}
 				l.seq = ev.Seq
-				progress++
-				out := outputJSON(ev, s.opts.Limits.OutputLimit())
+				out := outputJSON(ev, limit)
 				outputs = append(outputs, out)
-				s.appendEvent(k, progressNote(l.token, progress, out, l.streamID, ev.Seq))
+				box.AddEncoded(ev, out)
+			case provider.EventProgress:
+				box.Add(ev)
 			case provider.EventEnd:
 				st, ended = ev.Status, true
 			}
+		}
+		if ended {
+			batches = box.Drain(batches[:0])
+		} else {
+			batches = box.Take(time.Now(), batches[:0])
+		}
+		for i := range batches {
+			if batches[i].End != nil {
+				continue // the call's result follows
+			}
+			note.fill(&params, &batches[i])
+			s.appendEvent(k, progressNote(l.token, &params))
 		}
 	}
 	res := streamResult{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message,
@@ -269,9 +299,10 @@ func (s *Server) appendEvent(k streamKey, data []byte) {
 	}
 }
 
-func progressNote(token string, progress float64, output json.RawMessage, streamID string, seq int64) []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
-		"progressToken": json.RawMessage(token), "progress": progress, "message": string(output),
-		"_meta": map[string]any{metaStream: streamID, metaSeq: seq}}})
+// progressNote is the notifications/progress message of params for the
+// call whose progress token is token (its JSON).
+func progressNote(token string, params *mcp.ProgressNotificationParams) []byte {
+	params.ProgressToken = json.RawMessage(token)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
 	return b
 }

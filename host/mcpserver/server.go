@@ -27,10 +27,23 @@ type Options struct {
 	// size); the zero value means rtfs's defaults. Processors run with the
 	// host's provider limits.
 	Limits rtfs.Limits
-	// ProgressInterval is the least time between two progress notifications
-	// of one call; outputs in between are coalesced into the next one. Zero
-	// sends one notification per output.
+	// Delivery is how the outputs of a call's streams become its progress
+	// notifications (docs/streams.md, "Delivery"): one notification per
+	// batch; a stream's :delivery overrides it. Nil: provider.DefaultDelivery
+	// (normal outputs at most every 200 ms, 10 per notification; low ones
+	// every second, 20).
+	Delivery *provider.Delivery
+	// ProgressInterval, when Delivery is nil and it is positive, is
+	// Delivery.Normal.Interval.
+	//
+	// Deprecated: set Delivery.
 	ProgressInterval time.Duration
+	// MaxPendingOutputs bounds the immediate and normal outputs a call
+	// holds for a client that reads its notifications more slowly than
+	// its streams make them (default 10000; negative: no bound); beyond
+	// it the call's notifications stop, with a warning to the client (its
+	// result still lists every output).
+	MaxPendingOutputs int
 	// MaxBufferedOutputs bounds the outputs one call keeps for its final
 	// result (default 10000); the result counts those left out.
 	MaxBufferedOutputs int
@@ -99,6 +112,9 @@ type Server struct {
 	tools  []toolSpec     // the tools, made once by addTools
 	oauth  *oauthServer   // nil without Options.OAuth
 	events *durableEvents // the stateful era's event store (eventstore.go)
+	// delivery is the policy of the calls' Outboxes (Options.Delivery);
+	// nil: the default.
+	delivery *provider.Delivery
 	// resources holds the subscriptions to the streams' resources
 	// (resources.go).
 	resources *resourceWatch
@@ -131,6 +147,12 @@ func New(opts Options) (*Server, error) {
 	if opts.ProgressInterval < 0 {
 		return nil, fmt.Errorf("mcpserver: negative progress interval %v", opts.ProgressInterval)
 	}
+	switch {
+	case opts.MaxPendingOutputs == 0:
+		opts.MaxPendingOutputs = 10000
+	case opts.MaxPendingOutputs < 0:
+		opts.MaxPendingOutputs = 0 // no bound
+	}
 	if opts.ResourceInterval < 0 {
 		return nil, fmt.Errorf("mcpserver: negative resource update interval %v", opts.ResourceInterval)
 	}
@@ -144,6 +166,12 @@ func New(opts Options) (*Server, error) {
 		opts.Version = "dev"
 	}
 	s := &Server{opts: opts, host: opts.Host, prov: opts.Host.Provider(), caps: opts.Host.Capabilities(), log: opts.Logger}
+	s.delivery = opts.Delivery
+	if s.delivery == nil && opts.ProgressInterval > 0 {
+		d := provider.DefaultDelivery()
+		d.Normal.Interval = opts.ProgressInterval
+		s.delivery = &d
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

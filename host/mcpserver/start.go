@@ -15,20 +15,24 @@ import (
 
 // streamResult is the text of an mcp.stream.start result, as JSON.
 type streamResult struct {
-	StreamID    string            `json:"stream-id"`
-	State       provider.State    `json:"state"`
-	EndReason   string            `json:"end-reason,omitempty"`
-	Message     string            `json:"message,omitempty"`
-	Error       string            `json:"error,omitempty"`
-	Result      json.RawMessage   `json:"result"`
-	Outputs     []json.RawMessage `json:"outputs"`
-	OutputCount int64             `json:"output-count"`
-	Truncated   int64             `json:"outputs-truncated,omitempty"`
+	StreamID      string            `json:"stream-id"`
+	State         provider.State    `json:"state"`
+	EndReason     string            `json:"end-reason,omitempty"`
+	Message       string            `json:"message,omitempty"`
+	Error         string            `json:"error,omitempty"`
+	Result        json.RawMessage   `json:"result"`
+	Outputs       []json.RawMessage `json:"outputs"`
+	OutputCount   int64             `json:"output-count"`
+	Truncated     int64             `json:"outputs-truncated,omitempty"`
+	Notifications int64             `json:"progress-notifications"`
+	Coalesced     int64             `json:"coalesced"`
 	// Lost counts the outputs of a task's stream missing from Outputs
 	// after a crash (taskout.go).
-	Lost          int64 `json:"outputs-lost,omitempty"`
-	Notifications int64 `json:"progress-notifications"`
-	Coalesced     int64 `json:"coalesced"`
+	Lost int64 `json:"outputs-lost,omitempty"`
+	// Dropped counts the low outputs left out of the notifications (they
+	// are in Outputs); DeliveryCut says why the notifications stopped.
+	Dropped     int64  `json:"dropped-outputs,omitempty"`
+	DeliveryCut string `json:"delivery-cut,omitempty"`
 }
 
 // start serves mcp.stream.start: it runs the program's top level, starts the
@@ -118,6 +122,9 @@ func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest,
 		}
 		req.Config, _ = v.(*rtfs.Map)
 	}
+	if err := provider.ParseStartDelivery(a["delivery"], a["milestones"], &req); err != nil {
+		return req, fmt.Errorf("%s: %w", ToolStart, err)
+	}
 	for _, u := range c.s.prov.Transports().Keys() {
 		if raw, ok := a[u.Name]; ok {
 			if req.TransportKeys == nil {
@@ -143,6 +150,7 @@ func (c *call) streamResult(st provider.Status) streamResult {
 		StreamID: st.StreamID, State: st.State, EndReason: st.EndReason, Message: st.Message,
 		Result: shownJSON(st.Result, c.s.opts.Limits.OutputLimit(), "the stream's result"), Outputs: []json.RawMessage{},
 		OutputCount: r.count, Truncated: r.truncated, Notifications: r.sent, Coalesced: r.coalesced,
+		Dropped: r.dropped, DeliveryCut: r.cut,
 	}
 	for _, o := range r.outputs {
 		if o.StreamID == st.StreamID {

@@ -26,7 +26,7 @@ type stdioPeer struct {
 // newStdioPeer serves a new Server of f's host over pipes.
 func newStdioPeer(t *testing.T, f *fixture) *stdioPeer {
 	t.Helper()
-	srv, err := New(Options{Host: f.host})
+	srv, err := New(Options{Host: f.host, Delivery: &everyOutput}) // one notification per output
 	if err != nil {
 		t.Fatal(err)
 	}

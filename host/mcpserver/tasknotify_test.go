@@ -150,7 +150,10 @@ func TestLegacyTaskNotifications(t *testing.T) {
 	// A task that completes: its first output at once, the rest in the
 	// final flush before the task's terminal status.
 	start("n1", "tok-1")
-	f.feed(ctx, "n1", append(values(2), end)...)
+	f.feed(ctx, "n1", values(1)...)
+	get.await(t, 1, "notifications/progress", progressOf("tok-1"))
+	// (Outputs that came together would share a notification.)
+	f.feed(ctx, "n1", values(2)[1], end)
 	notes := get.await(t, 2, "notifications/progress", progressOf("tok-1"))
 	for _, p := range notes {
 		if !relatedTo(p, "n1") {

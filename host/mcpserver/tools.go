@@ -148,6 +148,8 @@ var (
 		"outputs-lost":           map[string]any{"type": "integer"},
 		"progress-notifications": map[string]any{"type": "integer"},
 		"coalesced":              map[string]any{"type": "integer"},
+		"dropped-outputs":        map[string]any{"type": "integer"},
+		"delivery-cut":           map[string]any{"type": "string"},
 	}}
 	statusOutput = map[string]any{"type": "object", "required": []string{"stream-id", "state"}, "properties": map[string]any{
 		"stream-id":  map[string]any{"type": "string"},

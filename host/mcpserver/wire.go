@@ -299,8 +299,9 @@ type progressParams struct {
 	Progress float64         `json:"progress"`
 	Message  string          `json:"message"`
 	Meta     struct {
-		Stream string   `json:"rtfshost/stream-id"` // metaStream
-		Seq    *float64 `json:"rtfshost/seq"`       // metaSeq
+		Stream  string        `json:"rtfshost/stream-id"` // metaStream
+		Seq     *float64      `json:"rtfshost/seq"`       // metaSeq
+		Outputs []batchOutput `json:"rtfshost/outputs"`   // metaOutputs
 	} `json:"_meta"`
 }
 

@@ -84,6 +84,7 @@ type Observer struct {
 	bytes        *prometheus.CounterVec
 	processed    *prometheus.CounterVec
 	dropped      *prometheus.CounterVec
+	outDropped   *prometheus.CounterVec
 	procErrors   *prometheus.CounterVec
 	procLatency  *prometheus.HistogramVec
 	directives   *prometheus.CounterVec
@@ -162,6 +163,7 @@ func (o *Observer) register() error {
 	o.bytes = counter("chunk_bytes_received_total", "Bytes of the chunks delivered into the streams' queues.", sl...)
 	o.processed = counter("chunks_processed_total", "Chunks whose processor result was applied.", sl...)
 	o.dropped = counter("chunks_dropped_total", "Queued chunks dropped unprocessed by a cancel or an error.", sl...)
+	o.outDropped = counter("outputs_dropped_total", "Outputs a subscriber's delivery dropped, by priority: low ones when it fell behind on them, immediate and normal ones only when it was cut off.", "priority")
 	o.procErrors = counter("processor_errors_total", "Processor calls that failed (the stream then ends in :error).", sl...)
 	o.procLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: ns, Name: "processor_call_duration_seconds",
@@ -191,9 +193,9 @@ func (o *Observer) register() error {
 		Namespace: ns, Name: "mcp_call_duration_seconds", Help: "How long an MCP tool call took, to its result.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 	}, []string{"tool"})
-	o.limits = counter("limit_hits_total", "Work refused or stopped by a limit, by kind (max-streams, session-calls, buffered-outputs, event-size, rtfs-steps, rtfs-depth, rtfs-memory, rtfs-time, rtfs-collection-size).", "kind")
+	o.limits = counter("limit_hits_total", "Work refused or stopped by a limit, by kind (max-streams, session-calls, buffered-outputs, pending-notifications, event-size, rtfs-steps, rtfs-depth, rtfs-memory, rtfs-time, rtfs-collection-size).", "kind")
 	for _, c := range []prometheus.Collector{
-		o.received, o.bytes, o.processed, o.dropped, o.procErrors, o.procLatency, o.directives,
+		o.received, o.bytes, o.processed, o.dropped, o.outDropped, o.procErrors, o.procLatency, o.directives,
 		o.started, o.ended, o.reconnects, o.tErrors, o.commitDur, o.commitSize, o.commitOps,
 		o.commitBatch, o.mcpCalls, o.mcpDuration, o.limits,
 	} {
@@ -347,6 +349,10 @@ func (s *streamObs) Directive(action, source string) {
 }
 
 func (s *streamObs) ChunksDropped(n int) { s.dropped.Add(float64(n)) }
+
+func (s *streamObs) OutputsDropped(priority string, n int) {
+	s.o.outDropped.WithLabelValues(priority).Add(float64(n))
+}
 
 func (s *streamObs) TransportStarted(ctx context.Context) context.Context {
 	if s.span == nil {

@@ -463,6 +463,32 @@ func wantAttrs(t *testing.T, s sdktrace.ReadOnlySpan, want map[attribute.Key]str
 	}
 }
 
+// TestOutputsDroppedByPriority: the low outputs a subscriber's Outbox drops
+// are counted by priority.
+func TestOutputsDroppedByPriority(t *testing.T) {
+	r := newRig(t, observe.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	r.run(ctx, `
+(defn chatty [state chunk meta] {:state (inc state) :output state :priority :low})
+(call :mcp.stream.start {:endpoint "chatty.v1" :transport :mock :stream-id "chatty" :processor chatty :initial-state 0})`)
+	box := provider.NewOutbox(provider.OutboxOptions{})
+	sub, err := r.h.Provider().Subscribe("chatty", provider.SubscribeOptions{Receive: box.Add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	r.send("chatty", 50) // nothing is taken: beyond a batch of 20, the oldest go
+	r.mock.Source("chatty").Close()
+	if _, err := r.h.Provider().Await(ctx, "chatty"); err != nil {
+		t.Fatal(err)
+	}
+	fams := scrape(t, r.obs.Handler())
+	if got := sum(t, fams, "rtfshost_outputs_dropped_total", map[string]string{"priority": "low"}); got != 30 {
+		t.Errorf("low outputs dropped = %v, want 30", got)
+	}
+}
+
 // TestDirectivesCountWhatHappened: rtfshost_directives_total counts the
 // directives applied, by their real action and source: none for a chunk
 // whose result names no action, the control chunks' own actions, the

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/transport/breaker"
 )
 
 // snapshotCollector reads the provider's stream snapshot at each scrape: the
@@ -15,6 +16,11 @@ type snapshotCollector struct {
 	streams  *prometheus.Desc
 	depth    *prometheus.Desc
 	capacity *prometheus.Desc
+
+	breakerState    *prometheus.Desc
+	breakerFailures *prometheus.Desc
+	breakerOpened   *prometheus.Desc
+	breakerRejected *prometheus.Desc
 }
 
 // states lists every state, so that each has a series (0 included).
@@ -28,14 +34,27 @@ func newSnapshotCollector(o *Observer, p *provider.Provider) *snapshotCollector 
 			o.streamLabels, nil),
 		capacity: prometheus.NewDesc(ns+"_queue_capacity", "Queue capacity of the streams that have not ended (depth/capacity is how full they are).",
 			o.streamLabels, nil),
+		breakerState: prometheus.NewDesc(ns+"_breaker_state", "Circuit breaker of each origin that failed lately: 0 closed, 1 open, 2 half-open (its probe under way).",
+			[]string{"origin"}, nil),
+		breakerFailures: prometheus.NewDesc(ns+"_breaker_failures", "Consecutive failed attempts on each origin that failed lately.",
+			[]string{"origin"}, nil),
+		breakerOpened:   prometheus.NewDesc(ns+"_breaker_opened_total", "Times a circuit breaker opened.", nil, nil),
+		breakerRejected: prometheus.NewDesc(ns+"_breaker_rejections_total", "Starts and reconnects refused at once by an open circuit.", nil, nil),
 	}
 }
+
+// breakerValue is the value of rtfshost_breaker_state.
+var breakerValue = map[string]float64{breaker.Closed: 0, breaker.Open: 1, breaker.HalfOpen: 2}
 
 // Describe implements prometheus.Collector.
 func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.streams
 	ch <- c.depth
 	ch <- c.capacity
+	ch <- c.breakerState
+	ch <- c.breakerFailures
+	ch <- c.breakerOpened
+	ch <- c.breakerRejected
 }
 
 // Collect implements prometheus.Collector. It costs one snapshot of every
@@ -75,4 +94,13 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(f.depth), lv...)
 		ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, float64(f.capacity), lv...)
 	}
+	// The origins are bounded by the breaker (breaker.DefaultMaxOrigins,
+	// only those that failed lately) and by the egress policy.
+	for _, b := range c.p.Breakers() {
+		ch <- prometheus.MustNewConstMetric(c.breakerState, prometheus.GaugeValue, breakerValue[b.State], b.Origin)
+		ch <- prometheus.MustNewConstMetric(c.breakerFailures, prometheus.GaugeValue, float64(b.Failures), b.Origin)
+	}
+	opened, rejected := c.p.BreakerCounts()
+	ch <- prometheus.MustNewConstMetric(c.breakerOpened, prometheus.CounterValue, float64(opened))
+	ch <- prometheus.MustNewConstMetric(c.breakerRejected, prometheus.CounterValue, float64(rejected))
 }

@@ -7,16 +7,22 @@ import "strings"
 
 // Closest returns the candidate nearest to word by edit distance
 // (insertions, deletions, substitutions and swaps of two neighbours), when
-// it is near enough to be a typo: at most 1 edit for words up to 4 bytes, 2
-// up to 8, else 3. Case is ignored. Cost: O(len(word) × len(candidate)) per
-// candidate.
+// it is near enough for the word's length to be a typo: none for words of
+// one or two characters (any such word is one edit from many names), one
+// edit for words of three or four that is not a substitution (a missing,
+// extra or swapped letter: "asoc" for assoc, but not "sum" for num), two
+// up to eight, else three. Case is ignored. Cost: O(len(word) ×
+// len(candidate)) per candidate.
 func Closest(word string, candidates []string) (string, bool) {
 	w := strings.ToLower(word)
+	n := len([]rune(w))
 	limit := 1
 	switch {
-	case len(w) > 8:
+	case n <= 2:
+		return "", false
+	case n > 8:
 		limit = 3
-	case len(w) > 4:
+	case n > 4:
 		limit = 2
 	}
 	best, bestD := "", limit+1
@@ -24,11 +30,30 @@ func Closest(word string, candidates []string) (string, bool) {
 		if c == word {
 			continue
 		}
-		if d := distance(w, strings.ToLower(c)); d < bestD {
+		lc := strings.ToLower(c)
+		d := distance(w, lc)
+		if d < bestD && (n > 4 || !substitution(w, lc)) {
 			best, bestD = c, d
 		}
 	}
 	return best, best != ""
+}
+
+// substitution reports whether a and b, one edit apart, differ by a
+// replaced character (rather than an inserted, deleted or swapped one).
+func substitution(a, b string) bool {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) != len(rb) {
+		return false
+	}
+	var diff []int
+	for i := range ra {
+		if ra[i] != rb[i] {
+			diff = append(diff, i)
+		}
+	}
+	swapped := len(diff) == 2 && diff[1] == diff[0]+1 && ra[diff[0]] == rb[diff[1]] && ra[diff[1]] == rb[diff[0]]
+	return !swapped
 }
 
 // distance is the optimal-string-alignment distance between a and b.

@@ -36,6 +36,9 @@ func equalNode(a, b Node) bool {
 	case *TypeExpr:
 		b, ok := b.(*TypeExpr)
 		return ok && equalNode(a.Vec, b.Vec)
+	case *Regex:
+		b, ok := b.(*Regex)
+		return ok && a.Pattern == b.Pattern
 	}
 	return false
 }

@@ -1,8 +1,8 @@
 package syntax
 
 // A Node is one form read from RTFS source. The concrete types are *Nil, *Bool,
-// *Int, *Float, *String, *Keyword, *Symbol, *List, *Vector, *Map, *Set and
-// *TypeExpr. Reader sugar is expanded into plain forms: 'x reads as (quote x),
+// *Int, *Float, *String, *Regex, *Keyword, *Symbol, *List, *Vector, *Map, *Set
+// and *TypeExpr. Reader sugar is expanded into plain forms: 'x reads as (quote x),
 // @x as (deref x), #(...) as (fn [%1 ...] (...)). Nodes are immutable after
 // reading and safe to share between goroutines.
 type Node interface {
@@ -41,6 +41,15 @@ type Float struct {
 type String struct {
 	At    Pos    // position of the opening quote
 	Value string // the contents, escapes decoded
+}
+
+// Regex is the regular expression literal #"...". Pattern is the text
+// between the quotes as written: backslashes are the pattern's own (#"\d+"
+// is the pattern \d+), and \" stands for a quote. The reader checks that
+// Go's regexp package (RE2 syntax) accepts it.
+type Regex struct {
+	At      Pos    // position of the '#'
+	Pattern string // the pattern's source
 }
 
 // Keyword is a keyword; Name excludes the colon (":my.ns/foo" has Name "my.ns/foo").
@@ -115,6 +124,9 @@ func (n *String) Pos() Pos { return n.At }
 func (n *Keyword) Pos() Pos { return n.At }
 
 // Pos implements Node.
+func (n *Regex) Pos() Pos { return n.At }
+
+// Pos implements Node.
 func (n *Symbol) Pos() Pos { return n.At }
 
 // Pos implements Node.
@@ -138,6 +150,7 @@ func (*Int) node()      {}
 func (*Float) node()    {}
 func (*String) node()   {}
 func (*Keyword) node()  {}
+func (*Regex) node()    {}
 func (*Symbol) node()   {}
 func (*List) node()     {}
 func (*Vector) node()   {}

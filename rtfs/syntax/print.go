@@ -18,13 +18,16 @@ func (n *Int) String() string { return strconv.FormatInt(n.Value, 10) }
 
 // String implements Node: always with a decimal point or exponent, so that it
 // reads back as a float; the special values print as ##Inf, ##-Inf and ##NaN.
-func (n *Float) String() string { return formatFloat(n.Value) }
+func (n *Float) String() string { return FormatFloat(n.Value) }
 
 // String implements Node: the quoted form with escapes.
 func (n *String) String() string { return quote(n.Value) }
 
 // String implements Node.
 func (n *Keyword) String() string { return ":" + n.Name }
+
+// String implements Node: #"pattern", as written.
+func (n *Regex) String() string { return `#"` + n.Pattern + `"` }
 
 // String implements Node.
 func (n *Symbol) String() string { return toString(n) }
@@ -101,7 +104,12 @@ func writeSeq(b *strings.Builder, open string, elems []Node, close string) {
 	b.WriteString(close)
 }
 
-func formatFloat(x float64) string {
+// FormatFloat is the printed form of every RTFS float, the one function
+// the reader's nodes, the values of package rtfs and the type literals of
+// rtfs/types print floats with: Go's shortest representation that reads
+// back exactly, always with a decimal point or an exponent (2.0, 1.5,
+// 1e+21), and ##Inf, ##-Inf, ##NaN.
+func FormatFloat(x float64) string {
 	switch {
 	case math.IsInf(x, 1):
 		return "##Inf"
@@ -143,7 +151,14 @@ func quote(s string) string {
 		case c < utf8.RuneSelf:
 			b.WriteByte(c)
 		default:
-			_, size := utf8.DecodeRuneInString(s[i:])
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 { // a byte that is no UTF-8: \xHH reads back as it
+				b.WriteString(`\x`)
+				b.WriteByte(hexDigit(c >> 4))
+				b.WriteByte(hexDigit(c & 0xf))
+				i++
+				continue
+			}
 			b.WriteString(s[i : i+size])
 			i += size
 			continue

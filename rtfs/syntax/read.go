@@ -136,6 +136,10 @@ func (r *reader) skipSpace() error {
 			if err := r.skipBlockComment(); err != nil {
 				return err
 			}
+		case c == '#' && r.at(1) == '_':
+			if err := r.discard(); err != nil {
+				return err
+			}
 		default:
 			return nil
 		}
@@ -311,4 +315,17 @@ func (r *reader) readOperand(start Pos, prefix string) (Node, error) {
 		return nil, r.errorf(start, "%s must be followed by a form, found %q", prefix, c)
 	}
 	return r.readForm()
+}
+
+// discard reads and drops the form after #_ (Clojure's discard), which may
+// itself be preceded by another #_.
+func (r *reader) discard() error {
+	start := r.pos()
+	if err := r.enter(start); err != nil {
+		return err
+	}
+	defer r.leave()
+	r.advanceN(2)
+	_, err := r.readOperand(start, "#_")
+	return err
 }

@@ -1,8 +1,11 @@
 package syntax
 
 import (
+	"fmt"
 	"math"
+	"regexp"
 	"strconv"
+	"strings"
 )
 
 // readDispatch reads the forms that start with '#': ##Inf ##-Inf ##NaN, #(...)
@@ -26,6 +29,10 @@ func (r *reader) readDispatch(start Pos) (Node, error) {
 		return nil, r.errorf(start, "unknown special value ##%s (want ##Inf, ##-Inf or ##NaN)", tok)
 	case '(':
 		return r.readFnLit(start)
+	case '"':
+		return r.readRegex(start)
+	case '_':
+		return nil, r.errorf(start, "#_ must be followed by a form to discard")
 	case '{':
 		r.advance()
 		elems, err := r.readElems(start, "set")
@@ -311,4 +318,51 @@ func sameLiteral(a, b Node) bool {
 		return ok && a.Name == b.Name
 	}
 	return false
+}
+
+// readRegex reads #"pattern": the characters up to the closing quote as
+// they are, a backslash keeping the character after it (so \" does not end
+// the pattern), and checks the pattern with Go's regexp package.
+func (r *reader) readRegex(start Pos) (Node, error) {
+	r.advanceN(2)
+	begin := r.off
+	for {
+		if r.eof() {
+			return nil, r.errorf(start, "unterminated regular expression: missing closing '\"'")
+		}
+		switch r.cur() {
+		case '"':
+			pat := string(r.src[begin:r.off])
+			r.advance()
+			if err := CheckRegex(pat); err != nil {
+				return nil, r.errorf(start, "%v", err)
+			}
+			return &Regex{At: start, Pattern: pat}, nil
+		case '\\':
+			r.advance()
+			if !r.eof() {
+				r.advance()
+			}
+		default:
+			r.advance()
+		}
+	}
+}
+
+// CheckRegex reports whether Go's regexp package (RE2) accepts a pattern,
+// with an error that says what Java's regex has and RE2 lacks when that is
+// the cause.
+func CheckRegex(pat string) error {
+	if _, err := regexp.Compile(pat); err != nil {
+		msg := err.Error()
+		if strings.Contains(pat, "(?=") || strings.Contains(pat, "(?!") || strings.Contains(pat, "(?<=") || strings.Contains(pat, "(?<!") {
+			msg += " (RE2 has no lookahead or lookbehind)"
+		} else if strings.Contains(msg, "escape sequence") && regexp.MustCompile(`\\[1-9]`).MatchString(pat) {
+			msg += " (RE2 has no backreferences)"
+		} else if strings.Contains(pat, "*+") || strings.Contains(pat, "++") || strings.Contains(pat, "?+") || strings.Contains(pat, "(?>") {
+			msg += " (RE2 has no possessive quantifiers or atomic groups)"
+		}
+		return fmt.Errorf("invalid regular expression #\"%s\": %s", pat, msg)
+	}
+	return nil
 }

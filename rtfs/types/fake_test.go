@@ -41,7 +41,7 @@ func (i fInt) Float64() float64 {
 }
 func (i fInt) Int64() int64       { return int64(i) }
 func (fFloat) Kind() Kind         { return KindFloat }
-func (f fFloat) String() string   { return formatFloat(float64(f)) }
+func (f fFloat) String() string   { return syntax.FormatFloat(float64(f)) }
 func (f fFloat) Float64() float64 { return float64(f) }
 func (fStr) Kind() Kind           { return KindString }
 func (s fStr) String() string     { return strconv.Quote(string(s)) }

@@ -3,6 +3,8 @@ package types
 import (
 	"math"
 	"strconv"
+
+	"github.com/rtfshost/rtfshost/rtfs/syntax"
 )
 
 // literal is a constant in a type: an :enum member, a :val, a predicate bound.
@@ -21,31 +23,13 @@ func (l literal) String() string {
 	case KindInt:
 		return strconv.FormatInt(l.i, 10)
 	case KindFloat:
-		return formatFloat(l.f)
+		return syntax.FormatFloat(l.f)
 	case KindString:
 		return strconv.Quote(l.s)
 	case KindKeyword:
 		return ":" + l.s
 	}
 	return "nil"
-}
-
-func formatFloat(x float64) string {
-	switch {
-	case math.IsInf(x, 1):
-		return "##Inf"
-	case math.IsInf(x, -1):
-		return "##-Inf"
-	case math.IsNaN(x):
-		return "##NaN"
-	}
-	s := strconv.FormatFloat(x, 'g', -1, 64)
-	for i := 0; i < len(s); i++ {
-		if s[i] == '.' || s[i] == 'e' {
-			return s
-		}
-	}
-	return s + ".0"
 }
 
 // matches reports whether v equals the literal (ints and floats are distinct,

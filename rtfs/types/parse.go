@@ -54,7 +54,7 @@ func primitive(name string) (Type, bool) {
 	case "number":
 		return numberType{}, true
 	}
-	for k := KindNil; k <= KindFn; k++ {
+	for k := KindNil; int(k) < len(kindNames); k++ {
 		if k.String() == name {
 			return primType{k}, true
 		}
@@ -63,7 +63,7 @@ func primitive(name string) (Type, bool) {
 }
 
 // knownNames lists the primitive names for error messages.
-const knownNames = ":int :float :number :string :bool :nil :keyword :symbol :any :never :map :vector :list :set :fn"
+const knownNames = ":int :float :number :string :bool :nil :keyword :symbol :any :never :map :vector :list :set :fn :regex :seq"
 
 // parseName parses a type name; sigil is ":" for a keyword, "" for a symbol.
 func parseName(at syntax.Pos, name, sigil string) (Type, error) {

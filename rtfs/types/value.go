@@ -17,6 +17,8 @@ const (
 	KindMap                 // {k v}
 	KindSet                 // #{a b}
 	KindFn                  // builtins and closures
+	KindRegex               // #"pattern"
+	KindSeq                 // a lazy sequence: (range), (iterate f x), (lazy-seq ...)
 )
 
 var kindNames = [...]string{
@@ -32,6 +34,8 @@ var kindNames = [...]string{
 	KindMap:     "map",
 	KindSet:     "set",
 	KindFn:      "fn",
+	KindRegex:   "regex",
+	KindSeq:     "seq",
 }
 
 // String returns the kind's RTFS type name, as error messages use it: "int", "map"...

@@ -108,6 +108,8 @@
       case "detail": renderDetail(msg); break;
       case "detail-gone": detailGone(msg); break;
       case "output": addOutput(msg); break;
+      case "dropped": addDropped(msg); break;
+      case "cut": if (msg.stream === ui.watch) notice(msg.message); break;
       case "timeline": renderTimeline(msg); break;
     }
   }
@@ -115,6 +117,7 @@
   function applyRows(msg) {
     model.skew = msg.now - Date.now();
     model.interval = msg.interval || 1000;
+    renderBreakers(msg.breakers || []);
     for (const r of msg.rows || []) {
       const old = model.rows.get(r.id);
       if (!old) model.order.push(r.id);
@@ -229,7 +232,8 @@
       tr.dataset.id = id;
       const c0 = el("td"); const a = el("a", "sid"); a.href = "#/streams/" + encodeURIComponent(id); a.textContent = id;
       c0.append(a, el("span", "sub")); tr.append(c0);
-      const c1 = el("td"); c1.append(el("span", "badge")); tr.append(c1);
+      const c1 = el("td"); const pg = el("div", "progress"); const pb = el("div", "bar"); pb.append(el("i")); pg.append(pb, el("span", "pv"));
+      c1.append(el("span", "badge"), pg); tr.append(c1);
       const c2 = el("td", "num c-rate"); const rd = el("div", "rate"); rd.append(el("span", "v")); rd.insertAdjacentHTML("afterbegin", '<svg class="spark" width="80" height="20" viewBox="0 0 80 20" aria-hidden="true"><polygon class="area"/><polyline/></svg>'); c2.append(rd); tr.append(c2);
       tr.append(el("td", "num c-processed"));
       const c4 = el("td"); const q = el("div", "queue"); const bar = el("div", "bar"); bar.append(el("i")); q.append(bar, el("span", "qv")); c4.append(q); tr.append(c4);
@@ -246,6 +250,7 @@
     const badge = c[1].firstChild;
     setText(badge, r.state); badge.className = "badge st-" + r.state;
     if (r.message) badge.title = r.message; else badge.removeAttribute("title");
+    setProgress(c[1].querySelector(".progress"), r.progress, r.etaMs, r.step);
     setText(c[2].querySelector(".v"), fmtRate(r.rate) + (r.lifetime ? " avg" : ""));
     c[2].title = r.lifetime ? "average over the stream's life" : "over the last " + model.interval / 1000 + " s";
     drawSpark(c[2].querySelector("svg"), r.rates, 80, 20);
@@ -268,6 +273,36 @@
     // An unrecoverable stream says why where an ended one says how it ended.
     setText(c[8], r.reason || (r.state === "unrecoverable" ? r.message : ""));
     c[8].title = r.message || "";
+  }
+
+  // setProgress draws a stream's progress: a bar, the percentage and the
+  // time left; hidden when the stream reports none.
+  function setProgress(box, fraction, etaMs, step, showStep) {
+    const known = fraction !== undefined && fraction !== null;
+    box.hidden = !known && !step;
+    if (box.hidden) return;
+    box.querySelector(".bar").hidden = !known;
+    if (known) box.querySelector(".bar").firstChild.style.width = (fraction * 100).toFixed(0) + "%";
+    const parts = [];
+    if (known) parts.push((fraction * 100).toFixed(0) + "%");
+    if (etaMs !== undefined && etaMs !== null) parts.push("eta " + fmtDuration(etaMs));
+    if (showStep && step) parts.push(step);
+    setText(box.querySelector(".pv"), parts.join(" · "));
+    box.title = step || "";
+  }
+  function fmtDuration(ms) {
+    const s = Math.round(ms / 1000);
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s";
+    return Math.floor(s / 3600) + "h" + String(Math.floor(s / 60) % 60).padStart(2, "0") + "m";
+  }
+  // renderBreakers shows the origins whose circuit is open: starts and
+  // reconnects to them fail at once until the time shown.
+  function renderBreakers(list) {
+    const box = $("breakers");
+    const open = list.filter((b) => b.state !== "closed");
+    box.hidden = open.length === 0;
+    box.replaceChildren(...open.map((b) => el("div", "", `circuit ${b.state} for ${b.origin} until ${new Date(b["open-until-epoch-ms"]).toLocaleTimeString()} (${b.failures} failures; last: ${b["last-error"]})`)));
   }
 
   function setText(e, t) { if (e.textContent !== String(t)) e.textContent = t; }
@@ -350,7 +385,10 @@
       ["dropped", s["dropped-chunks"]], ["rate", fmtRate(s["chunks-per-second"] || 0) + " (lifetime)"],
       ["last latency", s["last-latency-ms"] === null ? "" : s["last-latency-ms"] + " ms"],
       ["reconnects", s.reconnects], ["received", fmtBytes(s["bytes-received"])], ["outputs", s.outputs],
+      ["outputs dropped", Object.entries(s["dropped-outputs"] || {}).filter(([, n]) => n).map(([p, n]) => `${n} ${p}`).join(", ")],
     ]);
+    const p = info.progress;
+    setProgress($("detail-progress"), p ? p.fraction : null, p ? p["eta-ms"] : null, p ? (p.message || p.milestone || "") : "", true);
     replaceTree($("state-tree"), info["current-state"], "state");
     replaceTree($("inspect-tree"), info, "inspect");
     renderDetailSpark();
@@ -438,9 +476,17 @@
     const list = $("outputs");
     const li = el("li");
     li.append(el("span", "seq", ev.seq === null || ev.seq === undefined ? "last" : "#" + ev.seq), JSON.stringify(ev.output));
+    if (ev.count > 1) li.append(el("span", "muted", ` ×${ev.count}${ev.kind ? " " + ev.kind : ""}`));
+    if (ev.priority && ev.priority !== "normal") li.classList.add("prio-" + ev.priority);
     list.prepend(li);
     while (list.children.length > 100) list.lastChild.remove();
     $("outputs-count").textContent = `(${outputs} since opened)`;
+  }
+
+  function addDropped(ev) {
+    if (ev.stream !== ui.watch) return;
+    const li = el("li", "muted", `… ${ev.count} low-priority outputs dropped (this tab fell behind on them)`);
+    $("outputs").prepend(li);
   }
 
   async function act(op) {

@@ -145,9 +145,14 @@ func (fc *fcomp) bindMap(m *syntax.Map) {
 	for i := 0; i+1 < len(m.Elems); i += 2 {
 		k, v := m.Elems[i], m.Elems[i+1]
 		if kw, ok := k.(*syntax.Keyword); ok {
+			if ns, kind, ok := nsKeys(kw.Name); ok {
+				// {:person/keys [name]} binds name to (:person/name m).
+				keys = append(keys, keysBindings(kind, v, ns)...)
+				continue
+			}
 			switch kw.Name {
 			case "keys", "strs", "syms":
-				keys = append(keys, keysBindings(kw.Name, v)...)
+				keys = append(keys, keysBindings(kw.Name, v, "")...)
 				continue
 			case "as":
 				as = v
@@ -197,7 +202,23 @@ func (fc *fcomp) bindMap(m *syntax.Map) {
 	}
 }
 
-func keysBindings(kind string, v syntax.Node) []keyBinding {
+// nsKeys reads :ns/keys and :ns/syms, the destructuring keys that take
+// their names from the namespace ns.
+func nsKeys(name string) (ns, kind string, ok bool) {
+	i := lastSlash(name)
+	if i <= 0 {
+		return "", "", false
+	}
+	switch kind = name[i+1:]; kind {
+	case "keys", "syms":
+		return name[:i], kind, true
+	}
+	return "", "", false
+}
+
+// keysBindings reads the names of :keys, :strs or :syms (in the namespace
+// ns unless a name has its own, for :ns/keys).
+func keysBindings(kind string, v syntax.Node, ns string) []keyBinding {
 	vec, ok := v.(*syntax.Vector)
 	if !ok {
 		errorf(v.Pos(), "destructuring: :%s must be a vector, got %s", kind, v)
@@ -217,6 +238,8 @@ func keysBindings(kind string, v syntax.Node) []keyBinding {
 		local := name
 		if i := lastSlash(name); i >= 0 {
 			local = name[i+1:]
+		} else if ns != "" {
+			name = ns + "/" + name
 		}
 		var key syntax.Node
 		switch kind {

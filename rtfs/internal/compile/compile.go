@@ -13,7 +13,21 @@ import (
 // base or of the units, nor builtins are compile errors. A compile error is a
 // *syntax.Error: "file:line:col: message", on one line.
 func Compile(base *Program, units []Unit, isBuiltin Resolver) (prog *Program, err error) {
+	return CompileVersion(Version, base, units, isBuiltin)
+}
+
+// compile2 is the version whose programs CompileVersion still compiles as
+// it did, for its continuations.
+const compile2 = "rtfs-compile-2"
+
+// CompileVersion is Compile as the compiler of an earlier version (Version
+// or "rtfs-compile-2") did it: the same bytecode, so that a continuation of
+// that version finds the code it was suspended in. Forms added since keep
+// their meaning; only where a later version changed the meaning of a form
+// the earlier one accepted does the earlier meaning apply.
+func CompileVersion(version string, base *Program, units []Unit, isBuiltin Resolver) (prog *Program, err error) {
 	c := &compiler{
+		version:     version,
 		prog:        &Program{},
 		globals:     make(map[string]int),
 		baseGlobals: make(map[string]int),
@@ -44,6 +58,7 @@ func Compile(base *Program, units []Unit, isBuiltin Resolver) (prog *Program, er
 }
 
 type compiler struct {
+	version     string // the compiler version whose output to produce
 	prog        *Program
 	globals     map[string]int // the units' globals
 	baseGlobals map[string]int // the base's globals; a unit's global of the same name shadows one
@@ -79,9 +94,15 @@ func (c *compiler) declareGlobals(nodes []syntax.Node) {
 			continue
 		}
 		switch head.Name {
-		case "def", "defn":
+		case "def", "defn", "defn-":
 			if name, ok := l.Elems[1].(*syntax.Symbol); ok {
 				c.globalSlot(name.Name)
+			}
+		case "declare":
+			for _, e := range l.Elems[1:] {
+				if name, ok := e.(*syntax.Symbol); ok {
+					c.globalSlot(name.Name)
+				}
 			}
 		case "do":
 			c.declareGlobals(l.Elems[1:])
@@ -251,6 +272,8 @@ func constKey(n syntax.Node) string {
 		return "s" + n.Value
 	case *syntax.Int:
 		return "i" + strconv.FormatInt(n.Value, 10)
+	case *syntax.Regex:
+		return "r" + n.Pattern
 	}
 	return ""
 }
@@ -381,7 +404,7 @@ func (fc *fcomp) expr(n syntax.Node, tail bool) {
 		} else {
 			fc.emit(FALSE, 0)
 		}
-	case *syntax.Int, *syntax.Float, *syntax.String, *syntax.Keyword:
+	case *syntax.Int, *syntax.Float, *syntax.String, *syntax.Keyword, *syntax.Regex:
 		fc.setPos(n.Pos())
 		fc.emit(CONST, fc.constant(n))
 	case *syntax.Symbol:
@@ -404,7 +427,7 @@ func (fc *fcomp) expr(n syntax.Node, tail bool) {
 // isConstant reports whether n is a literal whose value needs no evaluation.
 func isConstant(n syntax.Node) bool {
 	switch n := n.(type) {
-	case *syntax.Nil, *syntax.Bool, *syntax.Int, *syntax.Float, *syntax.String, *syntax.Keyword:
+	case *syntax.Nil, *syntax.Bool, *syntax.Int, *syntax.Float, *syntax.String, *syntax.Keyword, *syntax.Regex:
 		return true
 	case *syntax.Vector:
 		return allConstant(n.Elems)

@@ -92,3 +92,11 @@ func TestCompileErrorsArePositioned(t *testing.T) {
 		}
 	}
 }
+
+func TestFormsAreSpecial(t *testing.T) {
+	for _, name := range Forms() {
+		if !isSpecial(name) {
+			t.Errorf("Forms lists %s, which is no special form", name)
+		}
+	}
+}

@@ -31,8 +31,10 @@ func specialForm(name string) formFunc {
 		return (*fcomp).recur
 	case "def":
 		return (*fcomp).def
-	case "defn":
+	case "defn", "defn-": // RTFS has no namespaces: a private defn is a defn
 		return (*fcomp).defn
+	case "declare":
+		return (*fcomp).declare
 	case "fn", "λ":
 		return (*fcomp).fnForm
 	case "throw":
@@ -361,6 +363,21 @@ func (fc *fcomp) defn(l *syntax.List, _ bool) {
 	fc.emit(SETGLOBAL, slot)
 }
 
+// declare names globals that a later def defines, as Clojure's declare
+// does; since a program's functions may already refer to globals defined
+// later in the file, it only checks its names. Its value is nil.
+func (fc *fcomp) declare(l *syntax.List, _ bool) {
+	for _, e := range l.Elems[1:] {
+		s, ok := e.(*syntax.Symbol)
+		if !ok {
+			errorf(e.Pos(), "declare: expected a symbol, got %s", e)
+		}
+		fc.c.globalSlot(s.Name)
+	}
+	fc.setPos(l.At)
+	fc.emit(NIL, 0)
+}
+
 func (fc *fcomp) fnForm(l *syntax.List, _ bool) {
 	arity(l, 1, -1, "(fn name? [params] body...)")
 	rest := l.Elems[1:]
@@ -451,4 +468,17 @@ func (fc *fcomp) thread(l *syntax.List, tail bool) {
 		acc = &syntax.List{At: step.At, Elems: elems}
 	}
 	fc.expr(acc, tail)
+}
+
+// Forms lists the special forms and built-in macros a program can use,
+// sorted (not the internal ones, whose names start with %); catch and
+// finally belong to try. Every name is one specialForm compiles.
+func Forms() []string {
+	return []string{
+		"->", "->>", "and", "as->", "assert", "call", "case", "cond", "cond->", "cond->>", "condp",
+		"declare", "def", "defn", "defn-", "do", "doseq", "dotimes", "fn", "for", "if", "if-let",
+		"if-not", "if-some", "lazy-cat", "lazy-seq", "let", "letfn", "loop", "match", "mcp-stream",
+		"or", "quote", "recur", "some->", "some->>", "throw", "try", "when", "when-first", "when-let",
+		"when-not", "when-some", "λ",
+	}
 }

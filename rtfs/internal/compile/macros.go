@@ -11,7 +11,7 @@ import (
 //	(when-some [b e] body...)        (some-> x forms...)  (some->> x forms...)
 //	(when-first [x coll] body...)    (cond-> x test form ...)  (cond->> ...)
 //	(as-> e name forms...)           (letfn [(f [x] ...) ...] body...)
-//	(assert test message?)
+//	(assert test message?)          (lazy-seq body...)  (lazy-cat coll ...)
 //
 // Temporaries are named with a leading % (programs cannot write such names),
 // and each one is bound by a let around the code that reads it, so nested
@@ -52,8 +52,30 @@ func macroForm(name string) func(l *syntax.List) syntax.Node {
 		return expandLetfn
 	case "assert":
 		return expandAssert
+	case "lazy-seq":
+		return expandLazySeq
+	case "lazy-cat":
+		return expandLazyCat
 	}
 	return nil
+}
+
+// expandLazySeq: (lazy-seq body...) is the lazy sequence of the body's
+// value, computed when an element is needed: (%lazy (fn [] body...)).
+func expandLazySeq(l *syntax.List) syntax.Node {
+	at := l.At
+	fn := append([]syntax.Node{sym(at, "fn"), vec(at)}, l.Elems[1:]...)
+	return list(at, sym(at, "%lazy"), list(at, fn...))
+}
+
+// expandLazyCat: (lazy-cat a b ...) is (concat (lazy-seq a) (lazy-seq b) ...).
+func expandLazyCat(l *syntax.List) syntax.Node {
+	at := l.At
+	out := []syntax.Node{sym(at, "concat")}
+	for _, e := range l.Elems[1:] {
+		out = append(out, list(e.Pos(), sym(at, "lazy-seq"), e))
+	}
+	return list(at, out...)
 }
 
 func (fc *fcomp) macro(l *syntax.List, tail bool) {

@@ -14,9 +14,12 @@ package compile
 
 import "github.com/rtfshost/rtfshost/rtfs/syntax"
 
-// Version identifies the bytecode format; it is part of every program hash and
-// continuation, so a change of the compiler invalidates stored continuations.
-const Version = "rtfs-compile-2"
+// Version identifies the bytecode format and the prelude; it is part of every
+// program hash and continuation. Package rtfs keeps reading continuations of
+// the earlier versions it lists (rtfs/legacy.go): bump Version with a change
+// of the compiler's output or of the prelude, and keep the previous prelude
+// there.
+const Version = "rtfs-compile-3"
 
 // A Program is the result of compiling one or more units on top of an optional
 // base program (the prelude). Its Funcs start with the base's functions, then

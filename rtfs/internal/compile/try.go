@@ -9,7 +9,8 @@ type catchClause struct {
 	at      syntax.Pos
 }
 
-// catchAll lists the type names that catch every error.
+// catchAll lists the type names that catch every error besides the
+// exception classes that do (Throwable, Exception, RuntimeException...).
 func catchAll(name string) bool {
 	switch name {
 	case "_", "Exception", "Error", "Throwable", "RuntimeError", "Object", ":any", "any":
@@ -19,9 +20,13 @@ func catchAll(name string) bool {
 }
 
 // parseCatch reads (catch pattern? binding body...). The pattern is a
-// keyword, string or type symbol; when the clause starts with two symbols and
-// more forms follow, the first is the pattern; a lone symbol is the binding.
-func parseCatch(l *syntax.List) catchClause {
+// keyword, a string, or a symbol: an exception class (ExceptionInfo,
+// java.lang.ArithmeticException...; Exception and Throwable catch
+// everything), which may be followed by the binding alone, so (catch
+// Exception e) is nil; an unknown class name is an error. A lower-case
+// symbol followed by the binding and a body is read as the keyword of the
+// same name; a lone symbol is the binding, catching everything.
+func (fc *fcomp) parseCatch(l *syntax.List) catchClause {
 	es := l.Elems[1:]
 	cc := catchClause{at: l.At}
 	if len(es) == 0 {
@@ -36,11 +41,32 @@ func parseCatch(l *syntax.List) catchClause {
 		cc.pattern = first
 		es = es[1:]
 	case *syntax.Symbol:
-		if s, ok := at(es, 1).(*syntax.Symbol); ok && len(es) > 2 && s != nil {
-			if !catchAll(f.Name) {
-				cc.pattern = &syntax.Keyword{At: f.At, Name: f.Name}
+		_, second := at(es, 1).(*syntax.Symbol)
+		switch {
+		case !second:
+		case fc.c.version == compile2:
+			// rtfs-compile-2 read every symbol pattern as a keyword and
+			// knew no classes; its programs compile as they did.
+			if len(es) > 2 {
+				if !catchAll(f.Name) {
+					cc.pattern = &syntax.Keyword{At: f.At, Name: f.Name}
+				}
+				es = es[1:]
 			}
+		case catchAll(f.Name):
 			es = es[1:]
+		default:
+			if kinds, ok := ExceptionKinds(f.Name); ok {
+				if kinds != nil {
+					cc.pattern = &syntax.Symbol{At: f.At, Name: className(f.Name)}
+				}
+				es = es[1:]
+			} else if looksLikeClass(f.Name) {
+				errorf(f.At, "catch: unknown exception class %s; RTFS knows %s (Exception and Throwable catch every error)", f.Name, knownClasses())
+			} else if len(es) > 2 {
+				cc.pattern = &syntax.Keyword{At: f.At, Name: f.Name}
+				es = es[1:]
+			}
 		}
 	default:
 		errorf(first.Pos(), "catch: expected a pattern or binding symbol, got %s", first)
@@ -79,7 +105,7 @@ func (fc *fcomp) try(l *syntax.List, _ bool) {
 			if finally != nil {
 				errorf(c.At, "try: catch after finally")
 			}
-			catches = append(catches, parseCatch(c))
+			catches = append(catches, fc.parseCatch(c))
 			continue
 		}
 		if f, ok := isClause(e, "finally"); ok {

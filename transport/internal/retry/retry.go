@@ -2,7 +2,8 @@
 // delays of a failure streak (250 ms doubling to 5 s, no jitter, a bounded
 // number of retries), the wait between attempts on a Clock that tests can
 // replace, and the report of each wait to the stream's
-// transport.ReconnectObserver and log. The raw SSE transport, the MCP
+// transport.ReconnectObserver and log, and each failure to its circuit
+// breaker (transport.AttemptGate, transport/breaker). The raw SSE transport, the MCP
 // transports and the process transports (with :restart :on-failure) all
 // retry through it.
 //
@@ -66,6 +67,7 @@ type Retrier struct {
 	b       backoff.BackOff
 	clk     Clock
 	obs     transport.ReconnectObserver
+	gate    transport.AttemptGate
 	log     *slog.Logger
 	stream  string
 	name    string
@@ -102,6 +104,7 @@ func (p Policy) Start(name string, spec *transport.Spec, sink transport.Sink) *R
 		r.clk = RealClock{}
 	}
 	r.obs, _ = sink.(transport.ReconnectObserver)
+	r.gate, _ = sink.(transport.AttemptGate)
 	if spec != nil {
 		r.log, r.stream = spec.Logger, spec.StreamID
 	}
@@ -115,10 +118,20 @@ func (r *Retrier) Clock() Clock { return r.clk }
 // Retry-After header, the server's SSE retry field) replaces the policy's
 // delay, as the event stream specification says. It returns cause, marked
 // with the number of retries spent, when the streak has used all its
-// retries, and ctx.Err() if ctx ends first.
+// retries, and ctx.Err() if ctx ends first. When the sink is a
+// transport.AttemptGate, every failure (the last of a streak included) is
+// reported to it first, and its error (an open circuit) is returned in
+// place of a wait; it is asked again after the wait.
 func (r *Retrier) Wait(ctx context.Context, cause error, override time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if r.gate != nil {
+		// The sink's circuit breaker counts the failure; an open circuit
+		// ends the streak at once.
+		if err := r.gate.AttemptFailed(cause); err != nil {
+			return err
+		}
 	}
 	d := r.b.NextBackOff()
 	if d == backoff.Stop {
@@ -144,8 +157,11 @@ func (r *Retrier) Wait(ctx context.Context, cause error, override time.Duration)
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-fired:
-		return nil
 	}
+	if r.gate != nil {
+		return r.gate.AllowAttempt() // opened by another stream meanwhile
+	}
+	return nil
 }
 
 // Reset starts a new failure streak; transports call it when data flows.

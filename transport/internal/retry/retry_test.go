@@ -72,3 +72,64 @@ func TestWaitEndsWithContext(t *testing.T) {
 		t.Fatalf("wait = %v, want context.Canceled", err)
 	}
 }
+
+// gate is a sink whose circuit breaker opens after open failures, or after
+// the wait when late is set.
+type gate struct {
+	observer
+	failures int
+	open     int
+	late     bool
+	refusal  error
+}
+
+func (g *gate) AttemptFailed(error) error {
+	g.failures++
+	if !g.late && g.failures >= g.open {
+		return g.refusal
+	}
+	return nil
+}
+
+func (g *gate) AllowAttempt() error {
+	if g.late && g.failures >= g.open {
+		return g.refusal
+	}
+	return nil
+}
+
+// TestGate: every failure reaches the sink's breaker, the last of a streak
+// included; once the breaker refuses, Wait returns its error without
+// waiting or reporting a reconnect, and a breaker that opened during the
+// wait stops the attempt after it.
+func TestGate(t *testing.T) {
+	refusal := errors.New("circuit open")
+	clk := &FakeClock{}
+	g := &gate{open: 3, refusal: refusal}
+	r := Policy{Attempts: 8, Clock: clk}.Start("test", nil, g)
+	cause := errors.New("refused")
+	for i := 0; i < 2; i++ {
+		if err := r.Wait(context.Background(), cause, 0); err != nil {
+			t.Fatalf("wait %d: %v", i, err)
+		}
+	}
+	if err := r.Wait(context.Background(), cause, 0); err != refusal {
+		t.Fatalf("third wait = %v, want the breaker's refusal", err)
+	}
+	if g.failures != 3 || len(clk.Waits()) != 2 || len(g.attempts) != 2 {
+		t.Fatalf("failures %d, waits %v, reconnects %v", g.failures, clk.Waits(), g.attempts)
+	}
+
+	g = &gate{open: 1, late: true, refusal: refusal}
+	r = Policy{Attempts: 8, Clock: &FakeClock{}}.Start("test", nil, g)
+	if err := r.Wait(context.Background(), cause, 0); err != refusal {
+		t.Fatalf("a breaker that opened during the wait: %v", err)
+	}
+
+	g = &gate{open: 100, refusal: refusal}
+	r = Policy{Attempts: 1, Clock: &FakeClock{}}.Start("test", nil, g)
+	_ = r.Wait(context.Background(), cause, 0)
+	if err := r.Wait(context.Background(), cause, 0); err == nil || g.failures != 2 {
+		t.Fatalf("the last failure of a streak: %v, %d failures counted", err, g.failures)
+	}
+}

@@ -4,7 +4,9 @@
 // then rtfshost's figures as ratios to the peers': each ratio is taken
 // round by round (the two benchmarks ran one after the other) and the
 // median of those is printed, so that a drift of the machine's speed
-// during the run moves both sides alike.
+// during the run moves both sides alike. Last come the 100-stream
+// benchmarks at -cpu 1 and 2: throughput, each engine's scaling from one
+// core to two, and rtfshost's throughput over the peers'.
 //
 // Usage: go run ./cmd/ratios DIR
 package main
@@ -45,7 +47,9 @@ func main() {
 	}
 	names := make([]string, 0, len(all))
 	for n := range all {
-		names = append(names, n)
+		if !strings.Contains(n, "@") { // the same figures under their GOMAXPROCS
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	fmt.Printf("%d rounds\n\n", len(rounds))
@@ -89,6 +93,59 @@ func main() {
 		lo, hi := minMax(ratios)
 		fmt.Printf("%-58s %.2f× (%.2f–%.2f)\n", p.what, median(ratios), lo, hi)
 	}
+	printMany(rounds)
+}
+
+// many are the multi-stream benchmarks (100 streams at once), each run at
+// -cpu 1 and 2: rtfshost's first.
+var many = []struct{ who, bench string }{
+	{"rtfshost", "PipelinePersist/100-streams/none/cursor"},
+	{"Benthos (100 pipelines)", "BenthosStreams"},
+	{"Starlark (100 hosts)", "StarlarkStreams"},
+}
+
+// printMany prints the multi-stream throughput at one and two Ps, each
+// engine's scaling (its ns/chunk at -cpu 1 over -cpu 2, round by round) and
+// rtfshost's throughput over each peer's at each -cpu.
+func printMany(rounds []map[string]float64) {
+	perRound := func(a, b string) []float64 {
+		var v []float64
+		for _, r := range rounds {
+			x, okA := r[a]
+			y, okB := r[b]
+			if okA && okB && y > 0 {
+				v = append(v, x/y)
+			}
+		}
+		return v
+	}
+	fmt.Println()
+	fmt.Println("100 streams at once (medians; scaling = chunks/s at -cpu 2 over -cpu 1, round by round):")
+	fmt.Printf("  %-24s %14s %14s %10s\n", "", "-cpu 1", "-cpu 2", "scaling")
+	for _, m := range many {
+		var one, two []float64
+		for _, r := range rounds {
+			if v, ok := r[m.bench+"@1"]; ok {
+				one = append(one, 1e9/v)
+			}
+			if v, ok := r[m.bench+"@2"]; ok {
+				two = append(two, 1e9/v)
+			}
+		}
+		sc := perRound(m.bench+"@1", m.bench+"@2")
+		if len(one) == 0 || len(two) == 0 || len(sc) == 0 {
+			fmt.Printf("  %-24s missing\n", m.who)
+			continue
+		}
+		fmt.Printf("  %-24s %14.0f %14.0f %9.2f×\n", m.who, median(one), median(two), median(sc))
+	}
+	for _, m := range many[1:] {
+		for _, p := range []string{"1", "2"} {
+			if r := perRound(m.bench+"@"+p, many[0].bench+"@"+p); len(r) > 0 {
+				fmt.Printf("  rtfshost chunks/s over %s's at -cpu %s: %.2f×\n", m.who, p, median(r))
+			}
+		}
+	}
 }
 
 // read returns, per round, each benchmark's ns/op.
@@ -126,7 +183,9 @@ func read(dir string) ([]map[string]float64, error) {
 	return out, nil
 }
 
-// parse reads "BenchmarkX-2  N  123 ns/op ..." lines into into.
+// parse reads "BenchmarkX-2  N  123 ns/op ..." lines into into, under the
+// benchmark's name and under the name with "@" and its GOMAXPROCS (the -N
+// suffix; none is 1).
 func parse(file string, into map[string]float64) error {
 	f, err := os.Open(file)
 	if err != nil {
@@ -139,9 +198,11 @@ func parse(file string, into map[string]float64) error {
 		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
 			continue
 		}
-		name := strings.TrimPrefix(fields[0], "Benchmark")
+		name, procs := strings.TrimPrefix(fields[0], "Benchmark"), "1"
 		if i := strings.LastIndexByte(name, '-'); i > 0 {
-			name = name[:i]
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name, procs = name[:i], name[i+1:]
+			}
 		}
 		for i := 2; i+1 < len(fields); i++ {
 			if fields[i+1] == "ns/op" {
@@ -150,6 +211,7 @@ func parse(file string, into map[string]float64) error {
 					return fmt.Errorf("%s: %w", file, err)
 				}
 				into[name] = v
+				into[name+"@"+procs] = v
 			}
 		}
 	}
