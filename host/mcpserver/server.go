@@ -238,6 +238,7 @@ func (s *Server) Close() error {
 	s.calls.Wait()
 	s.resources.close()
 	s.events.close()
+	s.tasks.close()
 	return nil
 }
 
