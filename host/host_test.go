@@ -24,8 +24,8 @@ func env(kv map[string]string) func(string) (string, bool) {
 }
 
 // rig is a host whose :sse and :mock transports are one mock transport, so
-// that programs written as the spec writes them (no :transport, default
-// server URL) run on the mock.
+// that programs without a :transport (the default server URL) run on the
+// mock.
 type rig struct {
 	t    *testing.T
 	h    *host.Host
