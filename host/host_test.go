@@ -24,8 +24,8 @@ func env(kv map[string]string) func(string) (string, bool) {
 }
 
 // rig is a host whose :sse and :mock transports are one mock transport, so
-// that programs written as the spec writes them (no :transport, default
-// server URL) run on the mock.
+// that programs without a :transport (the default server URL) run on the
+// mock.
 type rig struct {
 	t    *testing.T
 	h    *host.Host
@@ -134,7 +134,7 @@ func num(v rtfs.Value) float64 {
 	return -1
 }
 
-// The spec's weather aggregator (§9), verbatim, with the helpers it uses
+// The weather aggregator of the streaming examples, verbatim, with the helpers it uses
 // defined in RTFS; the start call has no :transport, so the default server
 // URL picks :sse, which this rig serves with the mock.
 func TestSpecWeatherAggregator(t *testing.T) {
@@ -189,7 +189,7 @@ func TestSpecWeatherAggregator(t *testing.T) {
 	}
 }
 
-// The spec's backpressure processor (§6.2): under 100 queued items it
+// The backpressure processor of the streaming examples: under 100 queued items it
 // processes and continues; over 1,000 it pauses the stream.
 func TestSpecBackpressureProcessor(t *testing.T) {
 	const proc = `
@@ -266,10 +266,10 @@ func waitState(t *testing.T, p *provider.Provider, id string, want provider.Stat
 	}
 }
 
-// The spec's resilient processor (§6.3) with try/catch: transient errors are
-// counted and the stream continues; the third cancels it. One fix to the
-// spec's code: it wrote (update state :error_count error-count), which calls
-// an int; assoc is what it means.
+// The resilient processor of the streaming examples, with try/catch:
+// transient errors are counted and the stream continues; the third cancels
+// it. (Where it is usually written (update state :error_count error-count),
+// which calls an int, assoc is what it means.)
 func TestSpecResilientProcessor(t *testing.T) {
 	r := newRig(t)
 	wait := r.runAsync(`

@@ -78,7 +78,7 @@ func newRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.
 	p := &rtfsProcessor{label: label, fn: fn, globals: g, limits: limits, caps: caps}
 	if cl, ok := fn.(*rtfs.Closure); ok {
 		p.ret = cl.ReturnType()
-		// The spec's first processors take (state chunk): they get no metadata.
+		// A processor of two parameters (state chunk) gets no metadata.
 		p.noMeta = !cl.Accepts(3) && cl.Accepts(2)
 		p.meta = !p.noMeta && cl.ReadsParam(2)
 		p.keepsChunk = cl.MayKeepParam(1)

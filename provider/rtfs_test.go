@@ -43,8 +43,8 @@ func TestRTFSProcessorForms(t *testing.T) {
 	}
 }
 
-// A processor written as the spec's §3.1 writes it, [stream-state chunk], is
-// called without the metadata.
+// A processor of two parameters, [stream-state chunk], is called without
+// the metadata.
 func TestTwoArgumentProcessor(t *testing.T) {
 	g := compileGlobals(t, `(defn proc [stream-state chunk] {:state (conj stream-state (:n chunk)) :output (:n chunk)})`)
 	f := newFixture(t, Options{})

@@ -232,8 +232,7 @@ func (p *Provider) processorFor(req StartRequest) (processor, error) {
 		return nil, &keyError{"processor", err}
 	}
 	// Catch a processor of the wrong shape at start, not on the first chunk.
-	// (state chunk) processors, as the spec's first examples write them, are
-	// called without the metadata.
+	// (state chunk) processors are called without the metadata.
 	if cl, ok := fn.(*rtfs.Closure); ok && !cl.Accepts(3) && !cl.Accepts(2) {
 		return nil, &keyError{"processor", fmt.Errorf("%s cannot be called as (processor state chunk metadata) or (processor state chunk)", label)}
 	}

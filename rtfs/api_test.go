@@ -302,7 +302,7 @@ func TestConcurrentThreads(t *testing.T) {
 	}
 }
 
-// TestSpecReturnType checks results of the spec's §4.2 processor against its
+// TestSpecReturnType checks results of a streaming processor against its
 // declared return type (an enum of actions and a nested config map).
 func TestSpecReturnType(t *testing.T) {
 	p := mustCompile(t, `

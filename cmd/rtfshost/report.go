@@ -201,7 +201,7 @@ type jsonLine struct {
 //	{"type":"result","value":V}
 //	{"type":"error","stream":ID,"file":F,"line":L,"col":C,"message":M}  (an error that ended the run)
 //
-// Values map to JSON as rtfs.ToOutputJSON does (README, "Command line").
+// Values map to JSON as rtfs.ToOutputJSON does (docs/cli.md).
 type jsonReporter struct {
 	mu    sync.Mutex
 	enc   *json.Encoder

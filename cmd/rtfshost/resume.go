@@ -50,7 +50,7 @@ Output and exit codes are those of run.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.server, "server", "", "resume the given live streams of the rtfshost serve at this URL instead")
-	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (see the README for the format)")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (docs/cli.md has the format)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop after this long (0: no limit)")
 	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default resume reports them and exits 1)")
 	a.addRuntimeFlags(cmd, false)

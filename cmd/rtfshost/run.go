@@ -59,7 +59,7 @@ program error (printed as file:line:col: message with the source line).`,
 			return a.runProgram(cmd.Context(), args[0], o)
 		},
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (see the README for the format)")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (docs/cli.md has the format)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (0: no limit)")
 	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default run reports them and exits 1)")
 	a.addRuntimeFlags(cmd, false)

@@ -252,7 +252,11 @@ func serveResumeAfterKill(t *testing.T, sourceURL string) {
 // serveTasksSurviveKill: a task-augmented mcp.stream.start on serve, which
 // is then killed with SIGKILL and started again on the same data
 // directory: tasks/get still answers, and tasks/result delivers the
-// stream's result.
+// stream's result with every output of the stream once, in order: those
+// made before the kill and those the recovered stream made before the
+// client came back. (Outputs are at-least-once across a crash: a chunk
+// whose commit the kill lost is processed again, and its output comes
+// again with the same :seq, which the task keeps once.)
 func serveTasksSurviveKill(t *testing.T, sourceURL string) {
 	dir := filepath.Join(t.TempDir(), "data")
 	base, _, kill := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
@@ -288,6 +292,19 @@ func serveTasksSurviveKill(t *testing.T, sourceURL string) {
 
 	base, stop, _ := startServeChildData(t, "", dir, "serve", "--listen", "127.0.0.1:0", "--server-url", sourceURL)
 	defer stop()
+	// The client comes back once the recovered stream has ended: what the
+	// stream gave meanwhile is the task's all the same.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := callServer(context.Background(), base, "mcp.stream.status", map[string]any{"stream-id": "durable-task"})
+		if err == nil && strings.Contains(st, `"state":"completed"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the recovered stream did not complete: %s %v", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	sid = rawInitialize(t, base)
 	if got := call(base, sid, "tasks/get", map[string]any{"taskId": "durable-task"}); got["taskId"] != "durable-task" || got["createdAt"] == nil {
 		t.Fatalf("tasks/get after the kill: %v", got)
@@ -296,6 +313,27 @@ func serveTasksSurviveKill(t *testing.T, sourceURL string) {
 	text := fmt.Sprint(res["content"])
 	if res["isError"] != false || !strings.Contains(text, `"state":"completed"`) || !strings.Contains(text, `"result":{"count":30}`) {
 		t.Fatalf("tasks/result after the kill: %v", res)
+	}
+	var result struct {
+		Outputs     []struct{ Count int } `json:"outputs"`
+		OutputCount int                   `json:"output-count"`
+		Lost        int                   `json:"outputs-lost"`
+	}
+	b, _ := json.Marshal(res["structuredContent"])
+	if err := json.Unmarshal(b, &result); err != nil {
+		t.Fatalf("tasks/result after the kill: %v\n%s", err, b)
+	}
+	counts := make([]int, len(result.Outputs))
+	for i, o := range result.Outputs {
+		counts[i] = o.Count
+	}
+	if len(counts) != 30 || result.OutputCount != 30 || result.Lost != 0 {
+		t.Fatalf("tasks/result after the kill lists outputs %v (output-count %d, lost %d), want 1..30", counts, result.OutputCount, result.Lost)
+	}
+	for i, n := range counts {
+		if n != i+1 {
+			t.Fatalf("tasks/result after the kill lists outputs %v, want 1..30 in order", counts)
+		}
 	}
 	if got := call(base, sid, "tasks/get", map[string]any{"taskId": "durable-task"}); got["status"] != "completed" {
 		t.Errorf("tasks/get at the end: %v", got)

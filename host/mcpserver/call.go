@@ -19,6 +19,10 @@ type call struct {
 	ctx context.Context
 	w   *watch
 	rep *reporter
+	// keep, when set, sees each event of the call's streams first, on the
+	// stream's goroutine, so it must return at once: a task keeps its
+	// outputs in the store (taskout.go). Set it before watchStream.
+	keep func(provider.Event)
 }
 
 func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
@@ -57,7 +61,14 @@ func (s *Server) newOutbox() *provider.Outbox {
 // its outputs; what the stream's processor prints reaches the call's client
 // too. It fails only when the provider is closed.
 func (c *call) watchStream(id string) error {
-	sub, err := c.s.prov.Subscribe(id, provider.SubscribeOptions{Pending: true, Receive: c.w.push})
+	receive := c.w.push
+	if keep := c.keep; keep != nil {
+		receive = func(ev provider.Event) {
+			keep(ev)
+			c.w.push(ev)
+		}
+	}
+	sub, err := c.s.prov.Subscribe(id, provider.SubscribeOptions{Pending: true, Receive: receive})
 	if err != nil {
 		return err
 	}

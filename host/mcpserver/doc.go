@@ -57,6 +57,7 @@
 //	taskwire.go    the task methods of both eras, and what initialize and tools/list say of tasks
 //	taskstore.go   the task table and its records in the host's store
 //	taskrun.go     creating a task and driving it to its end; its notifications (2025-11-25)
+//	taskout.go     a stream task's outputs, kept in the store as they come, for its result
 //	resume.go      the resumption of a response stream after a restart
 //	eventstore.go  the event store of the stateful era, in the data directory
 //	jsononly.go    the adapter for clients that read application/json only

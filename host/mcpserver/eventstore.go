@@ -251,8 +251,10 @@ func (d *durableEvents) Open(ctx context.Context, sessionID, streamID string) er
 }
 
 // Append implements mcp.EventStore: the event is stored (one commit)
-// before it is written to the client.
+// before it is written to the client; a task status carrier is stored as
+// the status notification the client gets (taskStatusMessage).
 func (d *durableEvents) Append(ctx context.Context, sessionID, streamID string, data []byte) error {
+	data, _ = taskStatusMessage(data)
 	d.load(ctx)
 	k := streamKey{sessionID, streamID}
 	d.mu.Lock()

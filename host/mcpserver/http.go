@@ -104,6 +104,10 @@ func (s *Server) mcpLayers() []layer {
 		// MCP Tasks, which go-sdk does not have, in both eras: the tasks/*
 		// methods and a tools/call asking for a task are answered here.
 		{name: "tasks", wrap: s.serveTasks},
+		// The status notifications of tasks (2025-11-25), which go-sdk
+		// cannot send: each goes out as a carrier that this layer turns
+		// into notifications/tasks/status on the response streams.
+		{name: "task-status", only: eraSessions, wrap: taskStatusWire},
 		// A GET that resumes a response stream of a session from before a
 		// restart, which go-sdk no longer has, is served from the event
 		// store.

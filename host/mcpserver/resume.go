@@ -154,12 +154,14 @@ func (s *Server) serveResume(w http.ResponseWriter, r *http.Request, session, st
 }
 
 // Recover recovers the host's streams and the programs parked on them
-// (host.Recover). First it follows the calls of an earlier process whose
-// response streams the event store holds and whose streams are about to
-// be recovered: each follower subscribes to its stream before the stream
-// runs again, so that every output it gives from its recovery on reaches
-// the store, however late the client comes back. A call whose stream is
-// not recovered ends with an error result. Call it once, before Serve.
+// (host.Recover). First it follows what an earlier process left and whose
+// streams are about to be recovered (followRestored): the calls whose
+// response streams the event store holds, and the stream tasks that have
+// not ended. Each follower subscribes to its stream before the stream runs
+// again, so that every output it gives from its recovery on reaches the
+// store (the call's events, the task's outputs), however late the client
+// comes back. A call or task whose stream is not recovered ends with an
+// error result. Call it once, before Serve.
 func (s *Server) Recover(ctx context.Context) error {
 	recovered := make(chan struct{})
 	s.followRestored(ctx, recovered)
@@ -172,12 +174,17 @@ func (s *Server) Recover(ctx context.Context) error {
 // host recovered its streams.
 var recoveredAlready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// followRestored starts, once, a follower for every stored response stream
-// of an earlier process that was a progress-reporting tools/call whose
-// response is not stored. Each subscribes to its stream at once (or to the
-// stream to come); it looks at the stream once recovered is closed.
+// followRestored starts, once, the followers of what an earlier process
+// left: one for every stream task that has not ended (tasks.load), and one
+// for every stored response stream that was a progress-reporting
+// tools/call whose response is not stored. Each subscribes to its stream
+// at once (or to the stream to come); it looks at the stream once
+// recovered is closed. Recover calls it before the host recovers the
+// streams; without Recover, the first look at the tasks or a resumed
+// response stream calls it, with recoveredAlready.
 func (s *Server) followRestored(ctx context.Context, recovered <-chan struct{}) {
 	s.resumeOnce.Do(func() {
+		s.tasks.load(ctx, recovered)
 		s.events.load(ctx)
 		s.events.mu.Lock()
 		var todo []streamKey

@@ -241,6 +241,7 @@ func (s *Server) Close() error {
 	s.calls.Wait()
 	s.resources.close()
 	s.events.close()
+	s.tasks.close()
 	return nil
 }
 

@@ -26,6 +26,9 @@ type streamResult struct {
 	Truncated     int64             `json:"outputs-truncated,omitempty"`
 	Notifications int64             `json:"progress-notifications"`
 	Coalesced     int64             `json:"coalesced"`
+	// Lost counts the outputs of a task's stream missing from Outputs
+	// after a crash (taskout.go).
+	Lost int64 `json:"outputs-lost,omitempty"`
 	// Dropped counts the low outputs left out of the notifications (they
 	// are in Outputs); DeliveryCut says why the notifications stopped.
 	Dropped     int64  `json:"dropped-outputs,omitempty"`

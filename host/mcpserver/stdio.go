@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,8 +160,18 @@ func (l *stdioLayers) answer(m *message, modern bool) {
 }
 
 // Write writes go-sdk's message, with what announce adds to the results
-// of initialize and tools/list.
+// of initialize and tools/list, and a task status carrier turned into its
+// status notification (taskStatusMessage).
 func (l *stdioLayers) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && bytes.Contains(req.Params, []byte(metaTaskStatus)) {
+		if data, err := jsonrpc.EncodeMessage(req); err == nil {
+			if turned, ok := taskStatusMessage(data); ok {
+				if m, err := jsonrpc.DecodeMessage(turned); err == nil {
+					msg = m
+				}
+			}
+		}
+	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		id, _ := json.Marshal(resp.ID.Raw())
 		key := compactJSON(id)

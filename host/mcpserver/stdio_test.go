@@ -290,4 +290,22 @@ func TestStdioTaskNotifications(t *testing.T) {
 	if !strings.Contains(progress[2], `"total":3`) {
 		t.Errorf("progress over stdio: %v", progress)
 	}
+	// Then the task's status (notifications/tasks/status).
+	for {
+		line := p.line()
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil || m["method"] == "notifications/progress" {
+			t.Fatalf("after the last progress notification, not the task's status: %s", line)
+		}
+		if m["method"] != notificationTaskStatus {
+			continue
+		}
+		if params, _ := m["params"].(map[string]any); params["taskId"] != "st-1" || params["status"] != "completed" {
+			t.Errorf("the task's status over stdio: %s", line)
+		}
+		if err := schemas.validate("2025-11-25", "TaskStatusNotification", m); err != nil {
+			t.Errorf("the task's status over stdio: %v\n%s", err, line)
+		}
+		break
+	}
 }

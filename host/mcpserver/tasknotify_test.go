@@ -246,3 +246,106 @@ func countSent(f *fixture) func() map[string]int {
 		return maps.Clone(sent)
 	}
 }
+
+// TestTaskStatusNotifications: under 2025-11-25 a task's session is told
+// each change of its status (notifications/tasks/status, the full task as
+// tasks/get gives it, without the related-task _meta), on the stream the
+// client keeps open, after the task's progress notifications: completed
+// for a stream that completed, cancelled for a task cancelled by request
+// (once). The carrier it goes out as never reaches the client. Only
+// sessions of 2025-11-25 are told: earlier revisions have no such
+// notification, later ones no sessions.
+func TestTaskStatusNotifications(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	url := f.ts.URL + PathStreamable
+	h := legacyInit(t, url)
+	get := openStandalone(t, url, h)
+	start := func(h map[string]string, id string) {
+		t.Helper()
+		if _, e := rpc(t, url, h, "tools/call", map[string]any{"name": ToolStart, "arguments": startArgs(id), "task": map[string]any{"ttl": 60000},
+			"_meta": map[string]any{"progressToken": "tok-" + id}}); e != nil {
+			t.Fatalf("tools/call %s as a task: %v", id, e)
+		}
+	}
+	of := func(id string) func(map[string]any) bool {
+		return func(p map[string]any) bool { return p["taskId"] == id }
+	}
+
+	start(h, "s1")
+	f.feed(ctx, "s1", append(values(2), end)...)
+	got := get.await(t, 1, notificationTaskStatus, of("s1"))[0]
+	if got["status"] != "completed" || got["statusMessage"] != "the stream completed" || got["ttl"] != float64(60000) ||
+		got["pollInterval"] == nil || got["createdAt"] == nil || got["lastUpdatedAt"] == nil || got["_meta"] != nil {
+		t.Errorf("the status notification of a completed task = %v", got)
+	}
+	if task, _ := rpc(t, url, h, methodTasksGet, map[string]any{"taskId": "s1"}); fmt.Sprint(task) != fmt.Sprint(got) {
+		t.Errorf("the status notification says %v, tasks/get %v", got, task)
+	}
+	get.mu.Lock()
+	order := []string{}
+	for _, m := range get.msgs {
+		p, _ := m["params"].(map[string]any)
+		if p["taskId"] == "s1" || p["progressToken"] == "tok-s1" {
+			order = append(order, fmt.Sprint(m["method"]))
+		}
+	}
+	get.mu.Unlock()
+	if want := "[notifications/progress notifications/progress notifications/progress notifications/tasks/status]"; fmt.Sprint(order) != want {
+		t.Errorf("the task's messages on the stream: %v, want %s", order, want)
+	}
+
+	start(h, "s2")
+	f.feed(ctx, "s2", values(1)...)
+	get.await(t, 1, "notifications/progress", func(p map[string]any) bool { return p["progressToken"] == "tok-s2" })
+	if _, e := rpc(t, url, h, methodTasksCancel, map[string]any{"taskId": "s2"}); e != nil {
+		t.Fatal(e)
+	}
+	if got := get.await(t, 1, notificationTaskStatus, of("s2"))[0]; got["status"] != "cancelled" {
+		t.Errorf("the status notification of a cancelled task = %v", got)
+	}
+
+	if c := get.matching("notifications/progress", func(p map[string]any) bool { return p["progressToken"] == metaTaskStatus }); len(c) != 0 {
+		t.Errorf("a status carrier reached the client: %v", c)
+	}
+	for v, want := range map[string]bool{"2025-03-26": false, "2025-06-18": false, "2025-11-25": true, sessionlessVersion: false} {
+		if got := revisionHasTaskStatus(v); got != want {
+			t.Errorf("revision %s has task status notifications: %v, want %v", v, got, want)
+		}
+	}
+}
+
+// TestTaskStatusCarrier: the carrier of a status notification is stored
+// in the event store as the notification itself, for a client that
+// resumes, and only a progress notification with the carrier's _meta is
+// turned (a progress message that names the key is not).
+func TestTaskStatusCarrier(t *testing.T) {
+	rec := taskRecord{ID: "c1", Status: taskCompleted, Message: "the stream completed", TTL: time.Minute}
+	carrier, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": statusCarrier(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDurableEvents(nil, func(string, ...any) {})
+	defer d.close()
+	if err := d.Append(context.Background(), "sess", "", carrier); err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for data, err := range d.After(context.Background(), "sess", "", -1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, string(data))
+	}
+	var m map[string]any
+	if len(stored) != 1 || json.Unmarshal([]byte(stored[0]), &m) != nil {
+		t.Fatalf("stored %q", stored)
+	}
+	if err := schemas.validate("2025-11-25", "TaskStatusNotification", m); err != nil || m["method"] != notificationTaskStatus {
+		t.Errorf("stored %s: %v", stored[0], err)
+	}
+	plain := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"message":"{\"k\":\"rtfshost/task-status\"}"}}`
+	if out, ok := taskStatusMessage([]byte(plain)); ok || string(out) != plain {
+		t.Errorf("a progress notification naming the key was turned: %s", out)
+	}
+}

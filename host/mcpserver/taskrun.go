@@ -16,27 +16,23 @@ import (
 // by a goroutine of the server, and cancelled (the table is taskstore.go).
 
 // resumeLocked drives a stored task that no goroutine of this process
-// drives: a stream task whose stream was recovered is followed to its end;
-// any other ends as failed.
-func (t *tasks) resumeLocked(e *taskEntry) {
-	if e.rec.StreamID != "" && t.clustered() && !t.runsHere(e.rec.StreamID) {
-		return // another host drives it; refresh reads what it stores
-	}
-	if e.rec.StreamID != "" {
-		if st, err := t.s.prov.Status(e.rec.StreamID); err == nil {
-			if st.State.Terminal() {
-				rec := e.rec
-				t.finishLocked(e, streamTaskResult(streamResult{StreamID: st.StreamID, State: st.State, EndReason: st.EndReason,
-					Message: st.Message, Result: shownJSON(st.Result, t.s.opts.Limits.OutputLimit(), "the stream's result"), Outputs: []json.RawMessage{}}, rec.ID), st.State)
-				return
-			}
-			t.followLocked(e, nil)
-			return
-		}
-		t.finishLocked(e, taskErrorResult("the task's stream %s was not found after the server restarted", e.rec.StreamID), provider.StateError)
+// drives: a stream task is followed (followLocked), from before its stream
+// is recovered when recovered is still open; a task of another tool ends as
+// failed, since its work did not survive the restart. In a cluster, a
+// stream task whose stream runs on another host is left to that host.
+func (t *tasks) resumeLocked(e *taskEntry, recovered <-chan struct{}) {
+	if e.rec.StreamID == "" {
+		t.finishLocked(e, taskErrorResult("the server restarted while the program ran; an %s task does not survive a restart", e.rec.Tool), provider.StateError)
 		return
 	}
-	t.finishLocked(e, taskErrorResult("the server restarted while the program ran; an %s task does not survive a restart", e.rec.Tool), provider.StateError)
+	select {
+	case <-recovered:
+		if t.clustered() && !t.runsHere(e.rec.StreamID) {
+			return // another host drives it; refresh reads what it stores
+		}
+	default: // the host recovers the streams after this
+	}
+	t.followLocked(e, nil, recovered)
 }
 
 // create makes a task for a call of tool with the raw arguments, stores it,
@@ -45,7 +41,7 @@ func (t *tasks) resumeLocked(e *taskEntry) {
 // the progress token of the tools/call; nil: none) and log notifications
 // go to that session while the task runs (taskPeer).
 func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, ttl time.Duration, session *mcp.ServerSession, token any) (taskRecord, error) {
-	t.load(ctx)
+	t.loaded(ctx)
 	spec, ok := t.s.toolSpec(tool)
 	if !ok || spec.task == noTask {
 		return taskRecord{}, &rpcFailure{code: codeMethodNotFound, msg: fmt.Sprintf("tool %q does not run as a task (only %s do)", tool, strings.Join(t.s.taskTools(), " and "))}
@@ -83,7 +79,7 @@ func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, tt
 	}
 	e := &taskEntry{rec: rec, done: make(chan struct{})}
 	if session != nil {
-		e.peer = &taskPeer{t: t, e: e, id: rec.ID, session: session, token: token}
+		e.peer = &taskPeer{t: t, e: e, id: rec.ID, session: session, token: token, statuses: hasTaskStatus(session)}
 	}
 	t.byID[rec.ID] = e
 	t.mu.Unlock()
@@ -96,7 +92,7 @@ func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, tt
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if spec.task == taskOfStream {
-		t.followLocked(e, a)
+		t.followLocked(e, a, recoveredAlready)
 	} else {
 		t.runLocked(e, spec, a)
 	}
@@ -104,22 +100,31 @@ func (t *tasks) create(ctx context.Context, tool string, raw json.RawMessage, tt
 }
 
 // followLocked starts the goroutine that drives a stream task: it starts
-// the stream (start != nil) or follows a recovered one, collects its
-// outputs as the blocking tool would, and stores the result when the
-// stream ends. On Close it leaves the stream and the task as they are: the
-// stream is durable and resumed by the next serve.
-func (t *tasks) followLocked(e *taskEntry, start args) {
+// the stream (start != nil) or follows a stored one, which it looks at once
+// recovered is closed (the host has recovered its streams); it collects
+// the stream's outputs as the blocking tool would, keeps them in the store
+// (taskout.go), and stores the result when the stream ends. It subscribes
+// to the stream before it returns, so that it sees every output of a
+// stream started or recovered after that. On Close it leaves the stream and
+// the task as they are: the stream is durable and followed again by the
+// next serve.
+func (t *tasks) followLocked(e *taskEntry, start args, recovered <-chan struct{}) {
 	ctx, cancel := context.WithCancel(e.peer.with(t.s.ctx))
 	e.running, e.cancel = true, cancel
+	id := e.rec.StreamID
+	c := t.s.newCall(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolStart}})
+	outs := t.outputsOf(ctx, e.rec.ID)
+	if outs != nil {
+		c.keep = outs.keep
+	}
+	watchErr := c.watchStream(id)
 	t.s.calls.Add(1)
 	go func() {
 		defer t.s.calls.Done()
 		defer cancel()
-		c := t.s.newCall(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolStart}})
 		defer c.release()
-		id := e.rec.StreamID
-		if err := c.watchStream(id); err != nil {
-			t.finish(e, taskErrorResult("%s: %v", ToolStart, err), provider.StateError)
+		if watchErr != nil {
+			t.finish(e, taskErrorResult("%s: %v", ToolStart, watchErr), provider.StateError)
 			return
 		}
 		if start != nil {
@@ -135,6 +140,20 @@ func (t *tasks) followLocked(e *taskEntry, start args) {
 				_, _ = t.s.prov.Cancel(id)
 			}
 			t.setMessage(e, "the stream is running")
+		} else {
+			select {
+			case <-recovered:
+			case <-ctx.Done():
+				return // Close
+			}
+			if _, err := t.s.prov.Status(id); err != nil {
+				t.finish(e, taskErrorResult("the task's stream %s was not found after the server restarted", id), provider.StateError)
+				return
+			}
+			if t.clustered() && !t.runsHere(id) {
+				t.letGo(e) // another host recovered it
+				return
+			}
 		}
 		ends, err := c.pump(ctx, nil, func(ends map[string]provider.Status) bool {
 			_, ok := ends[id]
@@ -147,13 +166,25 @@ func (t *tasks) followLocked(e *taskEntry, start args) {
 		if !st.State.Terminal() {
 			// The stream moved to another host of the cluster: the task
 			// goes on there (refresh drives it where the stream runs).
-			t.mu.Lock()
-			e.running = false
-			t.mu.Unlock()
+			t.letGo(e)
 			return
 		}
-		t.finish(e, streamTaskResult(c.streamResult(st), e.rec.ID), st.State)
+		res := c.streamResult(st)
+		if outs != nil {
+			res = outs.result(ctx, res)
+		}
+		t.finish(e, streamTaskResult(res, e.rec.ID), st.State)
+		if outs != nil {
+			t.dropOutputs(ctx, e.rec.ID) // the stored result holds them
+		}
 	}()
+}
+
+// letGo records that no goroutine of this process drives e any more.
+func (t *tasks) letGo(e *taskEntry) {
+	t.mu.Lock()
+	e.running = false
+	t.mu.Unlock()
 }
 
 // runLocked starts the goroutine that runs the call of a task of a
@@ -210,20 +241,28 @@ func (t *tasks) setMessage(e *taskEntry, msg string) {
 }
 
 // finish makes e terminal with the CallToolResult result, its status from
-// the stream state; a cancelled task stays cancelled.
+// the stream state; a cancelled task stays cancelled. The session that
+// created the task is told the new status.
 func (t *tasks) finish(e *taskEntry, result json.RawMessage, state provider.State) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.finishLocked(e, result, state)
+	p := e.peer
+	changed := t.finishLocked(e, result, state)
+	rec := e.rec
+	t.mu.Unlock()
+	if changed {
+		p.notifyStatus(rec)
+	}
 }
 
-func (t *tasks) finishLocked(e *taskEntry, result json.RawMessage, state provider.State) {
+// finishLocked is finish with t.mu held; it reports whether the task's
+// status changed (it had not ended), and tells nobody.
+func (t *tasks) finishLocked(e *taskEntry, result json.RawMessage, state provider.State) bool {
 	if e.rec.terminal() {
 		if e.rec.Result == nil { // cancelled by tasks/cancel: keep the status, add the result
 			e.rec.Result = result
 			_ = t.save(context.Background(), e.rec)
 		}
-		return
+		return false
 	}
 	switch state {
 	case provider.StateCompleted:
@@ -242,6 +281,7 @@ func (t *tasks) finishLocked(e *taskEntry, result json.RawMessage, state provide
 	if err := t.save(context.Background(), e.rec); err != nil {
 		t.s.log.Error("mcp tasks: storing a task's result", "task", e.rec.ID, "err", err)
 	}
+	return true
 }
 
 // cancelTask cancels a task that has not ended: its stream is cancelled
@@ -258,11 +298,12 @@ func (t *tasks) cancelTask(ctx context.Context, id string) (taskRecord, error) {
 	}
 	e.rec.Status, e.rec.Message, e.rec.Updated = taskCancelled, "the task was cancelled by request", time.Now().UTC()
 	close(e.done)
-	rec, cancel := e.rec, e.cancel
+	rec, cancel, p := e.rec, e.cancel, e.peer
 	t.mu.Unlock()
 	if err := t.save(ctx, rec); err != nil {
 		return taskRecord{}, fmt.Errorf("storing the cancelled task: %w", err)
 	}
+	p.notifyStatus(rec)
 	switch {
 	case rec.StreamID != "" && t.clustered() && t.store != nil:
 		t.cancelStream(rec.StreamID)
@@ -319,6 +360,37 @@ type taskPeer struct {
 	id      string // the task's id
 	session *mcp.ServerSession
 	token   any // nil: no progress notifications
+	// statuses says the session's revision has task status notifications
+	// (2025-11-25).
+	statuses bool
+}
+
+// hasTaskStatus reports whether session's revision has
+// notifications/tasks/status (revisionHasTaskStatus).
+func hasTaskStatus(session *mcp.ServerSession) bool {
+	p := session.InitializeParams()
+	return p != nil && revisionHasTaskStatus(p.ProtocolVersion)
+}
+
+// revisionHasTaskStatus reports whether a session of revision v may get
+// notifications/tasks/status: 2025-11-25 (later revisions have no
+// sessions, and the tasks extension of 2026-07-28 has notifications/tasks
+// instead).
+func revisionHasTaskStatus(v string) bool { return v >= "2025-11-25" && v < sessionlessVersion }
+
+// notifyStatus tells the session that created the task that its status is
+// now rec's (notifications/tasks/status, with the task as tasks/get gives
+// it and without the related-task _meta, as the revision asks), on the
+// session's standalone stream; after the task's progress notifications,
+// since the task's work has sent its last one by then. A nil p, or a
+// session of another revision, is told nothing.
+func (p *taskPeer) notifyStatus(rec taskRecord) {
+	if p == nil || !p.statuses {
+		return
+	}
+	if err := p.session.NotifyProgress(p.t.s.ctx, statusCarrier(rec)); err != nil {
+		p.t.s.log.Debug("task status notification not sent", "task", rec.ID, "err", err)
+	}
 }
 
 type taskPeerKey struct{}

@@ -86,30 +86,48 @@ type taskEntry struct {
 // use; the goroutines it starts are counted in Server.calls.
 type tasks struct {
 	s     *Server
-	store persistence.Store // nil: tasks live as long as the process
+	store persistence.Store      // nil: tasks live as long as the process
+	com   *persistence.Committer // writes the tasks' outputs behind (taskout.go); nil without a store
 
-	mu     sync.Mutex
-	loaded bool
-	byID   map[string]*taskEntry
+	mu   sync.Mutex
+	byID map[string]*taskEntry
 }
 
 func newTasks(s *Server, store persistence.Store) *tasks {
-	return &tasks{s: s, store: store, byID: make(map[string]*taskEntry)}
+	t := &tasks{s: s, store: store, byID: make(map[string]*taskEntry)}
+	if store != nil {
+		t.com = persistence.NewCommitter(store, persistence.CommitterOptions{})
+	}
+	return t
 }
 
-// load reads the stored tasks once. The provider has recovered its streams
-// by the time the first request arrives (serve recovers before it listens),
-// so a task whose stream runs again is followed from here.
-func (t *tasks) load(ctx context.Context) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.loaded {
-		return
+// close stores the outputs still written behind; call it once no follower
+// runs.
+func (t *tasks) close() {
+	if t.com != nil {
+		_ = t.com.Close()
 	}
-	t.loaded = true
+}
+
+// loaded makes sure the stored tasks are read (load), as the first look at
+// the table after the host recovered its streams: the server's followers
+// of what an earlier process left are started once (Server.followRestored),
+// Server.Recover's before the host recovers, or else here.
+func (t *tasks) loaded(ctx context.Context) { t.s.followRestored(ctx, recoveredAlready) }
+
+// load reads the stored tasks; Server.followRestored calls it once. A
+// stream task that has not ended is followed from here: its follower
+// subscribes to its stream at once, so when load runs before the host
+// recovers the streams, as Server.Recover has it, no output of a recovered
+// stream escapes the task; the follower looks at the stream once recovered
+// is closed. An expired task goes, and so do the stored outputs of tasks
+// that have ended (their results hold them) or that no record names.
+func (t *tasks) load(ctx context.Context, recovered <-chan struct{}) {
 	if t.store == nil {
 		return
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var expired [][]byte
 	err := t.store.Scan(ctx, []byte(taskPrefix), func(k, v []byte) error {
 		rec, err := decodeTask(k, v)
@@ -139,9 +157,16 @@ func (t *tasks) load(ctx context.Context) {
 	if err != nil {
 		t.s.log.Error("mcp tasks: reading the stored tasks", "err", err)
 	}
+	if !t.clustered() { // in a cluster another host may be writing them
+		t.deleteKeys(ctx, []byte(taskOutPrefix), func(k []byte) bool {
+			id, _, _ := parseTaskOutKey(k)
+			e := t.byID[id]
+			return e == nil || e.rec.terminal()
+		})
+	}
 	for _, e := range t.byID {
 		if !e.rec.terminal() {
-			t.resumeLocked(e)
+			t.resumeLocked(e, recovered)
 		}
 	}
 }
@@ -180,7 +205,7 @@ func (t *tasks) refreshLocked(ctx context.Context, id string) *taskEntry {
 		close(e.done)
 		return e
 	}
-	t.resumeLocked(e)
+	t.resumeLocked(e, recoveredAlready)
 	return e
 }
 
@@ -224,7 +249,7 @@ func (t *tasks) save(ctx context.Context, rec taskRecord) error {
 // lookup returns the task id, or an invalid-params failure for an unknown
 // or expired one.
 func (t *tasks) lookup(ctx context.Context, id string) (*taskEntry, error) {
-	t.load(ctx)
+	t.loaded(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.store != nil && t.clustered() {
@@ -289,7 +314,7 @@ func (t *tasks) snapshot(e *taskEntry) taskRecord {
 
 // list returns the tasks after cursor, oldest first, and the next cursor.
 func (t *tasks) list(ctx context.Context, cursor string) ([]taskRecord, string, error) {
-	t.load(ctx)
+	t.loaded(ctx)
 	start := 0
 	if cursor != "" {
 		n, err := strconv.Atoi(cursor)

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -416,3 +417,88 @@ func resultJSON(res *mcp.CallToolResult) json.RawMessage {
 	}
 	return b
 }
+
+// Task status notifications (notifications/tasks/status, 2025-11-25): the
+// full task, sent to the session that created it when its status changes
+// (taskPeer.notifyStatus). go-sdk sends only the notifications it knows, so
+// the status goes out as a notifications/progress that carries the task
+// under _meta[metaTaskStatus] (statusCarrier), and it is turned into the
+// status notification wherever the session's messages leave the server:
+// the event store keeps the turned one (durableEvents.Append), the
+// task-status layer turns it on the response streams of /mcp (the
+// standalone stream it goes on, as the task's progress does), and
+// stdioLayers.Write on stdout. No client ever sees the carrier.
+const (
+	notificationTaskStatus = "notifications/tasks/status"
+	metaTaskStatus         = "rtfshost/task-status"
+)
+
+// statusCarrier is the notifications/progress that carries the status
+// notification of the task rec.
+func statusCarrier(rec taskRecord) *mcp.ProgressNotificationParams {
+	return &mcp.ProgressNotificationParams{ProgressToken: metaTaskStatus, Meta: mcp.Meta{metaTaskStatus: taskJSON(rec, false)}}
+}
+
+// taskStatusMessage returns the JSON-RPC message data as the client gets
+// it: the status notification when data is a status carrier, else data
+// itself (ok false). Cost: a search for metaTaskStatus in data, and a
+// decoding only when it is there.
+func taskStatusMessage(data []byte) (out []byte, ok bool) {
+	if !bytes.Contains(data, []byte(metaTaskStatus)) {
+		return data, false
+	}
+	m := decodeMessage(data)
+	task, found := m.Params.Meta[metaTaskStatus]
+	if m.invalid || m.Method != "notifications/progress" || !found {
+		return data, false
+	}
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": notificationTaskStatus, "params": task})
+	if err != nil {
+		return data, false
+	}
+	return b, true
+}
+
+// taskStatusWire is the task-status layer: what go-sdk writes on a
+// response stream of the sessions era reaches the client with each status
+// carrier turned into its status notification (taskStatusMessage).
+func taskStatusWire(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&statusWriter{ResponseWriter: w}, r)
+	})
+}
+
+// statusWriter turns the status carriers among the SSE events written to
+// it. go-sdk writes whole events (and the layers between it and here whole
+// runs of them), one "data:" line each.
+type statusWriter struct{ http.ResponseWriter }
+
+var dataLine = []byte("data: ")
+
+// Write writes b with the data line of each status carrier turned; it
+// reports len(b) written when all of it was.
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !bytes.Contains(b, []byte(metaTaskStatus)) {
+		return w.ResponseWriter.Write(b)
+	}
+	out := make([]byte, 0, len(b)+64)
+	for line := range bytes.Lines(b) {
+		if data, found := bytes.CutPrefix(line, dataLine); found {
+			body := bytes.TrimRight(data, "\r\n")
+			if turned, ok := taskStatusMessage(body); ok {
+				line = append(append(append([]byte(nil), dataLine...), turned...), data[len(body):]...)
+			}
+		}
+		out = append(out, line...)
+	}
+	if _, err := w.ResponseWriter.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// Flush flushes the underlying writer.
+func (w *statusWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -145,6 +145,7 @@ var (
 		"outputs":                map[string]any{"type": "array"},
 		"output-count":           map[string]any{"type": "integer"},
 		"outputs-truncated":      map[string]any{"type": "integer"},
+		"outputs-lost":           map[string]any{"type": "integer"},
 		"progress-notifications": map[string]any{"type": "integer"},
 		"coalesced":              map[string]any{"type": "integer"},
 		"dropped-outputs":        map[string]any{"type": "integer"},

@@ -24,15 +24,16 @@ func TestFindWithoutBrowser(t *testing.T) {
 }
 
 // The README, all a newcomer follows, says that the test command needs
-// Chromium and how to name one, and that the first run compiles for a
-// while; .ci/run, what CI runs from a clean checkout, installs it.
+// Chromium (and how to name one) and Node.js with npm, and that the first
+// run compiles for a while; .ci/run, what CI runs from a clean checkout,
+// installs them.
 func TestReadmeSaysWhatTheTestsNeed(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := strings.Join(strings.Fields(string(readme)), " ")
-	for _, want := range []string{"go test -race ./...", "needs Chromium", "apt-get install chromium", "$" + EnvPath, "fail (they never skip)", "a minute or two"} {
+	for _, want := range []string{"go test -race ./...", "Chromium, for the dashboard's tests", "apt-get install chromium", "Node.js with npm", "apt-get install nodejs npm", "$" + EnvPath, "fail (they never skip)", "a minute or two"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the README does not say %q", want)
 		}
@@ -41,7 +42,7 @@ func TestReadmeSaysWhatTheTestsNeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(ci), "apt-get install -y -qq chromium") || !strings.Contains(string(ci), "go test -race ./...") {
-		t.Errorf(".ci/run does not install chromium before the README's test command")
+	if !strings.Contains(string(ci), "apt-get install -y -qq chromium") || !strings.Contains(string(ci), "apt-get install -y -qq nodejs npm") || !strings.Contains(string(ci), "go test -race ./...") {
+		t.Errorf(".ci/run does not install chromium, nodejs and npm before the README's test command")
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// BenchmarkParse reads the spec's processors and the other testdata files.
+// BenchmarkParse reads the streaming programs and the other testdata files.
 func BenchmarkParse(b *testing.B) {
 	files, _ := filepath.Glob("testdata/*.rtfs")
 	var src [][]byte

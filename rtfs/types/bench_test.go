@@ -26,7 +26,7 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
-// BenchmarkParseType measures parsing the spec's return type from its form.
+// BenchmarkParseType measures parsing a processor's return type from its form.
 func BenchmarkParseType(b *testing.B) {
 	n := parseNode(b, specType)
 	b.ReportAllocs()

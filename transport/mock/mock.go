@@ -50,12 +50,24 @@ var (
 func (t *Transport) Replayable() bool { return false }
 
 // Source returns the Source that feeds stream id, creating it if needed. It is
-// the same Source that Run uses for a Spec with that StreamID, until that Run
-// returns; afterwards Source returns a fresh Source for a later Run.
+// the same Source that Run uses for a Spec with that StreamID, until that
+// Run's context ends (the Run is stopping: what is sent to it now would be
+// lost with it) or it returns; afterwards Source returns a fresh Source for
+// a later Run.
 func (t *Transport) Source(id string) *Source {
+	return t.source(id, nil)
+}
+
+// source returns the Source of id, fresh when there is none or when the
+// Run that took the current one is stopping. A non-nil run is the context
+// of the Run taking it.
+func (t *Transport) source(id string, run context.Context) *Source {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s, ok := t.sources[id]; ok {
+	if s, ok := t.sources[id]; ok && (s.run == nil || s.run.Err() == nil) {
+		if run != nil {
+			s.run = run
+		}
 		return s
 	}
 	if t.sources == nil {
@@ -67,6 +79,7 @@ func (t *Transport) Source(id string) *Source {
 		closed:  make(chan struct{}),
 		ended:   make(chan struct{}),
 		started: make(chan struct{}),
+		run:     run,
 	}
 	t.sources[id] = s
 	return s
@@ -91,7 +104,7 @@ func (t *Transport) forget(s *Source) {
 // cannot replay: Run only records cursor, which the producer reads with
 // Source.Cursor to resume after the last chunk the host took.
 func (t *Transport) Run(ctx context.Context, spec transport.Spec, cursor string, sink transport.Sink) error {
-	s := t.Source(spec.StreamID)
+	s := t.source(spec.StreamID, ctx)
 	defer t.forget(s)
 	defer s.end()
 	s.start(cursor)
@@ -128,6 +141,10 @@ type Source struct {
 	started   chan struct{} // closed when a Run takes this Source
 	startOnce sync.Once
 	cursor    string // the cursor of that Run; set before started is closed
+	// run is the context of the Run that took the Source (nil before
+	// one did); once it ends, Transport.Source hands out a fresh Source.
+	// Guarded by the Transport's mu.
+	run context.Context
 }
 
 // Started returns a channel closed when a Run has taken this Source.

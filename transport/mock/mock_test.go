@@ -212,3 +212,64 @@ func TestCursorForProducer(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 }
+
+// stuckSink holds the first chunk's Deliver until release is closed, as a
+// host's sink may hold a stopping Run for a while, then refuses it.
+type stuckSink struct {
+	entered, release chan struct{}
+}
+
+func (s *stuckSink) Deliver(ctx context.Context, _ transport.Chunk) error {
+	close(s.entered)
+	<-s.release
+	return ctx.Err()
+}
+
+// TestSourceOfAStoppingRun: once a Run's context has ended, the Run is
+// stopping (here it is still inside its sink's Deliver); a producer that
+// asks for the stream's Source then gets a fresh one, so that what it
+// sends goes to the next Run, not to the stopping one, which would lose
+// it.
+func TestSourceOfAStoppingRun(t *testing.T) {
+	tr := &Transport{}
+	old := tr.Source("s")
+	sink := &stuckSink{entered: make(chan struct{}), release: make(chan struct{})}
+	cancel, done := runAsync(t, tr, "s", sink)
+	if err := old.Send(context.Background(), transport.Chunk{Data: []byte("first")}); err != nil {
+		t.Fatal(err)
+	}
+	<-sink.entered
+	if tr.Source("s") != old {
+		t.Fatal("a running Run's Source was replaced")
+	}
+	cancel() // the Run is stopping; it has not returned
+	fresh := tr.Source("s")
+	if fresh == old {
+		t.Fatal("the Source of a stopping Run was handed out again")
+	}
+	if tr.Source("s") != fresh {
+		t.Fatal("two fresh Sources for one stream")
+	}
+	sent := make(chan error, 1)
+	go func() { sent <- fresh.Send(context.Background(), transport.Chunk{Data: []byte("second")}) }()
+	close(sink.release)
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stopped Run = %v", err)
+	}
+	if tr.Source("s") != fresh {
+		t.Fatal("the stopped Run's return dropped the fresh Source")
+	}
+	next := &gateSink{}
+	cancel2, done2 := runAsync(t, tr, "s", next)
+	if err := <-sent; err != nil {
+		t.Fatalf("Send to the fresh Source = %v", err)
+	}
+	fresh.Close()
+	if err := <-done2; err != nil {
+		t.Fatalf("the next Run = %v", err)
+	}
+	cancel2()
+	if got := next.got(); len(got) != 1 || string(got[0].Data) != "second" {
+		t.Fatalf("the next Run delivered %q, want the chunk sent after the stop", got)
+	}
+}

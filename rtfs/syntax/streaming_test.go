@@ -32,10 +32,11 @@ func readTestdata(t testing.TB) map[string][]Node {
 	return out
 }
 
-// TestSpecFilesReadAndRoundTrip reads the spec's processors, the guide examples
-// and the grammar samples, and checks that every form prints back to source
-// that reads to an equal form.
-func TestSpecFilesReadAndRoundTrip(t *testing.T) {
+// TestStreamingFilesReadAndRoundTrip reads the streaming programs of
+// testdata (processors, start and inspect calls) and the grammar samples,
+// and checks that every form prints back to source that reads to an equal
+// form.
+func TestStreamingFilesReadAndRoundTrip(t *testing.T) {
 	for name, nodes := range readTestdata(t) {
 		for _, n := range nodes {
 			back, err := Parse("back.rtfs", []byte(n.String()))
@@ -59,52 +60,54 @@ func find(n Node, f func(Node) bool) Node {
 	return nil
 }
 
-func TestSpecProcessorShapes(t *testing.T) {
+// TestStreamingProcessorShapes: the reader keeps what matters of the
+// streaming programs' forms.
+func TestStreamingProcessorShapes(t *testing.T) {
 	all := readTestdata(t)
-	// §4.2: (defn name [state chunk metadata] :[ :map {... :action :[ :enum ...] ...} ] body)
-	defn := all["spec_4_2_processor_signature.rtfs"][0].(*List)
+	// A processor's signature: (defn name [state chunk metadata] :[ :map {... :action :[ :enum ...] ...} ] body)
+	defn := all["stream_processor_signature.rtfs"][0].(*List)
 	if len(defn.Elems) != 5 || defn.Elems[0].String() != "defn" || defn.Elems[2].String() != "[state chunk metadata]" {
-		t.Fatalf("§4.2 defn = %s", defn)
+		t.Fatalf("the processor's defn = %s", defn)
 	}
 	ret, ok := defn.Elems[3].(*TypeExpr)
 	if !ok {
-		t.Fatalf("§4.2 return type is %T", defn.Elems[3])
+		t.Fatalf("the processor's return type is %T", defn.Elems[3])
 	}
 	want := ":[:map {:state :any :action :[:enum :continue :pause :resume :cancel :complete] :output :any :config :[:map {:buffer_size :int :timeout_ms :int}]}]"
 	if ret.String() != want {
-		t.Errorf("§4.2 return type = %s\nwant %s", ret, want)
+		t.Errorf("the processor's return type = %s\nwant %s", ret, want)
 	}
-	if p := ret.Pos(); p.Line != 3 || p.Col != 3 || p.Filename() != "spec_4_2_processor_signature.rtfs" {
-		t.Errorf("§4.2 return type at %v, want 3:3", p)
+	if p := ret.Pos(); p.Line != 3 || p.Col != 3 || p.Filename() != "stream_processor_signature.rtfs" {
+		t.Errorf("the processor's return type at %v, want 3:3", p)
 	}
-	// §5.1 quotes the processor name.
-	q := find(all["spec_5_1_stream_initiation.rtfs"][0], func(n Node) bool {
+	// A start call may quote the processor's name.
+	q := find(all["stream_initiation.rtfs"][0], func(n Node) bool {
 		l, ok := n.(*List)
 		return ok && len(l.Elems) == 2 && l.Elems[0].String() == "quote"
 	})
 	if q == nil || q.String() != "(quote process-weather-chunks)" {
-		t.Errorf("§5.1 quote = %v", q)
+		t.Errorf("the quoted processor = %v", q)
 	}
-	// §6.3 catches with (catch Exception e ...).
-	c := find(all["spec_6_3_resilient_processor.rtfs"][0], func(n Node) bool {
+	// The resilient processor catches with (catch Exception e ...).
+	c := find(all["stream_resilient_processor.rtfs"][0], func(n Node) bool {
 		l, ok := n.(*List)
 		return ok && len(l.Elems) > 2 && l.Elems[0].String() == "catch"
 	})
 	if c == nil || !strings.HasPrefix(c.String(), "(catch Exception e (let [error-count") {
-		t.Errorf("§6.3 catch = %v", c)
+		t.Errorf("the resilient processor's catch = %v", c)
 	}
-	// The §9 example is a defn and a def.
-	ex := all["spec_9_weather_aggregator.rtfs"]
+	// The weather aggregator is a defn and a def.
+	ex := all["stream_weather_aggregator.rtfs"]
 	if len(ex) != 2 || ex[0].(*List).Elems[1].String() != "weather-aggregator" || ex[1].(*List).Elems[1].String() != "weather-stream" {
-		t.Errorf("§9 forms = %v", ex)
+		t.Errorf("the weather aggregator's forms = %v", ex)
 	}
 	// The backpressure processor's cond has three clauses.
-	cond := find(all["spec_6_2_backpressure_processor.rtfs"][0], func(n Node) bool {
+	cond := find(all["stream_backpressure_processor.rtfs"][0], func(n Node) bool {
 		l, ok := n.(*List)
 		return ok && len(l.Elems) > 0 && l.Elems[0].String() == "cond"
 	})
 	if cond == nil || len(cond.(*List).Elems) != 7 {
-		t.Errorf("§6.2 cond = %v", cond)
+		t.Errorf("the backpressure processor's cond = %v", cond)
 	}
 }
 
