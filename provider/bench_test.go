@@ -18,7 +18,7 @@ import (
 	"github.com/rtfshost/rtfshost/transport/mock"
 )
 
-// The benchmark processor (rtfs.BenchmarkProcessor runs it too): add the
+// The reference processor (rtfs.BenchmarkProcessor runs it too): add the
 // chunk's temp to the readings kept in the state and output their count;
 // except that at 100 readings it resets its state and continues instead of
 // completing, so that one stream runs for the whole benchmark (same work per

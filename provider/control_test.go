@@ -348,10 +348,10 @@ func TestErrorDropsTheQueue(t *testing.T) {
 	}
 }
 
-// The RTFS streaming spec's own §4.2 processor (docs/rtfs-syntax.md, map
-// types) runs as written: its declared :config type lists :timeout_ms, which its body
-// leaves out, and the keys of a braced map type are optional.
-func TestSpecProcessorSignatureRunsAsWritten(t *testing.T) {
+// A processor with a declared :config type runs as written: the type lists
+// :timeout_ms, which its body leaves out, and the keys of a braced map type
+// are optional.
+func TestDeclaredConfigTypeRunsAsWritten(t *testing.T) {
 	g := compileGlobals(t, `
 (defn update-state [state chunk] (assoc state :last chunk))
 (defn transform-data [chunk] (:value chunk))
@@ -373,7 +373,7 @@ func TestSpecProcessorSignatureRunsAsWritten(t *testing.T) {
 		return path(v, "stats", "processed-chunks") == rtfs.Int(1)
 	})
 	if st, _ := f.p.Status(id); st.State != StateActive {
-		t.Fatalf("the spec's processor failed: %+v", st)
+		t.Fatalf("the processor failed: %+v", st)
 	}
 	if out := path(f.inspect(id), "last-output"); out != rtfs.Int(3) {
 		t.Errorf("last output %v", out)

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// benchProcessorSrc is the benchmark processor of rtfshost's figures
+// benchProcessorSrc is the reference processor of rtfshost's figures
 // (docs/performance.md): add the chunk's temp to the readings kept in the
 // state, output their count, and complete at 100 readings.
 const benchProcessorSrc = `
@@ -73,7 +73,7 @@ func BenchmarkEmptyCall(b *testing.B) {
 
 // BenchmarkContinuationRoundTrip encodes and decodes a processor parked in a
 // host call two RTFS calls deep, with 0 and 50 float readings in its state
-// (the benchmark processor's state holds 50 on average).
+// (the reference processor's state holds 50 on average).
 func BenchmarkContinuationRoundTrip(b *testing.B) {
 	p, err := Compile("park.rtfs", []byte(`
 (defn enrich [c] (assoc c :geo (call :geo.lookup (:sensor c))))

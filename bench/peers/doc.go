@@ -11,7 +11,7 @@
 //     minimal host of a channel and a worker goroutine (as the provider
 //     runs a stream).
 //
-// The work per chunk is that of rtfshost's benchmark processor: decode the
+// The work per chunk is that of rtfshost's reference processor: decode the
 // JSON chunk
 // {"temp":21.5,"ts":12345,"sensor":"a"}, add its temp to a list of readings
 // kept in the state, output the count, and start over at 100 readings.

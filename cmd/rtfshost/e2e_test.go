@@ -564,8 +564,8 @@ func listenOnce(addr string) error {
 	return l.Close()
 }
 
-// outLine is one line of run --json, a documented format that scripts read
-// (decoded independently of the reporter's own type).
+// outLine is one line of run --json, as docs/cli.md defines it (decoded
+// independently of the reporter's own type).
 type outLine struct {
 	Type      string          `json:"type"`
 	Stream    string          `json:"stream"`

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Exit codes of rtfshost. They are part of the command line's contract
-// (scripts test them), so a code never changes its meaning.
+// Exit codes of rtfshost, as docs/cli.md lists them. Scripts test them, so a
+// code never changes its meaning.
 const (
 	exitOK           = 0   // the program and all its streams completed
 	exitStreamFailed = 1   // a stream ended in :error (or was cancelled by a failure)

@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// specType is the processor return type of the spec's §4.2.
+// specType is a processor's declared return type: an enum of actions and a
+// nested config map.
 const specType = `:[ :map { :state :any
             :action :[ :enum :continue :pause :resume :cancel :complete ]
             :output :any
@@ -126,7 +127,7 @@ func TestCheck(t *testing.T) {
 		{specType, `{:state {} :action :pause :output 1 :config {:buffer_size "x" :timeout_ms 2}}`,
 			`at :config :buffer_size: expected int, got string "x"`},
 		// The keys of a braced map type are optional (docs/rtfs-syntax.md):
-		// the spec's own §4.2 processor returns :config {:buffer_size 100}.
+		// a processor declaring this type returns :config {:buffer_size 100}.
 		{specType, "{:state {} :output 1 :config {}}", ""},
 		{specType, "{:state {} :action :pause :output 1 :config {:buffer_size 100}}", ""},
 		{specType, "{:state {} :action :pause :output 1 :config {:buffer_size 100 :timeout_ms 1.5}}",

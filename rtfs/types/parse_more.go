@@ -4,10 +4,11 @@ import "github.com/rtfshost/rtfshost/rtfs/syntax"
 
 // parseMap parses the arguments of [:map ...]: braced maps {:k T ...} and
 // entries [:k T] or [:k T ?], in any mix. The keys of a braced map are
-// optional (the RTFS streaming spec's shorthand, e.g. :config :[:map
-// {:buffer_size :int :timeout_ms :int}] of its §4.2, whose processor returns
-// only :buffer_size; docs/rtfs-syntax.md): a key may be missing, and if present its value must match.
-// A [:k T] entry is required unless marked ?, as in Malli.
+// optional (the streaming processors' shorthand: a processor declaring
+// :config :[:map {:buffer_size :int :timeout_ms :int}] usually returns only
+// :buffer_size; docs/rtfs-syntax.md): a key may be missing, and if present
+// its value must match. A [:k T] entry is required unless marked ?, as in
+// Malli.
 func parseMap(at syntax.Pos, args []syntax.Node) (Type, error) {
 	t := mapType{braced: true}
 	seen := map[string]bool{}
