@@ -42,8 +42,9 @@
 // (http.go's mcpLayers, each with its reason): the token check (a static
 // token, or an OAuth 2.1 access token), the envelope (the body read once:
 // method, id, tool, progress token, task, era), the scopes the token
-// grants, MCP Tasks, the resumption after a restart, the refusal of calls
-// before initialize, the JSON-only adapter and the priming event's retry.
+// grants, MCP Tasks and their status notifications, the resumption after
+// a restart, the refusal of calls before initialize, the JSON-only
+// adapter and the priming event's retry.
 //
 // The files, in the order a request travels:
 //
@@ -51,6 +52,7 @@
 //	server.go      Options, Server, New, Close; the calls in flight per session
 //	http.go        the handler, the layers of /mcp in order, Origin, Host and token checks, Serve
 //	oauth.go       OAuth 2.1: the resource's metadata, access tokens checked, the scopes of tools and methods
+//	oauth_issuer.go what oauth.go reads from the issuer: a token's claims, the issuer's metadata and keys
 //	wire.go        the envelope, read once from the body; every reading of JSON-RPC
 //	stdio.go       ServeStdio: one session on stdin and stdout, with the tasks layers of HTTP in front of go-sdk
 //	presession.go  the refusal of a request before initialize

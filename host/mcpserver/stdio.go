@@ -148,7 +148,7 @@ func (l *stdioLayers) answer(m *message, modern bool) {
 		if l.ctx.Err() != nil {
 			return // the session ended: nobody to answer
 		}
-		resp, derr := jsonrpc.DecodeMessage(rpcAnswer(m.echoID(), result, err))
+		resp, derr := sdkMessage(rpcAnswer(m.echoID(), result, err))
 		if derr != nil {
 			l.s.log.Error("mcp stdio: encoding a task response", "method", m.Method, "err", derr)
 			return
@@ -166,7 +166,7 @@ func (l *stdioLayers) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && bytes.Contains(req.Params, []byte(metaTaskStatus)) {
 		if data, err := jsonrpc.EncodeMessage(req); err == nil {
 			if turned, ok := taskStatusMessage(data); ok {
-				if m, err := jsonrpc.DecodeMessage(turned); err == nil {
+				if m, err := sdkMessage(turned); err == nil {
 					msg = m
 				}
 			}
@@ -180,8 +180,7 @@ func (l *stdioLayers) Write(ctx context.Context, msg jsonrpc.Message) error {
 		delete(l.announced, key)
 		l.mu.Unlock()
 		if ok && resp.Error == nil {
-			var res jsonObject
-			if json.Unmarshal(resp.Result, &res) == nil && res != nil {
+			if res, ok := decodeObject(resp.Result); ok {
 				l.s.announce(method, res)
 				if b, err := json.Marshal(res); err == nil {
 					patched := *resp

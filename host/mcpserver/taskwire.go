@@ -209,8 +209,8 @@ func (s *Server) modernResult(out map[string]any) map[string]any {
 // "complete"), without the related-task _meta, which the extension leaves
 // out (the task id is beside it).
 func inlineResult(stored json.RawMessage) json.RawMessage {
-	var res jsonObject
-	if json.Unmarshal(stored, &res) != nil {
+	res, ok := decodeObject(stored)
+	if !ok {
 		return stored
 	}
 	if meta := res.object("_meta"); meta != nil {
@@ -237,10 +237,8 @@ func (s *Server) createTask(ctx context.Context, req *message, session *mcp.Serv
 		ttl = time.Duration(*req.Params.Task.TTL) * time.Millisecond
 	}
 	var token any
-	if tok := req.progressToken(); tok != "" && session != nil {
-		dec := json.NewDecoder(strings.NewReader(tok))
-		dec.UseNumber()
-		_ = dec.Decode(&token)
+	if session != nil {
+		token = req.progressTokenValue()
 	}
 	return s.tasks.create(ctx, req.Params.Name, req.Params.Arguments, ttl, session, token)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	exactjson "github.com/segmentio/encoding/json"
 )
@@ -406,6 +407,37 @@ func responseOf(stream []byte) []byte {
 
 // A jsonObject is a decoded JSON object whose members a layer rewrites.
 type jsonObject map[string]json.RawMessage
+
+// decodeObject decodes data as a JSON object (ok false when it is not
+// one, or null).
+func decodeObject(data []byte) (o jsonObject, ok bool) {
+	if json.Unmarshal(data, &o) != nil || o == nil {
+		return nil, false
+	}
+	return o, true
+}
+
+// progressTokenValue is the request's progress token as go-sdk sends it
+// back (a string, or a json.Number); nil when there is none.
+func (m *message) progressTokenValue() any {
+	tok := m.progressToken()
+	if tok == "" {
+		return nil
+	}
+	var v any
+	dec := json.NewDecoder(strings.NewReader(tok))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	return v
+}
+
+// sdkMessage decodes data, a JSON-RPC message this server wrote, as
+// go-sdk's message, for a connection of go-sdk's to write.
+func sdkMessage(data []byte) (jsonrpc.Message, error) {
+	return jsonrpc.DecodeMessage(data)
+}
 
 // object returns member key as an object (empty when absent or null; nil
 // when it is something else).
