@@ -30,12 +30,32 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // pass over payload for the checksum; no allocation when dst has room.
 func AppendRecord(dst []byte, kind RecordKind, version uint64, payload []byte) []byte {
 	start := len(dst)
-	dst = append(dst, recordMagic, byte(kind))
-	dst = binary.AppendUvarint(dst, version)
+	dst = AppendRecordHeader(dst, kind, version)
 	dst = append(dst, payload...)
+	return FinishRecord(dst, start)
+}
+
+// AppendRecordHeader appends to dst the framing that goes before a record's
+// payload, for a caller that writes the payload in place rather than
+// building it apart: append the header at offset start, then the payload,
+// then call FinishRecord(dst, start). The bytes are those of AppendRecord.
+// Cost: at most RecordOverhead bytes, no allocation when dst has room.
+func AppendRecordHeader(dst []byte, kind RecordKind, version uint64) []byte {
+	dst = append(dst, recordMagic, byte(kind))
+	return binary.AppendUvarint(dst, version)
+}
+
+// FinishRecord appends the checksum of the record that starts at dst[start:]
+// (its header from AppendRecordHeader and its payload), completing it.
+// Cost: one pass over the record; no allocation when dst has room.
+func FinishRecord(dst []byte, start int) []byte {
 	sum := crc32.Checksum(dst[start:], castagnoli)
 	return binary.LittleEndian.AppendUint32(dst, sum)
 }
+
+// RecordOverhead is the most bytes the framing adds to a payload: the
+// header of AppendRecordHeader and FinishRecord's checksum.
+const RecordOverhead = maxHeaderLen + crc32.Size
 
 // EncodeRecord returns a new record framing payload as the given kind and
 // format version. It is AppendRecord with a buffer of the right size.

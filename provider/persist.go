@@ -179,11 +179,12 @@ type streamStore struct {
 	delivered deliveryMark // what the last delivery record held (deliveryrec.go); guarded by the stream's mu
 
 	// Guarded by the stream's mu.
-	lowWater int64   // every journaled seq below it is processed
-	extra    []int64 // processed seqs at or above lowWater, sorted
-	deletes  []int64 // journal entries processed since the last snapshot
-	accSeq   int64   // seq of the last chunk journaled; -1: none
-	accID    string  // its ID
+	lowWater int64             // every journaled seq below it is processed
+	extra    []int64           // processed seqs at or above lowWater, sorted
+	deletes  []int64           // journal entries processed since the last snapshot
+	accSeq   int64             // seq of the last chunk journaled; -1: none
+	accID    string            // its ID
+	jbatch   persistence.Batch // the batch journalLocked submits, reused
 }
 
 var _ keeper = (*streamStore)(nil)
@@ -235,10 +236,19 @@ func (st *streamStore) journalLocked(ctx context.Context, seq int64, c transport
 	if err := st.err(); err != nil {
 		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.id, err)
 	}
+	// The key and the record share one allocation, which the Committer
+	// holds until the entry is committed; the batch is the stream's own
+	// (Submit copies its operation list).
 	rec := journalRecord{id: c.ID, event: c.Event, received: c.ReceivedAt.UnixNano(), data: c.Data, fd: c.FD}
-	var b persistence.Batch
-	b.Put(journalKey(st.s.id, seq), rec.encode())
-	if err := st.ps.com.Submit(ctx, &b, st.jdone); err != nil {
+	buf := appendJournalKey(make([]byte, 0, journalKeyLen(st.s.id)+rec.maxLen()), st.s.id, seq)
+	n := len(buf)
+	buf = rec.appendRecord(buf)
+	b := &st.jbatch
+	b.Reset()
+	b.Put(buf[:n:n], buf[n:])
+	err := st.ps.com.Submit(ctx, b, st.jdone)
+	b.Reset()
+	if err != nil {
 		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.id, err)
 	}
 	st.accSeq, st.accID = seq, c.ID
@@ -372,8 +382,16 @@ func (st *streamStore) progressBatch(sn *snapshot) (*persistence.Batch, error) {
 	if sn.delivery != nil {
 		b.Put(deliveryKey(st.s.id), sn.delivery.encode())
 	}
-	for _, seq := range sn.deletes {
-		b.Delete(journalKey(st.s.id, seq))
+	// The delete keys share one allocation: they live until the batch is
+	// committed, and the stream's batch is reused for the next snapshot.
+	if len(sn.deletes) > 0 {
+		kl := journalKeyLen(st.s.id)
+		keys := make([]byte, 0, kl*len(sn.deletes))
+		for _, seq := range sn.deletes {
+			n := len(keys)
+			keys = appendJournalKey(keys, st.s.id, seq)
+			b.Delete(keys[n:len(keys):len(keys)])
+		}
 	}
 	return b, nil
 }

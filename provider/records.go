@@ -44,7 +44,18 @@ func streamKey(id string, suffix byte) []byte {
 }
 
 func journalKey(id string, seq int64) []byte {
-	return binary.BigEndian.AppendUint64(streamKey(id, suffixJournal), uint64(seq))
+	return appendJournalKey(make([]byte, 0, journalKeyLen(id)), id, seq)
+}
+
+// journalKeyLen is the length of every journal key of stream id.
+func journalKeyLen(id string) int { return len(streamPrefix) + len(id) + 2 + 8 }
+
+// appendJournalKey appends the key of stream id's journal entry seq to dst.
+func appendJournalKey(dst []byte, id string, seq int64) []byte {
+	dst = append(dst, streamPrefix...)
+	dst = append(dst, id...)
+	dst = append(dst, 0, suffixJournal)
+	return binary.BigEndian.AppendUint64(dst, uint64(seq))
 }
 
 // journalPrefix is the prefix of every journal key of stream id.
@@ -264,7 +275,21 @@ type journalRecord struct {
 }
 
 func (r *journalRecord) encode() []byte {
-	e := bytecodec.Encoder{B: make([]byte, 0, 24+len(r.id)+len(r.event)+len(r.data)+len(r.fd))}
+	return r.appendRecord(make([]byte, 0, r.maxLen()))
+}
+
+// maxLen bounds the length of the record: four length or integer varints of
+// at most 10 bytes, the strings and data, and the framing.
+func (r *journalRecord) maxLen() int {
+	return 50 + len(r.id) + len(r.event) + len(r.data) + len(r.fd) + persistence.RecordOverhead
+}
+
+// appendRecord appends the framed record to dst, writing the payload in
+// place (the chunk's data is copied once). Cost: no allocation when dst has
+// maxLen bytes of room.
+func (r *journalRecord) appendRecord(dst []byte) []byte {
+	start := len(dst)
+	e := bytecodec.Encoder{B: persistence.AppendRecordHeader(dst, kindJournal, recordVersion)}
 	e.Str(r.id)
 	e.Str(r.event)
 	e.Int(r.received)
@@ -272,7 +297,7 @@ func (r *journalRecord) encode() []byte {
 	if r.fd != "" { // added after the first release: written only when set
 		e.Str(r.fd)
 	}
-	return persistence.EncodeRecord(kindJournal, recordVersion, e.B)
+	return persistence.FinishRecord(e.B, start)
 }
 
 func (r *journalRecord) decode(key, data []byte) error {
