@@ -185,6 +185,7 @@ type streamStore struct {
 	accSeq   int64             // seq of the last chunk journaled; -1: none
 	accID    string            // its ID
 	jbatch   persistence.Batch // the batch journalLocked submits, reused
+	fresh    bool              // started here, not recovered: every journal entry it has, it wrote
 }
 
 var _ keeper = (*streamStore)(nil)
@@ -345,10 +346,14 @@ func (st *streamStore) saveFinal() {
 	s.mu.Lock()
 	st.dirty.Store(false)
 	sn := st.snapshotLocked()
+	// A stream started by this provider whose every journaled chunk is
+	// processed, with all their deletes submitted or in this batch, has no
+	// other entry: the store need not be searched for one.
+	known := st.fresh && len(st.deletes) == 0 && len(st.extra) == 0 && st.lowWater == s.seq
 	s.mu.Unlock()
 	b, err := st.progressBatch(&sn)
 	var rest [][]byte
-	if err == nil && st.journal {
+	if err == nil && st.journal && !known {
 		rest, err = st.journalKeys()
 	}
 	// The final record goes with as many journal deletes as one batch

@@ -542,7 +542,9 @@ func (p *Provider) persistNew(s *stream, req StartRequest) (*persistence.Batch, 
 		fn = rp.fn
 	}
 	prog := programOf(req.Globals, fn)
-	s.ps = newStreamStore(p.ps, s, codec{prog, p.opts.Limits.OutputLimit()}, !replayable(s.def.kind.Transport))
+	st := newStreamStore(p.ps, s, codec{prog, p.opts.Limits.OutputLimit()}, !replayable(s.def.kind.Transport))
+	st.fresh = true
+	s.ps = st
 	b, err := p.startRecords(s, req, req.Globals, prog)
 	if err != nil {
 		return nil, fmt.Errorf("start stream %q: %w", s.id, err)
