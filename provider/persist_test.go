@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,11 +184,14 @@ func TestPersistFinishedStreamsInspectable(t *testing.T) {
 	if err := ps.f.p.WaitAll(context.Background()); err != nil {
 		t.Errorf("WaitAll = %v, want nil (no stream failed)", err)
 	}
-	// The journal of the cancelled stream is gone with its end.
-	n := 0
-	must(t, ps.store.Scan(context.Background(), journalPrefix(cancelled), func(_, _ []byte) error { n++; return nil }))
-	if n != 0 {
-		t.Errorf("%d journal entries left after the stream ended", n)
+	// The journal of each stream is gone with its end: the one that
+	// processed every chunk, and the one cancelled with chunks queued.
+	for _, id := range []string{done, cancelled} {
+		n := 0
+		must(t, ps.store.Scan(context.Background(), journalPrefix(id), func(_, _ []byte) error { n++; return nil }))
+		if n != 0 {
+			t.Errorf("stream %s: %d journal entries left after it ended", id, n)
+		}
 	}
 }
 
@@ -721,5 +725,48 @@ func TestJournalRecordWithoutFD(t *testing.T) {
 	must(t, back.decode(key, old.encode()))
 	if back.fd != "stderr" {
 		t.Fatalf("decoded %+v", back)
+	}
+}
+
+// gatedStore is a MemStore whose commits hold one batch of operations at
+// most (so a stream's batches carry at most 4 journal deletes) and wait
+// while held is set.
+type gatedStore struct {
+	*persistence.MemStore
+	held atomic.Bool
+	open chan struct{}
+}
+
+func (s *gatedStore) BatchLimits() (ops, bytes int) { return 12, 1 << 20 }
+
+func (s *gatedStore) Commit(ctx context.Context, b *persistence.Batch) error {
+	if s.held.Load() {
+		<-s.open
+	}
+	return s.MemStore.Commit(ctx, b)
+}
+
+// A journaled stream that ends with more processed chunks than one batch
+// deletes (its snapshots held back meanwhile) leaves no journal entry.
+func TestPersistJournalClearedPastBatchLimit(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	store := &gatedStore{MemStore: persistence.NewMemStore(), open: make(chan struct{})}
+	f := newFixture(t, Options{Store: store})
+	id := startCount(f, g, "many", rtfs.Symbol("proc"))
+	store.held.Store(true)
+	for range 20 {
+		f.send(id, `{"n":1}`)
+	}
+	f.send(id, `{"n":1,"done":true}`)
+	f.waitFor("21 processed", func() bool { return path(f.inspect(id), "stats", "processed-chunks") == rtfs.Int(21) })
+	close(store.open)
+	f.await(id)
+	n := 0
+	must(t, store.Scan(context.Background(), journalPrefix(id), func(_, _ []byte) error { n++; return nil }))
+	if n != 0 {
+		t.Errorf("%d journal entries left after the stream ended", n)
+	}
+	if c := path(f.stateOf(id), "count"); c != rtfs.Int(21) {
+		t.Errorf(":count = %v, want 21", c)
 	}
 }
