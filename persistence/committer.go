@@ -172,14 +172,18 @@ func (c *Committer) Commit(ctx context.Context, b *Batch) error {
 // Flush returns nil then, ctx's error if ctx ends first, or an error wrapping
 // ErrClosed after Close.
 func (c *Committer) Flush(ctx context.Context) error {
-	ch := make(chan error, 1)
+	ch := c.waitPool.Get().(chan error)
 	if err := c.enqueue(ctx, nil, nil, ch); err != nil {
+		c.waitPool.Put(ch)
 		return err
 	}
 	select {
 	case <-ch:
+		c.waitPool.Put(ch)
 		return nil
 	case <-ctx.Done():
+		// The flusher still sends to ch (it has room for that): ch is not
+		// reused.
 		return fmt.Errorf("persistence: flush: %w", ctx.Err())
 	}
 }
