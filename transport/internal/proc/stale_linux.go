@@ -40,6 +40,7 @@ func bootID() string {
 // procStat is what the host reads of /proc/PID/stat.
 type procStat struct {
 	state byte   // R, S, D, Z, X...
+	ppid  int    // the parent
 	pgrp  int    // the process group
 	start uint64 // clock ticks since boot
 }
@@ -60,12 +61,13 @@ func readStat(pid int) (procStat, bool) {
 	if len(f) < 20 || len(f[0]) != 1 {
 		return procStat{}, false
 	}
+	ppid, err0 := strconv.Atoi(f[1])
 	pgrp, err1 := strconv.Atoi(f[2])
 	start, err2 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil {
+	if err0 != nil || err1 != nil || err2 != nil {
 		return procStat{}, false
 	}
-	return procStat{state: f[0][0], pgrp: pgrp, start: start}, true
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, true
 }
 
 // staleWait bounds how long endGroup waits for a stale group to go.
