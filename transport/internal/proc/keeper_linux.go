@@ -54,26 +54,21 @@ func killDescendants() {
 	self := os.Getpid()
 	for range 4 {
 		children := map[int][]int{}
-		dirs, _ := filepath.Glob("/proc/[0-9]*")
-		for _, d := range dirs {
-			pid, err := strconv.Atoi(filepath.Base(d))
-			if err != nil {
-				continue
-			}
-			if st, ok := readStat(pid); ok && st.state != 'Z' {
+		for pid, st := range processes() {
+			if st.state != 'Z' {
 				children[st.ppid] = append(children[st.ppid], pid)
 			}
 		}
 		found := 0
-		var kill func(int)
-		kill = func(parent int) {
+		var stop func(int)
+		stop = func(parent int) {
 			for _, pid := range children[parent] {
 				_ = syscall.Kill(pid, syscall.SIGSTOP) // no more forks while the tree is walked
 				found++
-				kill(pid)
+				stop(pid)
 			}
 		}
-		kill(self)
+		stop(self)
 		if found == 0 {
 			return
 		}

@@ -3,6 +3,7 @@ package proc
 import (
 	"context"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -120,18 +121,30 @@ func groupMembers(c transport.ChildProcess) []int {
 	if st, ok := readStat(c.PID); ok && st.start != c.Start {
 		return nil // the leader's pid was given to a later process: the group is gone
 	}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var pids []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
-		}
-		if st, ok := readStat(pid); ok && isMember(pid, st, c) {
+	for pid, st := range processes() {
+		if isMember(pid, st, c) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// processes yields every process of the machine that /proc shows, with
+// what readStat reads of it. Cost: a read of /proc/PID/stat per process.
+func processes() iter.Seq2[int, procStat] {
+	return func(yield func(int, procStat) bool) {
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(filepath.Base(d))
+			if err != nil {
+				continue
+			}
+			if st, ok := readStat(pid); ok && !yield(pid, st) {
+				return
+			}
+		}
+	}
 }
 
 // killMember sends SIGKILL to pid if it is (still) a member of group c.
