@@ -24,7 +24,10 @@ import (
 // The children of a process-transport stream die with their host: a host
 // killed with SIGKILL (run, or serve) leaves none of them running, neither
 // the program it started, nor that program's children, nor a program that
-// ignores SIGPIPE (which the closed pipe would not stop). The test finds the
+// ignores SIGPIPE (which the closed pipe would not stop), nor, on Linux,
+// a descendant that left the program's process group: one that called
+// setsid, and a daemon's double fork (whose parent is gone before the host
+// dies). The test finds the
 // host's descendants in /proc by their parent, remembers each by pid and
 // start time, kills the host, and checks that 2 s later none of them is
 // alive; whatever is left, it kills itself.
@@ -40,6 +43,18 @@ var hostChildren = []struct {
 	{"sh", []string{"-c", "trap '' PIPE; while :; do echo tick; sleep 1; done"}},
 }
 
+// escapers are programs whose descendants leave their process group: a
+// shell that runs sleep 102 in a session of its own (setsid), and one whose
+// subshell starts sleep 103 in its own session and exits at once (a
+// daemon's double fork), each then waiting in sleep 104.
+var escapers = []struct {
+	command string
+	args    []string
+}{
+	{"sh", []string{"-c", "setsid sleep 102 & sleep 104"}},
+	{"sh", []string{"-c", "(setsid sleep 103 &); sleep 104"}},
+}
+
 // TestChildrenDieWithHost runs the check for "rtfshost run" and for
 // "rtfshost serve" (this test binary as rtfshost, see serveChild).
 func TestChildrenDieWithHost(t *testing.T) {
@@ -50,8 +65,9 @@ func TestChildrenDieWithHost(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	t.Run("run", func(t *testing.T) {
 		dir := t.TempDir()
-		file := childrenProgram(t, dir, "")
+		file := childrenProgram(t, dir, "", true)
 		host := startHost(t, dir, "run", "--data", filepath.Join(dir, "data"), file)
+		host.escapers = true
 		checkChildrenDie(t, host, nil)
 	})
 	t.Run("resume", testResumeEndsStaleChildren)
@@ -59,10 +75,11 @@ func TestChildrenDieWithHost(t *testing.T) {
 		dir := t.TempDir()
 		host := startHost(t, dir, "serve", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
 			"--allow-command", "sh", "--allow-command", "sleep")
+		host.escapers = true
 		checkChildrenDie(t, host, func() {
 			base := host.serveURL(t)
 			sid := rawInitialize(t, base)
-			for i, c := range hostChildren {
+			for i, c := range append(hostChildren[:len(hostChildren):len(hostChildren)], escapers...) {
 				_, body := post(t, base, sid, map[string]any{"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": map[string]any{
 					"name": "mcp.stream.start", "arguments": map[string]any{
 						"program": `(defn step [s c m] {:state s})`, "processor": "step", "initial-state": 0, "detach": true,
@@ -77,12 +94,17 @@ func TestChildrenDieWithHost(t *testing.T) {
 }
 
 // childrenProgram writes a program that starts a stream for each of
-// hostChildren, with the extra start keys (RTFS) given.
-func childrenProgram(t *testing.T, dir, extra string) string {
+// hostChildren (and of escapers, if withEscapers), with the extra start
+// keys (RTFS) given.
+func childrenProgram(t *testing.T, dir, extra string, withEscapers bool) string {
 	t.Helper()
 	var prog strings.Builder
 	prog.WriteString("(defn step [s c m] {:state s})\n")
-	for _, c := range hostChildren {
+	children := hostChildren[:len(hostChildren):len(hostChildren)]
+	if withEscapers {
+		children = append(children, escapers...)
+	}
+	for _, c := range children {
 		args, _ := json.Marshal(c.args)
 		fmt.Fprintf(&prog, "(call :mcp.stream.start {:transport :exec :command %q :args %s :processor step :initial-state 0 %s})\n", c.command, args, extra)
 	}
@@ -101,7 +123,7 @@ func childrenProgram(t *testing.T, dir, extra string) string {
 func testResumeEndsStaleChildren(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	file := childrenProgram(t, dir, ":restart :on-failure")
+	file := childrenProgram(t, dir, ":restart :on-failure", false)
 	host := startHost(t, dir, "run", "--data", data, file)
 	old := waitForChildren(t, host)
 	time.Sleep(100 * time.Millisecond) // the streams' records of their programs commit
@@ -175,6 +197,8 @@ type aHost struct {
 	cmd   *exec.Cmd
 	lines chan string
 	errs  *bytes.Buffer
+	// escapers says the host runs the escapers too.
+	escapers bool
 }
 
 // startHost starts this test binary as "rtfshost <args>" in dir.
@@ -267,7 +291,7 @@ func waitForChildren(t *testing.T, h *aHost) []procID {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		procs = descendants(h.cmd.Process.Pid)
-		if runsHostChildren(procs) {
+		if runsHostChildren(procs) && (!h.escapers || runsEscapers(procs)) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -283,6 +307,17 @@ func waitForChildren(t *testing.T, h *aHost) []procID {
 		}
 	})
 	return procs
+}
+
+// runsEscapers reports whether procs hold the escapers' descendants that
+// left their group (sleep 102 and sleep 103) and the escapers themselves
+// (two sleep 104).
+func runsEscapers(procs []procID) bool {
+	n := map[string]int{}
+	for _, p := range procs {
+		n[p.cmdline]++
+	}
+	return n["sleep 102"] == 1 && n["sleep 103"] == 1 && n["sleep 104"] == 2
 }
 
 // runsHostChildren reports whether procs hold every program of hostChildren

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -60,7 +61,13 @@ func keep(args []string) int {
 		return 2
 	}
 	syscall.CloseOnExec(3)
+	// dying is closed when the keeper starts killing: the program's end
+	// then must not let the keeper exit before the killing is done.
+	dying := make(chan struct{})
+	var dyingOnce sync.Once
 	killGroup := func() {
+		dyingOnce.Do(func() { close(dying) })
+		killDescendants()                    // those that left the group (Linux)
 		_ = syscall.Kill(0, syscall.SIGKILL) // the keeper's own group, the keeper included
 		syscall.Exit(1)                      // not reached
 	}
@@ -70,6 +77,7 @@ func keep(args []string) int {
 	if orphaned() {
 		killGroup() // the host died before the program started
 	}
+	becomeSubreaper()
 	proc, err := os.StartProcess(args[1], args[2:], &os.ProcAttr{
 		Env:   os.Environ(),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
@@ -78,6 +86,7 @@ func keep(args []string) int {
 		report("err " + strings.ReplaceAll(err.Error(), "\n", " "))
 		return 127
 	}
+	reapOrphans(proc.Pid)
 	report("ok")
 	// The program holds the pipes now; the keeper lets go of them, so that
 	// the host sees end of file on the program's stdout when the program
@@ -100,6 +109,11 @@ func keep(args []string) int {
 		}
 	}()
 	st, err := proc.Wait()
+	select {
+	case <-dying:
+		select {} // killGroup ends the keeper
+	default:
+	}
 	if err != nil {
 		report("err " + fmt.Sprint(err))
 		return 1

@@ -3,6 +3,7 @@ package proc
 import (
 	"context"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,6 +41,7 @@ func bootID() string {
 // procStat is what the host reads of /proc/PID/stat.
 type procStat struct {
 	state byte   // R, S, D, Z, X...
+	ppid  int    // the parent
 	pgrp  int    // the process group
 	start uint64 // clock ticks since boot
 }
@@ -60,12 +62,13 @@ func readStat(pid int) (procStat, bool) {
 	if len(f) < 20 || len(f[0]) != 1 {
 		return procStat{}, false
 	}
+	ppid, err0 := strconv.Atoi(f[1])
 	pgrp, err1 := strconv.Atoi(f[2])
 	start, err2 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil {
+	if err0 != nil || err1 != nil || err2 != nil {
 		return procStat{}, false
 	}
-	return procStat{state: f[0][0], pgrp: pgrp, start: start}, true
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, true
 }
 
 // staleWait bounds how long endGroup waits for a stale group to go.
@@ -118,18 +121,30 @@ func groupMembers(c transport.ChildProcess) []int {
 	if st, ok := readStat(c.PID); ok && st.start != c.Start {
 		return nil // the leader's pid was given to a later process: the group is gone
 	}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var pids []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
-		}
-		if st, ok := readStat(pid); ok && isMember(pid, st, c) {
+	for pid, st := range processes() {
+		if isMember(pid, st, c) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// processes yields every process of the machine that /proc shows, with
+// what readStat reads of it. Cost: a read of /proc/PID/stat per process.
+func processes() iter.Seq2[int, procStat] {
+	return func(yield func(int, procStat) bool) {
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(filepath.Base(d))
+			if err != nil {
+				continue
+			}
+			if st, ok := readStat(pid); ok && !yield(pid, st) {
+				return
+			}
+		}
+	}
 }
 
 // killMember sends SIGKILL to pid if it is (still) a member of group c.

@@ -1,0 +1,84 @@
+package proc
+
+import (
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// On Linux the keeper also holds the program's descendants that leave its
+// process group (setsid, a daemon's double fork): it is a child subreaper,
+// so a descendant whose parent exits becomes the keeper's child rather
+// than init's, and when the host dies it kills every descendant it finds
+// under itself in /proc before it kills its group.
+
+// becomeSubreaper makes the keeper the subreaper of the program's
+// descendants (prctl PR_SET_CHILD_SUBREAPER).
+func becomeSubreaper() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
+
+// reapOrphans reaps, as they end, the descendants the keeper inherited as
+// their subreaper, so that none stays a zombie while the program runs; the
+// program itself (pid program) is left to its Wait. It returns at once
+// and runs until the keeper exits.
+func reapOrphans(program int) {
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	go func() {
+		for range chld {
+			// The keeper's children (/proc/self/task/*/children) other than
+			// the program: each is waited for without blocking.
+			files, _ := filepath.Glob("/proc/self/task/*/children")
+			for _, f := range files {
+				b, _ := os.ReadFile(f)
+				for _, field := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(field); err == nil && pid != program {
+						var ws unix.WaitStatus
+						_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+					}
+				}
+			}
+		}
+	}()
+}
+
+// killDescendants kills with SIGKILL every process under the keeper,
+// whatever its group or session. A descendant that forks while it runs is
+// found by the next of a few rounds. Cost: a read of /proc/PID/stat for
+// every process of the machine per round.
+func killDescendants() {
+	self := os.Getpid()
+	for range 4 {
+		children := map[int][]int{}
+		for pid, st := range processes() {
+			if st.state != 'Z' {
+				children[st.ppid] = append(children[st.ppid], pid)
+			}
+		}
+		found := 0
+		var stop func(int)
+		stop = func(parent int) {
+			for _, pid := range children[parent] {
+				_ = syscall.Kill(pid, syscall.SIGSTOP) // no more forks while the tree is walked
+				found++
+				stop(pid)
+			}
+		}
+		stop(self)
+		if found == 0 {
+			return
+		}
+		var all func(int)
+		all = func(parent int) {
+			for _, pid := range children[parent] {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				all(pid)
+			}
+		}
+		all(self)
+	}
+}
