@@ -285,8 +285,13 @@ func valueJSON(v rtfs.Value, max int64) (json.RawMessage, error) {
 
 // outputJSON is the JSON of an output for a notification and a result (see
 // shownJSON).
+// The words that name the output are built only when it is not sent.
 func outputJSON(ev provider.Event, max int64) json.RawMessage {
-	return shownJSON(ev.Output, max, fmt.Sprintf("output of stream %s, chunk %d", ev.StreamID, ev.Seq))
+	b, err := valueJSON(ev.Output, max)
+	if err == nil {
+		return b
+	}
+	return notSent(fmt.Sprintf("output of stream %s, chunk %d", ev.StreamID, ev.Seq), err)
 }
 
 // shownJSON is the JSON of a stream's value (an output, its :result) inside
@@ -300,6 +305,12 @@ func shownJSON(v rtfs.Value, max int64, what string) json.RawMessage {
 	if err == nil {
 		return b
 	}
+	return notSent(what, err)
+}
+
+// notSent is the object that stands for a value (named by what) that err
+// kept from being encoded.
+func notSent(what string, err error) json.RawMessage {
 	note, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("%s not sent: %v", what, err)})
 	return note
 }
