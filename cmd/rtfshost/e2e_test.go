@@ -77,6 +77,7 @@ func TestCLI(t *testing.T) {
 		t.Run("pty-interrupt", c.testPTYInterrupt)
 		t.Run("stuck-slow-source", c.testStuckSlowSource)
 		t.Run("chunk-shape", c.testChunkShape)
+		t.Run("progress-lines", c.testProgressLines)
 		t.Run("stuck", c.testStuck)
 		t.Run("unreachable", c.testUnreachable)
 		t.Run("interrupt", c.testInterrupt)
@@ -582,6 +583,14 @@ type outLine struct {
 	File      string          `json:"file"`
 	Line      int             `json:"line"`
 	Col       int             `json:"col"`
+	Progress  *struct {
+		Done      float64  `json:"done"`
+		Total     *float64 `json:"total"`
+		Fraction  *float64 `json:"fraction"`
+		EtaMs     *int64   `json:"eta-ms"`
+		Message   string   `json:"message"`
+		Milestone string   `json:"milestone"`
+	} `json:"progress"`
 }
 
 // parseJSONLines decodes every line of stdout strictly: unknown fields, an
@@ -600,7 +609,7 @@ func parseJSONLines(t testing.TB, r result) []outLine {
 			t.Fatalf("line %d is not one JSON object (%v): %q\n%s", i+1, err, text, r)
 		}
 		switch l.Type {
-		case "output", "status", "log", "result", "error", "ok", "removed", "dropped":
+		case "output", "status", "log", "result", "error", "ok", "removed", "dropped", "progress":
 		default:
 			t.Fatalf("line %d has unknown type %q\n%s", i+1, l.Type, r)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -204,6 +205,27 @@ func checkAgent(t *testing.T, r result, lines []outLine, runs map[string]*stream
 	}
 	if fmt.Sprint(tools) != "map[Glob:1 Grep:1 Read:4]" {
 		t.Errorf("tool calls delivered %v", tools)
+	}
+	// The phases reach their milestones: progress lines with done rising,
+	// their milestones in the phases' order up to report (a milestone
+	// reached within one batch of another shows as the later one).
+	var milestones []string
+	var done []float64
+	for _, l := range lines {
+		if l.Type == "progress" && l.Stream == "agent.review" && l.Progress != nil {
+			milestones, done = append(milestones, l.Progress.Milestone), append(done, l.Progress.Done)
+		}
+	}
+	phases := []string{"init", "explore", "analyze", "verify", "report"}
+	order := []int{}
+	for _, m := range milestones {
+		if m != "" {
+			order = append(order, slices.Index(phases, m))
+		}
+	}
+	if len(done) == 0 || !slices.IsSorted(done) || done[len(done)-1] < 0.99 || len(order) == 0 || slices.Contains(order, -1) ||
+		!slices.IsSorted(order) || order[len(order)-1] != len(phases)-1 {
+		t.Errorf("progress lines: milestones %v, done %v\n%s", milestones, done, r)
 	}
 	for _, l := range lines {
 		if l.Type == "dropped" {

@@ -445,7 +445,7 @@ func (hd *holder) leave(me *joined) {
 // wireLine is one line from a holder to the run whose job it runs: a call
 // of the job's reporter, replayed by the run into its own.
 type wireLine struct {
-	Type    string        `json:"type"` // output, dropped, end, log, result, stats, fail, exit
+	Type    string        `json:"type"` // output, dropped, progress, end, log, result, stats, fail, exit
 	Stream  string        `json:"stream,omitempty"`
 	Seq     int64         `json:"seq,omitempty"`
 	Count   int64         `json:"count,omitempty"` // dropped: how many
@@ -455,6 +455,8 @@ type wireLine struct {
 	Stats   []streamStats `json:"stats,omitempty"`
 	Failure *failure      `json:"failure,omitempty"`
 	Code    int           `json:"code,omitempty"`
+	// Progress is a progress line's :progress.
+	Progress *provider.ProgressInfo `json:"progress,omitempty"`
 }
 
 // wireReporter is the reporter of a joined run's job: it writes each call
@@ -489,6 +491,9 @@ func (r *wireReporter) output(stream string, seq int64, v shown) {
 }
 func (r *wireReporter) dropped(stream string, n int64) {
 	r.send(wireLine{Type: "dropped", Stream: stream, Count: n})
+}
+func (r *wireReporter) progress(stream string, p provider.ProgressInfo) {
+	r.send(wireLine{Type: "progress", Stream: stream, Progress: &p})
 }
 func (r *wireReporter) end(e ending) { r.send(wireLine{Type: "end", End: &e}) }
 func (r *wireReporter) log(stream, line string) {
@@ -677,6 +682,10 @@ func (a *app) join(ctx context.Context, d *holderDesk, file string, src []byte, 
 			rep.output(l.Stream, l.Seq, deref(l.Value))
 		case "dropped":
 			rep.dropped(l.Stream, l.Count)
+		case "progress":
+			if l.Progress != nil {
+				rep.progress(l.Stream, *l.Progress)
+			}
 		case "end":
 			if l.End != nil {
 				rep.end(*l.End)

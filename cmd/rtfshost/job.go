@@ -150,6 +150,9 @@ func (j *job) report(b *provider.Batch) {
 		}
 		j.rep.output(b.StreamID, o.Seq, v)
 	}
+	if b.Progress != nil {
+		j.rep.progress(b.StreamID, *b.Progress)
+	}
 	if b.End != nil && b.End.State.Terminal() {
 		e := endingOf(*b.End, j.opts.maxOutput)
 		if in, err := j.p.Info(b.StreamID, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true}); err == nil {

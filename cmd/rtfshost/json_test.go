@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,5 +113,44 @@ func (c *cli) testChunkShape(t *testing.T) {
 		if part != "#1: ..." && !strings.Contains(first[1], part) {
 			t.Errorf("the server's first chunk %s has no %q", first[1], part)
 		}
+	}
+}
+
+// testProgressLines: run --json prints a progress line for a stream whose
+// :progress changed, after the outputs of the batch that changed it, with
+// done rising to the total, and the stream's status line carries the last
+// progress.
+func (c *cli) testProgressLines(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := writeProgram(t, dir, "progress.rtfs", `(defn step [n chunk meta]
+  {:state (inc n) :output (inc n) :progress {:done (inc n) :total 4 :message (str "line " (inc n))}})
+(call :mcp.stream.start {:transport :exec :command "printf" :args ["a\\nb\\nc\\nd\\n"] :processor step :initial-state 0})
+`)
+	r := c.runIn(t, dir, "run", "--json", path)
+	wantCode(t, r, exitOK)
+	var done []float64
+	outputs, ended := 0, false
+	for _, l := range parseJSONLines(t, r) {
+		switch l.Type {
+		case "output":
+			outputs++
+		case "progress":
+			if ended || l.Progress == nil || l.Progress.Total == nil || *l.Progress.Total != 4 {
+				t.Fatalf("progress line %+v (after the status line: %v)\n%s", l, ended, r)
+			}
+			if float64(outputs) < l.Progress.Done {
+				t.Errorf("a progress of %v before the output that made it (%d outputs so far)\n%s", l.Progress.Done, outputs, r)
+			}
+			done = append(done, l.Progress.Done)
+		case "status":
+			ended = true
+			if l.Progress == nil || l.Progress.Done != 4 || l.Progress.Message != "line 4" || l.Progress.Fraction == nil || *l.Progress.Fraction != 1 {
+				t.Errorf("the status line's progress: %+v\n%s", l.Progress, r)
+			}
+		}
+	}
+	if len(done) == 0 || done[len(done)-1] != 4 || !slices.IsSorted(done) {
+		t.Errorf("progress lines with done %v, want rising to 4\n%s", done, r)
 	}
 }

@@ -91,6 +91,9 @@ func (r *liveReporter) log(stream, line string) { r.text.log(stream, line) }
 
 func (r *liveReporter) dropped(stream string, n int64) { r.text.dropped(stream, n) }
 
+// progress is drawn from stats, on the stream's line.
+func (r *liveReporter) progress(string, provider.ProgressInfo) {}
+
 // result keeps the program's result for close, which prints it under the
 // streams' final lines rather than above them.
 func (r *liveReporter) result(v shown) {

@@ -25,6 +25,10 @@ type reporter interface {
 	output(stream string, seq int64, v shown)
 	// dropped reports n low-priority outputs of stream left out.
 	dropped(stream string, n int64)
+	// progress reports stream's :progress after the batch that changed it
+	// (docs/streams.md, "Progress"); only the JSON lines show each change
+	// (the live line draws it from stats).
+	progress(stream string, p provider.ProgressInfo)
 	end(e ending)
 	// log prints a line of the program (stream "") or of a stream's
 	// processor.
@@ -187,16 +191,19 @@ type jsonLine struct {
 	EndReason string          `json:"end-reason,omitempty"`
 	Message   string          `json:"message,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
-	Value     json.RawMessage `json:"value,omitempty"`
-	Line      int             `json:"line,omitempty"`
-	Col       int             `json:"col,omitempty"`
+	// Progress is a progress line's :progress.
+	Progress *provider.ProgressInfo `json:"progress,omitempty"`
+	Value    json.RawMessage        `json:"value,omitempty"`
+	Line     int                    `json:"line,omitempty"`
+	Col      int                    `json:"col,omitempty"`
 }
 
 // jsonReporter writes one JSON object per line:
 //
 //	{"type":"output","stream":ID,"seq":N,"output":V}   (+ "count":C,"kind":K when C outputs of kind K were coalesced)
 //	{"type":"dropped","stream":ID,"count":N}           (low-priority outputs left out)
-//	{"type":"status","stream":ID,"state":"completed","end-reason":R,"message":M,"result":V}
+//	{"type":"progress","stream":ID,"progress":{"done":D,"total":T,"fraction":F,"eta-ms":E,...}}
+//	{"type":"status","stream":ID,"state":"completed","end-reason":R,"message":M,"result":V,"progress":P}
 //	{"type":"log","stream":ID,"message":TEXT}  (stream only for a processor's line)
 //	{"type":"result","value":V}
 //	{"type":"error","stream":ID,"file":F,"line":L,"col":C,"message":M}  (an error that ended the run)
@@ -232,8 +239,12 @@ func (r *jsonReporter) dropped(stream string, n int64) {
 	r.write(jsonLine{Type: "dropped", Stream: stream, Count: n})
 }
 
+func (r *jsonReporter) progress(stream string, p provider.ProgressInfo) {
+	r.write(jsonLine{Type: "progress", Stream: stream, Progress: &p})
+}
+
 func (r *jsonReporter) end(e ending) {
-	l := jsonLine{Type: "status", Stream: e.Stream, State: e.State, EndReason: e.EndReason, Message: e.Message}
+	l := jsonLine{Type: "status", Stream: e.Stream, State: e.State, EndReason: e.EndReason, Message: e.Message, Progress: e.Progress}
 	if e.Result != nil {
 		l.Result = e.Result.JSON
 	}
@@ -357,6 +368,8 @@ func (r *textReporter) log(stream, line string) {
 func (r *textReporter) result(v shown) { r.printf("result: %s\n", v.Text) }
 
 func (r *textReporter) stats([]streamStats) {}
+
+func (r *textReporter) progress(string, provider.ProgressInfo) {}
 
 func (r *textReporter) fail(f failure) {
 	r.mu.Lock()
