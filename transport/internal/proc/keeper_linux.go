@@ -59,26 +59,24 @@ func killDescendants() {
 				children[st.ppid] = append(children[st.ppid], pid)
 			}
 		}
-		found := 0
-		var stop func(int)
-		stop = func(parent int) {
+		// Stopped as they are found, so that none forks while the tree
+		// is walked; then killed.
+		var found []int
+		for i, parent := 0, self; ; i++ {
 			for _, pid := range children[parent] {
-				_ = syscall.Kill(pid, syscall.SIGSTOP) // no more forks while the tree is walked
-				found++
-				stop(pid)
+				_ = syscall.Kill(pid, syscall.SIGSTOP)
+				found = append(found, pid)
 			}
+			if i == len(found) {
+				break
+			}
+			parent = found[i]
 		}
-		stop(self)
-		if found == 0 {
+		if len(found) == 0 {
 			return
 		}
-		var all func(int)
-		all = func(parent int) {
-			for _, pid := range children[parent] {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				all(pid)
-			}
+		for _, pid := range found {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		all(self)
 	}
 }
