@@ -151,6 +151,23 @@ func (c *Committer) Submit(ctx context.Context, b *Batch, done func(error)) erro
 	return c.enqueue(ctx, b, done, nil)
 }
 
+// SubmitLate queues a put of key whose value is made when its commit
+// starts: the flusher calls value once, as it takes the pending batches for
+// a store commit, and writes what it returns under key. A caller that adds
+// to a record until the last moment (a stream's journal entry, which the
+// chunks arriving while earlier commits run all join) submits it once and
+// appends meanwhile; what it appends after value was called goes in a
+// record of its own. value runs on the Committer's goroutine: it must
+// return quickly, must not call the Committer, and its result must stay
+// unmodified until done is called. Otherwise SubmitLate is Submit of a
+// one-put batch: the put keeps its place in submission order, a later
+// operation on key in the same commit replaces it, and done gets the
+// outcome. The put's bytes count towards MaxBytes only once it is made.
+func (c *Committer) SubmitLate(ctx context.Context, key []byte, value func() []byte, done func(error)) error {
+	b := Batch{ops: []Op{{Key: key}}}
+	return c.enqueueLate(ctx, &b, value, done, nil)
+}
+
 // Commit submits b and waits until its commit has finished, returning nil
 // when b's operations are in the store, or the error that made the whole
 // batch fail. ctx bounds only the wait for room in the queue; once queued,

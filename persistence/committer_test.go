@@ -151,6 +151,51 @@ func TestCommitterSkipsReplacedWrites(t *testing.T) {
 	}
 }
 
+// A late put's value is made when its commit starts: what the caller added
+// before that is in it, in submission order among the other batches, and a
+// later delete of its key in the same commit replaces it.
+func TestCommitterSubmitLate(t *testing.T) {
+	store := newRecordingStore()
+	c := persistence.NewCommitter(store, held)
+	defer c.Close()
+	var (
+		out   outcomes
+		mu    sync.Mutex
+		value = []byte("a")
+		calls int
+	)
+	late := func() []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		return value
+	}
+	submit(t, c, batchOf("s/before", "1"), out.cb())
+	if err := c.SubmitLate(context.Background(), []byte("s/j/1"), late, out.cb()); err != nil {
+		t.Fatal(err)
+	}
+	submit(t, c, batchOf("s/after", "2"), out.cb())
+	mu.Lock()
+	value = append(value, "bc"...) // added while the put waits
+	mu.Unlock()
+	flush(t, c)
+	if err := c.SubmitLate(context.Background(), []byte("s/j/2"), late, out.cb()); err != nil {
+		t.Fatal(err)
+	}
+	submit(t, c, batchOf("-s/j/2"), out.cb())
+	flush(t, c)
+	want := []string{"s/before=1 s/j/1=abc s/after=2", "-s/j/2"}
+	if got := store.recorded(); !slices.Equal(got, want) {
+		t.Fatalf("store commits = %q, want %q", got, want)
+	}
+	if errs := out.get(); len(errs) != 5 || slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		t.Fatalf("callbacks = %v, want five nils", errs)
+	}
+	if calls != 2 {
+		t.Fatalf("value made %d times, want once per late put (2)", calls)
+	}
+}
+
 // TestCommitterNeverSplitsBatch bounds commits to 3 operations: batches of
 // two go one per commit, a batch of five goes alone and whole, and a write
 // is never skipped in favour of a write in another commit.

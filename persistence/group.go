@@ -20,6 +20,7 @@ type request struct {
 	bytes      int
 	done       func(error)
 	wait       chan error
+	late       func() []byte // SubmitLate's: makes the value of the one put, ops[start]
 }
 
 // A pendingSet is the batches submitted since the flusher last took the set.
@@ -48,6 +49,12 @@ func (p *pendingSet) reset() {
 }
 
 func (c *Committer) enqueue(ctx context.Context, b *Batch, done func(error), wait chan error) error {
+	return c.enqueueLate(ctx, b, nil, done, wait)
+}
+
+// enqueueLate adds a request to the pending set; late, when set, makes the
+// value of b's one put when the flusher takes it.
+func (c *Committer) enqueueLate(ctx context.Context, b *Batch, late func() []byte, done func(error), wait chan error) error {
 	if b != nil {
 		if err := b.validate(); err != nil {
 			return fmt.Errorf("persistence: submit: %w", err)
@@ -61,6 +68,7 @@ func (c *Committer) enqueue(ctx context.Context, b *Batch, done func(error), wai
 		c.firstAt = time.Now()
 	}
 	c.in.add(b, done, wait)
+	c.in.reqs[len(c.in.reqs)-1].late = late
 	if wait != nil {
 		c.waiters++
 	}
@@ -171,6 +179,13 @@ func (f *flusher) init(c *Committer) {
 // flush commits set's requests in order, as few store commits as the
 // committer's bounds allow, never splitting a request.
 func (f *flusher) flush(set *pendingSet) {
+	for i := range set.reqs {
+		if r := &set.reqs[i]; r.late != nil {
+			v := r.late()
+			set.ops[r.start].Value = v
+			r.bytes += len(v)
+		}
+	}
 	reqs := set.reqs
 	for len(reqs) > 0 {
 		n := f.chunk(reqs)

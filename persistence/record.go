@@ -161,5 +161,6 @@ func clone(b []byte) []byte {
 // process group of an :exec or :stdio stream, and the output a journaled
 // chunk of such a stream came from (which 0.2.0 refuses); streams'
 // delivery records (progress, milestones, dropped outputs; ignored by
-// older releases).
+// older releases); journal entries that hold several chunks (version 2 of
+// the journal record, which older releases refuse by version).
 const StoreFormat = 3

@@ -116,14 +116,15 @@ type keeper interface {
 	// journaling reports whether the stream journals its chunks (its
 	// source cannot replay).
 	journaling() bool
-	// journalLocked submits chunk c, numbered seq, to the journal; Deliver
+	// journalLocked adds chunk c, numbered seq, to the journal; Deliver
 	// calls it, with the stream's mu held, before it queues the chunk.
 	journalLocked(ctx context.Context, seq int64, c transport.Chunk) error
 	// awaitJournal waits until every journal entry submitted so far is
 	// committed (Provider.Deliver's acknowledgement).
 	awaitJournal(ctx context.Context) error
 	// processedLocked records, under mu, that journaled chunk seq is
-	// processed: its entry goes with the next snapshot.
+	// processed: the delete of its entry goes with a snapshot once every
+	// chunk of the entry is.
 	processedLocked(seq int64)
 	// changed says that the stream changed (a chunk processed, a pause...):
 	// a snapshot is taken and submitted now, or, while one is in flight,
@@ -157,6 +158,11 @@ type keeper interface {
 // snapshot is consistent (the state after chunk N with chunk N's cursor),
 // snapshots are submitted in the order they were taken, and a snapshot is
 // encoded once per commit instead of once per chunk.
+//
+// Journal (a source that cannot replay): the chunks that arrive while the
+// stream's last journal entry waits for its commit join that entry
+// (journalGroup), so that a busy stream writes one entry, and later one
+// delete, per group commit rather than per chunk.
 type streamStore struct {
 	ps      *persister
 	s       *stream
@@ -169,7 +175,7 @@ type streamStore struct {
 
 	failed atomic.Pointer[error] // the first store error; the stream stops saving
 	done   func(error)           // Submit's callback for snapshots, bound once
-	jdone  func(error)           // Submit's callback for journal entries, bound once
+	jdone  func(error)           // SubmitLate's callback for journal entries, bound once
 	cdone  func(error)           // Submit's callback for process group records, bound once
 
 	dirty       atomic.Bool // a change is not in a submitted snapshot yet (cleared under mu)
@@ -179,13 +185,46 @@ type streamStore struct {
 	delivered deliveryMark // what the last delivery record held (deliveryrec.go); guarded by the stream's mu
 
 	// Guarded by the stream's mu.
-	lowWater int64             // every journaled seq below it is processed
-	extra    []int64           // processed seqs at or above lowWater, sorted
-	deletes  []int64           // journal entries processed since the last snapshot
-	accSeq   int64             // seq of the last chunk journaled; -1: none
-	accID    string            // its ID
-	jbatch   persistence.Batch // the batch journalLocked submits, reused
-	fresh    bool              // started here, not recovered: every journal entry it has, it wrote
+	lowWater int64   // every journaled seq below it is processed
+	extra    []int64 // processed seqs at or above lowWater, sorted
+	deletes  []int64 // journal entries (their first seqs) to delete with the next snapshot
+	accSeq   int64   // seq of the last chunk journaled; -1: none
+	accID    string  // its ID
+	fresh    bool    // started here, not recovered: every journal entry it has, it wrote
+
+	// jmu guards groups and the groups' fields; the Committer's goroutine
+	// takes it (journalGroup.take), so it is never held while calling the
+	// Committer. Taken after the stream's mu.
+	jmu    sync.Mutex
+	groups []*journalGroup // journal entries written or being written, not yet deleted, in seq order
+}
+
+// A journalGroup is one journal entry of a stream: the chunks first,
+// first+1, ... first+n-1. It is submitted with its first chunk
+// (Committer.SubmitLate) and takes the chunks that arrive until the
+// Committer takes it for a commit, or until every chunk in it is processed
+// (then its delete may follow, and a later chunk starts an entry of its
+// own). The fields are guarded by the stream store's jmu.
+type journalGroup struct {
+	st    *streamStore
+	first int64
+	n     int64
+	buf   []byte // the entry: record header, then its chunks; nil once taken
+	open  bool   // it takes more chunks
+}
+
+// maxGroupBytes bounds a journal entry: a chunk that would make it longer
+// starts an entry of its own, so that an entry fits in any store commit.
+const maxGroupBytes = 256 << 10
+
+// take finishes the entry for its commit; the Committer calls it.
+func (g *journalGroup) take() []byte {
+	g.st.jmu.Lock()
+	defer g.st.jmu.Unlock()
+	g.open = false
+	b := persistence.FinishRecord(g.buf, 0)
+	g.buf = nil
+	return b
 }
 
 var _ keeper = (*streamStore)(nil)
@@ -233,23 +272,33 @@ func (st *streamStore) err() error {
 	return nil
 }
 
+// journalLocked adds c to the stream's open journal entry, or submits an
+// entry of its own when none is open: the entry commits no later than any
+// snapshot submitted after this call, which is all that can hold c's
+// effect.
 func (st *streamStore) journalLocked(ctx context.Context, seq int64, c transport.Chunk) error {
 	if err := st.err(); err != nil {
 		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.id, err)
 	}
-	// The key and the record share one allocation, which the Committer
-	// holds until the entry is committed; the batch is the stream's own
-	// (Submit copies its operation list).
-	rec := journalRecord{id: c.ID, event: c.Event, received: c.ReceivedAt.UnixNano(), data: c.Data, fd: c.FD}
-	buf := appendJournalKey(make([]byte, 0, journalKeyLen(st.s.id)+rec.maxLen()), st.s.id, seq)
-	n := len(buf)
-	buf = rec.appendRecord(buf)
-	b := &st.jbatch
-	b.Reset()
-	b.Put(buf[:n:n], buf[n:])
-	err := st.ps.com.Submit(ctx, b, st.jdone)
-	b.Reset()
-	if err != nil {
+	st.jmu.Lock()
+	var g *journalGroup
+	if n := len(st.groups); n > 0 && st.groups[n-1].open && len(st.groups[n-1].buf)+len(c.Data) < maxGroupBytes {
+		g = st.groups[n-1]
+		g.buf = appendJournalChunk(g.buf, &c)
+		g.n++
+		st.jmu.Unlock()
+		st.accSeq, st.accID = seq, c.ID
+		return nil
+	}
+	g = &journalGroup{st: st, first: seq, n: 1, open: true}
+	g.buf = persistence.AppendRecordHeader(make([]byte, 0, 64+len(c.Data)), kindJournal, journalVersionGroup)
+	g.buf = appendJournalChunk(g.buf, &c)
+	st.groups = append(st.groups, g)
+	st.jmu.Unlock()
+	if err := st.ps.com.SubmitLate(ctx, journalKey(st.s.id, seq), g.take, st.jdone); err != nil {
+		st.jmu.Lock()
+		st.groups = st.groups[:len(st.groups)-1] // still the last: mu is held
+		st.jmu.Unlock()
 		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.id, err)
 	}
 	st.accSeq, st.accID = seq, c.ID
@@ -264,10 +313,6 @@ func (st *streamStore) awaitJournal(ctx context.Context) error {
 }
 
 func (st *streamStore) processedLocked(seq int64) {
-	st.deletes = append(st.deletes, seq)
-	if len(st.deletes) >= st.ps.maxDeletes {
-		st.manyDeletes.Store(true)
-	}
 	if seq != st.lowWater {
 		i := sort.Search(len(st.extra), func(i int) bool { return st.extra[i] >= seq })
 		st.extra = append(st.extra, 0)
@@ -281,6 +326,20 @@ func (st *streamStore) processedLocked(seq int64) {
 			st.lowWater++
 		}
 		st.extra = st.extra[1:]
+	}
+	// The entries whose every chunk is processed are deleted with the next
+	// snapshot; an open one is closed first, so that no chunk joins it
+	// after its delete.
+	st.jmu.Lock()
+	for len(st.groups) > 0 && st.groups[0].first+st.groups[0].n <= st.lowWater {
+		st.groups[0].open = false
+		st.deletes = append(st.deletes, st.groups[0].first)
+		st.groups[0] = nil
+		st.groups = st.groups[1:]
+	}
+	st.jmu.Unlock()
+	if len(st.deletes) >= st.ps.maxDeletes {
+		st.manyDeletes.Store(true)
 	}
 }
 
@@ -346,14 +405,16 @@ func (st *streamStore) saveFinal() {
 	s.mu.Lock()
 	st.dirty.Store(false)
 	sn := st.snapshotLocked()
-	// A stream started by this provider whose every journaled chunk is
-	// processed, with all their deletes submitted or in this batch, has no
-	// other entry: the store need not be searched for one.
-	known := st.fresh && len(st.deletes) == 0 && len(st.extra) == 0 && st.lowWater == s.seq
+	// A stream started by this provider knows every entry it wrote: those
+	// whose deletes are submitted, in this batch or left over, and those
+	// not deleted yet. Another's journal is searched for in the store.
+	var rest [][]byte
+	if st.fresh {
+		rest = st.journalLeftLocked()
+	}
 	s.mu.Unlock()
 	b, err := st.progressBatch(&sn)
-	var rest [][]byte
-	if err == nil && st.journal && !known {
+	if err == nil && st.journal && !st.fresh {
 		rest, err = st.journalKeys()
 	}
 	// The final record goes with as many journal deletes as one batch
@@ -399,6 +460,25 @@ func (st *streamStore) progressBatch(sn *snapshot) (*persistence.Batch, error) {
 		}
 	}
 	return b, nil
+}
+
+// journalLeftLocked returns the keys of the stream's journal entries that
+// no snapshot deletes: those of the deletes left over and those of the
+// entries not processed whole, which it closes. The stream's mu is held.
+func (st *streamStore) journalLeftLocked() [][]byte {
+	var keys [][]byte
+	for _, seq := range st.deletes {
+		keys = append(keys, journalKey(st.s.id, seq))
+	}
+	st.deletes = nil
+	st.jmu.Lock()
+	for _, g := range st.groups {
+		g.open = false
+		keys = append(keys, journalKey(st.s.id, g.first))
+	}
+	st.groups = nil
+	st.jmu.Unlock()
+	return keys
 }
 
 // journalKeys returns the keys of every journal entry of the stream, once

@@ -2,8 +2,11 @@ package provider
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/internal/bytecodec"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/persistence/storetest"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -711,20 +715,151 @@ func TestPersistJournalPastCapacityKeepsOrder(t *testing.T) {
 	}
 }
 
-// A journal record written before it kept a chunk's :fd reads as a chunk
-// without one.
-func TestJournalRecordWithoutFD(t *testing.T) {
-	old := journalRecord{id: "1:1", event: "e", received: 7, data: []byte(`{"line":"x"}`)}
-	key := journalKey("k", 3)
-	var back journalRecord
-	must(t, back.decode(key, old.encode()))
-	if back.fd != "" || back.id != "1:1" || string(back.data) != `{"line":"x"}` {
-		t.Fatalf("decoded %+v", back)
+// enteringStore is a MemStore whose commits, while held is set, say so on
+// entered and wait for open to be closed.
+type enteringStore struct {
+	*persistence.MemStore
+	held    atomic.Bool
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (s *enteringStore) Commit(ctx context.Context, b *persistence.Batch) error {
+	if s.held.Load() {
+		s.entered <- struct{}{}
+		<-s.open
 	}
-	old.fd = "stderr"
-	must(t, back.decode(key, old.encode()))
-	if back.fd != "stderr" {
-		t.Fatalf("decoded %+v", back)
+	return s.MemStore.Commit(ctx, b)
+}
+
+// The chunks that arrive while a stream's journal entry waits for its
+// commit join one entry of their own; a host that stops with them
+// unprocessed processes them after recovery, in order, once each, and the
+// stream that ends leaves no entry behind.
+func TestJournalEntriesGroupChunks(t *testing.T) {
+	const src = `
+(defn proc [state chunk meta]
+  (call :test.hold {:n (:n chunk)})
+  (let [seen (conj (:seen state) (:n chunk))]
+    (if (= (:n chunk) 6)
+      {:state {:seen seen} :action :complete}
+      {:state {:seen seen}})))`
+	held := make(chan struct{}, 1)
+	hold := func(block bool) *capabilities.Registry {
+		reg := capabilities.NewRegistry()
+		must(t, reg.Register(capabilities.Capability{ID: "test.hold", Handler: func(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+			if n, _ := capabilities.Field(c.Args[0].(*rtfs.Map), "n"); block && n == rtfs.Int(1) {
+				held <- struct{}{}
+				<-ctx.Done() // until the provider closes
+				return capabilities.Answer{}, ctx.Err()
+			}
+			return capabilities.Now(nil), nil
+		}}))
+		return reg
+	}
+	store := &enteringStore{MemStore: persistence.NewMemStore(), entered: make(chan struct{}, 1), open: make(chan struct{})}
+	send := func(f *fixture, id string, n int) {
+		t.Helper()
+		must(t, f.mock.Source(id).Send(context.Background(), transport.Chunk{Data: []byte(fmt.Sprintf(`{"n":%d}`, n)), ID: strconv.Itoa(n)}))
+	}
+	f := newFixture(t, Options{Store: store, Capabilities: hold(true)})
+	id := f.start(StartRequest{StreamID: "grouped", Processor: rtfs.Symbol("proc"), Globals: compileGlobals(t, src),
+		InitialState: rtfs.MapOf(rtfs.Keyword("seen"), rtfs.NewVector())})
+	store.held.Store(true)
+	send(f, id, 1)
+	<-store.entered // chunk 1's entry is taken for its commit, which waits
+	<-held          // chunk 1 is in the processor
+	for n := 2; n <= 5; n++ {
+		send(f, id, n)
+	}
+	store.held.Store(false)
+	close(store.open)
+	must(t, f.p.Close())
+
+	var chunks []int
+	must(t, store.Scan(context.Background(), journalPrefix(id), func(key, value []byte) error {
+		_, _, seq, _ := parseStreamKey(key)
+		entries, err := decodeJournal(key, value, seq)
+		chunks = append(chunks, len(entries))
+		return err
+	}))
+	if !slices.Equal(chunks, []int{1, 4}) {
+		t.Fatalf("journal entries hold %v chunks, want [1 4]: chunk 1 alone, 2-5 joining the entry that waited", chunks)
+	}
+
+	f = newFixture(t, Options{Store: store, Capabilities: hold(false)})
+	must(t, f.p.Recover(context.Background()))
+	send(f, id, 6)
+	if st := f.await(id); st.State != StateCompleted {
+		t.Fatalf("status %+v", st)
+	}
+	want := rtfs.NewVector(rtfs.Int(1), rtfs.Int(2), rtfs.Int(3), rtfs.Int(4), rtfs.Int(5), rtfs.Int(6))
+	if got := path(f.stateOf(id), "seen"); !rtfs.Equal(got, want) {
+		t.Fatalf("processed %v after recovery, want %v", got, want)
+	}
+	n := 0
+	must(t, store.Scan(context.Background(), journalPrefix(id), func(_, _ []byte) error { n++; return nil }))
+	if n != 0 {
+		t.Errorf("%d journal entries left after the stream ended", n)
+	}
+}
+
+// A version-1 journal entry (one chunk) written before it kept a chunk's
+// :fd reads as a chunk without one, and one written after as a chunk with
+// one.
+func TestJournalRecordWithoutFD(t *testing.T) {
+	v1 := func(fd string) []byte {
+		e := bytecodec.Encoder{}
+		e.Str("1:1")
+		e.Str("e")
+		e.Int(7)
+		e.Bytes([]byte(`{"line":"x"}`))
+		if fd != "" {
+			e.Str(fd)
+		}
+		return persistence.EncodeRecord(kindJournal, 1, e.B)
+	}
+	key := journalKey("k", 3)
+	for _, fd := range []string{"", "stderr"} {
+		got, err := decodeJournal(key, v1(fd), 3)
+		must(t, err)
+		if len(got) != 1 || got[0].seq != 3 || got[0].first != 3 || got[0].rec.fd != fd || got[0].rec.id != "1:1" ||
+			got[0].rec.event != "e" || got[0].rec.received != 7 || string(got[0].rec.data) != `{"line":"x"}` {
+			t.Fatalf("fd %q: decoded %+v", fd, got)
+		}
+	}
+}
+
+// A version-2 journal entry, as this build writes it, holding two chunks:
+// the bytes are fixed, so that a change to the format shows here.
+func TestJournalEntryVersion2(t *testing.T) {
+	const stored = "b7040203313a37008080ddd5a6b9c1fb300c7b226c696e65223a2261227d067374646f757403313a38036d73678280ddd5a6b9c1fb300c7b226c696e65223a2262227d00a71adb49"
+	chunks := []transport.Chunk{
+		{ID: "1:7", ReceivedAt: time.Unix(0, 1764147600000000000), Data: []byte(`{"line":"a"}`), FD: "stdout"},
+		{ID: "1:8", Event: "msg", ReceivedAt: time.Unix(0, 1764147600000000001), Data: []byte(`{"line":"b"}`)},
+	}
+	b := persistence.AppendRecordHeader(nil, kindJournal, journalVersionGroup)
+	for i := range chunks {
+		b = appendJournalChunk(b, &chunks[i])
+	}
+	if got := hex.EncodeToString(persistence.FinishRecord(b, 0)); got != stored {
+		t.Fatalf("encoded %s, want %s", got, stored)
+	}
+	data, _ := hex.DecodeString(stored)
+	got, err := decodeJournal(journalKey("k", 7), data, 7)
+	must(t, err)
+	if len(got) != len(chunks) {
+		t.Fatalf("decoded %d chunks, want %d", len(got), len(chunks))
+	}
+	for i, e := range got {
+		c := chunks[i]
+		if e.seq != 7+int64(i) || e.first != 7 || e.rec.id != c.ID || e.rec.event != c.Event || e.rec.received != c.ReceivedAt.UnixNano() ||
+			string(e.rec.data) != string(c.Data) || e.rec.fd != c.FD {
+			t.Errorf("chunk %d: decoded %+v, want %+v at seq %d", i, e, c, 7+i)
+		}
+	}
+	if _, err := decodeJournal(journalKey("k", 7), data[:len(data)-5], 7); err == nil {
+		t.Error("a truncated entry decoded")
 	}
 }
 

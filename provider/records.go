@@ -5,6 +5,7 @@ import (
 
 	"github.com/rtfshost/rtfshost/internal/bytecodec"
 	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/transport"
 )
 
 // The record kinds the provider stores (persistence.RecordKind). Kinds 16 and
@@ -265,6 +266,17 @@ func (r *progressRecord) decode(key, data []byte) error {
 	})
 }
 
+// A journal entry, under the key of the seq of its first chunk, holds
+// journaled chunks as the transport delivered them. Version 1 holds one
+// chunk; version 2, written since, holds the chunks seq, seq+1, ... that
+// arrived while the entry waited for its commit (persist.go), one after
+// the other, each as version 1 wrote its one chunk but with the :fd always
+// written.
+const (
+	journalVersionOne   = 1
+	journalVersionGroup = 2
+)
+
 // journalRecord is one journaled chunk as the transport delivered it.
 type journalRecord struct {
 	id       string
@@ -274,40 +286,50 @@ type journalRecord struct {
 	fd       string // a process transport's output ("stdout", "stderr"); "" for others
 }
 
-func (r *journalRecord) encode() []byte {
-	return r.appendRecord(make([]byte, 0, r.maxLen()))
+// journalEntry is a journaled chunk read back: seq numbers it, first is
+// the seq of the first chunk of the entry that holds it (the entry's key).
+type journalEntry struct {
+	seq, first int64
+	rec        journalRecord
 }
 
-// maxLen bounds the length of the record: four length or integer varints of
-// at most 10 bytes, the strings and data, and the framing.
-func (r *journalRecord) maxLen() int {
-	return 50 + len(r.id) + len(r.event) + len(r.data) + len(r.fd) + persistence.RecordOverhead
+// appendJournalChunk appends c's part of a version-2 journal entry to dst.
+// Cost: the copy of c's data, and dst's growth.
+func appendJournalChunk(dst []byte, c *transport.Chunk) []byte {
+	e := bytecodec.Encoder{B: dst}
+	e.Str(c.ID)
+	e.Str(c.Event)
+	e.Int(c.ReceivedAt.UnixNano())
+	e.Bytes(c.Data)
+	e.Str(c.FD)
+	return e.B
 }
 
-// appendRecord appends the framed record to dst, writing the payload in
-// place (the chunk's data is copied once). Cost: no allocation when dst has
-// maxLen bytes of room.
-func (r *journalRecord) appendRecord(dst []byte) []byte {
-	start := len(dst)
-	e := bytecodec.Encoder{B: persistence.AppendRecordHeader(dst, kindJournal, recordVersion)}
-	e.Str(r.id)
-	e.Str(r.event)
-	e.Int(r.received)
-	e.Bytes(r.data)
-	if r.fd != "" { // added after the first release: written only when set
-		e.Str(r.fd)
+// decodeJournal decodes the journal entry stored under key, whose first
+// chunk is numbered first, into its chunks, in order. The chunks' data is
+// copied out of data.
+func decodeJournal(key, data []byte, first int64) ([]journalEntry, error) {
+	version, payload, err := persistence.DecodeRecord(key, data, kindJournal, journalVersionGroup)
+	if err != nil {
+		return nil, err
 	}
-	return persistence.FinishRecord(e.B, start)
-}
-
-func (r *journalRecord) decode(key, data []byte) error {
-	return decodePayload(key, data, kindJournal, func(d *bytecodec.Decoder) {
-		r.id, r.event, r.received = d.Str("id"), d.Str("event"), d.Int("received")
+	var out []journalEntry
+	d := bytecodec.NewDecoder(payload)
+	for seq := first; ; seq++ {
+		r := journalRecord{id: d.Str("id"), event: d.Str("event"), received: d.Int("received")}
 		r.data = append([]byte(nil), d.Bytes("data")...)
-		if d.More() { // older records end here
+		if version == journalVersionGroup || d.More() { // version 1 wrote the fd only when set
 			r.fd = d.Str("fd")
 		}
-	})
+		out = append(out, journalEntry{seq: seq, first: first, rec: r})
+		if version == journalVersionOne || !d.More() {
+			break
+		}
+	}
+	if err := d.End(); err != nil {
+		return nil, &persistence.CorruptRecordError{Key: append([]byte(nil), key...), Reason: "bad payload", Err: err}
+	}
+	return out, nil
 }
 
 // childRecord is the process group a stream's transport runs (its :exec or

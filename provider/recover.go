@@ -31,11 +31,6 @@ type loaded struct {
 	err      error          // the first bad record
 }
 
-type journalEntry struct {
-	seq int64
-	rec journalRecord
-}
-
 // Recover reloads every stream the store holds that this provider does not
 // run yet, in their start order. A finished stream (completed, cancelled or
 // failed) becomes inspectable: Inspect, Summary, Status and Await answer for
@@ -158,11 +153,11 @@ func (l *loaded) add(key, value []byte, suffix byte, seq int64) error {
 		l.progress = &progressRecord{}
 		return l.progress.decode(key, value)
 	case suffixJournal:
-		e := journalEntry{seq: seq}
-		if err := e.rec.decode(key, value); err != nil {
+		entries, err := decodeJournal(key, value, seq)
+		if err != nil {
 			return err
 		}
-		l.journal = append(l.journal, e)
+		l.journal = append(l.journal, entries...)
 		return nil
 	case suffixChild:
 		l.child = &childRecord{}
@@ -426,31 +421,51 @@ func (st *streamStore) restoreJournal(l *loaded) {
 		next = r.accSeq + 1
 	}
 	low := int64(-1)
-	for _, e := range l.journal {
-		if r.processedSeq(e.seq) {
-			st.deletes = append(st.deletes, e.seq)
-			continue
+	for i := 0; i < len(l.journal); {
+		// The chunks of one entry: those that share its first seq.
+		j := i + 1
+		for j < len(l.journal) && l.journal[j].first == l.journal[i].first {
+			j++
 		}
-		if low < 0 {
-			low = e.seq
+		entry, whole := l.journal[i:j], true
+		i = j
+		for _, e := range entry {
+			if r.processedSeq(e.seq) {
+				continue
+			}
+			whole = false
+			if low < 0 {
+				low = e.seq
+			}
+			c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received), FD: e.rec.fd}
+			chunk := decodeChunk(&s.dec, c.Data, c.Event, nil)
+			s.requeueLocked(c, chunk, e.seq)
+			if e.seq >= next {
+				next = e.seq + 1
+			}
+			if e.seq > st.accSeq {
+				st.accSeq, st.accID = e.seq, e.rec.id
+			}
 		}
-		c := transport.Chunk{Data: e.rec.data, Event: e.rec.event, ID: e.rec.id, ReceivedAt: time.Unix(0, e.rec.received), FD: e.rec.fd}
-		chunk := decodeChunk(&s.dec, c.Data, c.Event, nil)
-		s.requeueLocked(c, chunk, e.seq)
-		if e.seq >= next {
-			next = e.seq + 1
-		}
-		if e.seq > st.accSeq {
-			st.accSeq, st.accID = e.seq, e.rec.id
+		if whole {
+			st.deletes = append(st.deletes, entry[0].first)
+		} else {
+			st.groups = append(st.groups, &journalGroup{st: st, first: entry[0].first, n: int64(len(entry))})
 		}
 	}
 	s.seq = next
 	if low < 0 {
 		low = next
 	}
-	// Seqs below low were processed, or reserved and never journaled.
+	// Seqs below low were processed; of those above it, the record's extra
+	// ones were (out of order, before the crash), the rest are queued.
 	st.lowWater = low
 	st.extra = nil
+	for _, x := range r.extra {
+		if x > low {
+			st.extra = append(st.extra, x)
+		}
+	}
 	if st.accSeq >= 0 {
 		s.startCursor = st.accID
 	}

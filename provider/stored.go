@@ -58,9 +58,14 @@ func SetStoredState(ctx context.Context, st persistence.Store, id string, to Sta
 	case StateCancelled:
 		r.status, r.reason, r.message = string(to), "request", ""
 		var n int64
-		err := st.Scan(ctx, journalPrefix(id), func(key, _ []byte) error {
+		err := st.Scan(ctx, journalPrefix(id), func(key, value []byte) error {
+			_, _, seq, _ := parseStreamKey(key)
+			entries, err := decodeJournal(key, value, seq)
+			if err != nil {
+				return err
+			}
 			b.Delete(append([]byte(nil), key...))
-			n++
+			n += int64(len(entries))
 			return nil
 		})
 		if err != nil {
