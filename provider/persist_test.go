@@ -786,6 +786,25 @@ func TestJournalEntriesGroupChunks(t *testing.T) {
 	if !slices.Equal(chunks, []int{1, 4}) {
 		t.Fatalf("journal entries hold %v chunks, want [1 4]: chunk 1 alone, 2-5 joining the entry that waited", chunks)
 	}
+	// Cancelled offline (a copy of the store), the stream drops and counts
+	// the five chunks of its two entries.
+	ctx := context.Background()
+	offline := persistence.NewMemStore()
+	var all persistence.Batch
+	must(t, store.Scan(ctx, nil, func(key, value []byte) error {
+		all.Put(slices.Clone(key), slices.Clone(value))
+		return nil
+	}))
+	must(t, offline.Commit(ctx, &all))
+	if from, err := SetStoredState(ctx, offline, id, StateCancelled); err != nil || from != StateActive {
+		t.Fatalf("SetStoredState: %v, %v", from, err)
+	}
+	if r, err := loadProgress(ctx, offline, id); err != nil || r.dropped != 5 {
+		t.Fatalf("cancelled offline: %+v, %v; want 5 dropped", r, err)
+	}
+	must(t, offline.Scan(ctx, journalPrefix(id), func(key, _ []byte) error {
+		return fmt.Errorf("journal entry %q left after an offline cancel", key)
+	}))
 
 	f = newFixture(t, Options{Store: store, Capabilities: hold(false)})
 	must(t, f.p.Recover(context.Background()))

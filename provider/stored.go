@@ -59,13 +59,13 @@ func SetStoredState(ctx context.Context, st persistence.Store, id string, to Sta
 		r.status, r.reason, r.message = string(to), "request", ""
 		var n int64
 		err := st.Scan(ctx, journalPrefix(id), func(key, value []byte) error {
-			_, _, seq, _ := parseStreamKey(key)
-			entries, err := decodeJournal(key, value, seq)
-			if err != nil {
-				return err
-			}
 			b.Delete(append([]byte(nil), key...))
-			n += int64(len(entries))
+			_, _, seq, _ := parseStreamKey(key)
+			if entries, err := decodeJournal(key, value, seq); err == nil {
+				n += int64(len(entries))
+			} else {
+				n++ // a damaged entry is deleted all the same, counted as one chunk
+			}
 			return nil
 		})
 		if err != nil {
