@@ -25,6 +25,11 @@ type persister struct {
 	// batch always fits in one store transaction: maxSnapshotDeletes, or
 	// less for a store whose commits hold less (persistence.Limited).
 	maxDeletes int
+	// maxGroupBytes bounds a journal entry: a chunk that would make it
+	// longer starts an entry of its own, so that an entry fits in one
+	// store commit beside others (a quarter of what a commit holds, at
+	// most maxJournalEntry).
+	maxGroupBytes int
 
 	mu       sync.Mutex
 	programs map[string]*rtfs.Program // by hash: saved (or loaded) by this provider
@@ -35,16 +40,18 @@ func newPersister(store persistence.Store, obs Observer) *persister {
 	if obs != nil {
 		copts.OnCommit = obs.StoreCommitted
 	}
-	maxDeletes := maxSnapshotDeletes
+	maxDeletes, maxGroupBytes := maxSnapshotDeletes, maxJournalEntry
 	if l, ok := store.(persistence.Limited); ok {
-		ops, _ := l.BatchLimits()
+		ops, bytes := l.BatchLimits()
 		maxDeletes = max(1, min(maxDeletes, ops-8)) // room for the progress record and the start batch
+		maxGroupBytes = max(1, min(maxGroupBytes, bytes/4))
 	}
 	return &persister{
-		store:      store,
-		com:        persistence.NewCommitter(store, copts),
-		maxDeletes: maxDeletes,
-		programs:   make(map[string]*rtfs.Program),
+		store:         store,
+		com:           persistence.NewCommitter(store, copts),
+		maxDeletes:    maxDeletes,
+		maxGroupBytes: maxGroupBytes,
+		programs:      make(map[string]*rtfs.Program),
 	}
 }
 
@@ -213,9 +220,10 @@ type journalGroup struct {
 	open  bool   // it takes more chunks
 }
 
-// maxGroupBytes bounds a journal entry: a chunk that would make it longer
-// starts an entry of its own, so that an entry fits in any store commit.
-const maxGroupBytes = 256 << 10
+// maxJournalEntry bounds a journal entry's bytes (persister.maxGroupBytes
+// may lower it): a busy stream's entry holds the chunks of one commit
+// interval, which are seldom more.
+const maxJournalEntry = 256 << 10
 
 // take finishes the entry for its commit; the Committer calls it.
 func (g *journalGroup) take() []byte {
@@ -282,7 +290,7 @@ func (st *streamStore) journalLocked(ctx context.Context, seq int64, c transport
 	}
 	st.jmu.Lock()
 	var g *journalGroup
-	if n := len(st.groups); n > 0 && st.groups[n-1].open && len(st.groups[n-1].buf)+len(c.Data) < maxGroupBytes {
+	if n := len(st.groups); n > 0 && st.groups[n-1].open && len(st.groups[n-1].buf)+len(c.Data) < st.ps.maxGroupBytes {
 		g = st.groups[n-1]
 		g.buf = appendJournalChunk(g.buf, &c)
 		g.n++

@@ -732,11 +732,33 @@ func (s *enteringStore) Commit(ctx context.Context, b *persistence.Batch) error 
 	return s.MemStore.Commit(ctx, b)
 }
 
+// limitedEnteringStore is an enteringStore whose commits hold 240 bytes,
+// so that a journal entry stops taking chunks at 60 (three of the test's
+// chunks, about 21 bytes each).
+type limitedEnteringStore struct{ *enteringStore }
+
+func (limitedEnteringStore) BatchLimits() (ops, bytes int) { return 100, 240 }
+
 // The chunks that arrive while a stream's journal entry waits for its
-// commit join one entry of their own; a host that stops with them
-// unprocessed processes them after recovery, in order, once each, and the
-// stream that ends leaves no entry behind.
+// commit join one entry of their own (up to a quarter of what the store's
+// commit holds); a host that stops with them unprocessed processes them
+// after recovery, in order, once each, and the stream that ends leaves no
+// entry behind.
 func TestJournalEntriesGroupChunks(t *testing.T) {
+	newStore := func() *enteringStore {
+		return &enteringStore{MemStore: persistence.NewMemStore(), entered: make(chan struct{}, 1), open: make(chan struct{})}
+	}
+	t.Run("unbounded", func(t *testing.T) {
+		store := newStore()
+		testJournalEntriesGroup(t, store, store, []int{1, 4})
+	})
+	t.Run("bounded", func(t *testing.T) {
+		store := newStore()
+		testJournalEntriesGroup(t, limitedEnteringStore{store}, store, []int{1, 3, 1})
+	})
+}
+
+func testJournalEntriesGroup(t *testing.T, st persistence.Store, store *enteringStore, want []int) {
 	const src = `
 (defn proc [state chunk meta]
   (call :test.hold {:n (:n chunk)})
@@ -757,12 +779,11 @@ func TestJournalEntriesGroupChunks(t *testing.T) {
 		}}))
 		return reg
 	}
-	store := &enteringStore{MemStore: persistence.NewMemStore(), entered: make(chan struct{}, 1), open: make(chan struct{})}
 	send := func(f *fixture, id string, n int) {
 		t.Helper()
 		must(t, f.mock.Source(id).Send(context.Background(), transport.Chunk{Data: []byte(fmt.Sprintf(`{"n":%d}`, n)), ID: strconv.Itoa(n)}))
 	}
-	f := newFixture(t, Options{Store: store, Capabilities: hold(true)})
+	f := newFixture(t, Options{Store: st, Capabilities: hold(true)})
 	id := f.start(StartRequest{StreamID: "grouped", Processor: rtfs.Symbol("proc"), Globals: compileGlobals(t, src),
 		InitialState: rtfs.MapOf(rtfs.Keyword("seen"), rtfs.NewVector())})
 	store.held.Store(true)
@@ -783,8 +804,8 @@ func TestJournalEntriesGroupChunks(t *testing.T) {
 		chunks = append(chunks, len(entries))
 		return err
 	}))
-	if !slices.Equal(chunks, []int{1, 4}) {
-		t.Fatalf("journal entries hold %v chunks, want [1 4]: chunk 1 alone, 2-5 joining the entry that waited", chunks)
+	if !slices.Equal(chunks, want) {
+		t.Fatalf("journal entries hold %v chunks, want %v: chunk 1 alone, 2-5 joining the entry that waited", chunks, want)
 	}
 	// Cancelled offline (a copy of the store), the stream drops and counts
 	// the five chunks of its two entries.
@@ -806,15 +827,15 @@ func TestJournalEntriesGroupChunks(t *testing.T) {
 		return fmt.Errorf("journal entry %q left after an offline cancel", key)
 	}))
 
-	f = newFixture(t, Options{Store: store, Capabilities: hold(false)})
+	f = newFixture(t, Options{Store: st, Capabilities: hold(false)})
 	must(t, f.p.Recover(context.Background()))
 	send(f, id, 6)
 	if st := f.await(id); st.State != StateCompleted {
 		t.Fatalf("status %+v", st)
 	}
-	want := rtfs.NewVector(rtfs.Int(1), rtfs.Int(2), rtfs.Int(3), rtfs.Int(4), rtfs.Int(5), rtfs.Int(6))
-	if got := path(f.stateOf(id), "seen"); !rtfs.Equal(got, want) {
-		t.Fatalf("processed %v after recovery, want %v", got, want)
+	seen := rtfs.NewVector(rtfs.Int(1), rtfs.Int(2), rtfs.Int(3), rtfs.Int(4), rtfs.Int(5), rtfs.Int(6))
+	if got := path(f.stateOf(id), "seen"); !rtfs.Equal(got, seen) {
+		t.Fatalf("processed %v after recovery, want %v", got, seen)
 	}
 	n := 0
 	must(t, store.Scan(context.Background(), journalPrefix(id), func(_, _ []byte) error { n++; return nil }))
