@@ -901,6 +901,14 @@ func TestJournalEntryVersion2(t *testing.T) {
 	if _, err := decodeJournal(journalKey("k", 7), data[:len(data)-5], 7); err == nil {
 		t.Error("a truncated entry decoded")
 	}
+	// An entry whose chunks run into the next entry's is damaged: recovery
+	// would process a chunk twice.
+	var l loaded
+	must(t, l.add(journalKey("k", 7), data, suffixJournal, 7))
+	var corrupt *persistence.CorruptRecordError
+	if err := l.add(journalKey("k", 8), data, suffixJournal, 8); !errors.As(err, &corrupt) || !strings.Contains(err.Error(), "overlaps") {
+		t.Errorf("overlapping entries: %v, want a corrupt record error", err)
+	}
 }
 
 // gatedStore is a MemStore whose commits hold one batch of operations at

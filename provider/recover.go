@@ -157,6 +157,11 @@ func (l *loaded) add(key, value []byte, suffix byte, seq int64) error {
 		if err != nil {
 			return err
 		}
+		// Keys come in seq order; an entry never holds a chunk of the next.
+		if n := len(l.journal); n > 0 && l.journal[n-1].seq >= seq {
+			return &persistence.CorruptRecordError{Key: append([]byte(nil), key...),
+				Reason: fmt.Sprintf("journal entry %d overlaps the one before, which holds chunks up to %d", seq, l.journal[n-1].seq)}
+		}
 		l.journal = append(l.journal, entries...)
 		return nil
 	case suffixChild:
