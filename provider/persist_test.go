@@ -653,6 +653,23 @@ func TestPersistStateBeyondTheOutputLimit(t *testing.T) {
 	}
 }
 
+// holdFirst returns a registry with the host call :test.hold, which, when
+// block is set, holds the call whose :n is 1 until the provider closes,
+// saying so on held; every other call returns at once.
+func holdFirst(t *testing.T, held chan<- struct{}, block bool) *capabilities.Registry {
+	t.Helper()
+	reg := capabilities.NewRegistry()
+	must(t, reg.Register(capabilities.Capability{ID: "test.hold", Handler: func(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+		if n, _ := capabilities.Field(c.Args[0].(*rtfs.Map), "n"); block && n == rtfs.Int(1) {
+			held <- struct{}{}
+			<-ctx.Done() // until the provider closes
+			return capabilities.Answer{}, ctx.Err()
+		}
+		return capabilities.Now(nil), nil
+	}}))
+	return reg
+}
+
 // Journal mode past the queue's capacity: the stream holds one chunk in its
 // processor and a full queue behind it when the provider goes away, so its
 // journal holds one chunk more than the queue takes. Recovery queues all of
@@ -671,18 +688,7 @@ func TestPersistJournalPastCapacityKeepsOrder(t *testing.T) {
       {:state {:seen seen}})))`
 	mem := persistence.NewMemStore()
 	held := make(chan struct{}, 1)
-	hold := func(block bool) *capabilities.Registry {
-		reg := capabilities.NewRegistry()
-		must(t, reg.Register(capabilities.Capability{ID: "test.hold", Handler: func(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
-			if n, _ := capabilities.Field(c.Args[0].(*rtfs.Map), "n"); block && n == rtfs.Int(1) {
-				held <- struct{}{}
-				<-ctx.Done() // until the provider closes
-				return capabilities.Answer{}, ctx.Err()
-			}
-			return capabilities.Now(nil), nil
-		}}))
-		return reg
-	}
+	hold := func(block bool) *capabilities.Registry { return holdFirst(t, held, block) }
 	fds := []string{"", "stderr", "stdout", "stderr", "stdout"} // by n
 	send := func(f *fixture, id string, n int) {
 		t.Helper()
@@ -767,18 +773,7 @@ func testJournalEntriesGroup(t *testing.T, st persistence.Store, store *entering
       {:state {:seen seen} :action :complete}
       {:state {:seen seen}})))`
 	held := make(chan struct{}, 1)
-	hold := func(block bool) *capabilities.Registry {
-		reg := capabilities.NewRegistry()
-		must(t, reg.Register(capabilities.Capability{ID: "test.hold", Handler: func(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
-			if n, _ := capabilities.Field(c.Args[0].(*rtfs.Map), "n"); block && n == rtfs.Int(1) {
-				held <- struct{}{}
-				<-ctx.Done() // until the provider closes
-				return capabilities.Answer{}, ctx.Err()
-			}
-			return capabilities.Now(nil), nil
-		}}))
-		return reg
-	}
+	hold := func(block bool) *capabilities.Registry { return holdFirst(t, held, block) }
 	send := func(f *fixture, id string, n int) {
 		t.Helper()
 		must(t, f.mock.Source(id).Send(context.Background(), transport.Chunk{Data: []byte(fmt.Sprintf(`{"n":%d}`, n)), ID: strconv.Itoa(n)}))
