@@ -14,6 +14,10 @@
 // the one of :mcp.stream.await, carries a wait function that the host calls
 // when it is ready to block the program until the answer exists.
 //
+// Typed makes a capability over Go types, deriving its schemas from them
+// and converting the argument and the answer with ToGo and FromGo, which an
+// embedder can also use on their own.
+//
 // Drive is the one loop that takes a suspended program from host call to
 // host call: the host's programs, the provider's processors and the MCP
 // server's programs all run through it, each with its own way of serving a
@@ -69,6 +73,10 @@ type Capability struct {
 	Description string
 	// Input describes the accepted arguments; nil accepts any arguments.
 	Input *Schema
+	// Output describes the answer, for listings (Typed derives it from
+	// the Go type of the answer); nil says nothing about it. It is not
+	// checked at run time.
+	Output *Schema
 	// Effects names the capability's effects, e.g. ":network".
 	Effects []string
 	// Handler serves the calls.
@@ -133,6 +141,9 @@ func (r *Registry) Register(c Capability) error {
 	}
 	if err := c.Input.validate(); err != nil {
 		return fmt.Errorf("register capability :%s: %w", c.ID, err)
+	}
+	if err := c.Output.validate(); err != nil {
+		return fmt.Errorf("register capability :%s: output %w", c.ID, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
