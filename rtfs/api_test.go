@@ -187,6 +187,25 @@ func TestEvalErrorChain(t *testing.T) {
 	}
 }
 
+// A host error names its capability once: before a plain message, not again
+// before one that names it already.
+func TestHostErrorNamesCapabilityOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct{ herr, want string }{
+		{"host failure", "x.y: host failure"},
+		{"capability :x.y: key :k: expected int", "capability :x.y: key :k: expected int"},
+		{"capability :x.yz: gone", "x.y: capability :x.yz: gone"},
+	} {
+		th := NewThread(Limits{})
+		out := mustRun(t, th, mustCompile(t, "(call :x.y 1)"))
+		_, err := th.ResumeError(ctx, out.Continuation, errors.New(c.herr))
+		var ee *EvalError
+		if !errors.As(err, &ee) || ee.Msg != c.want {
+			t.Errorf("host error %q: message %q, want %q", c.herr, ee.Msg, c.want)
+		}
+	}
+}
+
 func TestCallFromGo(t *testing.T) {
 	ctx := context.Background()
 	p := mustCompile(t, "(def k 3) (defn add [a b] (+ a b k)) (defn sum [& xs] (reduce + 0 xs))")

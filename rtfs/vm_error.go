@@ -32,7 +32,17 @@ type hostError struct {
 	cap string
 }
 
-func (e *hostError) Error() string { return e.cap + ": " + e.err.Error() }
+// Error names the capability once: before the host's message, unless that
+// message already begins with it (a capabilities.Error does: "capability
+// :ID: ...").
+func (e *hostError) Error() string {
+	msg := e.err.Error()
+	if rest, ok := strings.CutPrefix(msg, "capability :"); ok && strings.HasPrefix(rest, e.cap) &&
+		(len(rest) == len(e.cap) || rest[len(e.cap)] == ':') {
+		return msg
+	}
+	return e.cap + ": " + msg
+}
 func (e *hostError) Unwrap() error { return e.err }
 
 // caught is the stack representation of an error caught by a try handler.
