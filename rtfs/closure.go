@@ -145,6 +145,12 @@ func readOnlyUse(fi *funcInfo, ins []uint32, targets map[int]bool, pc int) (alia
 		return -1, true
 	case compile.SETLOCAL:
 		return arg, true
+	case compile.MAPARG:
+		// A map pattern's value, stored in its temporary local: a map
+		// passes through to that local unchanged.
+		if op2, arg2 := at(pc + 2); op2 == compile.SETLOCAL {
+			return arg2, true
+		}
 	}
 	// The collection of (get coll k) and (get coll k default), compiled
 	// to one instruction after the pushes of its key and default.

@@ -28,6 +28,7 @@
 //	                   Go helpers only it calls
 //	legacy.go          the preludes of earlier compiler versions, kept so that
 //	prelude_compile2.rtfs  their continuations still resume
+//	prelude_compile3.rtfs
 //	closure.go         Closure: a compiled function and its captured values
 //
 // A Thread runs a Program:

@@ -2,6 +2,8 @@ package rtfs
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // Continuations and globals outlive the binary that wrote them. A
@@ -10,7 +12,7 @@ import (
 // that version produced: the prelude's functions come first in every
 // program. So when a continuation of an earlier version is decoded, the
 // program's source is compiled again on that version's prelude (kept,
-// frozen, as prelude_compile2.rtfs ...), its hash is checked against the one
+// frozen, as prelude_compile2.rtfs, prelude_compile3.rtfs ...), its hash is checked against the one
 // the continuation holds, and the continuation resumes in that program: a
 // run parked under an earlier release finishes under the code it started
 // with (the language library of today serves both; only the prelude and the
@@ -20,6 +22,7 @@ import (
 // still reads, with their preludes.
 var earlierPreludes = map[string]*preludeVersion{
 	"rtfs-compile-2": compile2Prelude,
+	"rtfs-compile-3": compile3Prelude,
 }
 
 // underVersion returns p compiled under the compiler version named version:
@@ -51,7 +54,7 @@ func (p *Program) underVersion(version string) (*Program, error) {
 
 func knownVersions() string {
 	s := fmt.Sprintf("%q", currentPrelude.version)
-	for v := range earlierPreludes {
+	for _, v := range slices.Sorted(maps.Keys(earlierPreludes)) {
 		s += fmt.Sprintf(" and %q", v)
 	}
 	return s

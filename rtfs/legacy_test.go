@@ -12,20 +12,30 @@ import (
 // reduce, inside a try) decodes and resumes under this compiler, in the
 // code it was parked in, to the value it would have had: 22.
 func TestResumeCompile2Continuation(t *testing.T) {
-	src, err := os.ReadFile("testdata/legacy/compile2.rtfs")
+	testResumeLegacy(t, "compile2", "rtfs-compile-2", 22)
+}
+
+// The same for rtfs-compile-3 (testdata/legacy/compile3.rtfs, which also
+// destructures function parameters): 26.
+func TestResumeCompile3Continuation(t *testing.T) {
+	testResumeLegacy(t, "compile3", "rtfs-compile-3", 26)
+}
+
+func testResumeLegacy(t *testing.T, name, version string, want int) {
+	src, err := os.ReadFile("testdata/legacy/" + name + ".rtfs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("testdata/legacy/compile2.cont")
+	b, err := os.ReadFile("testdata/legacy/" + name + ".cont")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Compile("compile2.rtfs", src)
+	p, err := Compile(name+".rtfs", src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.version == "rtfs-compile-2" {
-		t.Fatal("the current compiler is still rtfs-compile-2: the fixture tests nothing")
+	if p.version == version {
+		t.Fatalf("the current compiler is still %s: the fixture tests nothing", version)
 	}
 	k, err := UnmarshalContinuation(p, b)
 	if err != nil {
@@ -44,12 +54,12 @@ func TestResumeCompile2Continuation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !Equal(out.Value, Int(22)) {
-		t.Fatalf("resumed to %s, want 22", out.Value)
+	if !Equal(out.Value, Int(want)) {
+		t.Fatalf("resumed to %s, want %d", out.Value, want)
 	}
 
 	// Its globals decode too, and the function they hold runs.
-	gb, err := os.ReadFile("testdata/legacy/compile2.globals")
+	gb, err := os.ReadFile("testdata/legacy/" + name + ".globals")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +73,7 @@ func TestResumeCompile2Continuation(t *testing.T) {
 	}
 
 	// A version this binary does not know is refused with both names.
-	bad := []byte(strings.Replace(string(b), "rtfs-compile-2", "rtfs-compile-0", 1))
+	bad := []byte(strings.Replace(string(b), version, "rtfs-compile-0", 1))
 	if _, err := UnmarshalContinuation(p, bad); err == nil || !strings.Contains(err.Error(), `compiled by "rtfs-compile-0"`) {
 		t.Fatalf("unknown version: %v", err)
 	}

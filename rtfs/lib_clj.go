@@ -97,7 +97,7 @@ func addCljBuiltins(t builtinTable) {
 			if i > 0 {
 				b.WriteByte(' ')
 			}
-			writeLimited(&b, a, th.textRoom(), &m)
+			writeForm(&b, a, th.textRoom(), &m, true)
 		}
 		if err := m.done(); err != nil {
 			return nil, err
@@ -399,6 +399,10 @@ func formatOne(th *Thread, b *strings.Builder, spec string, conv byte, a Value, 
 		}
 		if !strings.Contains(spec, ".") {
 			spec += ".6"
+		}
+		if conv == 'f' {
+			writeFixed(b, spec, float64(x))
+			break
 		}
 		writeGrouped(b, spec, string(conv), float64(x))
 	case 'b', 'B':
@@ -729,4 +733,109 @@ func xformArity(n int, name string, fn builtinFn) builtinFn {
 		}
 		return fn(th, args)
 	}
+}
+
+// writeFixed is Java's %f of x: the digits of x's shortest decimal form
+// (Double.toString's, not the exact binary value's) rounded half up to the
+// precision, so (format "%.1f" 0.25) is "0.3" and (format "%.2f" 1.005)
+// "1.01" where Go's fmt gives "0.2" and "1.00"; then the flags (- 0 + space
+// ,) and the width. NaN and the infinities print as Java prints them.
+func writeFixed(b *strings.Builder, spec string, x float64) {
+	flags := flagsIn(spec)
+	width, prec, _ := strings.Cut(spec[len(flags):], ".")
+	p, _ := strconv.Atoi(prec)
+	var body string
+	switch {
+	case math.IsNaN(x):
+		body = "NaN"
+	case math.IsInf(x, 0):
+		body = "Infinity"
+	default:
+		body = fixedDigits(math.Abs(x), p)
+		if strings.Contains(flags, ",") {
+			ip, fp, hasFrac := strings.Cut(body, ".")
+			body = groupDigits(ip)
+			if hasFrac {
+				body += "." + fp
+			}
+		}
+	}
+	sign := ""
+	switch {
+	case math.Signbit(x) && !math.IsNaN(x):
+		sign = "-"
+	case strings.Contains(flags, "+") && !math.IsNaN(x):
+		sign = "+"
+	case strings.Contains(flags, " ") && !math.IsNaN(x):
+		sign = " "
+	}
+	w, _ := strconv.Atoi(width)
+	pad := w - len(sign) - len(body)
+	switch {
+	case pad <= 0:
+		b.WriteString(sign + body)
+	case strings.Contains(flags, "-"):
+		b.WriteString(sign + body + strings.Repeat(" ", pad))
+	case strings.Contains(flags, "0") && !math.IsNaN(x) && !math.IsInf(x, 0):
+		b.WriteString(sign + strings.Repeat("0", pad) + body)
+	default:
+		b.WriteString(strings.Repeat(" ", pad) + sign + body)
+	}
+}
+
+// fixedDigits is x >= 0 with prec decimals, rounded half up on the digits
+// of its shortest decimal form.
+func fixedDigits(x float64, prec int) string {
+	e := strconv.FormatFloat(x, 'e', -1, 64) // d.ddde±XX
+	mant, exp, _ := strings.Cut(e, "e")
+	digits := []byte(strings.Replace(mant, ".", "", 1))
+	ex, _ := strconv.Atoi(exp)
+	intDigits := ex + 1 // digits before the point; <= 0 for x < 1
+	if x == 0 {
+		digits, intDigits = nil, 1
+	}
+	keep := intDigits + prec
+	switch {
+	case keep < 0:
+		digits = nil
+	case keep < len(digits):
+		up := digits[keep] >= '5'
+		digits = digits[:keep]
+		if up {
+			i := keep - 1
+			for ; i >= 0 && digits[i] == '9'; i-- {
+				digits[i] = '0'
+			}
+			if i >= 0 {
+				digits[i]++
+			} else {
+				digits = append([]byte{'1'}, digits...)
+				intDigits++
+			}
+		}
+	}
+	// Place the point: pad with zeros on the left (x < 1) and the right.
+	if intDigits <= 0 {
+		digits = append([]byte(strings.Repeat("0", 1-intDigits)), digits...)
+		intDigits = 1
+	}
+	for len(digits) < intDigits+prec {
+		digits = append(digits, '0')
+	}
+	if prec == 0 {
+		return string(digits[:intDigits])
+	}
+	return string(digits[:intDigits]) + "." + string(digits[intDigits:])
+}
+
+// groupDigits puts a comma between each group of three digits.
+func groupDigits(d string) string {
+	var g strings.Builder
+	for i, c := range d {
+		if i > 0 && (len(d)-i)%3 == 0 {
+			g.WriteByte(',')
+		}
+		g.WriteRune(c)
+	}
+	return g.String()
 }

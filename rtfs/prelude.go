@@ -19,6 +19,9 @@ var preludeSrc []byte
 //go:embed prelude_compile2.rtfs
 var preludeCompile2Src []byte
 
+//go:embed prelude_compile3.rtfs
+var preludeCompile3Src []byte
+
 // prelude is the compiled prelude shared by every Program: the higher-order
 // core functions written in RTFS (map, filter, reduce, update, sort-by...).
 // It is built once per process, on first use, and never modified; its
@@ -50,6 +53,7 @@ func (pv *preludeVersion) load() (*prelude, error) {
 var (
 	currentPrelude  = &preludeVersion{version: compile.Version, src: preludeSrc}
 	compile2Prelude = &preludeVersion{version: "rtfs-compile-2", src: preludeCompile2Src}
+	compile3Prelude = &preludeVersion{version: "rtfs-compile-3", src: preludeCompile3Src}
 )
 
 // loadPrelude returns the prelude of the current compiler version.

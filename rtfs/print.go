@@ -17,25 +17,36 @@ func writeValue(b *strings.Builder, v Value) { writeLimited(b, v, -1, nil) }
 // spent; the output is then a truncated form. It counts on m a unit per
 // element and one per textStepBytes bytes written.
 func writeLimited(b *strings.Builder, v Value, limit int, m *meter) {
+	writeForm(b, v, limit, m, false)
+}
+
+// writeForm is writeLimited; clj prints as Clojure's printer does, map
+// entries separated by ", " ({:a 1, :b 2}): the form of the language's own
+// printing functions (pr-str, prn, str, format's %s). The host's displays
+// and error messages keep the shorter form.
+func writeForm(b *strings.Builder, v Value, limit int, m *meter, clj bool) {
 	full := func() bool { return limit >= 0 && b.Len() > limit || m.failed() }
 	switch x := v.(type) {
 	case *List:
-		writeSeq(b, '(', ')', x, limit, m)
+		writeSeq(b, '(', ')', x, limit, m, clj)
 	case *Vector:
-		writeSeq(b, '[', ']', x, limit, m)
+		writeSeq(b, '[', ']', x, limit, m, clj)
 	case *Lazy:
-		writeLazy(b, x, limit, m)
+		writeLazy(b, x, limit, m, clj)
 	case *Map:
 		b.WriteByte('{')
 		first := true
 		x.Range(func(k, v Value) bool {
 			if !first {
+				if clj {
+					b.WriteByte(',')
+				}
 				b.WriteByte(' ')
 			}
 			first = false
-			writeLimited(b, k, limit, m)
+			writeForm(b, k, limit, m, clj)
 			b.WriteByte(' ')
-			writeLimited(b, v, limit, m)
+			writeForm(b, v, limit, m, clj)
 			return m.visit(1) && !full()
 		})
 		b.WriteByte('}')
@@ -47,7 +58,7 @@ func writeLimited(b *strings.Builder, v Value, limit int, m *meter) {
 				b.WriteByte(' ')
 			}
 			first = false
-			writeLimited(b, e, limit, m)
+			writeForm(b, e, limit, m, clj)
 			return m.visit(1) && !full()
 		})
 		b.WriteByte('}')
@@ -58,7 +69,7 @@ func writeLimited(b *strings.Builder, v Value, limit int, m *meter) {
 	}
 }
 
-func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int, m *meter) {
+func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int, m *meter, clj bool) {
 	b.WriteByte(open)
 	it := newSeqIter(s)
 	for i := 0; (limit < 0 || b.Len() <= limit) && m.visit(1); i++ {
@@ -69,7 +80,7 @@ func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int, m *
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		writeLimited(b, e, limit, m)
+		writeForm(b, e, limit, m, clj)
 	}
 	b.WriteByte(close)
 }
@@ -107,7 +118,7 @@ func toStrLimited(b *strings.Builder, v Value, limit int, m *meter) {
 	case *Regex:
 		b.WriteString(x.src) // as Java's Pattern.toString
 	default:
-		writeLimited(b, v, limit, m)
+		writeForm(b, v, limit, m, true)
 	}
 }
 

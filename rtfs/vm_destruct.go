@@ -21,7 +21,14 @@ func (th *Thread) destructOp(op compile.Opcode, arg int, fi *funcInfo, stack []V
 		stack[top] = x
 		return err
 	case compile.LOOKUP, compile.LOOKUPD, compile.HASKEY:
-		return lookupOp(op, fi.consts[arg], stack, sp)
+		if fi.code.SeqLookup {
+			return lookupOpSeq(op, fi.consts[arg], stack, sp)
+		}
+		return th.lookupOp(op, fi.consts[arg], stack, sp)
+	case compile.MAPARG:
+		x, err := th.seqToMap(v)
+		stack[top] = x
+		return err
 	case compile.ISSEQ:
 		n, rest := arg>>1, arg&1 == 1
 		l := -1
@@ -113,7 +120,84 @@ func restFrom(v Value, i int) (Value, error) {
 	return nil, fmt.Errorf("cannot destructure %s as a sequence", describe(v))
 }
 
-func lookupOp(op compile.Opcode, key Value, stack []Value, sp *int) error {
+// seqToMap is Clojure 1.11's seq-to-map-for-destructuring, what a map
+// pattern makes of the value it destructures: a list or lazy sequence
+// (keyword arguments) of two or more elements becomes a map of its
+// key/value pairs, later keys winning and a trailing map merged in; a
+// sequence of one element is that element; an empty one is the empty map.
+// Anything else (a map, a vector, nil) is destructured as it is.
+func (th *Thread) seqToMap(v Value) (Value, error) {
+	var elems []Value
+	switch c := v.(type) {
+	case *List:
+		if c.Len() == 0 {
+			return emptyMap, nil
+		}
+		var err error
+		if elems, err = seqSlice(th, c); err != nil {
+			return nil, err
+		}
+	case *Lazy:
+		var err error
+		if elems, _, err = realize(th, c, -1); err != nil {
+			return nil, destructLazyErr(err)
+		}
+	default:
+		return v, nil
+	}
+	switch len(elems) {
+	case 0:
+		return emptyMap, nil
+	case 1:
+		return elems[0], nil
+	}
+	var trailing Value
+	if n := len(elems); n%2 != 0 {
+		trailing, elems = elems[n-1], elems[:n-1]
+	}
+	m := MapOf(elems...)
+	switch t := trailing.(type) {
+	case nil, NilType:
+	case *Map:
+		if err := th.chargeElems(t.Len()); err != nil {
+			return nil, err
+		}
+		t.Range(func(k, v Value) bool { m = m.Assoc(k, v); return true })
+	default:
+		return nil, withKind(compile.KindArgument, fmt.Errorf("cannot destructure %s as keyword arguments: it has an odd number of elements and its last, %s, is not a map", describe(v), describe(t)))
+	}
+	return m, nil
+}
+
+// lookupOp is a map pattern's lookup: get's, so that a key a value does
+// not hold, or a value that holds no keys (a vector, a number), gives nil
+// as in Clojure. Match's HASKEY is false for anything but a map.
+func (th *Thread) lookupOp(op compile.Opcode, key Value, stack []Value, sp *int) error {
+	top := *sp - 1
+	m := meter{th: th}
+	var v Value = Nil
+	found := false
+	if _, isMap := stack[top].(*Map); isMap || op != compile.HASKEY {
+		if x, ok := lookup(stack[top], key, &m); ok {
+			v, found = x, true
+		}
+	}
+	switch op {
+	case compile.LOOKUP:
+		stack[top] = v
+	case compile.HASKEY:
+		stack[top] = Bool(found)
+	case compile.LOOKUPD:
+		stack[top] = v
+		stack[top+1] = Bool(found)
+		*sp++
+	}
+	return m.done()
+}
+
+// lookupOpSeq is the lookup of the code of versions before
+// rtfs-compile-4, which read a list as key/value pairs here.
+func lookupOpSeq(op compile.Opcode, key Value, stack []Value, sp *int) error {
 	top := *sp - 1
 	var v Value = Nil
 	found := false

@@ -138,6 +138,12 @@ type keyBinding struct {
 
 func (fc *fcomp) bindMap(m *syntax.Map) {
 	tmp := fc.newSlot()
+	if !fc.c.before4() {
+		// A sequence becomes a map first, as Clojure's
+		// seq-to-map-for-destructuring: (defn f [& {:as opts}]) binds
+		// opts to a map; :as binds the map too.
+		fc.emit(MAPARG, 0)
+	}
 	fc.emit(SETLOCAL, tmp)
 	var keys []keyBinding
 	var as syntax.Node

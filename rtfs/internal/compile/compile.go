@@ -16,12 +16,20 @@ func Compile(base *Program, units []Unit, isBuiltin Resolver) (prog *Program, er
 	return CompileVersion(Version, base, units, isBuiltin)
 }
 
-// compile2 is the version whose programs CompileVersion still compiles as
-// it did, for its continuations.
-const compile2 = "rtfs-compile-2"
+// compile2 and compile3 are the versions whose programs CompileVersion
+// still compiles as they did, for their continuations.
+const (
+	compile2 = "rtfs-compile-2"
+	compile3 = "rtfs-compile-3"
+)
+
+// before4 reports whether the compiler produces the output of a version
+// before rtfs-compile-4, whose function parameters recur into their
+// destructuring and whose map patterns read keyword-argument sequences.
+func (c *compiler) before4() bool { return c.version == compile2 || c.version == compile3 }
 
 // CompileVersion is Compile as the compiler of an earlier version (Version
-// or "rtfs-compile-2") did it: the same bytecode, so that a continuation of
+// or an earlier one this package lists) did it: the same bytecode, so that a continuation of
 // that version finds the code it was suspended in. Forms added since keep
 // their meaning; only where a later version changed the meaning of a form
 // the earlier one accepted does the earlier meaning apply.
@@ -121,7 +129,7 @@ func (c *compiler) globalSlot(name string) int {
 }
 
 func (c *compiler) newFuncode(name string, pos syntax.Pos) *Funcode {
-	f := &Funcode{ID: len(c.prog.Funcs), Name: name, Pos: pos, Internal: c.internal}
+	f := &Funcode{ID: len(c.prog.Funcs), Name: name, Pos: pos, Internal: c.internal, SeqLookup: c.before4()}
 	c.prog.Funcs = append(c.prog.Funcs, f)
 	return f
 }

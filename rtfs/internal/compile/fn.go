@@ -179,6 +179,10 @@ func (fc *fcomp) arity(name, self string, pos syntax.Pos, free *freeList, pv *sy
 		slots[i] = child.newSlot()
 	}
 	child.setPos(pos)
+	// recur rebinds the parameters and runs their destructuring again, as
+	// Clojure's fn (a parameter pattern is a let inside the body). Versions
+	// before rtfs-compile-4 jumped past the destructuring.
+	child.loop = &loopTarget{start: len(f.Code), slots: slots, rest: rest != nil}
 	for i, p := range params {
 		if s, ok := p.pattern.(*syntax.Symbol); ok {
 			if s.Name != "_" {
@@ -189,7 +193,9 @@ func (fc *fcomp) arity(name, self string, pos syntax.Pos, free *freeList, pv *sy
 		child.emit(LOCAL, slots[i])
 		child.bind(p.pattern)
 	}
-	child.loop = &loopTarget{start: len(f.Code), slots: slots, rest: rest != nil}
+	if fc.c.before4() {
+		child.loop.start = len(f.Code)
+	}
 	child.body(body, true)
 	child.emit(RETURN, 0)
 	child.finish()

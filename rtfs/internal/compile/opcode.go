@@ -60,6 +60,7 @@ const (
 	GETDEF            // (m k d -- (get m k d))
 	COUNT             // (coll -- (count coll))
 	NOT               // (v -- (not v))
+	MAPARG            // (v -- m): a sequence about to be destructured as a map becomes one (keyword arguments)
 	numOpcodes
 )
 
@@ -74,6 +75,7 @@ var opNames = [...]string{
 	RESTFROM: "restfrom", LOOKUP: "lookup", LOOKUPD: "lookupd", HASKEY: "haskey",
 	ISSEQ: "isseq", ISMAP: "ismap", NOMATCH: "nomatch", ADD: "add", SUB: "sub", LT: "lt",
 	GT: "gt", LE: "le", GE: "ge", GET: "get", GETDEF: "getdef", COUNT: "count", NOT: "not",
+	MAPARG: "maparg",
 }
 
 // String returns the opcode's mnemonic.

@@ -19,7 +19,7 @@ import "github.com/rtfshost/rtfshost/rtfs/syntax"
 // the earlier versions it lists (rtfs/legacy.go): bump Version with a change
 // of the compiler's output or of the prelude, and keep the previous prelude
 // there.
-const Version = "rtfs-compile-3"
+const Version = "rtfs-compile-4"
 
 // A Program is the result of compiling one or more units on top of an optional
 // base program (the prelude). Its Funcs start with the base's functions, then
@@ -34,10 +34,14 @@ type Program struct {
 
 // A Funcode is one compiled function.
 type Funcode struct {
-	ID        int
-	Name      string // "" for anonymous fns; "<toplevel>" for a unit's top level
-	Pos       syntax.Pos
-	Internal  bool // defined by the prelude or a host-supplied unit: hidden from error positions
+	ID       int
+	Name     string // "" for anonymous fns; "<toplevel>" for a unit's top level
+	Pos      syntax.Pos
+	Internal bool // defined by the prelude or a host-supplied unit: hidden from error positions
+	// SeqLookup: the function was compiled as a version before
+	// rtfs-compile-4 did it, whose map patterns have no MAPARG and read a
+	// sequence as key/value pairs in LOOKUP itself.
+	SeqLookup bool
 	Code      []uint32
 	Depth     []int32 // operand stack depth before each instruction (to validate continuations)
 	PCPos     []PCPos // sorted by PC
