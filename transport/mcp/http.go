@@ -161,12 +161,36 @@ func (c *conn) do(req *http.Request, op string) (*http.Response, error) {
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-	msg := strings.TrimSpace(strings.ToValidUTF8(string(snippet), string(utf8.RuneError)))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if re := rpcErrorOf(resp, body); re != nil {
+		// A JSON-RPC error sent with a 4xx (a 2026-07-28 server's -32022,
+		// with the versions it supports in its data): keep it whole.
+		return nil, c.fail(op, resp.StatusCode, permanentStatus(resp.StatusCode), re)
+	}
+	if len(body) > 256 {
+		body = body[:256]
+	}
+	msg := strings.TrimSpace(strings.ToValidUTF8(string(body), string(utf8.RuneError)))
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
 	return nil, c.fail(op, resp.StatusCode, permanentStatus(resp.StatusCode), errors.New(msg))
+}
+
+// maxErrorBody bounds what is read of a response that is not a success.
+const maxErrorBody = 8 << 10
+
+// rpcErrorOf returns the JSON-RPC error a JSON body of a failed response
+// carries, or nil.
+func rpcErrorOf(resp *http.Response, body []byte) *rpcError {
+	if mediaType(resp) != contentJSON {
+		return nil
+	}
+	var m rpcMessage
+	if json.Unmarshal(body, &m) != nil || m.Error == nil {
+		return nil
+	}
+	return m.Error
 }
 
 // permanentStatus reports whether an HTTP status must not be retried.

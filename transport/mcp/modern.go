@@ -19,6 +19,12 @@ import (
 // 2026-07-28), and the caller initializes a session. A non-nil error is a
 // transient failure (network, 408, 429, 502, 503, 504, a body that broke)
 // to retry, or ctx's error.
+//
+// A server that refuses the version with -32022 (unsupported protocol
+// version) is a 2026-07-28 server: the error's data lists what it
+// supports. When 2026-07-28 is among them the request is sent again, once
+// (the revision says a client retries with a version both support); when
+// it is not, the server is asked for a session.
 func (r *streamRun) discover(ctx context.Context) (ok bool, err error) {
 	r.session, r.proto = "", version20260728 // the request's headers and _meta
 	defer func() {
@@ -26,41 +32,71 @@ func (r *streamRun) discover(ctx context.Context) (ok bool, err error) {
 			r.proto = ""
 		}
 	}()
+	for attempt := 0; ; attempt++ {
+		msg, err := r.discoverOnce(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			if supported, refused := unsupportedVersion(err); refused {
+				if attempt == 0 && slices.Contains(supported, version20260728) {
+					r.debug("server/discover: the server refused the version but lists it; asking again", "supported", supported)
+					continue
+				}
+				r.debug("server/discover: the server supports none of our modern versions; initializing a session", "supported", supported)
+				return false, nil
+			}
+			if s := statusOf(err); resumable(err) && s != http.StatusInternalServerError && s != http.StatusNotImplemented {
+				return false, err
+			}
+			r.debug("server/discover refused; initializing a session", "err", err)
+			return false, nil
+		}
+		if msg == nil {
+			return false, nil
+		}
+		var res struct {
+			SupportedVersions []string `json:"supportedVersions"`
+		}
+		if err := json.Unmarshal(msg.Result, &res); err != nil || !slices.Contains(res.SupportedVersions, version20260728) {
+			r.debug("the server does not offer 2026-07-28; initializing a session", "versions", res.SupportedVersions)
+			return false, nil
+		}
+		return true, nil
+	}
+}
+
+// discoverOnce sends server/discover and reads its answer; a nil message
+// with a nil error is an answer that is not a 200.
+func (r *streamRun) discoverOnce(ctx context.Context) (*rpcMessage, error) {
 	resp, err := r.post(ctx, discoverID, methodDiscover, nil)
 	if err != nil {
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		if s := statusOf(err); resumable(err) && s != http.StatusInternalServerError && s != http.StatusNotImplemented {
-			return false, err
-		}
-		r.debug("server/discover refused; initializing a session", "err", err)
-		return false, nil
+		return nil, err
 	}
 	defer drain(resp)
 	if resp.StatusCode != http.StatusOK {
 		r.debug("server/discover not answered; initializing a session", "status", resp.StatusCode)
-		return false, nil
+		return nil, nil
 	}
-	msg, err := r.readResponse(ctx, resp, discoverID, methodDiscover)
-	if err != nil {
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		if resumable(err) {
-			return false, err
-		}
-		r.debug("server/discover failed; initializing a session", "err", err)
-		return false, nil
+	return r.readResponse(ctx, resp, discoverID, methodDiscover)
+}
+
+// codeUnsupportedVersion is the JSON-RPC error of a 2026-07-28 server for a
+// protocol version it does not support.
+const codeUnsupportedVersion = -32022
+
+// unsupportedVersion reports whether err is a -32022 refusal, and the
+// versions its data says the server supports.
+func unsupportedVersion(err error) (supported []string, ok bool) {
+	var re *rpcError
+	if !errors.As(err, &re) || re.Code != codeUnsupportedVersion {
+		return nil, false
 	}
-	var res struct {
-		SupportedVersions []string `json:"supportedVersions"`
+	var data struct {
+		Supported []string `json:"supported"`
 	}
-	if err := json.Unmarshal(msg.Result, &res); err != nil || !slices.Contains(res.SupportedVersions, version20260728) {
-		r.debug("the server does not offer 2026-07-28; initializing a session", "versions", res.SupportedVersions)
-		return false, nil
-	}
-	return true, nil
+	_ = json.Unmarshal(re.Data, &data)
+	return data.Supported, true
 }
 
 // toolInfo is what tools/list says of the called tool.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,6 +92,56 @@ func TestModernFallsBackToSession(t *testing.T) {
 	if h := s.log.postsOf(methodToolsCall)[0].header; h.Get(headerMethod) != "" || h.Get(headerProtocol) != version20251125 {
 		t.Fatalf("session-era tools/call headers %v", h)
 	}
+}
+
+// TestModernRetriesUnsupportedVersion: a 2026-07-28 server that refuses
+// the first server/discover with -32022 (unsupported protocol version)
+// and lists 2026-07-28 among its versions is asked again with it, and the
+// call goes on in that revision, never as a session. One whose list lacks
+// 2026-07-28 is asked for a session instead.
+func TestModernRetriesUnsupportedVersion(t *testing.T) {
+	refuse := func(supported string) func(http.ResponseWriter, *http.Request, string) bool {
+		var refused atomic.Bool
+		return func(w http.ResponseWriter, r *http.Request, entry string) bool {
+			if entry != "POST "+methodDiscover || !refused.CompareAndSwap(false, true) {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%d,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":[%s],"requested":"2026-07-28"}}}`, discoverID, supported)
+			return true
+		}
+	}
+	t.Run("retried", func(t *testing.T) {
+		leakCheck(t)
+		s := newSDKServer(t, sdkConfig{version: version20260728, stateless: true, intercept: refuse(`"2026-07-28"`)})
+		sink := &recSink{}
+		if err := (Streamable{policy: fastPolicy}).Run(context.Background(), s.spec("count", `{"n":2}`), "", sink); err != nil {
+			t.Fatalf("Run: %v (requests %v)", err, s.log.all())
+		}
+		if want := []string{"POST server/discover", "POST server/discover", "POST tools/call"}; !slices.Equal(s.log.all(), want) {
+			t.Fatalf("requests %v, want %v", s.log.all(), want)
+		}
+		for _, p := range s.log.postsOf(methodDiscover) {
+			if p.header.Get(headerProtocol) != version20260728 || p.meta(t)[sdk.MetaKeyProtocolVersion] != version20260728 {
+				t.Errorf("server/discover without the version: headers %v, _meta %v", p.header, p.meta(t))
+			}
+		}
+		if st, _ := decodeCursor(sink.last().ID, kindStreamable); st.Proto != version20260728 {
+			t.Errorf("cursor %+v, want 2026-07-28", st)
+		}
+	})
+	t.Run("no common version", func(t *testing.T) {
+		leakCheck(t)
+		s := newSDKServer(t, sdkConfig{intercept: refuse(`"2099-01-01"`)})
+		sink := &recSink{}
+		if err := (Streamable{policy: fastPolicy}).Run(context.Background(), s.spec("count", `{"n":1}`), "", sink); err != nil {
+			t.Fatalf("Run: %v (requests %v)", err, s.log.all())
+		}
+		if got := s.log.postsOf(methodDiscover); len(got) != 1 || len(s.log.postsOf(methodInitialize)) != 1 {
+			t.Fatalf("requests %v, want one server/discover then a session", s.log.all())
+		}
+	})
 }
 
 // TestModernIsError: a tool's isError result under 2026-07-28 is the same
