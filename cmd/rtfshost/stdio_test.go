@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/rtfshost/rtfshost/internal/localserver"
+	"github.com/rtfshost/rtfshost/internal/npmtest"
 )
 
 // stdioGuard bounds every wait on a "serve --stdio" child, so that a bug
@@ -276,71 +275,11 @@ func TestServeStdioTypeScript(t *testing.T) {
 }
 
 // installStdioClient returns a directory holding testdata/stdio-client's
-// script and its installed dependencies: npm ci, once per lock file, into
-// the user's cache directory.
+// script beside its installed dependencies (bare imports resolve from the
+// script's directory).
 func installStdioClient(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join("testdata", "stdio-client")
-	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest, err := os.ReadFile(filepath.Join(src, "package.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script, err := os.ReadFile(filepath.Join(src, "client.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(append(append([]byte(nil), manifest...), lock...))
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "rtfshost-test", "stdio-client-"+hex.EncodeToString(sum[:8]))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Fatal("npm is not installed: it installs the TypeScript SDK for the stdio client (apt-get install npm; .ci/run does)")
-		}
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(tmp)
-		for name, b := range map[string][]byte{"package.json": manifest, "package-lock.json": lock} {
-			if err := os.WriteFile(filepath.Join(tmp, name), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-		install.Dir = tmp
-		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci of the TypeScript SDK: %v\n%s", err, out)
-		}
-		if err := os.Rename(tmp, dir); err != nil && !os.IsExist(err) {
-			if _, statErr := os.Stat(dir); statErr != nil { // not another test's install
-				t.Fatal(err)
-			}
-		}
-	}
-	// The script beside its node_modules (bare imports resolve from the
-	// script's directory); renamed into place, so a concurrent run reads
-	// a whole one.
-	tmp := filepath.Join(dir, fmt.Sprintf("client-%d.mjs", os.Getpid()))
-	if err := os.WriteFile(tmp, script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "client.mjs")); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return npmtest.Install(t, filepath.Join("testdata", "stdio-client"), npmtest.Options{})
 }
 
 // TestServeOAuth runs "rtfshost serve --oauth-issuer" against a local

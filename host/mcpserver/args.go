@@ -14,8 +14,11 @@ import (
 type args map[string]json.RawMessage
 
 // parseArgs checks raw against the tool's input and returns the arguments.
-// Its error is a JSON-RPC invalid-params error (-32602) naming the tool and
-// the argument.
+// Its error is an *argsError: a JSON-RPC invalid-params error (-32602)
+// naming the tool and the argument, which says whether the arguments are
+// a JSON object that the tool's input refuses (an input validation error,
+// a tool execution error from 2025-11-25 on: toolInputError) or not an
+// object at all (a malformed request, -32602 in every revision).
 func parseArgs(tool string, input *capabilities.Schema, raw json.RawMessage) (args, error) {
 	raw = bytes.TrimSpace(raw)
 	a := args{}
@@ -23,19 +26,39 @@ func parseArgs(tool string, input *capabilities.Schema, raw json.RawMessage) (ar
 		raw = []byte("{}")
 	}
 	if raw[0] != '{' {
-		return nil, invalidParams(tool, "", "arguments must be a JSON object, got %s", capabilities.JSONKind(raw))
+		return nil, &argsError{rpc: invalidParams(tool, "", "arguments must be a JSON object, got %s", capabilities.JSONKind(raw))}
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, invalidParams(tool, "", "arguments are not valid JSON: %v", err)
+		return nil, &argsError{rpc: invalidParams(tool, "", "arguments are not valid JSON: %v", err)}
 	}
 	if err := input.CheckJSON(a); err != nil {
 		var ae *capabilities.JSONArgError
 		if errors.As(err, &ae) {
-			return nil, invalidParams(tool, ae.Key, "%s", ae.Msg)
+			return nil, &argsError{rpc: invalidParams(tool, ae.Key, "%s", ae.Msg), input: true}
 		}
-		return nil, invalidParams(tool, "", "%v", err)
+		return nil, &argsError{rpc: invalidParams(tool, "", "%v", err), input: true}
 	}
 	return a, nil
+}
+
+// An argsError is a tool call's arguments that parseArgs refused.
+type argsError struct {
+	rpc   *jsonrpc.Error
+	input bool // an object the tool's input schema refuses
+}
+
+func (e *argsError) Error() string { return e.rpc.Message }
+func (e *argsError) Unwrap() error { return e.rpc }
+
+// toolInputError reports whether a refusal of a tools/call's arguments
+// (err from parseArgs) is answered as a tool execution error (a result
+// with isError, whose text the model can act on) rather than the JSON-RPC
+// error -32602: from revision 2025-11-25 on, for arguments that are an
+// object the tool's input refuses. revision is the request's ("" for one
+// that names none).
+func toolInputError(err error, revision string) bool {
+	var ae *argsError
+	return errors.As(err, &ae) && ae.input && revision >= "2025-11-25"
 }
 
 // str returns argument name as a string ("" if absent).

@@ -12,8 +12,10 @@
 // The tools are mcp.stream.start, mcp.stream.inspect, mcp.stream.status,
 // mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove,
 // mcp.stream.upgrade and rtfs.eval. Each has a JSON input schema; arguments that break it are
-// JSON-RPC errors -32602 naming the tool and the argument, as is an unknown
-// tool. Failures of the work itself (a program error with its position, a
+// JSON-RPC errors -32602 naming the tool and the argument up to revision
+// 2025-06-18, and from 2025-11-25 on results with isError set and the same
+// text; an unknown tool, or arguments that are not an object, are -32602 in
+// every revision. Failures of the work itself (a program error with its position, a
 // stream that ends in :error, a timeout) are CallToolResults with isError
 // set.
 //

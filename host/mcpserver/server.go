@@ -193,7 +193,10 @@ func New(opts Options) (*Server, error) {
 	// Logging, for what programs print (docs/mcp-server.md), is deprecated
 	// from 2026-07-28 but part of the revisions before it, which we serve.
 	//lint:ignore SA1019 logging is deprecated from MCP 2026-07-28; we serve the revisions before it
-	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Resources: &mcp.ResourceCapabilities{Subscribe: true}}
+	// Prompts: go-sdk answers prompts/list (with none) whatever is
+	// declared, so the capability is declared, in both eras, for what is
+	// served.
+	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Resources: &mcp.ResourceCapabilities{Subscribe: true}, Prompts: &mcp.PromptCapabilities{}}
 	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (taskwire.go)
 	s.resources = newResourceWatch(s, opts.ResourceInterval)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -267,8 +268,10 @@ func (s *Server) addTools() {
 	}
 }
 
-// toolHandler adapts a toolSpec to go-sdk: bad arguments are -32602 errors; a
-// panic in the tool becomes an isError result.
+// toolHandler adapts a toolSpec to go-sdk: bad arguments are -32602 errors
+// (under 2025-11-25 and later, arguments the tool's input refuses are an
+// isError result instead: toolInputError); a panic in the tool becomes an
+// isError result.
 func (s *Server) toolHandler(t toolSpec) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		ctx, ob := s.startCall(ctx, t.name, req)
@@ -286,7 +289,11 @@ func (s *Server) toolHandler(t toolSpec) mcp.ToolHandler {
 		}
 		a, err := parseArgs(t.name, t.input, raw)
 		if err != nil {
-			return nil, err
+			rejected = true
+			if toolInputError(err, req.ProtocolVersion()) {
+				return textResult(err.Error(), true), nil
+			}
+			return nil, errors.Unwrap(err)
 		}
 		var session any
 		if req.Session != nil && req.Session.ID() != "" { // stateless requests share the nil key

@@ -219,12 +219,14 @@ func TestStartTimeout(t *testing.T) {
 	}
 }
 
-// TestInvalidParams: an unknown tool and bad arguments are JSON-RPC errors
-// -32602 that name the tool or the argument.
+// TestInvalidParams: an unknown tool and arguments that are not an object
+// are JSON-RPC errors -32602 in every revision. Arguments that the tool's
+// input refuses are -32602 naming the argument up to 2025-06-18, and from
+// 2025-11-25 on a tool execution error (isError, with the same text) that
+// a model can act on.
 func TestInvalidParams(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	cs := f.connect(ctx, nil, nil)
 	missing := startArgs("x")
 	delete(missing, "processor")
 	wrongType := startArgs("x")
@@ -233,31 +235,45 @@ func TestInvalidParams(t *testing.T) {
 	unknown["colour"] = "red"
 	badEnum := startArgs("x")
 	badEnum["transport"] = "carrier-pigeon"
-	for _, tc := range []struct {
-		name string
-		tool string
-		args any
-		want string
+	cases := []struct {
+		name     string
+		tool     string
+		args     any
+		want     string
+		protocol bool // a protocol error in every revision
 	}{
-		{"unknown tool", "mcp.stream.explode", map[string]any{}, `unknown tool "mcp.stream.explode"`},
-		{"missing", ToolStart, missing, `argument "processor": missing required argument`},
-		{"type", ToolStart, wrongType, `argument "queue-capacity": expected an integer, got string`},
-		{"unknown argument", ToolStart, unknown, `argument "colour": unknown argument`},
-		{"enum", ToolStart, badEnum, `"carrier-pigeon" is not one of mock`},
-		{"status without id", ToolStatus, map[string]any{}, `tool "mcp.stream.status": argument "stream-id": missing`},
-		{"not an object", ToolEval, []int{1}, `arguments must be a JSON object, got array`},
-		{"negative timeout", ToolEval, map[string]any{"program": "1", "timeout-ms": -5}, `must be at least 0, got -5`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
-			var je *jsonrpc.Error
-			if !errors.As(err, &je) {
-				t.Fatalf("error %v (%T), want a JSON-RPC error", err, err)
-			}
-			if je.Code != jsonrpc.CodeInvalidParams || !strings.Contains(je.Message, tc.want) {
-				t.Errorf("error %d %q, want -32602 mentioning %q", je.Code, je.Message, tc.want)
-			}
-		})
+		{"unknown tool", "mcp.stream.explode", map[string]any{}, `unknown tool "mcp.stream.explode"`, true},
+		{"missing", ToolStart, missing, `argument "processor": missing required argument`, false},
+		{"type", ToolStart, wrongType, `argument "queue-capacity": expected an integer, got string`, false},
+		{"unknown argument", ToolStart, unknown, `argument "colour": unknown argument`, false},
+		{"enum", ToolStart, badEnum, `"carrier-pigeon" is not one of mock`, false},
+		{"status without id", ToolStatus, map[string]any{}, `tool "mcp.stream.status": argument "stream-id": missing`, false},
+		{"not an object", ToolEval, []int{1}, `arguments must be a JSON object, got array`, true},
+		{"negative timeout", ToolEval, map[string]any{"program": "1", "timeout-ms": -5}, `must be at least 0, got -5`, false},
+	}
+	for _, version := range []string{"2025-06-18", "2025-11-25", ""} {
+		cs := connectVersion(ctx, t, &mcp.StreamableClientTransport{Endpoint: f.ts.URL + PathStreamable}, nil, version)
+		for _, tc := range cases {
+			t.Run(version+"/"+tc.name, func(t *testing.T) {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+				if tc.protocol || version == "2025-06-18" {
+					var je *jsonrpc.Error
+					if !errors.As(err, &je) {
+						t.Fatalf("error %v (%T), result %+v; want a JSON-RPC error", err, err, res)
+					}
+					if je.Code != jsonrpc.CodeInvalidParams || !strings.Contains(je.Message, tc.want) {
+						t.Errorf("error %d %q, want -32602 mentioning %q", je.Code, je.Message, tc.want)
+					}
+					return
+				}
+				if err != nil || res == nil || !res.IsError || len(res.Content) != 1 {
+					t.Fatalf("result %+v, error %v; want an isError result", res, err)
+				}
+				if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, tc.want) {
+					t.Errorf("isError text %q, want it to mention %q", text, tc.want)
+				}
+			})
+		}
 	}
 }
 

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(stdioServerEnv); mode != "" {
 		os.Exit(stdioServerMain(mode))
 	}
+	if os.Getenv(conformanceClientEnv) != "" {
+		os.Exit(conformanceClientMain())
+	}
 	goleak.VerifyTestMain(m)
 }
 
