@@ -275,11 +275,14 @@ func (s *Server) addTools() {
 func (s *Server) toolHandler(t toolSpec) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		ctx, ob := s.startCall(ctx, t.name, req)
-		rejected := false
+		rejected, invalid := false, false
 		defer func() {
 			outcome, msg := outcomeOf(ctx, res, err)
-			if rejected {
+			switch {
+			case rejected:
 				outcome = observe.OutcomeRejected
+			case invalid:
+				outcome = observe.OutcomeInvalid
 			}
 			ob.End(outcome, msg)
 		}()
@@ -289,7 +292,7 @@ func (s *Server) toolHandler(t toolSpec) mcp.ToolHandler {
 		}
 		a, err := parseArgs(t.name, t.input, raw)
 		if err != nil {
-			rejected = true
+			invalid = true
 			if toolInputError(err, req.ProtocolVersion()) {
 				return textResult(err.Error(), true), nil
 			}
