@@ -27,6 +27,8 @@ type BadgerStore struct {
 	logger *slog.Logger
 
 	memTableSize int64
+	readOnly     bool   // opened by OpenBadgerReadOnly: every write is refused
+	scratch      string // the copy a read-only store reads, removed by Close; "" when it reads dir itself
 
 	mu     sync.Mutex
 	idle   *sync.Cond // signalled when active drops to zero
@@ -67,6 +69,10 @@ func OpenBadger(dir string, opts Options) (*BadgerStore, error) {
 		lock.release()
 		return nil, err
 	}
+	if err := checkFreeSpace(abs, opts.MinFreeBytes, freeSpace); err != nil {
+		lock.release()
+		return nil, fmt.Errorf("persistence: open %q: %w", abs, err)
+	}
 	db, err := openDB(opts.badgerOptions(abs))
 	if err != nil {
 		lock.release()
@@ -91,6 +97,9 @@ func newBadgerStore(dir string, db *badger.DB, lock *dirLock, opts Options) *Bad
 		gcDone:       make(chan struct{}),
 	}
 	s.idle = sync.NewCond(&s.mu)
+	if fi, err := os.Stat(dir); err == nil {
+		s.space.dirInfo = fi
+	}
 	if opts.GCInterval > 0 {
 		go s.runGC(opts.GCInterval)
 	} else {
@@ -142,15 +151,19 @@ func removeTornFiles(dir string, logger *slog.Logger) error {
 func (s *BadgerStore) Dir() string { return s.dir }
 
 // enter registers an operation; it fails once Close has begun, and for a
-// write while the disk is low on space.
-func (s *BadgerStore) enter(write bool) error {
+// write (cost >= 0: what it may write, in bytes) while the disk is low on
+// space or on a store opened for reading.
+func (s *BadgerStore) enter(cost int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}
-	if write {
-		if err := s.space.check(time.Now()); err != nil {
+	if cost >= 0 {
+		if s.readOnly {
+			return ErrReadOnly
+		}
+		if err := s.space.check(time.Now(), cost); err != nil {
 			return err
 		}
 	}
@@ -189,7 +202,7 @@ func (s *BadgerStore) commit(ctx context.Context, b *Batch) (err error) {
 	if b.Len() == 0 {
 		return nil
 	}
-	if err := s.enter(true); err != nil {
+	if err := s.enter(batchCost(b)); err != nil {
 		return err
 	}
 	defer s.exit()
@@ -227,7 +240,7 @@ func (s *BadgerStore) get(ctx context.Context, key []byte) (v []byte, err error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.enter(false); err != nil {
+	if err := s.enter(-1); err != nil {
 		return nil, err
 	}
 	defer s.exit()
@@ -249,7 +262,7 @@ func (s *BadgerStore) get(ctx context.Context, key []byte) (v []byte, err error)
 // Scan implements Store with one read-only Badger transaction; values are
 // read lazily, so fn sees the value slice only while it runs.
 func (s *BadgerStore) Scan(ctx context.Context, prefix []byte, fn func(key, value []byte) error) (err error) {
-	if err := s.enter(false); err != nil {
+	if err := s.enter(-1); err != nil {
 		return fmt.Errorf("persistence: scan %q in %q: %w", prefix, s.dir, err)
 	}
 	defer s.exit()
@@ -287,7 +300,7 @@ func (s *BadgerStore) Scan(ctx context.Context, prefix []byte, fn func(key, valu
 // making it survive power loss even without Options.SyncWrites. Cost: one
 // msync of the write-ahead log and value log.
 func (s *BadgerStore) Sync() error {
-	if err := s.enter(false); err != nil {
+	if err := s.enter(-1); err != nil {
 		return fmt.Errorf("persistence: sync %q: %w", s.dir, err)
 	}
 	defer s.exit()
@@ -300,6 +313,10 @@ func (s *BadgerStore) Sync() error {
 // Close implements Store. It refuses new operations, waits for those in
 // progress, stops the GC goroutine, closes the database (flushing the
 // memtable) and releases the directory lock. A second Close returns nil.
+// When the data directory has been removed while the store was open,
+// Close returns an error wrapping ErrDirRemoved without waiting for Badger,
+// which retries writing its last table into the missing directory forever:
+// nothing can be saved, and Badger's goroutines end with the process.
 func (s *BadgerStore) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -314,14 +331,56 @@ func (s *BadgerStore) Close() error {
 
 	close(s.stopGC)
 	<-s.gcDone
-	err := s.db.Close()
+	err := s.closeDB()
 	if lerr := s.lock.release(); err == nil {
 		err = lerr
+	}
+	if s.scratch != "" && !errors.Is(err, ErrDirRemoved) {
+		if rerr := os.RemoveAll(s.scratch); err == nil && rerr != nil {
+			err = fmt.Errorf("removing the copy it was read from: %w", rerr)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("persistence: close %q: %w", s.dir, err)
 	}
 	return nil
+}
+
+// closeDB closes the database, giving up when the data directory is gone.
+func (s *BadgerStore) closeDB() error {
+	if s.dirRemoved() {
+		go s.db.Close() //nolint:errcheck // it never returns; see Close
+		return s.space.removedErr()
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.db.Close() }()
+	t := time.NewTicker(dirRemovedCheck)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-t.C:
+			if s.dirRemoved() {
+				return s.space.removedErr()
+			}
+		}
+	}
+}
+
+// dirRemovedCheck is how often a Close that waits for Badger looks whether
+// the data directory is still there.
+const dirRemovedCheck = 250 * time.Millisecond
+
+// dirRemoved reports whether the directory the store was opened on is gone
+// (removed, or replaced by another one).
+func (s *BadgerStore) dirRemoved() bool {
+	base := s.space.dirInfo
+	if base == nil {
+		return false
+	}
+	fi, err := os.Stat(s.space.dir)
+	return err != nil || !os.SameFile(fi, base)
 }
 
 // runGC collects the value log every interval until Close.
@@ -348,6 +407,9 @@ func (s *BadgerStore) collect() {
 			return
 		default:
 		}
+		if !s.roomForGC() {
+			return
+		}
 		err := s.db.RunValueLogGC(gcDiscardRatio)
 		s.gcRuns.Add(1)
 		if err == nil {
@@ -358,6 +420,14 @@ func (s *BadgerStore) collect() {
 		}
 		return
 	}
+}
+
+// roomForGC reports whether the filesystem has room for a value-log GC
+// run, which rewrites up to a value-log file through Badger's write path.
+func (s *BadgerStore) roomForGC() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.readOnly && s.space.check(time.Now(), 2*valueLogFileSize) == nil
 }
 
 // BatchLimits returns half of what one Badger transaction holds: Badger

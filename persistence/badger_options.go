@@ -31,10 +31,13 @@ type Options struct {
 	GCInterval time.Duration
 
 	// MinFreeBytes is the free space that the data directory's filesystem
-	// must keep: below it, commits fail with an error wrapping
-	// syscall.ENOSPC instead of risking Badger's crash (SIGBUS) on a full
-	// disk. Free space is checked at most once a second. Zero means 128 MiB;
-	// a negative value turns the check off.
+	// must keep: below it, commits and read-write opens fail with a
+	// *SpaceError ("no space left", matching syscall.ENOSPC) instead of
+	// risking Badger's crash (SIGBUS) on a full disk. The guard reads the
+	// free space every 100 ms or MiB committed and counts every commit in
+	// between. The reserve must hold what Badger writes unasked (the rest of
+	// its mapped log files, a memtable flush, compactions): about 16
+	// memtables. Zero means 128 MiB; a negative value turns the check off.
 	MinFreeBytes int64
 
 	// MemTableSize is the size in bytes of each of the two memtables, which

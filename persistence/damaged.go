@@ -55,8 +55,11 @@ func (e *DamagedError) Is(target error) bool { return target == ErrDamaged }
 // unreadable MANIFEST beside data files, a table the MANIFEST lists that is
 // missing or empty, or a MANIFEST cut short while tables it does not list
 // are present, is a *DamagedError; so are a KEYREGISTRY or a listed table
-// that fails its checks (an unlisted one is a crash's leftover, which
-// Badger deletes). A directory without data files (a new store) passes.
+// that fails its checks. A table the MANIFEST does not list is a crash's
+// leftover, which Badger deletes, when its records are elsewhere; when
+// they are not, the MANIFEST is older than the tables, and that is a
+// *DamagedError too (checkUnlisted). A directory without data files (a new
+// store) passes.
 // Write-ahead logs (.mem) are not checked: Badger reads one up to its first
 // bad record, exactly as after a torn write, and that cannot be told apart
 // from damage (docs/durability.md).
@@ -121,7 +124,7 @@ func checkIntact(dir string) error {
 				truncAt, fi.Size(), strings.Join(orphans, ", "))}
 		}
 	}
-	return nil
+	return checkUnlisted(dir, path, tables, m)
 }
 
 // checkKeyRegistry checks the KEYREGISTRY of an unencrypted store (rtfshost

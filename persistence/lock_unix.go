@@ -33,7 +33,34 @@ func lockDir(dir string) (*dirLock, error) {
 	return &dirLock{f: f}, nil
 }
 
+// lockDirShared takes a shared flock on the lock file of dir, as a reader:
+// it fails with a *LockedError while a store holds dir, and keeps one from
+// opening it meanwhile; readers do not exclude each other. It neither
+// creates nor writes the lock file; without one (a directory no store has
+// opened) it locks nothing, and Badger's own lock still guards the
+// directory.
+func lockDirShared(dir string) (*dirLock, error) {
+	f, err := os.Open(filepath.Join(dir, lockFileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return &dirLock{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("persistence: open lock file in %q: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &LockedError{Dir: dir, Holder: readHolder(dir), Err: err}
+		}
+		return nil, fmt.Errorf("persistence: lock %q: %w", dir, err)
+	}
+	return &dirLock{f: f}, nil
+}
+
 func (l *dirLock) release() error {
+	if l.f == nil {
+		return nil
+	}
 	// Closing the descriptor drops the flock.
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("persistence: release lock file: %w", err)

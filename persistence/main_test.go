@@ -29,6 +29,8 @@ func runChild(role, dir string) error {
 		return holdLock(dir)
 	case "crash":
 		return commitForever(dir)
+	case "removed":
+		return closeRemoved(dir)
 	}
 	return fmt.Errorf("unknown child role %q", role)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -157,8 +158,14 @@ var pastOf = map[string]string{"pause": "paused", "resume": "resumed", "cancel":
 
 // openDesk finds the streams: the serve at server when it is given, else
 // the process that holds the data directory (through its control socket),
-// else the data directory itself, which must exist.
+// else the data directory itself, which must exist, opened to change it.
+// Commands that only read open it with openReadDesk (store.go).
 func (a *app) openDesk(ctx context.Context, server string) (desk, error) {
+	return a.findDesk(ctx, server, a.openStore)
+}
+
+// findDesk is openDesk, opening the data directory with open.
+func (a *app) findDesk(ctx context.Context, server string, open func(*slog.Logger) (*persistence.BadgerStore, error)) (desk, error) {
 	if server != "" {
 		return serverDesk{url: server}, nil
 	}
@@ -174,7 +181,7 @@ func (a *app) openDesk(ctx context.Context, server string) (desk, error) {
 		if d, err := a.dialHolder(ctx); err == nil {
 			return d, nil
 		}
-		st, err := a.openStore(logger)
+		st, err := open(logger)
 		if err == nil {
 			d, err := a.openStoreDesk(ctx, st, logger)
 			if err != nil {

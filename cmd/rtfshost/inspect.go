@@ -58,7 +58,7 @@ interrupted: "rtfshost resume" carries it on.` + whereDoc + `
 // inspect prints the streams of the desk where they are: a table, one
 // stream's inspect map, or (--json) the inspect summary or map.
 func (a *app) inspect(ctx context.Context, o inspectOptions) error {
-	d, err := a.openDesk(ctx, o.server)
+	d, err := a.openReadDesk(ctx, o.server)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,6 +26,31 @@ func (a *app) openStore(logger *slog.Logger) (*persistence.BadgerStore, error) {
 		return nil, withCode(exitStreamFailed, fmt.Errorf("opening the data directory: %w", err))
 	}
 	return st, nil
+}
+
+// openReadStore opens the stream database in --data for reading only: it
+// creates, writes and deletes nothing there (persistence.OpenBadgerReadOnly).
+// A directory that a crash left unclean is read from a copy in the
+// temporary directory (resume opens it to write, and cleans it). A data
+// directory that another rtfshost holds is a clear error; the commands
+// reach that process through its control socket instead (findDesk).
+func (a *app) openReadStore(logger *slog.Logger) (*persistence.BadgerStore, error) {
+	st, err := persistence.OpenBadgerReadOnly(a.flags.dataDir, persistence.Options{Logger: logger})
+	if err != nil {
+		var le *persistence.LockedError
+		if errors.As(err, &le) {
+			return nil, withCode(exitStreamFailed, err)
+		}
+		return nil, withCode(exitStreamFailed, fmt.Errorf("reading the data directory: %w", err))
+	}
+	return st, nil
+}
+
+// openReadDesk is openDesk for the commands that only read the streams
+// (inspect, streams, dead-letters): the data directory, when no process
+// holds it, is opened with openReadStore and never changed.
+func (a *app) openReadDesk(ctx context.Context, server string) (desk, error) {
+	return a.findDesk(ctx, server, a.openReadStore)
 }
 
 // openExistingStore opens --data only if it exists: inspect and resume have
