@@ -381,6 +381,7 @@ type beatLog struct {
 	mu          sync.Mutex
 	failedAt    time.Time // the last failed renewal; zero: none since Connect
 	recoveredAt time.Time // the first renewal after failedAt's failures
+	renewedAt   time.Time // the last renewal that succeeded
 }
 
 func (b *beatLog) failed(now time.Time) {
@@ -394,7 +395,30 @@ func (b *beatLog) renewed(now time.Time) {
 	if !b.failedAt.IsZero() && !b.recoveredAt.After(b.failedAt) {
 		b.recoveredAt = now
 	}
+	b.renewedAt = now
 	b.mu.Unlock()
+}
+
+// lastRenewed returns when the heartbeat was last renewed.
+func (b *beatLog) lastRenewed() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.renewedAt
+}
+
+// Ready reports whether this host takes part in the cluster: nil when its
+// connection to NATS is up and its lease was renewed within the lease TTL
+// (so no other host may take its streams), else an error saying which is
+// not. It is safe for concurrent use and costs a lock.
+func (c *Cluster) Ready() error {
+	if !c.nc.IsConnected() {
+		return fmt.Errorf("cluster: not connected to NATS (%s)", c.nc.Status())
+	}
+	last := c.beats.lastRenewed()
+	if age := time.Since(last); age > c.opts.LeaseTTL {
+		return fmt.Errorf("cluster: this host's lease was last renewed %v ago, more than its TTL of %v", age.Round(time.Millisecond), c.opts.LeaseTTL)
+	}
+	return nil
 }
 
 // settled reports whether a heartbeat that is missing means that its host

@@ -298,3 +298,25 @@ func TestClaimWhileUnsettled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReady: a host that just joined is ready; once NATS is gone it is
+// not, and the error says that the connection is down.
+func TestReady(t *testing.T) {
+	s := clustertest.Server(t, clustertest.Options{})
+	c := join(t, s, "a", nil)
+	if err := c.Ready(); err != nil {
+		t.Fatalf("Ready after Connect: %v", err)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ready() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("Ready with NATS down for 10 s: still nil")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.Ready(); !strings.Contains(err.Error(), "not connected to NATS") && !strings.Contains(err.Error(), "lease was last renewed") {
+		t.Errorf("Ready with NATS down: %v", err)
+	}
+}

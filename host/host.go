@@ -381,6 +381,44 @@ func (h *Host) BeginClose() {
 	})
 }
 
+// A NotReadyError is Ready's answer for a host that cannot take work:
+// Part names what is not ready ("closing", "store" or "cluster"), Err
+// says why.
+type NotReadyError struct {
+	Part string
+	Err  error
+}
+
+func (e *NotReadyError) Error() string { return "host not ready: " + e.Part + ": " + e.Err.Error() }
+func (e *NotReadyError) Unwrap() error { return e.Err }
+
+// readyProbe is the key Ready reads: it holds nothing, and a store that
+// answers ErrNotFound for it is open and reachable.
+var readyProbe = []byte("rtfshost/ready-probe")
+
+// Ready reports whether the host can take work, for a readiness probe:
+// nil when BeginClose or Close has not been called, its store (if any)
+// answers a read, and in a cluster its connection to NATS is up and its
+// lease is current (cluster.Cluster.Ready). Otherwise it returns a
+// *NotReadyError saying what is not. It costs one store read, bounded by
+// ctx; it is safe for concurrent use.
+func (h *Host) Ready(ctx context.Context) error {
+	if _, closing := h.grace.deadline(); closing || h.ctx.Err() != nil {
+		return &NotReadyError{Part: "closing", Err: errors.New("the host is shutting down")}
+	}
+	if h.store != nil {
+		if _, err := h.store.Get(ctx, readyProbe); err != nil && !errors.Is(err, persistence.ErrNotFound) {
+			return &NotReadyError{Part: "store", Err: err}
+		}
+	}
+	if h.cl != nil {
+		if err := h.cl.Ready(); err != nil {
+			return &NotReadyError{Part: "cluster", Err: err}
+		}
+	}
+	return nil
+}
+
 // shutdownGrace is the state of BeginClose.
 type shutdownGrace struct {
 	once  sync.Once

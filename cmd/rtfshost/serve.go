@@ -292,6 +292,7 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	} else {
 		fmt.Fprintf(a.stdout, "metrics: http://%s/metrics\n", ln.Addr())
 	}
+	fmt.Fprintf(a.stdout, "probes: http://%s%s (live)  http://%s%s (ready)\n", ln.Addr(), mcpserver.PathHealth, ln.Addr(), mcpserver.PathReady)
 	if oa := mopts.OAuth; oa != nil {
 		fmt.Fprintf(a.stdout, "OAuth: access tokens of %s for %s (metadata: %s)\n", oa.Issuer, oa.Resource, oa.MetadataURL())
 	}

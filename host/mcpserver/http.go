@@ -12,12 +12,16 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/rtfshost/rtfshost/host"
 )
 
 // The paths the handler serves.
 const (
-	PathStreamable = "/mcp" // MCP Streamable HTTP: POST, GET (resume) and DELETE
-	PathSSE        = "/sse" // legacy HTTP+SSE: GET opens the stream, POST ?sessionid= sends
+	PathStreamable = "/mcp"     // MCP Streamable HTTP: POST, GET (resume) and DELETE
+	PathSSE        = "/sse"     // legacy HTTP+SSE: GET opens the stream, POST ?sessionid= sends
+	PathHealth     = "/healthz" // liveness: 200 while the process serves HTTP
+	PathReady      = "/readyz"  // readiness: 200 while the host can take work (Host.Ready), else 503
 )
 
 // newHandler builds the HTTP handler: /mcp behind its layers (mcpLayers),
@@ -60,16 +64,49 @@ func (s *Server) newHandler() http.Handler {
 		mux.Handle(r.Pattern, checkHost(h))
 	}
 	guarded := s.checkOrigin(mux)
-	if s.oauth == nil {
-		return guarded
-	}
 	top := http.NewServeMux()
+	// Probes for a service manager: no token, no Origin or Host check,
+	// nothing in the answer but whether (and which part is not) ready.
+	top.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	top.HandleFunc("GET "+PathReady, s.serveReady)
+	top.Handle("/", guarded)
+	if s.oauth == nil {
+		return top
+	}
 	for _, p := range s.oauth.paths {
 		top.Handle(p, s.oauth.metadataHandler())
 	}
-	top.Handle("/", guarded)
 	return top
 }
+
+// serveReady answers the readiness probe: 200 "ready" when the host is
+// (Host.Ready), else 503 naming the part that is not; the reason itself
+// goes to the server's log, not to an unauthenticated caller.
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	err := s.host.Ready(ctx)
+	if err == nil {
+		fmt.Fprintln(w, "ready")
+		return
+	}
+	part := "host"
+	var nr *host.NotReadyError
+	if errors.As(err, &nr) {
+		part = nr.Part
+	}
+	s.log.Info("readiness probe: not ready", "err", err)
+	w.WriteHeader(http.StatusServiceUnavailable)
+	fmt.Fprintln(w, "not ready:", part)
+}
+
+// readyTimeout bounds the store read of a readiness probe.
+const readyTimeout = 2 * time.Second
 
 // A layer is one step of the request path of /mcp: it answers the request
 // itself, or passes it on (perhaps changed) to the next layer, and the last
