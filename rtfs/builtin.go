@@ -134,6 +134,7 @@ func newCoreBuiltins() builtinTable {
 	addBitBuiltins(t)
 	addReducedBuiltins(t)
 	addSetBuiltins(t)
+	addLazySeqBuiltins(t)
 	return t
 }
 

@@ -111,9 +111,9 @@ func addCljBuiltins(t builtinTable) {
 	t.add("partition-all", 1, 3, xformArity(1, "%xf-partition-all", builtinPartitionAll))
 	t.add("interleave", 0, -1, builtinInterleave)
 	t.add("flatten", 1, 1, builtinFlatten)
-	t.add("dedupe", 0, 1, xformArity(0, "%xf-dedupe", builtinDedupe))
+	t.add("dedupe", 0, 1, xformArity(0, "%xf-dedupe", lazyArity(0, "%lazy-dedupe", builtinDedupe, Keyword("rtfs.internal/none"))))
 	t.add("split-at", 2, 2, builtinSplitAt)
-	t.add("take-nth", 2, 2, builtinTakeNth)
+	t.add("take-nth", 1, 2, xformArity(1, "%xf-take-nth", builtinTakeNth))
 	t.add("distinct?", 1, -1, func(th *Thread, args []Value) (Value, error) {
 		seen := make(valueSet, len(args))
 		m := meter{th: th}

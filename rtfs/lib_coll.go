@@ -53,7 +53,7 @@ func addCollBuiltins(t builtinTable) {
 	t.add("concat", 0, -1, builtinConcat)
 	t.add("reverse", 1, 1, builtinReverse)
 	t.add("sort", 1, 1, builtinSort)
-	t.add("distinct", 0, 1, xformArity(0, "%xf-distinct", builtinDistinct))
+	t.add("distinct", 0, 1, xformArity(0, "%xf-distinct", lazyArity(0, "%lazy-distinct", builtinDistinct, emptySet)))
 	t.add("frequencies", 1, 1, builtinFrequencies)
 	t.add("partition", 2, 4, builtinPartition)
 	t.add("range", 0, 3, builtinRange)
@@ -371,6 +371,13 @@ func partitionBy(th *Thread, args []Value, all bool) (Value, error) {
 	}
 	if n <= 0 || step <= 0 {
 		return nil, fmt.Errorf("size and step must be positive, got %d and %d", n, step)
+	}
+	var padArg Value = Nil
+	if padded {
+		padArg = args[2]
+	}
+	if ok, err := th.lazyRedirect(collArg, "%lazy-partition", Int(n), Int(step), padArg, Bool(padded), Bool(all), collArg); ok {
+		return nil, err
 	}
 	elems, err := seqSlice(th, collArg)
 	if err != nil {

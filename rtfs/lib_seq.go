@@ -78,7 +78,7 @@ func addSeqBuiltins(t builtinTable) {
 	})
 	t.add("take-last", 2, 2, builtinTakeLast)
 	t.add("repeat", 1, 2, builtinRepeat)
-	t.add("interpose", 2, 2, builtinInterpose)
+	t.add("interpose", 1, 2, xformArity(1, "%xf-interpose", lazyArity(1, "%lazy-interpose", builtinInterpose, False)))
 	t.add("rseq", 1, 1, builtinRseq)
 }
 
