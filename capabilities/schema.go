@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/rtfshost/rtfshost/rtfs/suggest"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -166,29 +167,83 @@ func (s *Schema) checkKeys(id string, m *rtfs.Map) error {
 		return true
 	})
 	if bad != "" {
-		msg := fmt.Sprintf("unknown key %s", bad)
-		names := make([]string, len(s.Keys))
-		for i, k := range s.Keys {
-			names[i] = k.Name
-		}
-		if near, ok := suggest.Closest(badName, names); ok {
-			msg += fmt.Sprintf(" (did you mean :%s?)", near)
-		}
-		return &Error{Capability: id, Msg: fmt.Sprintf("%s (known keys: %s)", msg, s.keyList())}
+		return s.unknownKey(id, bad, badName)
 	}
 	return nil
 }
 
+// unknownKey is the error of a key the schema does not know: shown is the
+// key as printed, name its text for the "did you mean" suggestion.
+func (s *Schema) unknownKey(id, shown, name string) *Error {
+	msg := fmt.Sprintf("unknown key %s", shown)
+	names := make([]string, len(s.Keys))
+	for i, k := range s.Keys {
+		names[i] = k.Name
+	}
+	if near, ok := suggest.Closest(name, names); ok {
+		msg += fmt.Sprintf(" (did you mean :%s?)", near)
+	}
+	return &Error{Capability: id, Msg: fmt.Sprintf("%s (known keys: %s)", msg, s.keyList())}
+}
+
+// CheckKeyNames checks the keys of a map argument known only by their
+// names, as in a map literal of a program's source before it runs: it
+// returns, in order, the error of each name the schema does not know (a
+// keyword key is shown ":name", a string key quoted) and, when names holds
+// every key of the map (complete), the error of each required key missing.
+// The errors are those Dispatch gives a call with such a map. It is safe for
+// concurrent use and costs a pass over the names per key.
+func (s *Schema) CheckKeyNames(id string, names []KeyName, complete bool) []*Error {
+	if s == nil || s.Type != "map" {
+		return nil
+	}
+	var errs []*Error
+	if !s.OtherKeys {
+		for _, n := range names {
+			if !s.knowsName(n.Name) {
+				shown := ":" + n.Name
+				if n.String {
+					shown = strconv.Quote(n.Name)
+				}
+				errs = append(errs, s.unknownKey(id, shown, n.Name))
+			}
+		}
+	}
+	if complete {
+		for _, k := range s.Keys {
+			if !k.Required {
+				continue
+			}
+			found := false
+			for _, n := range names {
+				found = found || n.Name == k.Name
+			}
+			if !found {
+				errs = append(errs, &Error{Capability: id, Key: k.Name, Msg: fmt.Sprintf("required %s is missing", typeName(k.Type))})
+			}
+		}
+	}
+	return errs
+}
+
+// A KeyName is a map key known by name: a keyword's name without the
+// colon, or a string (String set).
+type KeyName struct {
+	Name   string
+	String bool
+}
+
 func (s *Schema) knows(k rtfs.Value) bool {
-	var name string
 	switch k := k.(type) {
 	case rtfs.Keyword:
-		name = string(k)
+		return s.knowsName(string(k))
 	case rtfs.String:
-		name = string(k)
-	default:
-		return false
+		return s.knowsName(string(k))
 	}
+	return false
+}
+
+func (s *Schema) knowsName(name string) bool {
 	for _, key := range s.Keys {
 		if key.Name == name {
 			return true

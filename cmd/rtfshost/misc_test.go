@@ -143,3 +143,41 @@ func TestNatsdBusyPort(t *testing.T) {
 		t.Fatalf("natsd took %v to report that %s is busy", took, addr)
 	}
 }
+
+// TestCheckReportsEveryProblem: check finds the wrong arity and the start
+// map without :processor that a run stops on, with their positions, one
+// JSON line each, and exits 2.
+func TestCheckReportsEveryProblem(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "p.rtfs")
+	src := "(defn add [a b] (+ a b))\n(add 1)\n(call :mcp.stream.start {:endpoint \"weather.monitor.v1\"})\n"
+	if err := os.WriteFile(f, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	a := newApp(strings.NewReader(""), &stdout, &stderr)
+	if code := a.execute(context.Background(), []string{"check", "--json", f}); code != exitProgramError {
+		t.Fatalf("exit %d, want %d; %s %s", code, exitProgramError, stdout.String(), stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	want := []string{
+		`{"type":"error","file":"` + f + `","message":"add: expected 2 arguments, got 1 (defined at line 1)","line":2,"col":2}`,
+		`{"type":"error","file":"` + f + `","message":"capability :mcp.stream.start: key :processor: required fn or symbol or string is missing","line":3,"col":25}`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), stdout.String())
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Errorf("line %d:\n got %s\nwant %s", i, lines[i], want[i])
+		}
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr: %q", stderr.String())
+	}
+	stdout.Reset()
+	a = newApp(strings.NewReader(""), &stdout, &stderr)
+	if code := a.execute(context.Background(), []string{"check", f}); code != exitProgramError ||
+		!strings.Contains(stderr.String(), f+":2:2: add: expected 2 arguments, got 1") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
