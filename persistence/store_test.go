@@ -34,3 +34,29 @@ func openBadger(t testing.TB, dir string, opts persistence.Options) *persistence
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+func TestBadgerStoreNoSpace(t *testing.T) {
+	storetest.TestNoSpace(t, func(t *testing.T) (persistence.Store, func(bool)) {
+		s := openBadger(t, t.TempDir(), persistence.Options{})
+		return s, func(full bool) {
+			if full {
+				persistence.SetFreeSpace(s, 1<<20)
+			} else {
+				persistence.SetFreeSpace(s, 1<<40)
+			}
+		}
+	})
+}
+
+func TestFaultStoreNoSpace(t *testing.T) {
+	storetest.TestNoSpace(t, func(t *testing.T) (persistence.Store, func(bool)) {
+		s := storetest.NewFaultStore(persistence.NewMemStore())
+		return s, func(full bool) {
+			if full {
+				s.FailAfter(0, nil)
+			} else {
+				s.Heal()
+			}
+		}
+	})
+}

@@ -3,7 +3,8 @@
 // FaultStore wraps a Store and makes chosen commits fail, to simulate a full
 // disk or a failing store. TestStore is a conformance suite that checks a
 // Store implementation against the contract of persistence.Store; the
-// persistence package runs it on MemStore and BadgerStore.
+// persistence package runs it on MemStore and BadgerStore. TestNoSpace
+// checks what a store does on a full disk.
 package storetest
 
 import (
