@@ -2,7 +2,9 @@ package capabilities
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -29,11 +31,21 @@ import (
 // not safe for concurrent use); Snapshot's bytes may be handed anywhere.
 // Recording a call costs a hash of its arguments (rtfs.Hash, cached by
 // collections) and the encoding of its answer (rtfs.AppendValue).
+//
+// A journal is stored by appending: Unstored returns the entries recorded
+// since the last Stored, which the caller writes once under the journal's
+// ID, and Head returns a reference to the journal as it stands, whose size
+// does not depend on how many entries it holds. So a run that stores its
+// journal at every host call writes each answer once.
 type Journal struct {
 	buf     []byte         // the encoded entries
 	n       int            // entries in buf
 	pending *rtfs.HostCall // the call being served, between Serve's begin and record
 	broken  string         // why the journal cannot replay the run; "" while it can
+
+	id          string // names the stored entries; made by ID
+	stored      int    // entries already stored (Stored)
+	storedBytes int    // their length in buf
 }
 
 // Limits of a journal: a run that makes more host calls, or whose answers
@@ -47,6 +59,9 @@ const (
 // The journal's binary layout (Snapshot, DecodeJournal).
 const (
 	journalFormat = 1
+	// headFormat is Head's: the entries are not in the bytes but stored
+	// apart, named by the journal's id (Unstored).
+	headFormat = 2
 	// digestVersion names the digest of the arguments (argsDigest over
 	// rtfs.Hash). A replay compares digests only when the record's
 	// version is this one; otherwise it compares capabilities only.
@@ -150,6 +165,93 @@ func (j *Journal) Snapshot() []byte {
 	b = append(b, journalFormat, digestVersion)
 	b = binary.AppendUvarint(b, uint64(j.n))
 	b = append(b, j.buf...)
+	return j.appendTail(b)
+}
+
+// ID returns the name of j's entries in a store, made the first time (16
+// random hex digits) unless j goes on from a stored journal
+// (Record.Journal), whose name it keeps.
+func (j *Journal) ID() string {
+	if j.id == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+		j.id = hex.EncodeToString(b[:])
+	}
+	return j.id
+}
+
+// A JournalSegment is a run of consecutive entries of a journal, as a store
+// keeps them: the caller writes Entries under (ID, First) and a reader
+// gives back the segments of an ID in order of First (DecodeJournalFrom).
+type JournalSegment struct {
+	ID      string
+	First   int    // the run's index of its first entry, from 0
+	Calls   int    // how many entries it holds
+	Entries []byte // their encoding; shared with the journal, not to be modified
+}
+
+// Unstored returns the entries j recorded since the last Stored (Calls 0
+// when there are none). It costs no copy: the bytes are j's, which never
+// change once recorded.
+func (j *Journal) Unstored() JournalSegment {
+	return JournalSegment{ID: j.ID(), First: j.stored, Calls: j.n - j.stored, Entries: j.buf[j.storedBytes:len(j.buf):len(j.buf)]}
+}
+
+// Stored records that s, returned by Unstored, is in the store: the next
+// Unstored begins after it. A segment of another journal, or one that
+// does not begin where j's stored entries end, changes nothing.
+func (j *Journal) Stored(s JournalSegment) {
+	if s.ID != j.id || s.First != j.stored || s.First+s.Calls > j.n {
+		return
+	}
+	j.stored += s.Calls
+	j.storedBytes += len(s.Entries)
+}
+
+// Serving reports whether j's run is serving a host call (Serve's server
+// runs): the run goes on, and will record more.
+func (j *Journal) Serving() bool { return j != nil && j.pending != nil }
+
+// Head returns a reference to j as it stands, for DecodeJournalFrom: its
+// ID, how many entries it holds, the pending call (as Snapshot) and why it
+// is broken, without the entries, which must be stored (Unstored) by the
+// time the reference is read. Its size does not depend on the number of
+// entries: about 40 bytes and the pending call's capability.
+func (j *Journal) Head() []byte {
+	b := make([]byte, 0, 48+len(j.broken))
+	b = append(b, headFormat, digestVersion)
+	b = bytecodec.AppendStr(b, j.ID())
+	b = binary.AppendUvarint(b, uint64(j.n))
+	return j.appendTail(b)
+}
+
+// JournalHeadID returns the ID of the journal whose Head's bytes are b,
+// and whether it holds entries (stored apart). Snapshot's bytes, and
+// anything else, give false. It reads only the first fields.
+func JournalHeadID(b []byte) (string, bool) {
+	d := bytecodec.NewDecoder(b)
+	if d.Byte("format") != headFormat {
+		return "", false
+	}
+	d.Byte("digest version")
+	id := d.Str("id")
+	n := headCount(d)
+	return id, d.Err() == nil && n > 0
+}
+
+// headCount reads a head's entry count, which no journal makes larger
+// than MaxJournalCalls.
+func headCount(d *bytecodec.Decoder) int {
+	n := d.Uint("entry count")
+	if n > MaxJournalCalls {
+		d.Fail("entry count", fmt.Errorf("%d entries, a journal holds at most %d", n, MaxJournalCalls))
+		return 0
+	}
+	return int(n)
+}
+
+// appendTail appends the pending call and the broken reason.
+func (j *Journal) appendTail(b []byte) []byte {
 	if j.pending != nil {
 		b = append(b, pendingCall)
 		b = appendCall(b, j.pending)
@@ -166,7 +268,8 @@ type Record struct {
 	entries []recordEntry
 	pending *recordCall // the call the replay stops at; nil: the run's end
 	broken  string
-	digests bool // the record's digests are comparable with this build's
+	digests bool   // the record's digests are comparable with this build's
+	id      string // the stored entries' name (Head's bytes); "" for Snapshot's
 }
 
 type recordCall struct {
@@ -183,9 +286,15 @@ type recordEntry struct {
 
 // Journal returns a Journal that goes on from r: it holds r's answers,
 // and a run resumed at r's pending call records its next answers after
-// them, so that its later snapshots describe the whole run.
+// them, so that its later snapshots describe the whole run. A record read
+// from a Head goes on under the same ID, its entries already stored; one
+// read from a Snapshot gets an ID of its own, nothing stored yet.
 func (r *Record) Journal() *Journal {
-	return &Journal{buf: append([]byte(nil), r.raw...), n: len(r.entries), broken: r.broken}
+	j := &Journal{buf: append([]byte(nil), r.raw...), n: len(r.entries), broken: r.broken, id: r.id}
+	if r.id != "" {
+		j.stored, j.storedBytes = j.n, len(j.buf)
+	}
+	return j
 }
 
 // NewBrokenJournal returns a Journal that records nothing and says why its
@@ -225,30 +334,35 @@ func (r *Record) Pending() string {
 func (r *Record) Broken() string { return r.broken }
 
 // DecodeJournal decodes Snapshot's bytes. Truncated or corrupt input is an
-// error naming the field and its byte offset; it never panics.
-func DecodeJournal(b []byte) (*Record, error) {
+// error naming the field and its byte offset; it never panics. Head's bytes
+// are an error: they need the stored entries (DecodeJournalFrom).
+func DecodeJournal(b []byte) (*Record, error) { return DecodeJournalFrom(b, nil) }
+
+// DecodeJournalFrom decodes Snapshot's or Head's bytes. For Head's, it
+// calls segments with the journal's ID and the number of entries the head
+// holds; segments returns the journal's stored segments in order of First
+// (more of them, or longer ones, than needed do no harm). The entries are
+// taken from them in order from the first, each segment beginning where
+// the one before ended. A segment missing is an error, as is damage, which
+// names the field; it never panics.
+func DecodeJournalFrom(b []byte, segments func(id string, calls int) ([]JournalSegment, error)) (*Record, error) {
 	d := bytecodec.NewDecoder(b)
-	if v := d.Byte("format"); d.Err() == nil && v != journalFormat {
-		return nil, fmt.Errorf("decode journal: format version %d, this build reads %d", v, journalFormat)
+	format := d.Byte("format")
+	if d.Err() == nil && format != journalFormat && format != headFormat {
+		return nil, fmt.Errorf("decode journal: format version %d, this build reads %d and %d", format, journalFormat, headFormat)
 	}
 	r := &Record{digests: d.Byte("digest version") == digestVersion}
-	n := d.Count("entry count")
-	start := d.Offset()
-	for i := 0; i < n && d.Err() == nil; i++ {
-		e := recordEntry{recordCall: decodeCall(d)}
-		switch kind := d.Byte("answer kind"); {
-		case d.Err() != nil:
-		case kind == answerValue:
-			e.value = d.Next("answer", int(d.Uint32("answer length")))
-		case kind == answerError:
-			e.isErr, e.msg = true, d.Str("error message")
-		default:
-			d.Fail("answer kind", fmt.Errorf("entry %d: unknown kind %d", i, kind))
+	var n int
+	if format == headFormat {
+		r.id = d.Str("id")
+		n = headCount(d)
+	} else {
+		n = d.Count("entry count")
+		start := d.Offset()
+		r.entries = decodeEntries(d, n, 0)
+		if d.Err() == nil {
+			r.raw = b[start:d.Offset():d.Offset()]
 		}
-		r.entries = append(r.entries, e)
-	}
-	if d.Err() == nil {
-		r.raw = b[start:d.Offset():d.Offset()]
 	}
 	switch marker := d.Byte("pending marker"); {
 	case d.Err() != nil, marker == pendingNone:
@@ -262,7 +376,71 @@ func DecodeJournal(b []byte) (*Record, error) {
 	if err := d.End(); err != nil {
 		return nil, fmt.Errorf("decode journal: %w", err)
 	}
+	if format == headFormat {
+		if err := r.readSegments(n, segments); err != nil {
+			return nil, fmt.Errorf("decode journal %s: %w", r.id, err)
+		}
+	}
 	return r, nil
+}
+
+// readSegments reads the first n entries of journal r.id from its stored
+// segments.
+func (r *Record) readSegments(n int, segments func(id string, calls int) ([]JournalSegment, error)) error {
+	if n == 0 {
+		return nil
+	}
+	if segments == nil {
+		return fmt.Errorf("it refers to %d stored entries, and none were read", n)
+	}
+	segs, err := segments(r.id, n)
+	if err != nil {
+		return err
+	}
+	var raw []byte
+	r.entries = make([]recordEntry, 0, n)
+	for _, s := range segs {
+		at := len(r.entries)
+		if at == n {
+			break
+		}
+		if s.First < at {
+			continue // written by a run that went on from an earlier point, and since replaced
+		}
+		if s.First > at {
+			return fmt.Errorf("the stored entries from %d are missing (a segment begins at %d)", at, s.First)
+		}
+		d := bytecodec.NewDecoder(s.Entries)
+		r.entries = append(r.entries, decodeEntries(d, min(s.Calls, n-at), at)...)
+		if d.Err() != nil {
+			return fmt.Errorf("segment at %d: %w", s.First, d.Err())
+		}
+		raw = append(raw, s.Entries[:d.Offset()]...)
+	}
+	if len(r.entries) < n {
+		return fmt.Errorf("it refers to %d entries, the store holds %d", n, len(r.entries))
+	}
+	r.raw = raw[:len(raw):len(raw)]
+	return nil
+}
+
+// decodeEntries reads n entries, the first being the run's entry first.
+func decodeEntries(d *bytecodec.Decoder, n, first int) []recordEntry {
+	entries := make([]recordEntry, 0, min(n, 1024))
+	for i := 0; i < n && d.Err() == nil; i++ {
+		e := recordEntry{recordCall: decodeCall(d)}
+		switch kind := d.Byte("answer kind"); {
+		case d.Err() != nil:
+		case kind == answerValue:
+			e.value = d.Next("answer", int(d.Uint32("answer length")))
+		case kind == answerError:
+			e.isErr, e.msg = true, d.Str("error message")
+		default:
+			d.Fail("answer kind", fmt.Errorf("entry %d: unknown kind %d", first+i, kind))
+		}
+		entries = append(entries, e)
+	}
+	return entries
 }
 
 // decodeCall reads what appendCall wrote.

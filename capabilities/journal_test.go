@@ -289,3 +289,150 @@ func BenchmarkJournalRecord(b *testing.B) {
 	}
 	b.ReportMetric(float64(bytes)/float64(calls), "journal-B/call")
 }
+
+// segStore keeps a journal's segments as a store would, by (ID, First),
+// and gives them back in order.
+type segStore map[string]map[int]capabilities.JournalSegment
+
+func (s segStore) put(seg capabilities.JournalSegment) {
+	if seg.Calls == 0 {
+		return
+	}
+	if s[seg.ID] == nil {
+		s[seg.ID] = map[int]capabilities.JournalSegment{}
+	}
+	seg.Entries = append([]byte(nil), seg.Entries...)
+	s[seg.ID][seg.First] = seg
+}
+
+func (s segStore) read(id string, calls int) ([]capabilities.JournalSegment, error) {
+	var list []capabilities.JournalSegment
+	for first := 0; first < 1<<20 && len(list) < len(s[id]); first++ {
+		if seg, ok := s[id][first]; ok {
+			list = append(list, seg)
+		}
+	}
+	return list, nil
+}
+
+// TestJournalAppendedHeads: a journal stored by appending (Unstored,
+// Stored) and referred to by heads taken at every call decodes, at each
+// head, to the record a snapshot taken there gives: same calls, same
+// pending call, same replay. A head's size does not grow with the entries,
+// each entry is stored once, and a record read from a head goes on under
+// the same ID with its entries stored.
+func TestJournalAppendedHeads(t *testing.T) {
+	prog := mustCompile(t, "j.rtfs", journalSrc)
+	ctx := context.Background()
+	j := &capabilities.Journal{}
+	store := segStore{}
+	var heads, snaps [][]byte
+	stored := 0
+	serve := serveJournal(rtfs.String("done"))
+	th := rtfs.NewThread(rtfs.Limits{})
+	out, err := th.Run(ctx, prog)
+	_, err = capabilities.Drive(ctx, th, out, err, j.Serve(func(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error) {
+		seg := j.Unstored()
+		if seg.First != stored {
+			t.Fatalf("unstored entries begin at %d, %d are stored", seg.First, stored)
+		}
+		store.put(seg)
+		heads, snaps = append(heads, j.Head()), append(snaps, j.Snapshot())
+		j.Stored(seg)
+		stored += seg.Calls
+		return serve(ctx, out)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(heads) != 4 || stored != 3 || len(store[j.ID()]) != 3 {
+		t.Fatalf("%d heads, %d entries stored in %d segments", len(heads), stored, len(store[j.ID()]))
+	}
+	for i, h := range heads {
+		if len(h) > 48 {
+			t.Fatalf("head %d is %d bytes", i, len(h))
+		}
+		rec, err := capabilities.DecodeJournalFrom(h, store.read)
+		if err != nil {
+			t.Fatalf("head %d: %v", i, err)
+		}
+		want, err := capabilities.DecodeJournal(snaps[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Calls() != i || rec.Calls() != want.Calls() || rec.Pending() != want.Pending() {
+			t.Fatalf("head %d: %d calls pending %q, the snapshot %d pending %q", i, rec.Calls(), rec.Pending(), want.Calls(), want.Pending())
+		}
+		got, err := capabilities.Replay(ctx, rtfs.NewThread(rtfs.Limits{}), mustCompile(t, "j.rtfs", journalSrc), rec.Next)
+		if err != nil || got.Call == nil || got.Call.Capability != want.Pending() {
+			t.Fatalf("head %d replays to %v, %v", i, got.Call, err)
+		}
+		if _, ok := capabilities.JournalHeadID(h); ok != (i > 0) {
+			t.Fatalf("head %d: JournalHeadID says holds entries = %v", i, ok)
+		}
+	}
+	// A run that goes on from the last head stores only what it adds.
+	rec, err := capabilities.DecodeJournalFrom(heads[3], store.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := rec.Journal()
+	if again.ID() != j.ID() || again.Len() != 3 {
+		t.Fatalf("the journal goes on as %s with %d calls, want %s with 3", again.ID(), again.Len(), j.ID())
+	}
+	if seg := again.Unstored(); seg.First != 3 || seg.Calls != 0 {
+		t.Fatalf("unstored %+v, want none from 3", seg)
+	}
+	// A snapshot's record goes on under an ID of its own, nothing stored.
+	snapRec, err := capabilities.DecodeJournal(snaps[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh := snapRec.Journal(); fresh.ID() == j.ID() || fresh.Unstored().First != 0 || fresh.Unstored().Calls != 3 {
+		t.Fatalf("a snapshot's journal goes on as %s, unstored %+v", fresh.ID(), fresh.Unstored())
+	}
+}
+
+// TestJournalHeadMissingSegments: a head whose entries the store does not
+// hold (deleted, or not read at all) is an error naming what is missing;
+// segments that begin before the ones a run wrote when it went on from an
+// earlier point are skipped.
+func TestJournalHeadMissingSegments(t *testing.T) {
+	j := &capabilities.Journal{}
+	store := segStore{}
+	prog := mustCompile(t, "m.rtfs", "(call :twice 1) (call :twice 2) (call :twice 3) (call :last)")
+	var head []byte
+	th := rtfs.NewThread(rtfs.Limits{})
+	out, err := th.Run(context.Background(), prog)
+	_, err = capabilities.Drive(context.Background(), th, out, err, j.Serve(func(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error) {
+		seg := j.Unstored()
+		store.put(seg)
+		j.Stored(seg)
+		head = j.Head()
+		return serveJournal(rtfs.Nil)(ctx, out)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := capabilities.DecodeJournal(head); err == nil || !strings.Contains(err.Error(), "refers to 3 stored entries") {
+		t.Fatalf("a head without its segments: %v", err)
+	}
+	// A segment that begins inside the one before it (left by a run that
+	// went on from an earlier point) is skipped.
+	segs := store[j.ID()]
+	whole := segs[0]
+	whole.Calls, whole.Entries = 2, append(append([]byte(nil), segs[0].Entries...), segs[1].Entries...)
+	segs[0] = whole
+	if rec, err := capabilities.DecodeJournalFrom(head, store.read); err != nil || rec.Calls() != 3 {
+		t.Fatalf("with a segment inside another: %v", err)
+	}
+	delete(segs, 0)
+	if _, err := capabilities.DecodeJournalFrom(head, store.read); err == nil || !strings.Contains(err.Error(), "entries from 0 are missing") {
+		t.Fatalf("a head whose second segment is gone: %v", err)
+	}
+	for n := 0; n < len(head); n++ {
+		if _, err := capabilities.DecodeJournalFrom(head[:n], store.read); err == nil {
+			t.Fatalf("a head cut at %d of %d bytes decoded", n, len(head))
+		}
+	}
+}

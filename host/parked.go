@@ -27,10 +27,12 @@ const (
 	hostVersion                          = 1
 	parkedPrefix                         = "host/parked/"
 	resumedPrefix                        = "host/resumed/"
-	// journalPrefix keys the journal of a parked program's run
-	// (capabilities.Journal.Snapshot, ending with its await), kept beside
-	// its parked record so that a release that does not know it reads the
-	// parked record all the same.
+	// journalPrefix keys the journal of a parked program's run, kept
+	// beside its parked record so that a release that does not know it
+	// reads the parked record all the same: a reference to the run's
+	// stored journal, ending with its await (capabilities.Journal.Head,
+	// provider.PutRunJournal), or, written by earlier builds, a copy of it
+	// (Journal.Snapshot).
 	journalPrefix = "host/journal/"
 )
 
@@ -156,20 +158,27 @@ func (h *Host) park(ctx context.Context, r *run, out rtfs.Outcome) error {
 	}
 	var b persistence.Batch
 	b.Put([]byte(parkedPrefix+r.id), rec.encode())
+	stored := func() {}
 	if r.journal != nil {
-		b.Put([]byte(journalPrefix+r.id), r.journal.Snapshot())
+		var head []byte
+		head, stored = provider.PutRunJournal(&b, r.journal, "")
+		b.Put([]byte(journalPrefix+r.id), head)
 	}
 	if err := h.store.Commit(ctx, &b); err != nil {
 		return fmt.Errorf("persist the parked program: %w", err)
 	}
+	stored()
 	r.parked = true
 	return nil
 }
 
 // unpark removes r's parked record, writing the outcome of a resumed program
-// in the same batch. Failures are logged: the program has ended either way.
+// in the same batch, and lets go of the run's stored journal (which goes
+// when no stream it started refers to it). Failures are logged: the program
+// has ended either way.
 func (h *Host) unpark(r *run, outcome *ResumedProgram) {
 	if !r.parked {
+		h.releaseJournal(r)
 		return
 	}
 	var b persistence.Batch
@@ -183,8 +192,20 @@ func (h *Host) unpark(r *run, outcome *ResumedProgram) {
 		return
 	}
 	r.parked = false
+	h.releaseJournal(r)
 	if h.cl != nil {
 		_ = h.cl.Release(context.Background(), runOwner(r.id), true)
+	}
+}
+
+// releaseJournal drops the ended run r's own reference to its stored
+// journal (provider.ReleaseRunJournal), if it stored one.
+func (h *Host) releaseJournal(r *run) {
+	if h.store == nil || r.journal == nil || r.journal.Unstored().First == 0 {
+		return
+	}
+	if err := provider.ReleaseRunJournal(context.Background(), h.store, r.journal.Head(), ""); err != nil {
+		h.log.Error("the ended run's journal not released", "run", r.id, "err", err)
 	}
 }
 
@@ -308,8 +329,8 @@ func (h *Host) unparkedOutcome(r *run, rec *parkedRecord) (rtfs.Outcome, error) 
 	}
 	var jrec *capabilities.Record
 	if jdata != nil {
-		if jrec, err = capabilities.DecodeJournal(jdata); err != nil {
-			return rtfs.Outcome{}, &persistence.CorruptRecordError{Key: []byte(journalPrefix + r.id), Reason: "bad journal", Err: err}
+		if jrec, err = provider.LoadRunJournal(h.ctx, h.store, []byte(journalPrefix+r.id), jdata); err != nil {
+			return rtfs.Outcome{}, err
 		}
 	}
 	if r.prog.Hash() == rec.hash {

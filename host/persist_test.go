@@ -114,13 +114,18 @@ func TestParkedAwaitResumesAfterRestart(t *testing.T) {
 	if n := countKeys(t, store, "host/parked/"); n != 0 {
 		t.Fatalf("%d parked records left", n)
 	}
+	// The stream was the run's first host call: its origin needs none
+	// of the journal, which goes when the run ends.
+	if n := countKeys(t, store, "journal/"); n != 0 {
+		t.Fatalf("%d journal keys left", n)
+	}
 }
 
 // A run that ends normally leaves no parked record behind.
 func TestParkedRecordRemovedAfterRun(t *testing.T) {
 	store := persistence.NewMemStore()
 	h, mk := durableHost(t, store)
-	prog, err := rtfs.Compile("sums.rtfs", []byte(parkedProgram))
+	prog, err := rtfs.Compile("sums.rtfs", []byte(`(println "starting")`+parkedProgram))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +139,20 @@ func TestParkedRecordRemovedAfterRun(t *testing.T) {
 	}
 	if n := countKeys(t, store, "host/parked/"); n != 0 {
 		t.Fatalf("%d parked records left", n)
+	}
+	// The run's journal stays while the stream it started refers to it
+	// (its origin: a later compiler replays the run to the stream's
+	// start), and goes with the stream: two segments (println's answer,
+	// stored with the start; the start's, with the park) and the stream's
+	// reference.
+	if n := countKeys(t, store, "journal/"); n != 3 {
+		t.Fatalf("%d journal keys, want the two segments and the stream's reference", n)
+	}
+	if _, err := h.Provider().Remove(context.Background(), "sums", false); err != nil {
+		t.Fatal(err)
+	}
+	if n := countKeys(t, store, "journal/"); n != 0 {
+		t.Fatalf("%d journal keys left after the stream was removed", n)
 	}
 }
 

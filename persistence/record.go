@@ -162,5 +162,10 @@ func clone(b []byte) []byte {
 // chunk of such a stream came from (which 0.2.0 refuses); streams'
 // delivery records (progress, milestones, dropped outputs; ignored by
 // older releases); journal entries that hold several chunks (version 2 of
-// the journal record, which older releases refuse by version).
-const StoreFormat = 3
+// the journal record, which older releases refuse by version). 4: a
+// program run's journal is appended to, each answer once
+// (journal/<id>/...), and streams' origin records and parked programs
+// refer to it instead of keeping a copy (format 2 of the journal bytes,
+// which older releases refuse, naming the key, when they replay; they read
+// everything else).
+const StoreFormat = 4

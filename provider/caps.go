@@ -157,7 +157,7 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 		Transport:    stringField(m, "transport"),
 		ServerURL:    stringField(m, "server-url"),
 		StreamID:     stringField(m, "stream-id"),
-		RunJournal:   c.Journal.Snapshot(),
+		Journal:      c.Journal,
 	}
 	if cfg, ok := field(m, "config").(*rtfs.Map); ok {
 		// It becomes JSON arguments and query parameters: bounded as an

@@ -21,8 +21,8 @@ import (
 // a cache of what that compiler made. When the program recompiles to
 // another hash (another compiler version, another prelude), recovery
 // replays the program from its source to the call that started the stream,
-// answering the host calls before it from the journal kept in the stream's
-// origin record, and binds the processor found there. A stream stored by a
+// answering the host calls before it from the journal its origin record
+// refers to (runjournal.go), and binds the processor found there. A stream stored by a
 // release that kept no origin record comes back the same way when the
 // answers of its program's host calls before its start are known (legacy
 // replay below); otherwise it is unrecoverable, with the reason.
@@ -37,10 +37,11 @@ func originKey(id string) []byte { return []byte(originPrefix + id) }
 // An originRecord says how a stream's processor came to be: the source hash
 // of its program, the journal of the run that started it (up to the start
 // call, or the whole run for a processor looked up in the run's final
-// globals), and the history of its programs.
+// globals: a reference to the run's stored journal, or for a record of an
+// earlier build a copy of it), and the history of its programs.
 type originRecord struct {
 	sourceHash string // hex SHA-256 of the program's source
-	journal    []byte // capabilities.Journal snapshot; empty: none kept
+	journal    []byte // capabilities.Journal's Head (or, stored by earlier builds, its Snapshot); empty: none kept
 	history    []ProgramVersion
 }
 
@@ -150,9 +151,9 @@ func (p *Provider) replayProcessor(ctx context.Context, l *loaded, prog *rtfs.Pr
 	var next capabilities.ReplayFunc
 	how := "legacy replay (the release that stored it kept no journal of its host calls)"
 	if origin != nil && len(origin.journal) > 0 {
-		rec, err := capabilities.DecodeJournal(origin.journal)
+		rec, err := loadRunJournal(ctx, p.ps.store, originKey(l.id), origin.journal, &p.ps.journals)
 		if err != nil {
-			return nil, &persistence.CorruptRecordError{Key: originKey(l.id), Reason: "bad journal", Err: err}
+			return nil, err
 		}
 		next, how = rec.Next, "replay of its journal"
 	} else {

@@ -221,7 +221,7 @@ func TestRecoverOtherCompilerWholeRun(t *testing.T) {
 		return ps.f.caps.Call(ctx, &capabilities.Call{ID: out.Call.Capability, Args: out.Call.Args, Globals: out.Globals})
 	}))
 	must(t, err)
-	ps.f.start(StartRequest{StreamID: "tool", Processor: rtfs.Symbol("proc"), Globals: out.Globals, InitialState: rtfs.Int(0), RunJournal: j.Snapshot()})
+	ps.f.start(StartRequest{StreamID: "tool", Processor: rtfs.Symbol("proc"), Globals: out.Globals, InitialState: rtfs.Int(0), Journal: j})
 	ps.f.send("tool", `{"n":1}`)
 	ps.f.processed("tool", 1)
 	must(t, ps.f.p.Close())

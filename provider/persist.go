@@ -31,6 +31,10 @@ type persister struct {
 	// most maxJournalEntry).
 	maxGroupBytes int
 
+	// journals keeps the run journal read last, for the streams of one
+	// run that recovery replays one after the other.
+	journals segmentCache
+
 	mu       sync.Mutex
 	programs map[string]*rtfs.Program // by hash: saved (or loaded) by this provider
 }
@@ -572,8 +576,10 @@ func (sn *snapshot) encode(c codec) ([]byte, error) {
 }
 
 // startRecords builds the batch that Start commits: the program (once per
-// provider), the definition and the first progress record.
-func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, prog *rtfs.Program) (*persistence.Batch, error) {
+// provider), the definition, the first progress record, and the origin
+// with the run's journal entries not stored yet; and what to call once the
+// batch has committed (PutRunJournal).
+func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, prog *rtfs.Program) (*persistence.Batch, func(), error) {
 	st := s.ps.(*streamStore)
 	c := st.codec
 	def := defRecord{
@@ -584,7 +590,7 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 	var err error
 	if len(s.def.keys) > 0 {
 		if def.tkeys, err = json.Marshal(s.def.keys); err != nil {
-			return nil, fmt.Errorf("encode transport keys: %w", err)
+			return nil, nil, fmt.Errorf("encode transport keys: %w", err)
 		}
 	}
 	switch {
@@ -595,29 +601,32 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 	default:
 		def.procRef = procByValue
 		if def.procData, err = c.marshal(s.proc.function()); err != nil {
-			return nil, fmt.Errorf("encode processor: %w", err)
+			return nil, nil, fmt.Errorf("encode processor: %w", err)
 		}
 	}
 	if g != nil {
 		if def.globals, err = g.MarshalBinaryOpts(rtfs.EncodeOptions{MaxBytes: c.max}); err != nil {
-			return nil, fmt.Errorf("encode globals: %w", err)
+			return nil, nil, fmt.Errorf("encode globals: %w", err)
 		}
 	}
 	if def.initial, err = c.marshal(s.def.initial); err != nil {
-		return nil, fmt.Errorf("encode initial state: %w", err)
+		return nil, nil, fmt.Errorf("encode initial state: %w", err)
 	}
 	if s.def.config != nil {
 		if def.config, err = c.marshal(s.def.config); err != nil {
-			return nil, fmt.Errorf("encode config: %w", err)
+			return nil, nil, fmt.Errorf("encode config: %w", err)
 		}
 	}
 	b := &persistence.Batch{}
+	stored := func() {}
 	if prog != nil {
 		def.progHash = prog.Hash()
 		if _, stored := s.p.ps.program(prog.Hash()); !stored {
 			b.Put(programKey(prog.Hash()), (&programRecord{name: prog.Name(), source: prog.Source()}).encode())
 		}
-		b.Put(originKey(s.id), newOrigin(prog, s.def.procName, req.RunJournal, s.started).encode())
+		var head []byte
+		head, stored = PutRunJournal(b, req.Journal, s.id)
+		b.Put(originKey(s.id), newOrigin(prog, s.def.procName, head, s.started).encode())
 	}
 	b.Put(streamKey(s.id, suffixDef), def.encode())
 	s.mu.Lock()
@@ -625,13 +634,13 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 	s.mu.Unlock()
 	val, err := sn.encode(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b.Put(st.progKey, val)
 	if sn.delivery != nil {
 		b.Put(deliveryKey(s.id), sn.delivery.encode())
 	}
-	return b, nil
+	return b, stored, nil
 }
 
 // commitStart commits a new stream's records. It refuses an id that the

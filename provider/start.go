@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rtfshost/rtfshost/capabilities"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -69,13 +70,16 @@ type StartRequest struct {
 	// nothing.
 	Local bool
 
-	// RunJournal is the journal of the program run that starts the stream
-	// (capabilities.Journal.Snapshot): up to its :mcp.stream.start call,
-	// or the whole run when the processor is looked up in the run's final
-	// globals. It is stored with the stream, so that a later compiler can
-	// come back to the processor by replaying the program
-	// (docs/upgrading.md); nil means none was kept.
-	RunJournal []byte
+	// Journal is the journal of the program run that starts the stream:
+	// up to its :mcp.stream.start call (the call being served), or the
+	// whole run when the processor is looked up in the run's final
+	// globals. The stream's origin record refers to it as it stands
+	// (Journal.Head), and its entries not stored yet are stored with the
+	// stream (PutRunJournal), so that a later compiler can come back to
+	// the processor by replaying the program (docs/upgrading.md); nil
+	// means none is kept. Start reads and marks it on the caller's
+	// goroutine, which must be the run's.
+	Journal *capabilities.Journal
 
 	// Context carries the starting caller's trace context to the
 	// Observer (the stream's span is its child); nil means none. It does
@@ -121,8 +125,9 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 		}
 	}
 	var batch *persistence.Batch
+	journalStored := func() {}
 	if p.ps != nil {
-		if batch, err = p.persistNew(s, req); err != nil {
+		if batch, journalStored, err = p.persistNew(s, req); err != nil {
 			s.cancel()
 			return "", err
 		}
@@ -145,6 +150,7 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 		}
 		return "", err
 	}
+	journalStored()
 	p.launch(s)
 	if claimed && !req.Local && p.startPlacing() {
 		go p.place(s)
@@ -534,9 +540,10 @@ func (e *keyError) Error() string { return "start stream: :" + e.key + ": " + e.
 func (e *keyError) Unwrap() error { return e.err }
 
 // persistNew attaches the persistence state to a new stream and returns the
-// batch of its first records. A stream whose transport cannot replay
-// (transport.Replayable), or that has no transport, journals its chunks.
-func (p *Provider) persistNew(s *stream, req StartRequest) (*persistence.Batch, error) {
+// batch of its first records, and what to call once it has committed. A
+// stream whose transport cannot replay (transport.Replayable), or that has
+// no transport, journals its chunks.
+func (p *Provider) persistNew(s *stream, req StartRequest) (*persistence.Batch, func(), error) {
 	var fn rtfs.Value
 	if rp, ok := s.proc.(*rtfsProcessor); ok {
 		fn = rp.fn
@@ -545,9 +552,9 @@ func (p *Provider) persistNew(s *stream, req StartRequest) (*persistence.Batch, 
 	st := newStreamStore(p.ps, s, codec{prog, p.opts.Limits.OutputLimit()}, !replayable(s.def.kind.Transport))
 	st.fresh = true
 	s.ps = st
-	b, err := p.startRecords(s, req, req.Globals, prog)
+	b, stored, err := p.startRecords(s, req, req.Globals, prog)
 	if err != nil {
-		return nil, fmt.Errorf("start stream %q: %w", s.id, err)
+		return nil, nil, fmt.Errorf("start stream %q: %w", s.id, err)
 	}
-	return b, nil
+	return b, stored, nil
 }

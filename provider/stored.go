@@ -80,8 +80,10 @@ func SetStoredState(ctx context.Context, st persistence.Store, id string, to Sta
 }
 
 // RemoveStored deletes every record of stream id from the store, so that its
-// id can be used again. An unfinished stream is refused unless force is set
-// (its progress would be lost). It returns the state the stream had.
+// id can be used again, and its reference to the journal of the run that
+// started it (runjournal.go: the journal goes with its last reference). An
+// unfinished stream is refused unless force is set (its progress would be
+// lost). It returns the state the stream had.
 func RemoveStored(ctx context.Context, st persistence.Store, id string, force bool) (State, error) {
 	r, err := loadProgress(ctx, st, id)
 	if err != nil {
@@ -102,7 +104,17 @@ func RemoveStored(ctx context.Context, st persistence.Store, id string, force bo
 	}
 	b.Delete(originKey(id))
 	b.Delete(deliveryKey(id))
-	return state, st.Commit(ctx, b)
+	origin, oerr := loadOrigin(ctx, st, id)
+	if err := st.Commit(ctx, b); err != nil {
+		return state, err
+	}
+	if oerr != nil || origin == nil {
+		return state, nil // a damaged origin is deleted all the same; its journal, if any, stays
+	}
+	if err := ReleaseRunJournal(ctx, st, origin.journal, id); err != nil {
+		return state, fmt.Errorf("stream %q removed, the journal of the run that started it not released: %w", id, err)
+	}
+	return state, nil
 }
 
 // Remove forgets an ended stream: its records leave the store (so that its

@@ -167,6 +167,12 @@ func UpgradeStored(ctx context.Context, st persistence.Store, u Upgrade) (Upgrad
 	if err := st.Commit(ctx, b); err != nil {
 		return wrap(err)
 	}
+	if origin != nil {
+		// The new origin keeps no journal of the run that started the
+		// stream: the stream lets go of it. The upgrade is done either
+		// way; a journal not released costs room only.
+		_ = ReleaseRunJournal(ctx, st, origin.journal, u.StreamID)
+	}
 	return res, nil
 }
 

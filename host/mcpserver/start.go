@@ -93,7 +93,7 @@ func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest,
 		return provider.StartRequest{}, fmt.Errorf("%s: running the program: %w", ToolStart, err)
 	}
 	req := provider.StartRequest{
-		RunJournal:    journal.Snapshot(),
+		Journal:       journal,
 		Endpoint:      a.str("endpoint"),
 		Processor:     rtfs.Symbol(a.str("processor")),
 		Globals:       globals,
