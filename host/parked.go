@@ -204,7 +204,7 @@ func (h *Host) releaseJournal(r *run) {
 	if h.store == nil || r.journal == nil || r.journal.Unstored().First == 0 {
 		return
 	}
-	if err := provider.ReleaseRunJournal(context.Background(), h.store, r.journal.Head(), ""); err != nil {
+	if err := h.prov.ReleaseRunJournal(context.Background(), r.journal.Head(), ""); err != nil {
 		h.log.Error("the ended run's journal not released", "run", r.id, "err", err)
 	}
 }

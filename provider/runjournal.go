@@ -91,13 +91,27 @@ func PutRunJournal(b *persistence.Batch, j *capabilities.Journal, holder string)
 // Cost: a scan of the references, which stops at the first; with none
 // left, a scan of the segments and their deletion.
 func ReleaseRunJournal(ctx context.Context, st persistence.Store, head []byte, holder string) error {
+	return releaseRunJournal(ctx, st, st.Commit, head, holder)
+}
+
+// ReleaseRunJournal is the function ReleaseRunJournal on p's store, its
+// commits made through p's committer (which the Observer sees). Without a
+// store it does nothing.
+func (p *Provider) ReleaseRunJournal(ctx context.Context, head []byte, holder string) error {
+	if p.ps == nil {
+		return nil
+	}
+	return releaseRunJournal(ctx, p.ps.store, p.ps.com.Commit, head, holder)
+}
+
+func releaseRunJournal(ctx context.Context, st persistence.Store, commit func(context.Context, *persistence.Batch) error, head []byte, holder string) error {
 	id, ok := capabilities.JournalHeadID(head)
 	if !ok {
 		return nil
 	}
 	var b persistence.Batch
 	b.Delete(refKey(id, holder))
-	if err := st.Commit(ctx, &b); err != nil {
+	if err := commit(ctx, &b); err != nil {
 		return fmt.Errorf("release journal %s: %w", id, err)
 	}
 	held := false
@@ -120,7 +134,7 @@ func ReleaseRunJournal(ctx context.Context, st persistence.Store, head []byte, h
 		for _, k := range keys[:n] {
 			b.Delete(k)
 		}
-		if err := st.Commit(ctx, &b); err != nil {
+		if err := commit(ctx, &b); err != nil {
 			return fmt.Errorf("delete journal %s: %w", id, err)
 		}
 		keys = keys[n:]
