@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -45,6 +46,15 @@ whose name contains it. NAME is taken as it is, so rtfshost doc ->> works.`,
 			if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
 				return cmd.Help()
 			}
+			// --json is the one flag; no RTFS name is spelled so.
+			asJSON := slices.Contains(args, "--json")
+			args = slices.DeleteFunc(args, func(a string) bool { return a == "--json" })
+			write := func(list []docEntry) error {
+				if asJSON {
+					return writeDocJSON(a.stdout, list)
+				}
+				return writeDocList(a.stdout, list)
+			}
 			if len(args) > 1 {
 				return withCode(exitProgramError, fmt.Errorf("doc takes at most one name, got %d arguments", len(args)))
 			}
@@ -53,11 +63,14 @@ whose name contains it. NAME is taken as it is, so rtfshost doc ->> works.`,
 				return err
 			}
 			if len(args) == 0 {
-				return writeDocList(a.stdout, entries)
+				return write(entries)
 			}
 			name := strings.TrimPrefix(args[0], ":")
 			for _, e := range entries {
 				if e.name == name {
+					if asJSON {
+						return writeDocJSON(a.stdout, []docEntry{e})
+					}
 					writeDocEntry(a.stdout, e)
 					return nil
 				}
@@ -71,8 +84,10 @@ whose name contains it. NAME is taken as it is, so rtfshost doc ->> works.`,
 			if len(near) == 0 {
 				return withCode(exitProgramError, fmt.Errorf("no RTFS function, special form or host call is called %q or has it in its name (rtfshost doc lists them all)", args[0]))
 			}
-			fmt.Fprintf(a.stdout, "nothing is called %q; these have it in their name:\n", args[0])
-			return writeDocList(a.stdout, near)
+			if !asJSON {
+				fmt.Fprintf(a.stdout, "nothing is called %q; these have it in their name:\n", args[0])
+			}
+			return write(near)
 		},
 	}
 }
@@ -144,6 +159,43 @@ func writeDocEntry(w io.Writer, e docEntry) {
 		fmt.Fprintf(tw, "    :%s\t%s%s\t%s\n", k.Name, k.Type, req, doc)
 	}
 	tw.Flush()
+}
+
+// docLine is doc --json's object for one entry.
+type docLine struct {
+	Type  string       `json:"type"` // "doc"
+	Name  string       `json:"name"`
+	Kind  string       `json:"kind"` // function, special form, host call
+	Usage string       `json:"usage"`
+	Doc   string       `json:"doc"`
+	Keys  []docKeyLine `json:"keys,omitempty"` // a host call's map keys
+}
+
+type docKeyLine struct {
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`
+	Required bool     `json:"required,omitempty"`
+	Enum     []string `json:"enum,omitempty"`
+	Doc      string   `json:"doc,omitempty"`
+}
+
+// writeDocJSON writes one docLine per entry.
+func writeDocJSON(w io.Writer, entries []docEntry) error {
+	for _, e := range entries {
+		l := docLine{Type: "doc", Name: e.name, Kind: e.kind, Usage: e.usage, Doc: e.doc}
+		if strings.HasPrefix(l.Kind, "function") {
+			l.Kind = "function"
+		}
+		if e.capability != nil && e.capability.Input != nil {
+			for _, k := range e.capability.Input.Keys {
+				l.Keys = append(l.Keys, docKeyLine{Name: k.Name, Type: k.Type, Required: k.Required, Enum: k.Enum, Doc: k.Doc})
+			}
+		}
+		if err := writeJSON(w, l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func writeDocList(w io.Writer, entries []docEntry) error {

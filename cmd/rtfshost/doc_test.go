@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 func TestDocCommand(t *testing.T) {
@@ -42,5 +46,45 @@ func TestDocCommand(t *testing.T) {
 		if code != tc.code || !strings.Contains(stdout.String()+stderr.String(), tc.want) {
 			t.Errorf("%v: exit %d, output %q; want %d and %q", tc.args, code, stdout.String()+stderr.String(), tc.code, tc.want)
 		}
+	}
+}
+
+// TestDocAndVersionJSON: doc --json prints one JSON object per entry (a
+// host call's keys with it), version --json one object; an unknown name
+// is an error line on stdout and nothing on stderr.
+func TestDocAndVersionJSON(t *testing.T) {
+	run := func(args ...string) (int, []map[string]any, string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		code := newApp(strings.NewReader(""), &stdout, &stderr).execute(context.Background(), args)
+		var lines []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("%v: line %q is not JSON: %v", args, l, err)
+			}
+			lines = append(lines, m)
+		}
+		return code, lines, stderr.String()
+	}
+	code, lines, stderr := run("doc", "--json", "mcp.stream.await")
+	if code != exitOK || stderr != "" || len(lines) != 1 || lines[0]["type"] != "doc" || lines[0]["kind"] != "host call" {
+		t.Fatalf("doc --json mcp.stream.await: %d %v %q", code, lines, stderr)
+	}
+	if keys, _ := lines[0]["keys"].([]any); len(keys) == 0 || keys[0].(map[string]any)["name"] != "stream-id" || keys[0].(map[string]any)["required"] != true {
+		t.Errorf("keys %v", lines[0]["keys"])
+	}
+	if code, lines, _ := run("doc", "update-in", "--json"); code != exitOK || len(lines) != 1 || lines[0]["usage"] != "(update-in m ks f args...)" || lines[0]["kind"] != "function" {
+		t.Errorf("doc update-in --json: %d %v", code, lines)
+	}
+	if code, lines, _ := run("doc", "--json"); code != exitOK || len(lines) < 300 {
+		t.Errorf("doc --json: %d, %d lines", code, len(lines))
+	}
+	if code, lines, stderr := run("doc", "--json", "no-such-fn"); code != exitProgramError || stderr != "" || len(lines) != 1 || lines[0]["type"] != "error" {
+		t.Errorf("doc --json no-such-fn: %d %v %q", code, lines, stderr)
+	}
+	code, lines, stderr = run("version", "--json")
+	if code != exitOK || stderr != "" || len(lines) != 1 || lines[0]["type"] != "version" || lines[0]["store-format"] != float64(persistence.StoreFormat) || lines[0]["compile-version"] != rtfs.CompileVersion() {
+		t.Errorf("version --json: %d %v %q", code, lines, stderr)
 	}
 }
