@@ -27,6 +27,7 @@
 package exec
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,11 @@ type Config struct {
 	Process      proc.Config
 	Framing      string // "lines", "ndjson" or "raw"
 	StderrChunks bool   // :stderr :chunks
+	// OnInvalid is what :ndjson does with a line that is not JSON:
+	// "error" (the default: the source fails, naming the line's number),
+	// "skip" (the line is logged and left out) or "string" (the line is
+	// a string chunk).
+	OnInvalid string
 }
 
 // Executable returns the program, for the egress policy.
@@ -70,6 +76,8 @@ func Kind() transport.Kind {
 				Doc: "what a chunk is: :lines {:line \"...\"} (default), :ndjson each line's JSON value, :raw {:data \"...\"} per read"},
 			transport.Key{Name: "stderr", Type: "keyword|string", Enum: []string{"log", "chunks"},
 				Doc: ":chunks makes stderr lines chunks with :fd :stderr; default :log"},
+			transport.Key{Name: "on-invalid", Type: "keyword|string", Enum: []string{"error", "skip", "string"},
+				Doc: "with :framing :ndjson, a line that is not JSON: :error fails the source naming the line (default), :skip logs and leaves it out, :string makes it a string chunk"},
 		),
 		Configure: configure,
 		Transport: new(Transport),
@@ -81,8 +89,8 @@ func configure(keys map[string]json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{Process: pc, Framing: "lines"}
-	var framing, stderr string
+	c := &Config{Process: pc, Framing: "lines", OnInvalid: "error"}
+	var framing, stderr, invalid string
 	if raw, ok := keys["framing"]; ok && json.Unmarshal(raw, &framing) != nil {
 		return nil, fmt.Errorf(":framing: want :lines, :ndjson or :raw, got %s", raw)
 	}
@@ -92,6 +100,20 @@ func configure(keys map[string]json.RawMessage) (any, error) {
 		c.Framing = strings.TrimPrefix(framing, ":")
 	default:
 		return nil, fmt.Errorf(":framing: want :lines, :ndjson or :raw, got %q", framing)
+	}
+	if raw, ok := keys["on-invalid"]; ok {
+		if json.Unmarshal(raw, &invalid) != nil {
+			return nil, fmt.Errorf(":on-invalid: want :error, :skip or :string, got %s", raw)
+		}
+		switch invalid = strings.TrimPrefix(invalid, ":"); invalid {
+		case "error", "skip", "string":
+			c.OnInvalid = invalid
+		default:
+			return nil, fmt.Errorf(":on-invalid: want :error, :skip or :string, got %q", invalid)
+		}
+		if c.Framing != "ndjson" {
+			return nil, fmt.Errorf(":on-invalid applies to :framing :ndjson only (the framing is :%s)", c.Framing)
+		}
 	}
 	if raw, ok := keys["stderr"]; ok && json.Unmarshal(raw, &stderr) != nil {
 		return nil, fmt.Errorf(":stderr: want :log or :chunks, got %s", raw)
@@ -270,7 +292,7 @@ func (t *Transport) read(ctx context.Context, cfg *Config, spec *transport.Spec,
 		}
 	}
 	lr := proc.NewLineReader(p.Stdout, limit)
-	for {
+	for n := 1; ; n++ {
 		line, err := lr.Next()
 		if errors.Is(err, proc.ErrLineTooLong) {
 			return &transport.Error{StreamID: spec.StreamID, Op: "read", Permanent: true,
@@ -278,10 +300,16 @@ func (t *Transport) read(ctx context.Context, cfg *Config, spec *transport.Spec,
 		}
 		if len(line) > 0 || (err == nil && cfg.Framing == "lines") {
 			data := line
-			if cfg.Framing == "lines" {
+			switch {
+			case cfg.Framing == "lines":
 				data = d.wrap("line", line)
-			} else if len(strings.TrimSpace(string(line))) == 0 {
+			case len(bytes.TrimSpace(line)) == 0:
 				data = nil
+			case !json.Valid(line):
+				var ierr error
+				if data, ierr = t.invalid(cfg, spec, n, line); ierr != nil {
+					return ierr
+				}
 			}
 			if data != nil {
 				if derr := d.deliver(ctx, data, "stdout"); derr != nil {
@@ -293,6 +321,27 @@ func (t *Transport) read(ctx context.Context, cfg *Config, spec *transport.Spec,
 			return t.readEnd(ctx, spec, err)
 		}
 	}
+}
+
+// invalid applies :on-invalid to stdout line n of :ndjson, which is not
+// JSON: the chunk to deliver (nil: none), or the permanent error that ends
+// the source.
+func (t *Transport) invalid(cfg *Config, spec *transport.Spec, n int, line []byte) ([]byte, error) {
+	excerpt := string(line)
+	if len(excerpt) > 80 {
+		excerpt = excerpt[:77] + "..."
+	}
+	switch cfg.OnInvalid {
+	case "string":
+		return line, nil // not JSON: the provider makes it a string
+	case "skip":
+		if spec.Logger != nil {
+			spec.Logger.Warn("exec: a stdout line is not JSON; skipped (:on-invalid :skip)", "stream", spec.StreamID, "line", n, "text", excerpt)
+		}
+		return nil, nil
+	}
+	return nil, &transport.Error{StreamID: spec.StreamID, Op: "read", Permanent: true,
+		Err: fmt.Errorf("%s: stdout line %d is not JSON (:framing :ndjson; :on-invalid :skip or :string accept such lines): %q", cfg.Process.Name(), n, excerpt)}
 }
 
 // readEnd classifies the end of stdout: EOF is the program's end (its exit

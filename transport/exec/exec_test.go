@@ -175,6 +175,34 @@ func TestFramingNDJSON(t *testing.T) {
 	}
 }
 
+// TestFramingNDJSONInvalid: a line that is not JSON fails the source by
+// default, naming its number; :on-invalid :skip leaves it out and :string
+// delivers it as it is (a string chunk for the processor).
+func TestFramingNDJSONInvalid(t *testing.T) {
+	chunks := func(s *sink) string {
+		var got []string
+		for _, c := range s.chunks {
+			got = append(got, string(c.Data))
+		}
+		return strings.Join(got, "|")
+	}
+	s, err := run(t, new(Transport), helperSpec(t, "", map[string]string{"framing": `"ndjson"`}, "ndjson-bad"))
+	if err == nil || !transport.IsPermanent(err) || !strings.Contains(err.Error(), `stdout line 3 is not JSON`) || !strings.Contains(err.Error(), `"starting up..."`) {
+		t.Errorf("default: err = %v, want a permanent error naming line 3", err)
+	}
+	if got := chunks(s); got != `{"n":1}` {
+		t.Errorf("default: chunks %s, want the line before only", got)
+	}
+	s, err = run(t, new(Transport), helperSpec(t, "", map[string]string{"framing": `"ndjson"`, "on-invalid": `"skip"`}, "ndjson-bad"))
+	if err != nil || chunks(s) != `{"n":1}|{"n":2}` {
+		t.Errorf(":skip: chunks %s, err %v", chunks(s), err)
+	}
+	s, err = run(t, new(Transport), helperSpec(t, "", map[string]string{"framing": `"ndjson"`, "on-invalid": `":string"`}, "ndjson-bad"))
+	if err != nil || chunks(s) != `{"n":1}|starting up...|{"n":2}` {
+		t.Errorf(":string: chunks %s, err %v", chunks(s), err)
+	}
+}
+
 // TestFramingRaw: :raw chunks carry what reads return, {"data": ...}.
 func TestFramingRaw(t *testing.T) {
 	s, err := run(t, new(Transport), helperSpec(t, "", map[string]string{"framing": `"raw"`}, "lines", "3"))
@@ -224,12 +252,14 @@ func TestRestartOnFailure(t *testing.T) {
 // TestConfigureErrors: bad start keys name the key.
 func TestConfigureErrors(t *testing.T) {
 	for keys, want := range map[string]string{
-		`{"args":["x"]}`:                        ":command: required",
-		`{"command":"x","args":"x"}`:            ":args: want a vector of strings",
-		`{"command":"x","env":{"A=B":"c"}}`:     ":env:",
-		`{"command":"x","framing":"xml"}`:       ":framing: want :lines, :ndjson or :raw",
-		`{"command":"x","stderr":"tty"}`:        ":stderr: want :log or :chunks",
-		`{"command":"x","restart":"sometimes"}`: ":restart: want :never or :on-failure",
+		`{"args":["x"]}`:                                           ":command: required",
+		`{"command":"x","args":"x"}`:                               ":args: want a vector of strings",
+		`{"command":"x","env":{"A=B":"c"}}`:                        ":env:",
+		`{"command":"x","framing":"xml"}`:                          ":framing: want :lines, :ndjson or :raw",
+		`{"command":"x","stderr":"tty"}`:                           ":stderr: want :log or :chunks",
+		`{"command":"x","restart":"sometimes"}`:                    ":restart: want :never or :on-failure",
+		`{"command":"x","framing":"ndjson","on-invalid":"ignore"}`: ":on-invalid: want :error, :skip or :string",
+		`{"command":"x","on-invalid":"skip"}`:                      ":on-invalid applies to :framing :ndjson only",
 	} {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(keys), &m); err != nil {

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 //	long N         write one line of N bytes
 //	stderr N       write N lines to stdout and to stderr, alternating
 //	ndjson         write NDJSON with a blank line and no final newline
+//	ndjson-bad     write NDJSON whose fourth line is not JSON
 //	sleep          write one line, then sleep for an hour
 func helperMain(mode string, args []string) int {
 	out := bufio.NewWriterSize(os.Stdout, 64<<10)
@@ -79,6 +80,8 @@ func helperMain(mode string, args []string) int {
 		}
 	case "ndjson":
 		out.WriteString("{\"type\":\"text\",\"text\":\"hi\"}\n\n[1,2]\n{\"type\":\"done\"}")
+	case "ndjson-bad":
+		out.WriteString("{\"n\":1}\n\nstarting up...\n{\"n\":2}\n")
 	case "sleep":
 		fmt.Fprintln(os.Stdout, "started")
 		out.Flush()
