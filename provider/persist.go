@@ -643,6 +643,20 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 	return b, stored, nil
 }
 
+// takenID says why a start cannot take id, which a stored stream has,
+// and what to do: an ended stream's id is free again once it is removed,
+// an unfinished one is resumed.
+func takenID(ctx context.Context, st persistence.Store, id string) error {
+	r, err := loadProgress(ctx, st, id)
+	if err != nil {
+		return fmt.Errorf("a stream with id %q exists in the store (%v); give another :stream-id, or none for a fresh one", id, err)
+	}
+	if state := State(r.status); state.Terminal() {
+		return fmt.Errorf("a stream with id %q exists in the store, ended (%s): give another :stream-id (or none, for a fresh one), or remove the old one first with rtfshost rm %s", id, state, id)
+	}
+	return fmt.Errorf("a stream with id %q exists in the store and has not ended (%s): rtfshost resume %s carries it on; give another :stream-id to start a new one", id, r.status, id)
+}
+
 // commitStart commits a new stream's records. It refuses an id that the
 // store already holds (a persisted stream not recovered). Called with p.mu
 // held, so that two starts of one id cannot both commit.
@@ -651,7 +665,7 @@ func (p *Provider) commitStart(s *stream, b *persistence.Batch) error {
 	_, err := p.ps.store.Get(ctx, streamKey(s.id, suffixDef))
 	switch {
 	case err == nil:
-		return &keyError{"stream-id", fmt.Errorf("a persisted stream with id %q exists in the store; recover it instead", s.id)}
+		return &keyError{"stream-id", takenID(ctx, p.ps.store, s.id)}
 	case !errors.Is(err, persistence.ErrNotFound):
 		return fmt.Errorf("start stream %q: read store: %w", s.id, err)
 	}

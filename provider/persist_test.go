@@ -381,7 +381,23 @@ func TestPersistStartRefusesStoredID(t *testing.T) {
 	must(t, ps.f.p.Close())
 	ps.open()
 	_, err := ps.f.p.Start(StartRequest{StreamID: "taken", Endpoint: "e", Transport: "mock", Processor: rtfs.Symbol("proc"), Globals: g})
-	wantErrContains(t, err, `a persisted stream with id "taken" exists`)
+	wantErrContains(t, err, `a stream with id "taken" exists in the store and has not ended (active): rtfshost resume taken carries it on`)
+}
+
+// Starting a stream under the id of an ended stream of the store says how
+// to start it: another id, or rtfshost rm first.
+func TestPersistStartRefusesEndedID(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	ps := newPersisted(t, persistence.NewMemStore())
+	startCount(ps.f, g, "done", rtfs.Symbol("proc"))
+	ps.f.send("done", `{"n":1,"done":true}`)
+	if st := ps.f.await("done"); st.State != StateCompleted {
+		t.Fatalf("done: %+v", st)
+	}
+	must(t, ps.f.p.Close())
+	ps.open()
+	_, err := ps.f.p.Start(StartRequest{StreamID: "done", Endpoint: "e", Transport: "mock", Processor: rtfs.Symbol("proc"), Globals: g})
+	wantErrContains(t, err, `a stream with id "done" exists in the store, ended (completed): give another :stream-id (or none, for a fresh one), or remove the old one first with rtfshost rm done`)
 }
 
 // With manual connect, recovered unfinished streams are loaded for
