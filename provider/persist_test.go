@@ -964,3 +964,82 @@ func TestPersistJournalClearedPastBatchLimit(t *testing.T) {
 		t.Errorf(":count = %v, want 21", c)
 	}
 }
+
+// WatchLoads is told of each stream the provider loads, running or ended,
+// before it is registered, so that a Pending subscription made there gets
+// every event of it; then of how the load went. A watch stopped is told
+// nothing.
+func TestWatchLoads(t *testing.T) {
+	g := compileGlobals(t, countSrc)
+	ps := newPersisted(t, persistence.NewMemStore())
+	live := startCount(ps.f, g, "live", rtfs.Symbol("proc"))
+	ps.f.send(live, `{"n":1}`)
+	ps.f.processed(live, 1)
+	done := startCount(ps.f, g, "done", rtfs.Symbol("proc"))
+	ps.f.send(done, `{"done":true}`)
+	ps.f.await(done)
+	if err := ps.f.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ps.open()
+
+	type told struct {
+		ended, registered bool
+		loaded            chan error
+		mu                sync.Mutex
+		events            []Event
+	}
+	var mu sync.Mutex
+	seen := map[string]*told{}
+	stop := ps.f.p.WatchLoads(func(ctx context.Context, id string, ended bool) func(error) {
+		w := &told{ended: ended, registered: slices.Contains(ps.f.p.StreamIDs(), id), loaded: make(chan error, 1)}
+		mu.Lock()
+		seen[id] = w
+		mu.Unlock()
+		if _, err := ps.f.p.Subscribe(id, SubscribeOptions{Pending: true, Receive: func(ev Event) {
+			w.mu.Lock()
+			w.events = append(w.events, ev)
+			w.mu.Unlock()
+		}}); err != nil {
+			t.Errorf("Subscribe(%s): %v", id, err)
+		}
+		return func(err error) { w.loaded <- err }
+	})
+	defer stop()
+	ps.f.p.WatchLoads(func(_ context.Context, id string, _ bool) func(error) {
+		t.Errorf("a stopped watch was told of %s", id)
+		return nil
+	})()
+	must(t, ps.f.p.Recover(context.Background()))
+	ps.f.send(live, `{"n":2,"done":true}`)
+	ps.f.await(live)
+	for id, ended := range map[string]bool{live: false, done: true} {
+		mu.Lock()
+		w := seen[id]
+		mu.Unlock()
+		if w == nil {
+			t.Fatalf("the watch was not told of %s", id)
+		}
+		if err := <-w.loaded; err != nil || w.ended != ended || w.registered {
+			t.Errorf("%s: loaded %v, ended %v (want %v), registered when told %v", id, err, w.ended, ended, w.registered)
+		}
+		ps.f.waitFor("the end of "+id, func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return len(w.events) > 0 && w.events[len(w.events)-1].Kind == EventEnd
+		})
+		w.mu.Lock()
+		var kinds []EventKind
+		for _, ev := range w.events {
+			kinds = append(kinds, ev.Kind)
+		}
+		w.mu.Unlock()
+		want := []EventKind{EventEnd}
+		if !ended {
+			want = []EventKind{EventOutput, EventEnd} // chunk 2's output: every event after the recovery
+		}
+		if !slices.Equal(kinds, want) {
+			t.Errorf("%s: events %v, want %v", id, kinds, want)
+		}
+	}
+}

@@ -142,6 +142,9 @@ type Provider struct {
 	// recoveries of one stream (a takeover and a request, in a cluster)
 	// do not both rebuild it.
 	restoring map[string]bool
+	// loadWatches are told of the streams loaded from the store
+	// (WatchLoads, recover.go).
+	loadWatches []*loadWatch
 
 	allSubs atomic.Pointer[[]*Subscription] // subscribers to every stream
 	// changeSubs counts the open subscriptions that asked for EventChange

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -218,7 +219,14 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 	}
 	s, err := p.rebuild(ctx, l)
 	if err == nil {
+		var told []func(error)
+		if run || State(l.progress.status).Terminal() {
+			told = p.tellLoad(ctx, l.id, !run)
+		}
 		err = p.registerRecovered(s)
+		for _, f := range told {
+			f(err)
+		}
 	}
 	if err != nil {
 		if run && p.opts.Cluster != nil {
@@ -228,6 +236,51 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 		return wrap(err)
 	}
 	return nil
+}
+
+// A LoadFunc is told of a stream that a Provider loads from its store
+// (WatchLoads): its id, and whether it has ended (it is loaded to be
+// inspected; else it runs here). It returns a function that the provider
+// calls once the stream is registered (with a nil error) or failed to load
+// (with the error), or nil.
+type LoadFunc func(ctx context.Context, id string, ended bool) (loaded func(error))
+
+type loadWatch struct{ f LoadFunc }
+
+// WatchLoads calls f for each stream the provider loads from its store
+// from now on (Recover, RecoverStream, and so, in a cluster, each stream
+// it takes over from another host) that runs here or has ended: once the
+// provider owns the stream and before it publishes its first event, so
+// that a subscription f makes with SubscribeOptions.Pending gets every
+// event of it. f runs on the goroutine that loads the stream and holds it
+// up: it may read the store and subscribe, but must not wait for the
+// stream. The returned function stops the calls (one in progress may still
+// finish). Safe for concurrent use; costs nothing while no stream loads.
+func (p *Provider) WatchLoads(f LoadFunc) (stop func()) {
+	w := &loadWatch{f}
+	p.mu.Lock()
+	p.loadWatches = append(p.loadWatches[:len(p.loadWatches):len(p.loadWatches)], w)
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.loadWatches = slices.DeleteFunc(slices.Clone(p.loadWatches), func(x *loadWatch) bool { return x == w })
+	}
+}
+
+// tellLoad tells the load watches that stream id is being loaded, and
+// returns what they want to be told when it is.
+func (p *Provider) tellLoad(ctx context.Context, id string, ended bool) []func(error) {
+	p.mu.Lock()
+	watches := p.loadWatches
+	p.mu.Unlock()
+	var told []func(error)
+	for _, w := range watches {
+		if f := w.f(ctx, id, ended); f != nil {
+			told = append(told, f)
+		}
+	}
+	return told
 }
 
 // rebuild makes the stream of l with its processor, state and progress.

@@ -2,7 +2,9 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +74,68 @@ func TestTasksInCluster(t *testing.T) {
 	})
 	if ids := b.host.Provider().Live(); len(ids) != 0 {
 		t.Fatalf("b runs %v; the stream is a's", ids)
+	}
+}
+
+// TestTaskFollowsItsStream: a stream task's stream moves to host b when
+// a, which runs it, shuts down (as serve does on SIGTERM: the MCP server,
+// then the host, which hands its streams over). b takes the task with the
+// stream: tasks/get on b says completed once the stream ends there, and
+// tasks/result on b returns the exact result, every output once, in
+// order, those a gave and those b gave. One task b was asked about before
+// the move, one it had never heard of.
+func TestTaskFollowsItsStream(t *testing.T) {
+	ns := clustertest.Server(t, clustertest.Options{})
+	a := newClusterFixture(t, ns.ClientURL(), "a")
+	b := newClusterFixture(t, ns.ClientURL(), "b")
+	urlA, urlB := a.ts.URL+PathStreamable, b.ts.URL+PathStreamable
+	ha, hb := legacyInit(t, urlA), legacyInit(t, urlB)
+	ids := []string{"move-asked", "move-unknown"}
+	for _, id := range ids {
+		created, e := rpc(t, urlA, ha, "tools/call", map[string]any{"name": ToolStart, "arguments": startArgs(id), "task": map[string]any{}})
+		if task, _ := created["task"].(map[string]any); e != nil || task["taskId"] != id {
+			t.Fatalf("CreateTaskResult = %v, error %v", created, e)
+		}
+		a.feed(context.Background(), id, values(3)...)
+	}
+	for _, id := range ids {
+		waitFor(t, "a to process 3 chunks of "+id, func() bool {
+			in, err := a.host.Provider().Info(id, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
+			return err == nil && in.Stats.ProcessedChunks == 3
+		})
+	}
+	if got, e := rpc(t, urlB, hb, methodTasksGet, map[string]any{"taskId": ids[0]}); e != nil || got["status"] != "working" {
+		t.Fatalf("tasks/get on b before the move = %v, %v", got, e)
+	}
+
+	a.shutDown()
+	for _, id := range ids {
+		waitFor(t, "b to run "+id, func() bool { return slices.Contains(b.host.Provider().Live(), id) })
+		b.feed(context.Background(), id, append(values(2), end)...)
+	}
+	for _, id := range ids {
+		waitFor(t, "the task "+id+" to complete on b", func() bool {
+			got, e := rpc(t, urlB, hb, methodTasksGet, map[string]any{"taskId": id})
+			return e == nil && got["status"] == "completed"
+		})
+		res, e := rpc(t, urlB, hb, methodTasksResult, map[string]any{"taskId": id})
+		if e != nil || res["isError"] != false {
+			t.Fatalf("tasks/result of %s on b = %v, %v", id, res, e)
+		}
+		var out streamResult
+		content, _ := res["content"].([]any)
+		block, _ := content[0].(map[string]any)
+		if err := json.Unmarshal([]byte(fmt.Sprint(block["text"])), &out); err != nil {
+			t.Fatalf("tasks/result of %s: %v\n%v", id, err, res)
+		}
+		var outs []string
+		for _, o := range out.Outputs {
+			outs = append(outs, string(o))
+		}
+		want := []string{`{"n":1,"value":1}`, `{"n":2,"value":2}`, `{"n":3,"value":3}`, `{"n":4,"value":1}`, `{"n":5,"value":2}`, `{"total":6}`}
+		if out.State != provider.StateCompleted || string(out.Result) != `{"total":6}` || !slices.Equal(outs, want) || out.OutputCount != 6 || out.Lost != 0 {
+			t.Errorf("tasks/result of %s on b: state %s result %s outputs %v (count %d, lost %d); want completed, {\"total\":6}, %v",
+				id, out.State, out.Result, outs, out.OutputCount, out.Lost, want)
+		}
 	}
 }

@@ -63,6 +63,18 @@ type fixture struct {
 	// stdout is the host's Stdout: what programs print that no call routes
 	// to its client.
 	stdout *lockedBuffer
+	closed sync.Once
+}
+
+// shutDown closes the fixture as serve closes when it is told to stop:
+// the MCP server, its HTTP server, then the host (which, in a cluster,
+// hands its streams over). The test's cleanup calls it too.
+func (f *fixture) shutDown() {
+	f.closed.Do(func() {
+		f.srv.Close()
+		f.ts.Close()
+		f.host.Close()
+	})
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use.
@@ -133,11 +145,7 @@ func buildFixture(t *testing.T, opts Options, open func(host.Options) (*host.Hos
 		t.Fatal(err)
 	}
 	f.ts = httptest.NewServer(wrap(f.srv.Handler()))
-	t.Cleanup(func() {
-		f.srv.Close()
-		f.ts.Close()
-		f.host.Close()
-	})
+	t.Cleanup(f.shutDown)
 	return f
 }
 

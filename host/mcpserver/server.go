@@ -238,6 +238,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel()
+	s.tasks.stop()
 	for ss := range s.mcp.Sessions() {
 		_ = ss.Close()
 	}
@@ -246,6 +247,19 @@ func (s *Server) Close() error {
 	s.events.close()
 	s.tasks.close()
 	return nil
+}
+
+// hold counts work of the server's own (not a tool call's) in calls, which
+// Close waits for, and reports false once the Server is closed; call
+// calls.Done when the work is done.
+func (s *Server) hold() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.calls.Add(1)
+	return true
 }
 
 // DefaultMaxCallsPerSession is Options.MaxCallsPerSession when zero.

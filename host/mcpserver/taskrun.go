@@ -146,13 +146,17 @@ func (t *tasks) followLocked(e *taskEntry, start args, recovered <-chan struct{}
 			case <-ctx.Done():
 				return // Close
 			}
-			if _, err := t.s.prov.Status(id); err != nil {
-				t.finish(e, taskErrorResult("the task's stream %s was not found after the server restarted", id), provider.StateError)
-				return
-			}
-			if t.clustered() && !t.runsHere(id) {
-				t.letGo(e) // another host recovered it
-				return
+			// A stream loaded here, running or ended, is followed here; in
+			// a cluster one that another host runs is left to it.
+			if !t.loadedHere(id) {
+				if _, err := t.s.prov.Status(id); err != nil {
+					t.finish(e, taskErrorResult("the task's stream %s was not found after the server restarted", id), provider.StateError)
+					return
+				}
+				if t.clustered() && !t.loadedHere(id) {
+					t.letGo(e) // another host recovered it
+					return
+				}
 			}
 		}
 		ends, err := c.pump(ctx, nil, func(ends map[string]provider.Status) bool {

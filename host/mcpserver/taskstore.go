@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -89,6 +90,10 @@ type tasks struct {
 	store persistence.Store      // nil: tasks live as long as the process
 	com   *persistence.Committer // writes the tasks' outputs behind (taskout.go); nil without a store
 
+	// stopLoads stops the provider's calls of streamLoaded (a cluster's
+	// tasks only).
+	stopLoads func()
+
 	mu   sync.Mutex
 	byID map[string]*taskEntry
 }
@@ -98,7 +103,18 @@ func newTasks(s *Server, store persistence.Store) *tasks {
 	if store != nil {
 		t.com = persistence.NewCommitter(store, persistence.CommitterOptions{})
 	}
+	if store != nil && t.clustered() {
+		t.stopLoads = s.prov.WatchLoads(t.streamLoaded)
+	}
 	return t
+}
+
+// stop ends the tasks' look at the streams the host loads; call it before
+// waiting for the followers to end.
+func (t *tasks) stop() {
+	if t.stopLoads != nil {
+		t.stopLoads()
+	}
 }
 
 // close stores the outputs still written behind; call it once no follower
@@ -138,6 +154,9 @@ func (t *tasks) load(ctx context.Context, recovered <-chan struct{}) {
 			expired = append(expired, bytes.Clone(k)) // its ttl is over: forget it
 			return nil
 		}
+		if t.byID[rec.ID] != nil {
+			return nil // taken with its stream (streamLoaded) before this load
+		}
 		e := &taskEntry{rec: rec, done: make(chan struct{})}
 		if rec.terminal() {
 			close(e.done)
@@ -174,7 +193,11 @@ func (t *tasks) load(ctx context.Context, recovered <-chan struct{}) {
 // In a cluster (docs/cluster.md) the task records are shared by every host,
 // and a stream task is driven by the host that runs its stream. The other
 // hosts answer for it from its record, read again from the store at each
-// look, and take it over when its stream comes to them.
+// look, and take it over when its stream comes to them: the provider tells
+// streamLoaded of every stream it loads (a takeover, after the host that
+// ran it left or died), before the stream processes anything here, and the
+// task's follower starts there, so that it sees every output the stream
+// gives here.
 
 // clustered reports whether the server's host shares its store with other
 // hosts.
@@ -182,6 +205,59 @@ func (t *tasks) clustered() bool { return t.s.host.Cluster() != nil }
 
 // runsHere reports whether this host runs stream id.
 func (t *tasks) runsHere(id string) bool { return slices.Contains(t.s.prov.Live(), id) }
+
+// loadedHere reports whether this host's provider has stream id, running
+// or ended.
+func (t *tasks) loadedHere(id string) bool { return slices.Contains(t.s.prov.StreamIDs(), id) }
+
+// streamLoaded is the provider's LoadFunc: when the host loads stream id
+// (it runs here from now on, or has ended and is loaded to be inspected)
+// and a task of that stream that has not ended is driven by no goroutine
+// here, it starts the task's follower, subscribed to the stream before
+// the stream gives anything here; the follower looks at the stream once
+// the provider says it is loaded. Cost: one read of the task's record for
+// each stream taken over; none for an ended stream that no task here
+// names.
+func (t *tasks) streamLoaded(ctx context.Context, id string, ended bool) func(error) {
+	if !t.s.hold() {
+		return nil // closed
+	}
+	defer t.s.calls.Done()
+	t.mu.Lock()
+	e := t.byID[id]
+	t.mu.Unlock()
+	if e == nil && ended {
+		return nil
+	}
+	// The record, as whichever host last drove the task stored it.
+	rec, err := t.stored(ctx, id)
+	if err != nil {
+		if !errors.Is(err, persistence.ErrNotFound) {
+			t.s.log.Error("mcp tasks: reading the task of a stream taken over", "stream", id, "err", err)
+		}
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e = t.byID[id]; e == nil {
+		e = &taskEntry{rec: rec, done: make(chan struct{})}
+		t.byID[id] = e
+	}
+	if e.running || e.rec.terminal() {
+		return nil
+	}
+	e.rec = rec
+	if rec.terminal() {
+		close(e.done)
+		return nil
+	}
+	if rec.StreamID != id {
+		return nil
+	}
+	loaded := make(chan struct{})
+	t.followLocked(e, nil, loaded)
+	return func(error) { close(loaded) }
+}
 
 // refreshLocked reads task id's record from the store when this host does
 // not drive it (another host of the cluster may have created or changed
