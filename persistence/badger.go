@@ -27,8 +27,9 @@ type BadgerStore struct {
 	logger *slog.Logger
 
 	memTableSize int64
-	readOnly     bool   // opened by OpenBadgerReadOnly: every write is refused
-	scratch      string // the copy a read-only store reads, removed by Close; "" when it reads dir itself
+	dirFile      *os.File // the data directory, open for fstatfs; nil if it could not be opened
+	readOnly     bool     // opened by OpenBadgerReadOnly: every write is refused
+	scratch      string   // the copy a read-only store reads, removed by Close; "" when it reads dir itself
 
 	mu     sync.Mutex
 	idle   *sync.Cond // signalled when active drops to zero
@@ -73,15 +74,32 @@ func OpenBadger(dir string, opts Options) (*BadgerStore, error) {
 		lock.release()
 		return nil, fmt.Errorf("persistence: open %q: %w", abs, err)
 	}
+	spare := ""
+	if opts.MinFreeBytes > 0 {
+		spare = filepath.Join(abs, spareFileName)
+		if ok, err := allocateSpare(spare, 4*opts.MemTableSize); !ok {
+			spare = ""
+			if err != nil && opts.Logger != nil {
+				opts.Logger.Warn("persistence: no spare file for a full disk", "dir", abs, "err", err)
+			}
+		}
+	}
 	db, err := openDB(opts.badgerOptions(abs))
 	if err != nil {
+		if spare != "" {
+			os.Remove(spare)
+		}
 		lock.release()
 		if isBadgerLockError(err) {
 			return nil, &LockedError{Dir: abs, Err: err}
 		}
 		return nil, &DamagedError{Dir: abs, Problem: "Badger cannot open it", Err: err}
 	}
-	return newBadgerStore(abs, db, lock, opts), nil
+	s := newBadgerStore(abs, db, lock, opts)
+	if spare != "" {
+		s.space.spare, s.space.spareSize = spare, 4*opts.MemTableSize
+	}
+	return s, nil
 }
 
 // newBadgerStore wraps an open database and starts its GC goroutine.
@@ -92,13 +110,16 @@ func newBadgerStore(dir string, db *badger.DB, lock *dirLock, opts Options) *Bad
 		lock:         lock,
 		logger:       opts.Logger,
 		memTableSize: opts.MemTableSize,
-		space:        spaceGuard{dir: dir, min: max(opts.MinFreeBytes, 0), free: freeSpace, every: spaceCheckInterval},
+		space:        spaceGuard{dir: dir, min: max(opts.MinFreeBytes, 0), free: freeSpace, every: dirCheckInterval},
 		stopGC:       make(chan struct{}),
 		gcDone:       make(chan struct{}),
 	}
 	s.idle = sync.NewCond(&s.mu)
 	if fi, err := os.Stat(dir); err == nil {
 		s.space.dirInfo = fi
+	}
+	if d, err := os.Open(dir); err == nil {
+		s.dirFile, s.space.free, s.space.unlinked = d, freeSpaceOf(d), unlinkedOf(d)
 	}
 	if opts.GCInterval > 0 {
 		go s.runGC(opts.GCInterval)
@@ -331,9 +352,13 @@ func (s *BadgerStore) Close() error {
 
 	close(s.stopGC)
 	<-s.gcDone
+	s.space.releaseSpare() // room for the last flush, however full the disk is
 	err := s.closeDB()
 	if lerr := s.lock.release(); err == nil {
 		err = lerr
+	}
+	if s.dirFile != nil {
+		s.dirFile.Close()
 	}
 	if s.scratch != "" && !errors.Is(err, ErrDirRemoved) {
 		if rerr := os.RemoveAll(s.scratch); err == nil && rerr != nil {
@@ -375,12 +400,9 @@ const dirRemovedCheck = 250 * time.Millisecond
 // dirRemoved reports whether the directory the store was opened on is gone
 // (removed, or replaced by another one).
 func (s *BadgerStore) dirRemoved() bool {
-	base := s.space.dirInfo
-	if base == nil {
-		return false
-	}
-	fi, err := os.Stat(s.space.dir)
-	return err != nil || !os.SameFile(fi, base)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.space.dirGone()
 }
 
 // runGC collects the value log every interval until Close.

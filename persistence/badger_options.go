@@ -34,10 +34,13 @@ type Options struct {
 	// must keep: below it, commits and read-write opens fail with a
 	// *SpaceError ("no space left", matching syscall.ENOSPC) instead of
 	// risking Badger's crash (SIGBUS) on a full disk. The guard reads the
-	// free space every 100 ms or MiB committed and counts every commit in
-	// between. The reserve must hold what Badger writes unasked (the rest of
-	// its mapped log files, a memtable flush, compactions): about 16
-	// memtables. Zero means 128 MiB; a negative value turns the check off.
+	// free space before every commit (fstatfs, about 1 µs). The reserve
+	// must hold what Badger writes unasked (the rest of its mapped log
+	// files, a memtable flush, compactions): about 16 memtables. With a
+	// reserve, a read-write open also allocates a spare file of 4
+	// memtables that the store deletes to let Badger flush and close when
+	// the disk fills to its last block. Zero means 128 MiB; a negative
+	// value turns the check and the spare file off.
 	MinFreeBytes int64
 
 	// MemTableSize is the size in bytes of each of the two memtables, which

@@ -138,7 +138,8 @@ func needsCopy(dir string) string {
 
 // copyForReading copies the files of the data directory dir into a new
 // directory under os.TempDir, which must keep reserve bytes free beyond
-// the copy. Sparse files stay sparse. The locks are not copied.
+// the copy. Sparse files stay sparse. The locks and the spare file are not
+// copied.
 func copyForReading(dir string, reserve int64) (string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -147,7 +148,7 @@ func copyForReading(dir string, reserve int64) (string, error) {
 	var files []fs.FileInfo
 	var need int64
 	for _, e := range entries {
-		if !e.Type().IsRegular() || e.Name() == "LOCK" || e.Name() == lockFileName {
+		if !e.Type().IsRegular() || e.Name() == "LOCK" || e.Name() == lockFileName || e.Name() == spareFileName {
 			continue
 		}
 		fi, err := e.Info()

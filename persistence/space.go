@@ -19,15 +19,24 @@ import (
 // it has mapped, a memtable flushed to a table, and the compactions that
 // rewrite tables before deleting the old ones (docs/durability.md).
 //
-// The guard reads statfs again after spaceCheckInterval or once the commits
-// since the last reading could have written spaceCheckBytes; in between it
-// subtracts what they could have written from the last reading, so a fast
-// writer cannot run through the reserve between two readings.
+// Other programs may fill the disk too, past the reserve, and then a
+// flush or compaction that Badger starts on its own (or at Close) would
+// fault. So a read-write open also allocates a spare file (spareFileName,
+// 4 memtables, without holes), which the guard deletes when it finds less
+// free space than that, and Close deletes before it closes the database:
+// Badger then has that room to flush and close, unless another program
+// takes it first. The next open allocates it again.
+//
+// The guard reads statfs before every write (about 1 µs): a reading that
+// is any older lets a fast writer, or another program, run through the
+// reserve in between (a 200 MB tmpfs fills in about a second). It asks
+// whether the open directory was removed before every write as well
+// (fstat, about 0.3 µs), and looks for it by its path (replaced by
+// another?) at most every dirCheckInterval.
 
 const (
 	defaultMinFreeBytes = 128 << 20
-	spaceCheckInterval  = 100 * time.Millisecond
-	spaceCheckBytes     = 1 << 20
+	dirCheckInterval    = 100 * time.Millisecond
 	// writeAmplification bounds the bytes one committed byte costs on disk
 	// at once: its write-ahead-log entry and, for a large value, its
 	// value-log entry (the table it is flushed to comes later, out of the
@@ -46,63 +55,72 @@ type spaceGuard struct {
 	dirInfo os.FileInfo                     // the directory at open, to notice its removal; nil: not checked
 	min     int64                           // reserve in bytes; 0 disables the space check
 	free    func(dir string) (int64, error) // free bytes for an unprivileged user; -1 when unknown
-	every   time.Duration
+	every   time.Duration                   // how often to look for the directory by its path
+	// unlinked, when set, says at once whether the open directory was
+	// removed; it is asked before every write.
+	unlinked func() bool
 
-	lastCheck time.Time
-	lastFree  int64
-	since     int64 // bytes the writes since lastCheck may have written
-	removed   bool  // the directory was found removed (for good)
+	spare     string // the spare file while it is held; "" once released (or never allocated)
+	spareSize int64
+
+	lastDirCheck time.Time
+	removed      bool // the directory was found removed (for good)
 }
 
-// check returns an error wrapping syscall.ENOSPC when the free space, less
-// what the writes since the last reading may have used, is below the
-// reserve, or an error wrapping ErrDirRemoved once the directory is gone.
-// n is what the write about to be made may write. The caller serialises
-// calls.
+// check returns an error wrapping syscall.ENOSPC when a write of n bytes
+// would take the free space below the reserve, or an error wrapping
+// ErrDirRemoved once the directory is gone. The caller serialises calls.
 func (g *spaceGuard) check(now time.Time, n int64) error {
 	if g.removed {
 		return g.removedErr()
 	}
-	if now.Sub(g.lastCheck) >= g.every || g.since+n >= spaceCheckBytes || g.short(n) {
-		if err := g.refresh(now); err != nil {
-			return err
-		}
+	if g.unlinked != nil && g.unlinked() {
+		g.removed = true
 	}
-	if g.short(n) {
-		return g.lowErr(g.lastFree - g.since)
+	if g.removed || now.Sub(g.lastDirCheck) >= g.every && g.dirGone() {
+		return g.removedErr()
 	}
-	g.since += n
-	return nil
-}
-
-// short reports whether a write of n bytes could take the free space of the
-// last reading below the reserve.
-func (g *spaceGuard) short(n int64) bool {
-	return g.min > 0 && g.lastFree >= 0 && g.lastFree-g.since-n < g.min
-}
-
-// refresh looks for the directory and reads the free space.
-func (g *spaceGuard) refresh(now time.Time) error {
-	if g.dirInfo != nil {
-		if fi, err := os.Stat(g.dir); err != nil || !os.SameFile(fi, g.dirInfo) {
-			g.removed = true
-			return g.removedErr()
-		}
-	}
+	g.lastDirCheck = now
 	if g.min <= 0 {
-		g.lastCheck, g.lastFree, g.since = now, -1, 0
 		return nil
 	}
 	free, err := g.free(g.dir)
 	if err != nil {
+		if g.dirGone() {
+			return g.removedErr()
+		}
 		return fmt.Errorf("check free space: %w", err)
 	}
-	g.lastCheck, g.lastFree, g.since = now, free, 0
+	if free < 0 {
+		return nil // unknown
+	}
+	if free < g.spareSize {
+		g.releaseSpare() // the disk is full to its last blocks: Badger's own writes need room
+	}
+	if free-n < g.min {
+		return &SpaceError{Dir: g.dir, Free: free, Reserve: g.min}
+	}
 	return nil
 }
 
-func (g *spaceGuard) lowErr(free int64) error {
-	return &SpaceError{Dir: g.dir, Free: max(free, 0), Reserve: g.min}
+// dirGone looks whether the directory is still the one opened, and
+// remembers when it is not.
+func (g *spaceGuard) dirGone() bool {
+	if g.dirInfo == nil {
+		return false
+	}
+	if fi, err := os.Stat(g.dir); err != nil || !os.SameFile(fi, g.dirInfo) {
+		g.removed = true
+	}
+	return g.removed
+}
+
+// releaseSpare deletes the spare file, if it is held.
+func (g *spaceGuard) releaseSpare() {
+	if g.spare != "" {
+		os.Remove(g.spare)
+		g.spare = ""
+	}
 }
 
 func (g *spaceGuard) removedErr() error {
@@ -121,7 +139,7 @@ var ErrDirRemoved = errors.New("data directory removed")
 // applied; once space is freed, writes succeed again.
 type SpaceError struct {
 	Dir     string // the data directory
-	Free    int64  // bytes free (for an unprivileged user), less what writes since the last reading may have used
+	Free    int64  // bytes free (for an unprivileged user)
 	Reserve int64  // Options.MinFreeBytes
 }
 
@@ -151,6 +169,9 @@ func checkFreeSpace(dir string, min int64, free func(string) (int64, error)) err
 	}
 	return nil
 }
+
+// spareFileName is the spare file in a data directory (see above).
+const spareFileName = "rtfshost.spare"
 
 // batchCost is what committing b may write on disk at once.
 func batchCost(b *Batch) int64 {

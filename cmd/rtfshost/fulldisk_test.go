@@ -49,9 +49,9 @@ func TestFullDiskRun(t *testing.T) {
 			t.Errorf("unmount %s: %v", fs, err)
 		}
 	}()
-	// 40 MB that the test frees later.
+	// 20 MB that the test frees later.
 	filler := filepath.Join(fs, "filler")
-	if err := os.WriteFile(filler, make([]byte, 40<<20), 0o600); err != nil {
+	if err := os.WriteFile(filler, make([]byte, 20<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	prog := filepath.Join(work, "fill.rtfs")
