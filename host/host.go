@@ -50,8 +50,10 @@ import (
 // Options configure a Host.
 type Options struct {
 	// Streams configures the stream provider: its transports, environment,
-	// limits for processors, queue capacity. Its Capabilities field is
-	// ignored: processors reach the host's registry.
+	// limits for processors, queue capacity. The host sets two of its
+	// fields itself, and New refuses them set: Capabilities (processors
+	// reach the host's registry, where Register adds capabilities) and
+	// Store (give Options.Store, or OpenOptions.DataDir).
 	Streams provider.Options
 	// Limits bound each program run (steps, depth, collection size).
 	Limits rtfs.Limits
@@ -65,10 +67,10 @@ type Options struct {
 	Log func(stream, line string)
 	// Logger receives the host's logs; nil discards them.
 	Logger *slog.Logger
-	// Store makes the host durable: its streams (it becomes Streams.Store)
-	// and its programs parked on :mcp.stream.await. Nil means
-	// Streams.Store, and no persistence when that is nil too. The caller
-	// owns the store and closes it after the host.
+	// Store makes the host durable: its streams and its programs parked
+	// on :mcp.stream.await; nil means no persistence. The caller owns the
+	// store and closes it after the host (Open with OpenOptions.DataDir
+	// opens one that the host owns instead).
 	Store persistence.Store
 }
 
@@ -118,10 +120,13 @@ func New(opts Options) (*Host, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	opts.Streams.Capabilities = h.reg
-	if opts.Store == nil {
-		opts.Store = opts.Streams.Store
+	if opts.Streams.Capabilities != nil {
+		return nil, errors.New("host: Options.Streams.Capabilities is the host's own registry: leave it nil and add capabilities with Host.Register")
 	}
+	if opts.Streams.Store != nil {
+		return nil, errors.New("host: Options.Streams.Store is set from Options.Store: give the store there")
+	}
+	opts.Streams.Capabilities = h.reg
 	h.store, opts.Streams.Store = opts.Store, opts.Store
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if opts.Streams.Logger == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/rtfshost/rtfshost/cluster"
 	"github.com/rtfshost/rtfshost/persistence"
@@ -16,8 +17,8 @@ import (
 // DefaultTransports returns the catalog of the transports rtfshost runs for
 // real sources: raw SSE, MCP Streamable HTTP, legacy MCP HTTP+SSE, an MCP
 // server launched as a child process (stdio) and any program's output
-// (exec). The mock is not among them: tests and embedders add it with
-// transport.NewCatalog(append(DefaultTransports().Kinds(), mock.Kind(t))...).
+// (exec). The mock is not among them: an embedder adds it, or its own, with
+// OpenOptions.AddTransports.
 // Each call returns new transport values; the catalog is safe for
 // concurrent use.
 func DefaultTransports() *transport.Catalog {
@@ -40,6 +41,11 @@ type OpenOptions struct {
 	DataDir string
 	// SyncWrites syncs every commit of the store in DataDir to disk.
 	SyncWrites bool
+	// AddTransports are transports added to DefaultTransports, such as
+	// the mock (mock.Kind) or an embedder's own; a kind of a name the
+	// defaults have replaces it. Give either AddTransports or
+	// Streams.Transports (a whole catalog of your own), not both.
+	AddTransports []transport.Kind
 	// Cluster, when set, makes the host one of a cluster sharing NATS
 	// JetStream (docs/cluster.md): Open joins it, its records live there
 	// (DataDir and Store must be empty), and the host runs the streams it
@@ -54,15 +60,18 @@ type OpenOptions struct {
 // call it instead of New. The caller closes the Host, which closes the
 // store Open opened.
 func Open(opts OpenOptions) (*Host, error) {
-	if opts.Streams.Transports == nil {
-		opts.Streams.Transports = DefaultTransports()
+	switch {
+	case opts.Streams.Transports != nil && len(opts.AddTransports) > 0:
+		return nil, errors.New("host: open: both Streams.Transports and AddTransports given; give one (AddTransports adds to the defaults)")
+	case opts.Streams.Transports == nil:
+		opts.Streams.Transports = transport.NewCatalog(withKinds(DefaultTransports().Kinds(), opts.AddTransports)...)
 	}
 	if opts.Cluster != nil {
 		return openCluster(opts)
 	}
 	var own *persistence.BadgerStore
 	if opts.DataDir != "" {
-		if opts.Store != nil || opts.Streams.Store != nil {
+		if opts.Store != nil {
 			return nil, fmt.Errorf("host: open: both DataDir %s and a Store given; give one", opts.DataDir)
 		}
 		st, err := persistence.OpenBadger(opts.DataDir, persistence.Options{SyncWrites: opts.SyncWrites, Logger: opts.Logger})
@@ -84,9 +93,24 @@ func Open(opts OpenOptions) (*Host, error) {
 	return h, nil
 }
 
+// withKinds returns kinds with more added, a kind of a name already
+// there replacing it.
+func withKinds(kinds, more []transport.Kind) []transport.Kind {
+	out := append([]transport.Kind(nil), kinds...)
+	for _, k := range more {
+		i := slices.IndexFunc(out, func(o transport.Kind) bool { return o.Name == k.Name })
+		if i >= 0 {
+			out[i] = k
+		} else {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // openCluster joins the cluster of opts and opens a host on its store.
 func openCluster(opts OpenOptions) (*Host, error) {
-	if opts.DataDir != "" || opts.Store != nil || opts.Streams.Store != nil {
+	if opts.DataDir != "" || opts.Store != nil {
 		return nil, errors.New("host: open: a host in a cluster keeps its records in JetStream; give no data directory or store")
 	}
 	copts := *opts.Cluster
