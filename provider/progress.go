@@ -58,6 +58,7 @@ func newProgress(ms []Milestone) progress {
 // error naming the key; nothing is applied then.
 func (s *stream) applyProgressLocked(milestone, prog rtfs.Value, now time.Time) (bool, error) {
 	pr := s.progress
+	reached := "" // a milestone reached for the first time, for the timeline
 	if milestone != nil && milestone != rtfs.Nil {
 		id := milestoneID(milestone)
 		i := s.def.milestoneIndex(id)
@@ -69,6 +70,7 @@ func (s *stream) applyProgressLocked(milestone, prog rtfs.Value, now time.Time) 
 			pr.reached[i] = true
 			pr.done += s.def.milestones[i].Weight
 			pr.at = now
+			reached = id
 		}
 		pr.milestone = id
 	}
@@ -114,6 +116,9 @@ func (s *stream) applyProgressLocked(milestone, prog rtfs.Value, now time.Time) 
 	s.progress = pr
 	if changed {
 		s.progressVer++
+	}
+	if reached != "" {
+		s.noteLocked(TimelineEvent{Kind: "milestone", Message: reached})
 	}
 	return changed, nil
 }

@@ -78,6 +78,22 @@ func TestResultDeliveryKeys(t *testing.T) {
 	if got := path(v, "progress", "milestone"); got != rtfs.Keyword("build") {
 		t.Errorf("inspect :progress :milestone = %v", got)
 	}
+	// The milestone is in the stream's timeline, once.
+	f.send(id, `{"m":"build"}`)
+	<-sub.C()
+	events, _, err := f.p.Timeline(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var milestones []string
+	for _, ev := range events {
+		if ev.Kind == "milestone" {
+			milestones = append(milestones, ev.Message)
+		}
+	}
+	if strings.Join(milestones, " ") != "build" {
+		t.Errorf("timeline milestones %v, want [build] once", milestones)
+	}
 
 	for bad, msg := range map[string]string{
 		"priority":  ":priority must be :immediate, :normal or :low, got keyword :urgent",

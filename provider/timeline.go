@@ -7,11 +7,12 @@ import (
 
 // A TimelineEvent is something that happened to a stream besides its
 // chunks: its start, a directive applied (other than continue), a
-// reconnect of its source, its end. The dashboard shows a stream's
+// milestone reached (its id in Message), a reconnect of its source, its
+// end. The dashboard shows a stream's
 // timeline (Provider.Timeline).
 type TimelineEvent struct {
 	AtEpochMs int64  `json:"at-epoch-ms"`
-	Kind      string `json:"kind"`             // start, pause, resume, cancel, complete, reconnect, end
+	Kind      string `json:"kind"`             // start, pause, resume, cancel, complete, milestone, reconnect, end
 	Source    string `json:"source,omitempty"` // of a directive: processor, control-chunk, request, timer
 	Chunk     int64  `json:"chunk,omitempty"`  // the chunk whose result (or own action) named the directive
 	Message   string `json:"message,omitempty"`

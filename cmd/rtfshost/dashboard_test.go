@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -47,22 +48,26 @@ func TestDashboardInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := mcpSession(ctx, t, mcpURL, token)
+	// A stream given a total reports its progress (the list shows its bar,
+	// percentage and ETA).
 	program := `(defn step [state chunk meta]
   (let [n (:n (:chunk chunk))]
     (if (= n (:fail-at state)) (throw "sensor offline")
-      {:state (assoc state :count (inc (:count state)) :last (:chunk chunk)) :output {:n n :count (inc (:count state))}})))`
+      (cond-> {:state (assoc state :count (inc (:count state)) :last (:chunk chunk)) :output {:n n :count (inc (:count state))}}
+        (pos? (:total state)) (assoc :progress {:done n :total (:total state)})))))`
 	for _, s := range []struct {
 		id       string
 		interval int
 		limit    int
 		failAt   int
+		total    int
 	}{
-		{"alpha", 40, 1000000, 0}, {"beta", 40, 1000000, 0}, {"gamma", 25, 1000000, 0},
-		{"short", 10, 30, 0}, {"faulty", 30, 1000000, 25},
+		{"alpha", 40, 1000000, 0, 20000}, {"beta", 40, 1000000, 0, 0}, {"gamma", 25, 1000000, 0, 0},
+		{"short", 10, 30, 0, 30}, {"faulty", 30, 1000000, 25, 0},
 	} {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp.stream.start", Arguments: map[string]any{
 			"program": program, "processor": "step", "endpoint": "counter.v1", "transport": "sse",
-			"stream-id": s.id, "detach": true, "initial-state": map[string]any{"count": 0, "fail-at": s.failAt},
+			"stream-id": s.id, "detach": true, "initial-state": map[string]any{"count": 0, "fail-at": s.failAt, "total": s.total},
 			"config": map[string]any{"limit": s.limit, "interval_ms": s.interval},
 		}})
 		if err != nil || res.IsError {
@@ -148,7 +153,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("faulty's row shows %q, want its error message", out)
 	}
 	// An ended stream shows its average rate, and its age stops at its end.
-	if rate := text(`tr[data-id="short"] .c-rate .v`); !regexp.MustCompile(`^[1-9][0-9.,]*/s avg$`).MatchString(rate) {
+	if rate := text(`tr[data-id="short"] .c-rate`); !regexp.MustCompile(`^[1-9][0-9.,]*/s avg$`).MatchString(rate) {
 		t.Errorf("short's rate after its end is %q, want its average", rate)
 	}
 	ageOf := func() string { return text(`tr[data-id="short"] .c-age`) }
@@ -158,17 +163,47 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("short's age went on after its end: %s, then %s", age, later)
 	}
 	// The sparklines stay in one column whatever width the rates' texts have.
-	lefts, _ := eval(`[...document.querySelectorAll("#rows .c-rate svg")].map(s => Math.round(s.getBoundingClientRect().left * 10) / 10)`).([]any)
+	lefts, _ := eval(`[...document.querySelectorAll("#rows .c-trend svg")].map(s => Math.round(s.getBoundingClientRect().left * 10) / 10)`).([]any)
 	if len(lefts) < 5 {
 		t.Fatalf("%d sparklines", len(lefts))
 	}
 	for _, l := range lefts {
 		if l != lefts[0] {
-			t.Errorf("the sparklines do not line up: %v (rates %v)", lefts, eval(`[...document.querySelectorAll("#rows .c-rate .v")].map(v => v.textContent)`))
+			t.Errorf("the sparklines do not line up: %v (rates %v)", lefts, eval(`[...document.querySelectorAll("#rows .c-rate")].map(v => v.textContent)`))
 			break
 		}
 	}
+	// The rate's number has a header of its own, and the trend its own.
+	if heads := eval(`[...document.querySelectorAll("#streams th")].map(th => th.textContent).join("|")`); heads != "Stream|State|Rate|Trend|Processed|Queue|Reconn.|Last output|Age|End reason" {
+		t.Errorf("the table's headers are %q", heads)
+	}
+	waitUntil(t, bctx, "alpha's ETA", func() bool { return strings.Contains(text(`tr[data-id="short"] .progress .pv`)+text(`tr[data-id="alpha"] .progress .pv`), "eta") })
+	if pv := text(`tr[data-id="short"] .progress .pv`); pv != "100%" {
+		t.Errorf("short ended at %q, want 100%% with no ETA", pv)
+	}
+	// At the sizes people use, no cell's text overflows its cell (the last
+	// output is cut with an ellipsis, its whole text in the cell's title),
+	// and the table fits its frame.
+	for _, size := range [][2]int64{{1400, 900}, {1024, 768}} {
+		run(fmt.Sprintf("resize to %dx%d", size[0], size[1]), chromedp.EmulateViewport(size[0], size[1]))
+		time.Sleep(300 * time.Millisecond) // two of the page's refreshes
+		over := eval(`[...document.querySelectorAll("#rows td")].filter(td => td.offsetParent !== null &&
+			!td.classList.contains("c-output") && td.scrollWidth > td.clientWidth + 1)
+			.map(td => td.closest("tr").dataset.id + " column " + (td.cellIndex + 1) + " (" + td.className + "): " + td.textContent.trim())`)
+		if list, _ := over.([]any); len(list) > 0 {
+			t.Errorf("at %dx%d these cells overflow: %v", size[0], size[1], list)
+		}
+		if wide := eval(`(() => { const t = document.getElementById("streams"); return t.scrollWidth > t.parentElement.clientWidth + 1 })()`); wide != false {
+			t.Errorf("at %dx%d the table is wider than its frame", size[0], size[1])
+		}
+		if eta := text(`tr[data-id="alpha"] .progress .pv`); !strings.Contains(eta, "eta") {
+			t.Errorf("at %dx%d alpha's progress reads %q, want its ETA", size[0], size[1], eta)
+		}
+		screenshot(t, bctx, filepath.Join(artifacts, fmt.Sprintf("dashboard-list-%dx%d.png", size[0], size[1])))
+	}
+	run("back to 1400x900", chromedp.EmulateViewport(1400, 900))
 	screenshot(t, bctx, filepath.Join(artifacts, "dashboard-list.png"))
+	updateDocScreenshot(t, bctx, "dashboard.png")
 
 	// A stream's page: its state, outputs arriving, Cancel.
 	run("open beta's page",
@@ -193,6 +228,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#detail-state[data-state="active"]`)),
 	)
 	screenshot(t, bctx, filepath.Join(artifacts, "dashboard-stream.png"))
+	updateDocScreenshot(t, bctx, "dashboard-stream.png")
 	run("cancel beta",
 		chromedp.Click(chromedp.CSS("#btn-cancel")),
 		chromedp.WaitVisible(chromedp.CSS(`#detail-state[data-state="cancelled"]`)),
@@ -314,6 +350,16 @@ func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool)
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// updateDocScreenshot saves the viewport as docs/NAME when
+// RTFSHOST_UPDATE_DOCS is set: the documentation's screenshots are this
+// test's.
+func updateDocScreenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("RTFSHOST_UPDATE_DOCS") != "" {
+		screenshot(t, ctx, filepath.Join("..", "..", "docs", name))
 	}
 }
 

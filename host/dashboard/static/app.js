@@ -234,7 +234,8 @@
       c0.append(a, el("span", "sub")); tr.append(c0);
       const c1 = el("td"); const pg = el("div", "progress"); const pb = el("div", "bar"); pb.append(el("i")); pg.append(pb, el("span", "pv"));
       c1.append(el("span", "badge"), pg); tr.append(c1);
-      const c2 = el("td", "num c-rate"); const rd = el("div", "rate"); rd.append(el("span", "v")); rd.insertAdjacentHTML("afterbegin", '<svg class="spark" width="80" height="20" viewBox="0 0 80 20" aria-hidden="true"><polygon class="area"/><polyline/></svg>'); c2.append(rd); tr.append(c2);
+      tr.append(el("td", "num c-rate"));
+      const ct = el("td", "c-trend"); ct.insertAdjacentHTML("afterbegin", '<svg class="spark" width="80" height="20" viewBox="0 0 80 20" aria-hidden="true"><polygon class="area"/><polyline/></svg>'); tr.append(ct);
       tr.append(el("td", "num c-processed"));
       const c4 = el("td"); const q = el("div", "queue"); const bar = el("div", "bar"); bar.append(el("i")); q.append(bar, el("span", "qv")); c4.append(q); tr.append(c4);
       tr.append(el("td", "num c-reconnects"));
@@ -250,29 +251,32 @@
     const badge = c[1].firstChild;
     setText(badge, r.state); badge.className = "badge st-" + r.state;
     if (r.message) badge.title = r.message; else badge.removeAttribute("title");
-    setProgress(c[1].querySelector(".progress"), r.progress, r.etaMs, r.step);
-    setText(c[2].querySelector(".v"), fmtRate(r.rate) + (r.lifetime ? " avg" : ""));
+    // An ended stream has nothing left to estimate: no ETA.
+    const ended = !(r.state === "active" || r.state === "paused");
+    setProgress(c[1].querySelector(".progress"), r.progress, ended ? null : r.etaMs, r.step);
+    setText(c[2], fmtRate(r.rate) + (r.lifetime ? " avg" : ""));
     c[2].title = r.lifetime ? "average over the stream's life" : "over the last " + model.interval / 1000 + " s";
-    drawSpark(c[2].querySelector("svg"), r.rates, 80, 20);
-    setText(c[3], fmtInt(r.processed));
+    c[3].title = "chunks per second, the last " + Math.round(90 * model.interval / 1000) + " s";
+    drawSpark(c[3].querySelector("svg"), r.rates, 80, 20);
+    setText(c[4], fmtInt(r.processed));
     const live = r.state === "active" || r.state === "paused";
     const fill = live && r.capacity ? r.queued / r.capacity : 0;
-    const bar = c[4].querySelector(".bar");
+    const bar = c[5].querySelector(".bar");
     bar.firstChild.style.width = (fill * 100).toFixed(0) + "%";
     bar.className = "bar" + (fill >= 1 ? " full" : fill >= 0.75 ? " warn" : "");
-    setText(c[4].querySelector(".qv"), live ? `${r.queued}/${r.capacity}` : "–");
-    c[4].title = live ? `${r.queued} queued of ${r.capacity}` : "ended";
-    setText(c[5], fmtInt(r.reconnects));
+    setText(c[5].querySelector(".qv"), live ? `${r.queued}/${r.capacity}` : "–");
+    c[5].title = live ? `${r.queued} queued of ${r.capacity}` : "ended";
+    setText(c[6], fmtInt(r.reconnects));
     // A failed stream shows why in place of its last output.
     const failed = r.state === "error" && r.message;
-    setText(c[6], failed ? r.message : r.lastOutput || "");
-    c[6].title = failed ? r.message : r.lastOutput || "";
-    c[6].className = "out c-output" + (failed ? " err" : "");
-    setText(c[7], fmtAge((r.endedMs || now) - r.startedMs));
-    c[7].title = r.endedMs ? "ended " + new Date(r.endedMs).toLocaleString() : "";
+    setText(c[7], failed ? r.message : r.lastOutput || "");
+    c[7].title = failed ? r.message : r.lastOutput || "";
+    c[7].className = "out c-output" + (failed ? " err" : "");
+    setText(c[8], fmtAge((r.endedMs || now) - r.startedMs));
+    c[8].title = r.endedMs ? "ended " + new Date(r.endedMs).toLocaleString() : "";
     // An unrecoverable stream says why where an ended one says how it ended.
-    setText(c[8], r.reason || (r.state === "unrecoverable" ? r.message : ""));
-    c[8].title = r.message || "";
+    setText(c[9], r.reason || (r.state === "unrecoverable" ? r.message : ""));
+    c[9].title = r.message || "";
   }
 
   // setProgress draws a stream's progress: a bar, the percentage and the
