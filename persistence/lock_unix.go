@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // dirLock is an exclusive flock on the lock file of a data directory. The
@@ -22,7 +23,7 @@ func lockDir(dir string) (*dirLock, error) {
 	}
 	// flock locks belong to the open file description, so a second
 	// descriptor in the same process conflicts like another process does.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockExclusive(f, readersWait); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, &LockedError{Dir: dir, Holder: readHolder(dir), Err: err}
@@ -31,6 +32,35 @@ func lockDir(dir string) (*dirLock, error) {
 	}
 	writeHolder(f)
 	return &dirLock{f: f}, nil
+}
+
+// readersWait bounds how long a writer waits for the readers of a data
+// directory (OpenBadgerReadOnly: a command that lists or inspects the
+// streams) to finish.
+const readersWait = 10 * time.Second
+
+// lockExclusive takes an exclusive flock on f. While only readers hold
+// their shared lock (a shared lock can still be taken), it waits for them,
+// up to wait; a writer fails it at once.
+func lockExclusive(f *os.File, wait time.Duration) error {
+	fd := int(f.Fd())
+	deadline := time.Now().Add(wait)
+	for {
+		err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		// Readers only? A shared lock is granted beside theirs, not beside
+		// a writer's. (Taking it converts nothing: this descriptor holds no
+		// lock yet; it is dropped again at once.)
+		if serr := syscall.Flock(fd, syscall.LOCK_SH|syscall.LOCK_NB); serr != nil {
+			return err
+		}
+		if uerr := syscall.Flock(fd, syscall.LOCK_UN); uerr != nil {
+			return uerr
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // lockDirShared takes a shared flock on the lock file of dir, as a reader:

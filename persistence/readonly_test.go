@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // dirState describes every file of dir (name, size, content hash), to
@@ -80,9 +82,13 @@ func TestReadOnlyOpenChangesNothing(t *testing.T) {
 			if err := commitOne(s); !errors.Is(err, ErrReadOnly) {
 				t.Errorf("commit on a read-only store: %v, want ErrReadOnly", err)
 			}
-			// A reader keeps writers out, not other readers.
-			if _, err := OpenBadger(dir, testOpts); !errors.As(err, new(*LockedError)) {
-				t.Errorf("read-write open beside a reader: %v, want a *LockedError", err)
+			// Readers do not exclude each other.
+			r2, err := OpenBadgerReadOnly(dir, testOpts)
+			if err != nil {
+				t.Fatalf("a second reader: %v", err)
+			}
+			if err := r2.Close(); err != nil {
+				t.Fatal(err)
 			}
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
@@ -98,7 +104,8 @@ func TestReadOnlyOpenChangesNothing(t *testing.T) {
 }
 
 // TestReadOnlyOpenWhileHeld: a store open read-write refuses readers with
-// a *LockedError that names the directory.
+// a *LockedError that names the directory; a writer waits for the readers
+// to finish.
 func TestReadOnlyOpenWhileHeld(t *testing.T) {
 	dir := t.TempDir()
 	w, err := OpenBadger(dir, testOpts)
@@ -110,6 +117,34 @@ func TestReadOnlyOpenWhileHeld(t *testing.T) {
 	var le *LockedError
 	if !errors.As(err, &le) || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("read-only open of a held directory: %v, want a *LockedError", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := OpenBadgerReadOnly(dir, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var readerClosed atomic.Bool
+	opened := make(chan error, 1)
+	go func() {
+		w, err := OpenBadger(dir, testOpts)
+		if err == nil {
+			if !readerClosed.Load() {
+				err = errors.New("the writer opened beside a reader")
+			}
+			w.Close()
+		}
+		opened <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // a chance for the writer to get in wrongly
+	readerClosed.Store(true)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("writer waiting for a reader: %v", err)
 	}
 }
 
