@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,4 +73,35 @@ func childGC(t *testing.T) (percent, limit float64) {
 		return v
 	}
 	return read("go_gc_gogc_percent"), read("go_gc_gomemlimit_bytes")
+}
+
+// The binary's GOGC follows the live heap: gcPercent while it is small,
+// then what lets the heap grow by gcHeadroom, never below gcMinPercent;
+// adjust sets it from the heap a collection left.
+func TestGCTuner(t *testing.T) {
+	for _, tc := range []struct {
+		live uint64
+		want int
+	}{
+		{0, gcPercent}, {4 << 20, gcPercent}, {gcHeadroom / 4, gcPercent}, {gcHeadroom, 100},
+		{2 * gcHeadroom, 50}, {4 * gcHeadroom, gcMinPercent}, {64 * gcHeadroom, gcMinPercent},
+	} {
+		if got := gcPercentFor(tc.live); got != tc.want {
+			t.Errorf("live heap %d MiB: GOGC %d, want %d", tc.live>>20, got, tc.want)
+		}
+	}
+	old := debug.SetGCPercent(gcPercent)
+	defer debug.SetGCPercent(old)
+	live := make([]byte, gcHeadroom) // the live heap is now more than gcHeadroom
+	for i := range live {
+		live[i] = byte(i)
+	}
+	runtime.GC()
+	tu := &gcTuner{percent: gcPercent}
+	tu.adjust()
+	got := debug.SetGCPercent(gcPercent)
+	runtime.KeepAlive(live)
+	if got != tu.percent || got >= 100 || got < gcMinPercent {
+		t.Fatalf("with a live heap over %d MiB GOGC is %d (the tuner says %d), want %d to 99", gcHeadroom>>20, got, tu.percent, gcMinPercent)
+	}
 }
