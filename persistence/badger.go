@@ -444,6 +444,34 @@ func (s *BadgerStore) collect() {
 	}
 }
 
+// CheckSpace implements SpaceChecker: it fails with a *SpaceError while
+// the free space is below Options.MinFreeBytes plus a headroom of two
+// memtables, for writes to stop before commits are refused. It uses the
+// free space read for the last commit (commits read it each), reading it
+// only when no commit has yet. It is nil on a store opened for reading
+// (nothing is written) and without a reserve.
+func (s *BadgerStore) CheckSpace() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.readOnly || s.closed || s.space.min <= 0 {
+		return nil
+	}
+	if !s.space.read {
+		free, err := s.space.free(s.space.dir)
+		if err != nil {
+			return fmt.Errorf("persistence: check free space of %q: %w", s.dir, err)
+		}
+		s.space.lastFree, s.space.read = free, true
+	}
+	headroom := 2 * s.memTableSize
+	if free := s.space.lastFree; free >= 0 && free < s.space.min+headroom {
+		return &SpaceError{Dir: s.dir, Free: free, Reserve: s.space.min + headroom}
+	}
+	return nil
+}
+
+var _ SpaceChecker = (*BadgerStore)(nil)
+
 // roomForGC reports whether the filesystem has room for a value-log GC
 // run, which rewrites up to a value-log file through Badger's write path.
 func (s *BadgerStore) roomForGC() bool {

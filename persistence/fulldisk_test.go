@@ -88,11 +88,20 @@ func TestFullDisk(t *testing.T) {
 			}
 			return err
 		}
-		n := 0
+		n, lowAt := 0, -1
 		for ; n < 100000; n++ {
+			if lowAt < 0 && s.CheckSpace() != nil {
+				lowAt = n // a writer that holds here has no commit refused
+			}
 			if err = commit(n); err != nil {
 				break
 			}
+		}
+		if lowAt < 0 || lowAt >= n {
+			t.Fatalf("CheckSpace reported the low disk at commit %d, the store refused commit %d: it must say so before", lowAt, n)
+		}
+		if room := int64(n-lowAt) * int64(len(value)); room < opts.MemTableSize {
+			t.Errorf("only %d bytes were committed after CheckSpace failed: the headroom is too small", room)
 		}
 		var se *SpaceError
 		if !errors.As(err, &se) || !errors.Is(err, syscall.ENOSPC) {

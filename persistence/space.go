@@ -64,7 +64,9 @@ type spaceGuard struct {
 	spareSize int64
 
 	lastDirCheck time.Time
-	removed      bool // the directory was found removed (for good)
+	removed      bool  // the directory was found removed (for good)
+	read         bool  // lastFree holds a reading
+	lastFree     int64 // the free space read for the last write
 }
 
 // check returns an error wrapping syscall.ENOSPC when a write of n bytes
@@ -91,6 +93,7 @@ func (g *spaceGuard) check(now time.Time, n int64) error {
 		}
 		return fmt.Errorf("check free space: %w", err)
 	}
+	g.lastFree, g.read = free, true
 	if free < 0 {
 		return nil // unknown
 	}

@@ -15,6 +15,7 @@ func setFreeSpace(s *BadgerStore, free int64) {
 	defer s.mu.Unlock()
 	s.space.free = func(string) (int64, error) { return free, nil }
 	s.space.every = 0
+	s.space.read = false
 }
 
 func commitOne(s Store) error {

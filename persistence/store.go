@@ -67,6 +67,18 @@ type Limited interface {
 	BatchLimits() (ops, bytes int)
 }
 
+// A SpaceChecker store can tell that its disk is about to refuse writes
+// for lack of space, before it does: CheckSpace returns an error matching
+// syscall.ENOSPC (a *SpaceError for a BadgerStore) while the free space is
+// below the store's reserve plus a headroom, nil otherwise. A writer that
+// holds its work while CheckSpace fails (the provider holds its streams as
+// failed, "no space left") never has a commit refused halfway: the commits
+// of what is already under way fit in the headroom. It is safe for
+// concurrent use and cheap (a cached statfs).
+type SpaceChecker interface {
+	CheckSpace() error
+}
+
 // An Op is one operation of a Batch: a put of Value under Key, or, when Delete
 // is set, the removal of Key.
 type Op struct {

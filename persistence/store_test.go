@@ -54,6 +54,7 @@ func TestFaultStoreNoSpace(t *testing.T) {
 		return s, func(full bool) {
 			if full {
 				s.FailAfter(0, nil)
+				s.SetLowSpace(true)
 			} else {
 				s.Heal()
 			}

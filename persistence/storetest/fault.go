@@ -32,6 +32,7 @@ type FaultStore struct {
 	err      error // error to inject
 	commits  int   // commits attempted
 	failures int   // commits failed
+	low      bool  // CheckSpace reports a nearly full disk
 }
 
 // NewFaultStore returns a FaultStore in front of s that injects no faults yet.
@@ -55,11 +56,35 @@ func (f *FaultStore) FailAfter(n int, err error) {
 	f.okLeft, f.err = n, orDiskFull(err)
 }
 
-// Heal cancels every injected fault.
+// Heal cancels every injected fault, a low disk included.
 func (f *FaultStore) Heal() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.failNext, f.okLeft = 0, -1
+	f.failNext, f.okLeft, f.low = 0, -1, false
+}
+
+// SetLowSpace makes CheckSpace report a nearly full disk (ErrDiskFull)
+// while low is true; commits are not affected.
+func (f *FaultStore) SetLowSpace(low bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.low = low
+}
+
+// CheckSpace implements persistence.SpaceChecker: ErrDiskFull while
+// SetLowSpace(true) holds, else what the wrapped store says, if it is a
+// SpaceChecker.
+func (f *FaultStore) CheckSpace() error {
+	f.mu.Lock()
+	low := f.low
+	f.mu.Unlock()
+	if low {
+		return fmt.Errorf("storetest: injected low disk: %w", ErrDiskFull)
+	}
+	if sc, ok := f.Store.(persistence.SpaceChecker); ok {
+		return sc.CheckSpace()
+	}
+	return nil
 }
 
 // Counts returns how many commits were attempted and how many were failed by
@@ -104,4 +129,7 @@ func orDiskFull(err error) error {
 	return err
 }
 
-var _ persistence.Store = (*FaultStore)(nil)
+var (
+	_ persistence.Store        = (*FaultStore)(nil)
+	_ persistence.SpaceChecker = (*FaultStore)(nil)
+)
