@@ -22,7 +22,8 @@ func answerCap(v rtfs.Value) capabilities.Capability {
 
 // runRecorded runs src as a host does with a store: every host call served
 // from f's registry (println's too, which prints nothing here) and
-// recorded in a journal that the calls see.
+// recorded in a journal that the calls see, whose run lets go of it at
+// its end.
 func runRecorded(t *testing.T, f *fixture, src string) rtfs.Value {
 	t.Helper()
 	if _, ok := f.caps.Lookup(capabilities.LogCapability); !ok {
@@ -44,6 +45,7 @@ func runRecorded(t *testing.T, f *fixture, src string) rtfs.Value {
 	if err != nil {
 		t.Fatal(err)
 	}
+	must(t, f.p.ReleaseRunJournal(ctx, j.Head(), ""))
 	return out.Value
 }
 
@@ -233,4 +235,63 @@ func TestRecoverOtherCompilerWholeRun(t *testing.T) {
 	if got := ps.f.stateOf("tool"); got != rtfs.Int(21) {
 		t.Fatalf("state %v, want 21 (7 × (1+2))", got)
 	}
+}
+
+// Streams started one after the other by one recorded run refer to the
+// run's journal at their own position: each comes back under another
+// compiler with the globals of its own start (a global redefined between
+// the starts). Each stream removed lets go of the journal, which goes
+// with the last.
+func TestRecoverOtherCompilerSeveralStarts(t *testing.T) {
+	mem := persistence.NewMemStore()
+	ps := newPersisted(t, mem)
+	must(t, ps.f.caps.Register(answerCap(rtfs.Int(10))))
+	runRecorded(t, ps.f, `
+(def k (call :test.answer))
+(defn proc [state chunk meta] {:state (+ state (* k (:n chunk 0)))})
+(call :mcp.stream.start {:stream-id "a" :endpoint "e" :transport :mock :processor proc :initial-state 0})
+(def k (+ k (call :test.answer)))
+(call :mcp.stream.start {:stream-id "b" :endpoint "e" :transport :mock :processor proc :initial-state 0})
+(def k (+ k 1))
+(call :mcp.stream.start {:stream-id "c" :endpoint "e" :transport :mock :processor proc :initial-state 0})
+(call :test.answer)`)
+	// One segment per start after the first (which came after one call),
+	// and a reference per stream whose start came after any call.
+	if n := countPrefix(t, mem, runJournalPrefix); n != 3+3 {
+		t.Fatalf("%d journal keys, want 3 segments and 3 references", n)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		ps.f.send(id, `{"n":1}`)
+		ps.f.processed(id, 1)
+	}
+	must(t, ps.f.p.Close())
+	asIfOtherCompiler(t, mem)
+	ps.open()
+	must(t, ps.f.p.Recover(context.Background()))
+	for id, k := range map[string]int64{"a": 10, "b": 20, "c": 21} {
+		ps.f.send(id, `{"n":2}`)
+		ps.f.processed(id, 2)
+		if got := ps.f.stateOf(id); got != rtfs.Int(3*k) {
+			t.Errorf("stream %s: state %v, want %d (k %d at its start, chunks 1 and 2)", id, got, 3*k, k)
+		}
+	}
+	for i, id := range []string{"a", "b", "c"} {
+		if _, err := ps.f.p.Remove(context.Background(), id, true); err != nil {
+			t.Fatal(err)
+		}
+		want := 3 + 2 - i // the segments, and the references left
+		if i == 2 {
+			want = 0
+		}
+		if n := countPrefix(t, mem, runJournalPrefix); n != want {
+			t.Fatalf("after removing %s: %d journal keys, want %d", id, n, want)
+		}
+	}
+}
+
+func countPrefix(t *testing.T, st persistence.Store, prefix string) int {
+	t.Helper()
+	n := 0
+	must(t, st.Scan(context.Background(), []byte(prefix), func(_, _ []byte) error { n++; return nil }))
+	return n
 }
