@@ -20,13 +20,14 @@ type LockedError struct {
 }
 
 // Error names the directory, the process that holds it when known, and what
-// to do.
+// to do. The system's word for it (EWOULDBLOCK, "resource temporarily
+// unavailable") says nothing more and is left out; Unwrap gives it.
 func (e *LockedError) Error() string {
 	holder := "another rtfshost (process or store in this process)"
 	if e.Holder != "" {
 		holder = "another rtfshost, " + e.Holder
 	}
-	return fmt.Sprintf("persistence: data directory %q is in use by %s; stop it or use another data directory (--data): %v", e.Dir, holder, e.Err)
+	return fmt.Sprintf("persistence: data directory %q is in use by %s; stop it or use another data directory (--data)", e.Dir, holder)
 }
 
 // writeHolder records in the held lock file which process holds it, for the

@@ -139,7 +139,7 @@ func (c *cli) testAgree(t *testing.T) {
 		1:  {exitOK, "agree-1: paused (was paused)\n", ""},
 		2:  {exitOK, "agree-1: cancelled (was paused)\n", ""},
 		3:  {exitOK, "agree-1: cancelled (was cancelled)\n", ""},
-		4:  {exitStreamFailed, "", "rtfshost: agree-1: stream \"agree-1\" has ended (cancelled): it cannot be paused; rtfshost rm removes it\n"},
+		4:  {exitStreamFailed, "", "rtfshost: stream \"agree-1\" has ended (cancelled): it cannot be paused; rtfshost rm removes it\n"},
 		6:  {exitOK, `{"type":"status","stream":"agree-1","state":"cancelled","was":"cancelled"}` + "\n", ""},
 		7:  {exitOK, "agree-1: removed (was cancelled)\n", ""},
 		9:  {exitStreamFailed, `{"type":"error","stream":"agree-1","message":"` + noSuch + `"}` + "\n", ""},

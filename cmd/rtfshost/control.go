@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -124,6 +126,10 @@ func (a *app) manageStreams(ctx context.Context, o controlOptions, verb string, 
 func (a *app) tellManageErr(asJSON bool, id string, err error) {
 	if asJSON {
 		writeJSONLine(a.stdout, jsonLine{Type: "error", Stream: id, Message: err.Error()})
+		return
+	}
+	if msg := err.Error(); strings.Contains(msg, strconv.Quote(id)) {
+		fmt.Fprintf(a.stderr, "rtfshost: %s\n", msg) // it names the stream already
 		return
 	}
 	fmt.Fprintf(a.stderr, "rtfshost: %s: %v\n", id, err)

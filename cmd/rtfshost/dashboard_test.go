@@ -177,7 +177,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if heads := eval(`[...document.querySelectorAll("#streams th")].map(th => th.textContent).join("|")`); heads != "Stream|State|Rate|Trend|Processed|Queue|Reconn.|Last output|Age|End reason" {
 		t.Errorf("the table's headers are %q", heads)
 	}
-	waitUntil(t, bctx, "alpha's ETA", func() bool { return strings.Contains(text(`tr[data-id="short"] .progress .pv`)+text(`tr[data-id="alpha"] .progress .pv`), "eta") })
+	waitUntil(t, bctx, "alpha's ETA", func() bool {
+		return strings.Contains(text(`tr[data-id="short"] .progress .pv`)+text(`tr[data-id="alpha"] .progress .pv`), "eta")
+	})
 	if pv := text(`tr[data-id="short"] .progress .pv`); pv != "100%" {
 		t.Errorf("short ended at %q, want 100%% with no ETA", pv)
 	}

@@ -96,25 +96,48 @@ func (a *app) profile() profile {
 }
 
 // differs names what differs between a joining run's profile p and the
-// holder's h, "" when nothing does.
+// holder's h, each thing with both values and what to do about it; ""
+// when nothing does.
 func (p profile) differs(h profile) string {
 	var d []string
+	add := func(what, here, there, fix string) {
+		d = append(d, fmt.Sprintf("%s differs (%s here, %s there): %s, or use another --data", what, here, there, fix))
+	}
 	if p.Dir != h.Dir {
-		d = append(d, fmt.Sprintf("the working directory (%s here, %s there)", p.Dir, h.Dir))
+		add("the working directory", p.Dir, h.Dir, "run from "+h.Dir)
 	}
 	if p.Server != h.Server {
-		d = append(d, fmt.Sprintf("the server URL (%s here, %s there)", p.Server, h.Server))
+		add("the server URL", p.Server, h.Server, "pass --server-url "+h.Server)
 	}
-	if p.MaxSteps != h.MaxSteps || p.MaxMemory != h.MaxMemory || p.CallTimeout != h.CallTimeout || p.Idle != h.Idle {
-		d = append(d, "the budgets (--max-steps, --max-memory, --call-timeout, --idle-timeout)")
+	// A budget of 0 is the flag's default.
+	budget := func(flag string, here, there int64, show func(int64) string) {
+		if here == there {
+			return
+		}
+		v := func(n int64) string {
+			if n == 0 {
+				return "the default"
+			}
+			return show(n)
+		}
+		fix := "leave " + flag + " out"
+		if there != 0 {
+			fix = "pass " + flag + " " + show(there)
+		}
+		add(flag, v(here), v(there), fix)
 	}
+	budget("--max-steps", p.MaxSteps, h.MaxSteps, func(n int64) string { return fmt.Sprint(n) })
+	budget("--max-memory", p.MaxMemory, h.MaxMemory, func(n int64) string { return fmt.Sprint(n) })
+	budget("--call-timeout", p.CallTimeout, h.CallTimeout, func(n int64) string { return time.Duration(n).String() })
+	budget("--idle-timeout", p.Idle, h.Idle, func(n int64) string { return time.Duration(n).String() })
 	if p.Sync != h.Sync {
-		d = append(d, "--sync")
+		onOff := map[bool]string{true: "on", false: "off"}
+		add("--sync", onOff[p.Sync], onOff[h.Sync], map[bool]string{true: "pass --sync", false: "leave --sync out"}[h.Sync])
 	}
 	if p.Env != h.Env {
-		d = append(d, "the environment (CCOS_*, RTFSHOST_*, PATH)")
+		d = append(d, "the environment streams read differs (CCOS_*, RTFSHOST_*, PATH): run with the same, or use another --data")
 	}
-	return strings.Join(d, ", ")
+	return strings.Join(d, "; ")
 }
 
 // helloInfo is what GET /v1/hello answers.
@@ -390,7 +413,7 @@ func (hd *holder) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if d := req.Profile.differs(hd.hello.Profile); d != "" {
-		replyJSON(w, http.StatusConflict, map[string]string{"error": "its programs would not run there as here: " + d + " differ"})
+		replyJSON(w, http.StatusConflict, map[string]string{"error": "its programs would not run there as here: " + d})
 		return
 	}
 	prog, err := rtfs.Compile(req.File, []byte(req.Source))

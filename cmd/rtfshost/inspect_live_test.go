@@ -86,7 +86,7 @@ func TestInspectLiveServer(t *testing.T) {
 	}{
 		{[]string{"pause", "--server", base, "live-1"}, "live-1: paused (was active)\n"},
 		{[]string{"resume", "--server", base, "live-1"}, "live-1: active (was paused)\n"},
-		{[]string{"rm", "--server", base, "live-1"}, `rtfshost: live-1: stream "live-1" is active, not ended: cancel it first, or remove it with --force (its progress is lost)` + "\n"},
+		{[]string{"rm", "--server", base, "live-1"}, `rtfshost: stream "live-1" is active, not ended: cancel it first, or remove it with --force (its progress is lost)` + "\n"},
 		{[]string{"cancel", "--server", base, "live-1"}, "live-1: cancelled (was active)\n"},
 		{[]string{"cancel", "--server", base, "live-1"}, "live-1: cancelled (was cancelled)\n"},
 		{[]string{"pause", "--json", "--server", base, "live-1"}, `{"type":"error","stream":"live-1","message":"stream \"live-1\" has ended (cancelled): it cannot be paused; rtfshost rm removes it"}` + "\n"},
