@@ -57,6 +57,7 @@
 //	oauth_issuer.go what oauth.go reads from the issuer: a token's claims, the issuer's metadata and keys
 //	wire.go        the envelope, read once from the body; every reading of JSON-RPC
 //	stdio.go       ServeStdio: one session on stdin and stdout, with the tasks layers of HTTP in front of go-sdk
+//	stdiolines.go  the lines of a stdio session: a bad line is answered with its JSON-RPC error and skipped
 //	presession.go  the refusal of a request before initialize
 //	taskwire.go    the task methods of both eras, and what initialize and tools/list say of tasks
 //	taskstore.go   the task table and its records in the host's store

@@ -17,8 +17,10 @@ import (
 // VS Code) that launch their servers as child processes
 // (docs/mcp-server.md, "Launched by a desktop client").
 //
-// The connection is go-sdk's IOTransport (newline-delimited JSON-RPC)
-// behind stdioLayers, which does for a stdio session what the layers of
+// The connection is go-sdk's IOTransport (newline-delimited JSON-RPC),
+// reading only the lines stdioLines let through (stdiolines.go: a bad
+// line is answered and skipped, never the end of the session), behind
+// stdioLayers, which does for a stdio session what the layers of
 // /mcp do for HTTP and which a stdio session needs: the tasks layer (the
 // task methods and task-augmented tools/call answered by taskCall, decided
 // by isTaskRequest on the message as the envelope decodes it) and the
@@ -46,7 +48,9 @@ func (s *Server) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteClos
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel) // Close ends the session
 	defer stop()
-	l := &stdioLayers{s: s, t: &mcp.IOTransport{Reader: r, Writer: w, MaxLineLength: maxRequestBody},
+	out := &syncWriter{w: w}
+	in := newStdioLines(r, out, maxStdioLine)
+	l := &stdioLayers{s: s, t: &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: maxStdioLine + 1},
 		announced: map[string]string{}, connected: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(s.ctx)
 	defer func() {

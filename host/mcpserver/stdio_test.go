@@ -309,3 +309,86 @@ func TestStdioTaskNotifications(t *testing.T) {
 		break
 	}
 }
+
+// TestStdioBadLines: every line that is not a JSON-RPC message go-sdk can
+// read is answered with the JSON-RPC error the spec names (-32700 for a
+// line that is not one JSON value, -32600 for one that is not a request),
+// with the line's id when it can be read and null otherwise, and the
+// session goes on: the ping after each is answered, and ServeStdio returns
+// nil only when stdin ends.
+func TestStdioBadLines(t *testing.T) {
+	f := newFixture(t, Options{})
+	p := newStdioPeer(t, f)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	p.response(1)
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	deep := `{"jsonrpc":"2.0","id":77,"method":"ping","params":{"x":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}}`
+	long := `{"jsonrpc":"2.0","id":78,"method":"ping","params":{"x":"` + strings.Repeat("a", maxStdioLine) + `"}}`
+	cases := []struct {
+		name, line string
+		code       int
+		id         string // the JSON of the answer's id
+	}{
+		{"not json", `not json`, codeParseError, "null"},
+		{"NUL bytes", "\x00\x00{\x00}", codeParseError, "null"},
+		{"empty array", `[]`, codeInvalidRequest, "null"},
+		{"array", `[1,2,3]`, codeInvalidRequest, "null"},
+		{"batch", `[{"jsonrpc":"2.0","id":70,"method":"ping"}]`, codeInvalidRequest, "null"},
+		{"scalar", `42`, codeInvalidRequest, "null"},
+		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":4,"method":"ping"}`, codeInvalidRequest, "4"},
+		{"no jsonrpc", `{"id":3}`, codeInvalidRequest, "3"},
+		{"no method, no result", `{"jsonrpc":"2.0","id":"s"}`, codeInvalidRequest, `"s"`},
+		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, codeInvalidRequest, "null"},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, codeInvalidRequest, "null"},
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, codeInvalidRequest, "null"},
+		{"method not a string", `{"jsonrpc":"2.0","id":5,"method":7}`, codeInvalidRequest, "5"},
+		{"member case", `{"jsonrpc":"2.0","id":6,"Method":"ping"}`, codeInvalidRequest, "6"},
+		{"data after a message", `{"jsonrpc":"2.0","id":9,"method":"ping"} {"x":1}`, codeParseError, "null"},
+		{"nested deeper than the limit", deep, codeParseError, "null"},
+		{"truncated", `{"jsonrpc":"2.0","id":50,"method":"pi`, codeParseError, "null"},
+		{"over-long line", long, codeInvalidRequest, "null"},
+	}
+	for i, c := range cases {
+		ping := 100 + i
+		// stdout is an unbuffered pipe: the lines go in while the
+		// answers are read.
+		sent := make(chan error, 1)
+		go func() {
+			_, err := io.WriteString(p.in, c.line+"\n"+fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, ping)+"\n")
+			sent <- err
+		}()
+		var answer struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		line := p.line()
+		if err := json.Unmarshal([]byte(line), &answer); err != nil || answer.JSONRPC != "2.0" || answer.Error == nil {
+			t.Errorf("%s: the answer is not a JSON-RPC error: %q", c.name, line)
+		} else if answer.Error.Code != c.code || string(answer.ID) != c.id || answer.Error.Message == "" {
+			t.Errorf("%s: answered %s with id %s, want code %d id %s", c.name, line, answer.ID, c.code, c.id)
+		}
+		p.response(ping) // fails the test when the ping is not answered
+		if err := <-sent; err != nil {
+			t.Fatalf("%s: writing stdin: %v", c.name, err)
+		}
+	}
+	select {
+	case <-p.done:
+		t.Fatalf("the session ended before stdin did: %v", p.err)
+	default:
+	}
+	p.in.Close()
+	go io.Copy(io.Discard, p.out)
+	select {
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("ServeStdio after stdin closed: %v", p.err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("ServeStdio did not return after stdin closed")
+	}
+}
