@@ -268,9 +268,36 @@ func (p *Provider) Close() error {
 	return err
 }
 
+// MaxStreamIDLength is the longest stream id, in bytes, the provider
+// accepts anywhere an id is given (a start's :stream-id, a subscription, a
+// lookup): a client must not make the host hold, or echo in an error, an
+// id of any size.
+const MaxStreamIDLength = 256
+
+// ErrStreamIDTooLong is wrapped by the error of a request naming a stream
+// id longer than MaxStreamIDLength.
+var ErrStreamIDTooLong = errors.New("stream id too long")
+
+// CheckStreamID returns an error when id cannot be a stream's id: longer
+// than MaxStreamIDLength bytes (the error wraps ErrStreamIDTooLong and
+// quotes only the id's first bytes) or holding a NUL character. It costs a
+// scan of id.
+func CheckStreamID(id string) error {
+	if len(id) > MaxStreamIDLength {
+		return fmt.Errorf("%w: a stream id of %d bytes (%q...) is longer than the maximum of %d", ErrStreamIDTooLong, len(id), id[:16], MaxStreamIDLength)
+	}
+	if strings.ContainsRune(id, 0) {
+		return errors.New("a stream id must not contain a NUL character")
+	}
+	return nil
+}
+
 // lookup returns the stream with the given id, unless it is leaving for
 // another host of the cluster (cluster.go).
 func (p *Provider) lookup(id string) (*stream, error) {
+	if len(id) > MaxStreamIDLength {
+		return nil, CheckStreamID(id)
+	}
 	p.mu.Lock()
 	s, ok := p.streams[id]
 	p.mu.Unlock()
@@ -404,6 +431,9 @@ func (p *Provider) NewStreamID(endpoint string) string {
 	}, base)
 	if base == "" {
 		base = "stream"
+	}
+	if len(base) > MaxStreamIDLength-9 {
+		base = base[:MaxStreamIDLength-9] // room for "-" and 8 hex digits
 	}
 	var b [4]byte
 	for {

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/rtfshost/rtfshost/capabilities"
 	"path/filepath"
@@ -218,8 +217,8 @@ func (p *Provider) newStream(req StartRequest) (*stream, error) {
 	id := req.StreamID
 	if id == "" {
 		id = p.NewStreamID(def.name())
-	} else if strings.ContainsRune(id, 0) {
-		return nil, &keyError{"stream-id", errors.New("must not contain a NUL character")}
+	} else if err := CheckStreamID(id); err != nil {
+		return nil, &keyError{"stream-id", err}
 	}
 	s := newStream(p, id, def, proc)
 	if prog := programOf(req.Globals, proc.function()); prog != nil {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -176,10 +177,14 @@ func newSubscription(opts SubscribeOptions) *Subscription {
 }
 
 // Subscribe returns a Subscription to the events of stream id, or with id ""
-// to the events of every stream, including those started later. Subscribing
+// to the events of every stream, including those started later. An id
+// CheckStreamID refuses is an error. Subscribing
 // to a stream that has already ended yields its EventEnd at once. An id no
 // stream has is an error, unless opts.Pending.
 func (p *Provider) Subscribe(id string, opts SubscribeOptions) (*Subscription, error) {
+	if err := CheckStreamID(id); err != nil {
+		return nil, fmt.Errorf("subscribing: %w", err)
+	}
 	sub := newSubscription(opts)
 	if sub.changes {
 		sub.counter = &p.changeSubs

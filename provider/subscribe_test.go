@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -306,5 +307,46 @@ func TestChangeEvents(t *testing.T) {
 	}
 	if _, err := f.p.Subscribe("nope", SubscribeOptions{Changes: true}); err == nil || f.p.changeSubs.Load() != 0 {
 		t.Errorf("a refused subscription: %v, %d counted", err, f.p.changeSubs.Load())
+	}
+}
+
+// TestStreamIDBounded: a stream id longer than MaxStreamIDLength is
+// refused wherever an id is given (start, subscribe even for a stream not
+// yet started, status, info, control, removal), with an error that names
+// the length and quotes only the id's start; an id of the maximum length
+// works; an id made from a long endpoint stays within the maximum.
+func TestStreamIDBounded(t *testing.T) {
+	f := newFixture(t, Options{})
+	long := strings.Repeat("x", 4<<20)
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrStreamIDTooLong) || len(err.Error()) > 300 || !strings.Contains(err.Error(), "4194304 bytes") {
+			t.Errorf("%s with a 4 MiB id: %.300v, want ErrStreamIDTooLong naming the length", what, err)
+		}
+	}
+	_, err := f.p.Start(StartRequest{goProc: counter(), Endpoint: "e", Transport: "mock", StreamID: long})
+	check("Start", err)
+	_, err = f.p.Subscribe(long, SubscribeOptions{Pending: true})
+	check("Subscribe (pending)", err)
+	_, err = f.p.Status(long)
+	check("Status", err)
+	_, err = f.p.Info(long, InspectOptions{})
+	check("Info", err)
+	_, err = f.p.Pause(long)
+	check("Pause", err)
+	_, err = f.p.Cancel(long)
+	check("Cancel", err)
+	_, err = f.p.Remove(context.Background(), long, true)
+	check("Remove", err)
+	_, err = f.p.Start(StartRequest{goProc: counter(), Endpoint: "e", Transport: "mock", StreamID: strings.Repeat("y", MaxStreamIDLength+1)})
+	if !errors.Is(err, ErrStreamIDTooLong) {
+		t.Errorf("Start with an id one byte too long: %v", err)
+	}
+	atMax := strings.Repeat("z", MaxStreamIDLength)
+	if id := f.start(StartRequest{goProc: counter(), StreamID: atMax}); id != atMax {
+		t.Errorf("Start with an id of the maximum length gave %q", id)
+	}
+	if id := f.p.NewStreamID(strings.Repeat("e", 10000)); len(id) > MaxStreamIDLength {
+		t.Errorf("NewStreamID of a long endpoint: %d bytes", len(id))
 	}
 }

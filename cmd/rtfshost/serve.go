@@ -40,6 +40,9 @@ type serveOptions struct {
 	allowEnv         []string
 	maxStreams       int
 	maxSessionCalls  int
+	maxSessions      int
+	maxSubscriptions int
+	sessionIdle      time.Duration
 	obs              obsFlags
 	noUI             bool
 	cluster          []string
@@ -121,6 +124,9 @@ stdout. The launching client is trusted: there is no token.`,
 	f.StringArrayVar(&o.allowEnv, "allow-env", nil, "environment variable a start call's :env may set for a child process; none by default (repeatable; also $"+allowEnvEnv+", comma-separated)")
 	f.IntVar(&o.maxStreams, "max-streams", 1000, "most streams running at once; a start beyond it is refused (0: no limit)")
 	f.IntVar(&o.maxSessionCalls, "max-session-calls", mcpserver.DefaultMaxCallsPerSession, "most tool calls one MCP session has in flight at once")
+	f.IntVar(&o.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "most MCP sessions open at once; a new one beyond it gets 429")
+	f.IntVar(&o.maxSubscriptions, "max-subscriptions", mcpserver.DefaultMaxSubscriptions, "most resource subscriptions of all MCP sessions together")
+	f.DurationVar(&o.sessionIdle, "session-idle-timeout", mcpserver.DefaultSessionIdleTimeout, "close an MCP session that sends no request for this long, and free what it holds (0: never)")
 	f.BoolVar(&o.noUI, "no-ui", false, "do not serve the web dashboard at /ui/")
 	f.StringSliceVar(&o.cluster, "cluster", nil, "join a cluster of hosts on NATS JetStream at these URLs, e.g. nats://127.0.0.1:4222 (comma-separated); records live there instead of --data (docs/cluster.md)")
 	f.StringVar(&o.node, "node", "", "this host's name in the cluster (default: the machine's host name)")
@@ -170,6 +176,13 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	}
 	if o.maxStreams < 0 || o.maxSessionCalls <= 0 {
 		return withCode(exitProgramError, fmt.Errorf("--max-streams must not be negative and --max-session-calls must be positive (got %d and %d)", o.maxStreams, o.maxSessionCalls))
+	}
+	if o.maxSessions <= 0 || o.maxSubscriptions <= 0 || o.sessionIdle < 0 {
+		return withCode(exitProgramError, fmt.Errorf("--max-sessions and --max-subscriptions must be positive and --session-idle-timeout not negative (got %d, %d and %v)", o.maxSessions, o.maxSubscriptions, o.sessionIdle))
+	}
+	sessionIdle := o.sessionIdle
+	if sessionIdle == 0 {
+		sessionIdle = -1 // never, as mcpserver.Options spells it
 	}
 	policy, err := egress.New(egress.Options{
 		Servers:     append(append([]string(nil), o.allowServers...), envList(allowServersEnv)...),
@@ -254,6 +267,7 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		Host: h, Token: o.token, Delivery: &o.delivery.policy,
 		AllowedOrigins: o.allowOrigins, Version: version, Logger: logger,
 		Limits: a.rt.limits(), MaxCallsPerSession: o.maxSessionCalls,
+		MaxSessions: o.maxSessions, MaxSubscriptions: o.maxSubscriptions, SessionIdleTimeout: sessionIdle,
 		Observer: ob.obs, Routes: routes,
 	}
 	var ln net.Listener

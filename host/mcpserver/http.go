@@ -32,8 +32,9 @@ const (
 func (s *Server) newHandler() http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		EventStore: s.events, // in the data directory: resumable across a restart (resume.go)
-		Logger:     s.log,
+		EventStore:     s.events, // in the data directory: resumable across a restart (resume.go)
+		Logger:         s.log,
+		SessionTimeout: s.opts.SessionIdleTimeout,
 	})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless: true,
@@ -55,6 +56,7 @@ func (s *Server) newHandler() http.Handler {
 		{name: "token", wrap: s.authenticate},
 		{name: "envelope", wrap: readEnvelope},
 		{name: "scopes", wrap: s.authorize},
+		{name: "sessions", wrap: s.limitSessions},
 	}, mcp.NewSSEHandler(getServer, nil)))
 	for _, r := range s.opts.Routes {
 		h := r.Handler
@@ -135,6 +137,8 @@ func (s *Server) mcpLayers() []layer {
 		// methods and tools (the tool specs say theirs), else 403. Before
 		// any layer that acts on a request.
 		{name: "scopes", wrap: s.authorize},
+		// An initialize beyond Options.MaxSessions: 429.
+		{name: "sessions", only: eraSessions, wrap: s.limitSessions},
 		// The JSON-RPC id of a tools/call, for its span (go-sdk does not
 		// tell the tool handler); only with an Observer.
 		{name: "request-id", wrap: s.tagRequestID},
@@ -370,4 +374,49 @@ func CheckExposure(addr, token string) error {
 		return fmt.Errorf("refusing to serve on %s with a %d-byte token: a token on a non-loopback address needs at least %d bytes (e.g. openssl rand -hex 16)", addr, len(token), MinTokenBytes)
 	}
 	return nil
+}
+
+// limitSessions is the layer that bounds the sessions open at once
+// (Options.MaxSessions): a request that would open one (an initialize
+// without Mcp-Session-Id, or a GET of /sse) when as many are open, or
+// being opened, gets 429 with Retry-After. Every other request goes on.
+func (s *Server) limitSessions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		env := envelopeOf(r)
+		sse := r.Method == http.MethodGet && r.URL.Path == PathSSE
+		m, ok := env.single()
+		initialize := ok && env.post && env.session == "" && m.Method == "initialize"
+		if !sse && !initialize {
+			next.ServeHTTP(w, r)
+			return
+		}
+		open := 0
+		for ss := range s.mcp.Sessions() {
+			if ss.ID() != "" { // stateless requests' sessions have none
+				open++
+			}
+		}
+		// An initialize's session is counted from the request (opening)
+		// until its POST ends; an SSE GET lasts as long as its session.
+		s.mu.Lock()
+		full := open+s.opening >= s.opts.MaxSessions
+		if !full && initialize {
+			s.opening++
+		}
+		s.mu.Unlock()
+		if full {
+			s.opts.Observer.CountLimit("sessions")
+			w.Header().Set("Retry-After", "60")
+			http.Error(w, fmt.Sprintf("the server has %d MCP sessions open, the most it allows (rtfshost serve --max-sessions); close one or try again later", open), http.StatusTooManyRequests)
+			return
+		}
+		if initialize {
+			defer func() {
+				s.mu.Lock()
+				s.opening--
+				s.mu.Unlock()
+			}()
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -40,12 +40,18 @@ const (
 // DefaultResourceInterval is Options.ResourceInterval when zero.
 const DefaultResourceInterval = time.Second
 
-// Bounds on what subscribers hold: the subscriptions of one session, and
-// the streams watched for all of them.
+// Bounds on what subscribers hold: the length of a subscribed URI, the
+// subscriptions of one session, and the streams watched for all of them.
+// The subscriptions of all sessions together are bounded by
+// Options.MaxSubscriptions.
 const (
+	maxResourceURI          = 1024
 	maxSessionSubscriptions = 256
 	maxWatchedStreams       = 4096
 )
+
+// DefaultMaxSubscriptions is Options.MaxSubscriptions when zero.
+const DefaultMaxSubscriptions = 4096
 
 // codeResourceNotFound is the not-found error of a resource before
 // 2026-07-28, which uses -32602 (invalid params) instead.
@@ -107,11 +113,18 @@ func jsonResource(uri string, b json.RawMessage) *mcp.ReadResourceResult {
 // of an unknown resource the not-found error of its revision: go-sdk
 // answers -32602 (2026-07-28's) for a URI no resource or template matches,
 // and readStream does for an unknown stream; revisions before 2026-07-28
-// say -32002. The URI stays in the error's data.
+// say -32002. The URI stays in the error's data. A URI longer than
+// checkResourceURI allows is refused first, with -32602 in every revision
+// and without the URI.
 func resourceNotFound(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
 		read, ok := req.(*mcp.ReadResourceRequest)
+		if ok && read.Params != nil {
+			if err := checkResourceURI("resources/read", read.Params.URI); err != nil {
+				return nil, err
+			}
+		}
+		res, err := next(ctx, method, req)
 		var rpcErr *jsonrpc.Error
 		if ok && errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeInvalidParams && revisionOf(read) < sessionlessVersion {
 			return res, &jsonrpc.Error{Code: codeResourceNotFound, Message: rpcErr.Message, Data: rpcErr.Data}
@@ -135,6 +148,19 @@ func revisionOf(req *mcp.ReadResourceRequest) string {
 		}
 	}
 	return "2025-03-26"
+}
+
+// checkResourceURI refuses, with -32602 (invalid params), a URI longer
+// than maxResourceURI or naming a stream id longer than
+// provider.MaxStreamIDLength: the server never holds or echoes one.
+func checkResourceURI(method, uri string) error {
+	if len(uri) > maxResourceURI {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: the URI is %d bytes, longer than the maximum of %d", method, len(uri), maxResourceURI)}
+	}
+	if id, ok := streamOfURI(uri); ok && len(id) > provider.MaxStreamIDLength {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: the stream id is %d bytes, longer than the maximum of %d", method, len(id), provider.MaxStreamIDLength)}
+	}
+	return nil
 }
 
 // streamOfURI returns the stream id of rtfs://streams/{id}.
@@ -163,8 +189,17 @@ type resourceWatch struct {
 	// flight: changed takes only dmu.
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]map[string]bool // the URIs each session subscribed to
+	total    int                                    // the subscriptions of all sessions
+	released map[*mcp.ServerSession]bool            // the sessions whose release runs
+	max      int                                    // the most total may be (Options.MaxSubscriptions)
 	streams  map[string]*watchedStream              // by stream id
 	started  bool                                   // the notifier runs
+
+	// sdk is go-sdk's own method handler (keepHandler), through which a
+	// session that ended has its subscriptions removed from go-sdk's
+	// table too: go-sdk forgets the session but keeps each URI it
+	// subscribed to as a key.
+	sdk mcp.MethodHandler
 
 	dmu   sync.Mutex           // after mu
 	dirty map[string]bool      // stream ids changed since their last notification
@@ -178,19 +213,31 @@ type watchedStream struct {
 	refs int
 }
 
-func newResourceWatch(s *Server, interval time.Duration) *resourceWatch {
-	return &resourceWatch{s: s, interval: interval, wake: make(chan struct{}, 1),
-		sessions: map[*mcp.ServerSession]map[string]bool{}, streams: map[string]*watchedStream{},
-		dirty: map[string]bool{}, last: map[string]time.Time{}}
+func newResourceWatch(s *Server, interval time.Duration, max int) *resourceWatch {
+	return &resourceWatch{s: s, interval: interval, max: max, wake: make(chan struct{}, 1),
+		sessions: map[*mcp.ServerSession]map[string]bool{}, released: map[*mcp.ServerSession]bool{},
+		streams: map[string]*watchedStream{},
+		dirty:   map[string]bool{}, last: map[string]time.Time{}}
+}
+
+// keepHandler is the innermost receiving middleware: it keeps go-sdk's
+// own handler for release.
+func (rw *resourceWatch) keepHandler(next mcp.MethodHandler) mcp.MethodHandler {
+	rw.sdk = next
+	return next
 }
 
 // subscribe is go-sdk's SubscribeHandler, for resources/subscribe and the
-// resourceSubscriptions of subscriptions/listen. Any absolute URI may be
-// subscribed to (the spec defines no error, and a stream's URI may be
-// subscribed to before the stream starts); only a stream's URI is ever
-// notified.
+// resourceSubscriptions of subscriptions/listen. Any absolute URI up to
+// maxResourceURI bytes may be subscribed to (the spec defines no error,
+// and a stream's URI may be subscribed to before the stream starts); only
+// a stream's URI is ever notified. A session's first subscription starts
+// its release, which drops them all when the session ends.
 func (rw *resourceWatch) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
+	if err := checkResourceURI("resources/subscribe", uri); err != nil {
+		return err
+	}
 	if u, err := url.Parse(uri); err != nil || u.Scheme == "" {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resources/subscribe: %q is not an absolute URI (this server's resources are %s and %s)", uri, streamsURI, streamTemplate)}
 	}
@@ -204,6 +251,19 @@ func (rw *resourceWatch) subscribe(_ context.Context, req *mcp.SubscribeRequest)
 	if len(subs) >= maxSessionSubscriptions {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("resources/subscribe: this session has %d subscriptions, the most this server allows; unsubscribe from one first", len(subs))}
 	}
+	if rw.total >= rw.max {
+		rw.s.opts.Observer.CountLimit("subscriptions")
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("resources/subscribe: the server holds %d subscriptions, the most it allows (rtfshost serve --max-subscriptions); try again later", rw.total)}
+	}
+	if !rw.released[req.Session] {
+		// The session's release, held in calls (Close ends the sessions
+		// and waits for calls).
+		if !rw.s.hold() {
+			return errors.New("resources/subscribe: the MCP server is shutting down")
+		}
+		rw.released[req.Session] = true
+		go rw.release(req.Session)
+	}
 	if id, ok := streamOfURI(uri); ok {
 		if err := rw.watchLocked(id); err != nil {
 			return err
@@ -214,7 +274,31 @@ func (rw *resourceWatch) subscribe(_ context.Context, req *mcp.SubscribeRequest)
 		rw.sessions[req.Session] = subs
 	}
 	subs[uri] = true
+	rw.total++
 	return nil
+}
+
+// release waits for the end of session and drops every subscription it
+// still holds, here and in go-sdk's table. It is started by the session's
+// first subscription and counted in the Server's calls.
+func (rw *resourceWatch) release(session *mcp.ServerSession) {
+	defer rw.s.calls.Done()
+	_ = session.Wait()
+	rw.mu.Lock()
+	var uris []string
+	for uri := range rw.sessions[session] {
+		uris = append(uris, uri)
+		rw.dropLocked(session, uri)
+	}
+	delete(rw.released, session)
+	sdk := rw.sdk
+	rw.mu.Unlock()
+	if sdk == nil {
+		return
+	}
+	for _, uri := range uris {
+		_, _ = sdk(context.Background(), "resources/unsubscribe", &mcp.UnsubscribeRequest{Session: session, Params: &mcp.UnsubscribeParams{URI: uri}})
+	}
 }
 
 // unsubscribe is go-sdk's UnsubscribeHandler.
@@ -232,6 +316,7 @@ func (rw *resourceWatch) dropLocked(session *mcp.ServerSession, uri string) {
 		return
 	}
 	delete(subs, uri)
+	rw.total--
 	if len(subs) == 0 {
 		delete(rw.sessions, session)
 	}

@@ -261,7 +261,7 @@ func subscribe(ctx context.Context, t *testing.T, cs *mcp.ClientSession, f *fixt
 // notification when the interval has passed; each URI has its own
 // interval.
 func TestResourceUpdatesThrottled(t *testing.T) {
-	rw := newResourceWatch(nil, time.Second)
+	rw := newResourceWatch(nil, time.Second, DefaultMaxSubscriptions)
 	t0 := time.Unix(1000, 0)
 	rw.changed("a")
 	if due, next := rw.due(t0); fmt.Sprint(due) != "[a]" || next != 0 {
@@ -316,6 +316,11 @@ func TestResourceSubscriptionsBounded(t *testing.T) {
 	if err := other.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://watched-resource"}); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the first session's release", func() bool {
+		f.srv.resources.mu.Lock()
+		defer f.srv.resources.mu.Unlock()
+		return len(f.srv.resources.sessions) == 1
+	})
 	f.srv.resources.mu.Lock()
 	defer f.srv.resources.mu.Unlock()
 	if len(f.srv.resources.sessions) != 1 || len(f.srv.resources.streams) != 0 {

@@ -67,6 +67,19 @@ type Options struct {
 	// so. Calls of clients without a session (the stateless and JSON-only
 	// paths) share one count.
 	MaxCallsPerSession int
+	// MaxSessions bounds the MCP sessions open at once over Streamable
+	// HTTP and /sse (default DefaultMaxSessions); an initialize or a GET of
+	// /sse beyond it gets HTTP 429 with Retry-After.
+	MaxSessions int
+	// MaxSubscriptions bounds the resource subscriptions of all sessions
+	// together (default DefaultMaxSubscriptions); a resources/subscribe
+	// beyond it gets -32600. Each session also has at most 256, and a
+	// subscribed URI at most 1 KiB (docs/security.md).
+	MaxSubscriptions int
+	// SessionIdleTimeout closes a Streamable HTTP session that has sent no
+	// request for this long, and with it what it held (default
+	// DefaultSessionIdleTimeout; negative: never).
+	SessionIdleTimeout time.Duration
 	// Observer, when set, counts the tool calls (by tool and outcome) and
 	// limit hits, and traces each call as a span whose parent is the
 	// traceparent of the request's _meta. Nil observes nothing.
@@ -129,6 +142,7 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool
 	inFlight map[any]int // tool calls in flight per session (nil key: no session)
+	opening  int         // initialize requests in flight (limitSessions)
 }
 
 // New returns a Server for opts. Each call subscribes to the streams it
@@ -143,6 +157,18 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxCallsPerSession <= 0 {
 		opts.MaxCallsPerSession = DefaultMaxCallsPerSession
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxSubscriptions <= 0 {
+		opts.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	switch {
+	case opts.SessionIdleTimeout == 0:
+		opts.SessionIdleTimeout = DefaultSessionIdleTimeout
+	case opts.SessionIdleTimeout < 0:
+		opts.SessionIdleTimeout = 0 // never
 	}
 	if opts.ProgressInterval < 0 {
 		return nil, fmt.Errorf("mcpserver: negative progress interval %v", opts.ProgressInterval)
@@ -198,7 +224,7 @@ func New(opts Options) (*Server, error) {
 	// served.
 	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Resources: &mcp.ResourceCapabilities{Subscribe: true}, Prompts: &mcp.PromptCapabilities{}}
 	caps.AddExtension(extensionTasks, nil) // the 2026-07-28 tasks extension (taskwire.go)
-	s.resources = newResourceWatch(s, opts.ResourceInterval)
+	s.resources = newResourceWatch(s, opts.ResourceInterval, opts.MaxSubscriptions)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Logger:             s.log,
 		Instructions:       instructions,
@@ -206,6 +232,7 @@ func New(opts Options) (*Server, error) {
 		SubscribeHandler:   s.resources.subscribe,
 		UnsubscribeHandler: s.resources.unsubscribe,
 	})
+	s.mcp.AddReceivingMiddleware(s.resources.keepHandler) // innermost: go-sdk's own handler
 	s.mcp.AddReceivingMiddleware(explicitSuccess, resourceNotFound)
 	s.tasks = newTasks(s, opts.Host.Store())
 	s.events = newDurableEvents(opts.Host.Store(), func(msg string, args ...any) { s.log.Error(msg, args...) })
@@ -261,6 +288,12 @@ func (s *Server) hold() bool {
 	s.calls.Add(1)
 	return true
 }
+
+// DefaultMaxSessions is Options.MaxSessions when zero.
+const DefaultMaxSessions = 256
+
+// DefaultSessionIdleTimeout is Options.SessionIdleTimeout when zero.
+const DefaultSessionIdleTimeout = time.Hour
 
 // DefaultMaxCallsPerSession is Options.MaxCallsPerSession when zero.
 const DefaultMaxCallsPerSession = 16
