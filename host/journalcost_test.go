@@ -136,7 +136,7 @@ type manyStreamsCost struct {
 // over a MemStore: once every stream has started and the program parks on
 // the first await, it reads the live heap; then it feeds each stream in turn
 // once the program has parked on it.
-func runManyStreams(t testing.TB, streams, chunks int) manyStreamsCost {
+func runManyStreams(t testing.TB, streams, chunks int, removeAll bool) manyStreamsCost {
 	t.Helper()
 	store := &writeCounter{Store: persistence.NewMemStore(), bytes: map[string]int{}, parked: make(chan struct{}, streams+1)}
 	mk := &mock.Transport{}
@@ -191,6 +191,21 @@ func runManyStreams(t testing.TB, streams, chunks int) manyStreamsCost {
 	cost.storeBytes = float64(store.bytes[""]) / float64(streams)
 	cost.parks = store.parks
 	store.mu.Unlock()
+	if removeAll {
+		// The journal stays while a stream refers to it, and goes with
+		// the last (its segments deleted in several batches).
+		for i := 0; i < streams; i++ {
+			if n := countKeys(t, store, "journal/"); n == 0 {
+				t.Fatalf("no journal left with %d of %d streams removed", i, streams)
+			}
+			if _, err := h.Provider().Remove(ctx, "count-"+strconv.Itoa(i), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := countKeys(t, store, "journal/"); n != 0 {
+			t.Fatalf("%d journal keys left after every stream was removed", n)
+		}
+	}
 	return cost
 }
 
@@ -209,8 +224,8 @@ func heapFigures() (live, allocs uint64) {
 // each live stream holds a bounded heap (the bounds above).
 func TestJournalCostPerStream(t *testing.T) {
 	const chunks = 2
-	small := runManyStreams(t, 50, chunks)
-	large := runManyStreams(t, 200, chunks)
+	small := runManyStreams(t, 50, chunks, false)
+	large := runManyStreams(t, 200, chunks, true)
 	t.Logf("per stream, 50 / 200 streams: journal %.0f / %.0f B, store %.0f / %.0f B, allocated per start %.0f / %.0f B, live heap %.0f / %.0f B",
 		small.journalBytes, large.journalBytes, small.storeBytes, large.storeBytes, small.allocs, large.allocs, small.liveHeap, large.liveHeap)
 	if small.parks != 50 || large.parks != 200 {
@@ -237,7 +252,7 @@ func TestJournalCostPerStream(t *testing.T) {
 func BenchmarkManyStreams(b *testing.B) {
 	var c manyStreamsCost
 	for i := 0; i < b.N; i++ {
-		c = runManyStreams(b, 1000, 4)
+		c = runManyStreams(b, 1000, 4, false)
 	}
 	b.ReportMetric(c.journalBytes, "journal-B/stream")
 	b.ReportMetric(c.storeBytes, "store-B/stream")

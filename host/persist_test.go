@@ -38,7 +38,7 @@ const parkedProgram = `
 (let [total (call :mcp.stream.await {:stream-id "sums"})]
   {:total total :doubled (* 2 total)})`
 
-func countKeys(t *testing.T, store persistence.Store, prefix string) int {
+func countKeys(t testing.TB, store persistence.Store, prefix string) int {
 	t.Helper()
 	n := 0
 	if err := store.Scan(context.Background(), []byte(prefix), func(_, _ []byte) error { n++; return nil }); err != nil {
