@@ -175,3 +175,14 @@ func eventValue(name string) rtfs.Value {
 	}
 	return rtfs.String(name)
 }
+
+// DecodeChunk returns the value a processor receives for a chunk of data
+// with SSE event name event, as a stream decodes it: JSON becomes a value
+// with keyword keys (an MCP progress chunk's JSON :message decoded too),
+// anything else a string. It is what `rtfshost test` and the playground
+// give a processor for a recorded chunk. Safe for concurrent use; it
+// allocates a decoder per call.
+func DecodeChunk(data []byte, event string) rtfs.Value {
+	var dec rtfs.JSONDecoder
+	return decodeChunk(&dec, data, event, nil)
+}

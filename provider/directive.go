@@ -176,6 +176,37 @@ func parseDirective(r *result, chunkAct action) (directive, error) {
 	return d, nil
 }
 
+// readResult reads a processor's result map as a stream applies it: its
+// parts, its directive (ctrl is the chunk's own, for a control chunk) and
+// how its output is delivered. Streams and dry runs (dryrun.go) read
+// results here.
+func readResult(m *rtfs.Map, ctrl action) (result, directive, Priority, string, error) {
+	r := resultOf(m)
+	d, err := parseDirective(&r, ctrl)
+	if err != nil {
+		return r, d, PriorityNormal, "", err
+	}
+	prio, kind, err := outputClass(&r)
+	return r, d, prio, kind, err
+}
+
+// shapeError is the message of a processor result that is not a map.
+func shapeError(proc string, chunk int64, res rtfs.Value) string {
+	return fmt.Sprintf("processor %s returned an invalid shape on chunk %d: expected a map {:state :action :output}, got %s", proc, chunk, kindOf(res))
+}
+
+// completion is the result a stream that completes has: the output of the
+// result that completed it, else its last output, else nil.
+func completion(out, lastOut rtfs.Value) rtfs.Value {
+	switch {
+	case out != nil:
+		return out
+	case lastOut != nil:
+		return lastOut
+	}
+	return rtfs.Nil
+}
+
 // resumeAfter reads {:resume-after-ms n} from a processor result's
 // :config (nil when it has none). ok is false when there is none; an
 // invalid value is an error.
@@ -212,15 +243,11 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (Event, []*Sub
 	}
 	m, ok := res.(*rtfs.Map)
 	if !ok {
-		s.fail("processor %s returned an invalid shape on chunk %d: expected a map {:state :action :output}, got %s", s.proc.name(), it.number(), kindOf(res))
+		s.fail("%s", shapeError(s.proc.name(), it.number(), res))
 		return Event{}, nil
 	}
-	r := resultOf(m)
-	d, err := parseDirective(&r, it.ctrl)
-	var ev Event
-	if err == nil {
-		ev.Priority, ev.OutputKind, err = outputClass(&r)
-	}
+	r, d, prio, kind, err := readResult(m, it.ctrl)
+	ev := Event{Priority: prio, OutputKind: kind}
 	var progressed bool
 	if err == nil && (r.progress != nil || r.milestone != nil) {
 		progressed, err = s.applyProgressLocked(r.milestone, r.progress, time.Now())
@@ -286,13 +313,7 @@ func (s *stream) directLocked(d directive, out rtfs.Value) {
 	case actCancel:
 		s.cancelLocked(d.reason)
 	case actComplete:
-		s.result = out
-		if s.result == nil {
-			s.result = s.lastOut
-		}
-		if s.result == nil {
-			s.result = rtfs.Nil
-		}
+		s.result = completion(out, s.lastOut)
 		s.finishLocked(StateCompleted, d.reason, "")
 	}
 }
@@ -309,10 +330,7 @@ func (s *stream) endOfSourceLocked() {
 		s.finishLocked(StateError, reason, "transport: "+s.srcErr.Error())
 		return
 	}
-	s.result = s.lastOut
-	if s.result == nil {
-		s.result = rtfs.Nil
-	}
+	s.result = completion(nil, s.lastOut)
 	s.finishLocked(StateCompleted, "source-ended", "")
 }
 

@@ -236,12 +236,19 @@ func (p *Provider) processorFor(req StartRequest) (processor, error) {
 	if err != nil {
 		return nil, &keyError{"processor", err}
 	}
-	// Catch a processor of the wrong shape at start, not on the first chunk.
-	// (state chunk) processors are called without the metadata.
-	if cl, ok := fn.(*rtfs.Closure); ok && !cl.Accepts(3) && !cl.Accepts(2) {
-		return nil, &keyError{"processor", fmt.Errorf("%s cannot be called as (processor state chunk metadata) or (processor state chunk)", label)}
+	if err := checkShape(fn, label); err != nil {
+		return nil, &keyError{"processor", err}
 	}
 	return newRTFSProcessor(label, fn, req.Globals, p.opts.Limits, p.opts.Capabilities), nil
+}
+
+// checkShape catches a processor of the wrong shape at start, not on the
+// first chunk. (state chunk) processors are called without the metadata.
+func checkShape(fn rtfs.Value, label string) error {
+	if cl, ok := fn.(*rtfs.Closure); ok && !cl.Accepts(3) && !cl.Accepts(2) {
+		return fmt.Errorf("%s cannot be called as (processor state chunk metadata) or (processor state chunk)", label)
+	}
+	return nil
 }
 
 // resolveProcessor accepts a function value, or a symbol or string naming a

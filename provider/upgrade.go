@@ -76,8 +76,8 @@ func (u Upgrade) define(ctx context.Context, stored string) (*rtfs.Globals, rtfs
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("%w: %w", ErrCannotUpgrade, err)
 	}
-	if cl, ok := fn.(*rtfs.Closure); ok && !cl.Accepts(3) && !cl.Accepts(2) {
-		return nil, nil, "", fmt.Errorf("%w: %s cannot be called as (processor state chunk metadata) or (processor state chunk)", ErrCannotUpgrade, name)
+	if err := checkShape(fn, name); err != nil {
+		return nil, nil, "", fmt.Errorf("%w: %w", ErrCannotUpgrade, err)
 	}
 	return out.Globals, fn, name, nil
 }

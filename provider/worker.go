@@ -99,7 +99,7 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 	}
 	res, err := callGuarded(s.ctx, s.proc, state, it.chunk, meta)
 	if err == nil {
-		err = s.checkOutput(res)
+		err = checkOutput(res, s.p.opts.Limits.OutputLimit())
 	}
 	if s.observed {
 		s.obs.ProcessorCalled(it.number(), t0, time.Since(t0), err)
@@ -128,7 +128,7 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 // is written in full there, however little memory it takes. The check
 // counts at most the limit's worth, and runs before the result is applied,
 // so the stream keeps its last state.
-func (s *stream) checkOutput(res rtfs.Value) error {
+func checkOutput(res rtfs.Value, limit int64) error {
 	m, ok := res.(*rtfs.Map)
 	if !ok {
 		return nil // applyLocked reports the shape
@@ -137,7 +137,7 @@ func (s *stream) checkOutput(res rtfs.Value) error {
 	if !ok {
 		return nil
 	}
-	if err := rtfs.CheckOutputSize(out, s.p.opts.Limits.OutputLimit()); err != nil {
+	if err := rtfs.CheckOutputSize(out, limit); err != nil {
 		return fmt.Errorf("its :output is too large to send (a value that shares structure is sent in full): %w", err)
 	}
 	return nil

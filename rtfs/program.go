@@ -131,6 +131,37 @@ func Compile(filename string, src []byte) (*Program, error) {
 type compileConfig struct {
 	units    []compile.Unit      // compiled before the file, marked internal
 	builtins map[string]*Builtin // extra Go builtins
+	// rewrite, when not nil, replaces the file's forms before they compile.
+	rewrite func([]syntax.Node) ([]syntax.Node, error)
+}
+
+// CompileOptions gives one compilation what only some hosts give their
+// programs: functions besides the core ones, and forms of their own,
+// expanded before the file compiles. The test runner (`rtfshost test`)
+// compiles test files with them; an ordinary program never sees them, so
+// its code, hash and continuations do not depend on them.
+type CompileOptions struct {
+	// Builtins are functions the program may call by their names; a
+	// builtin of a core function's name hides it.
+	Builtins []*Builtin
+	// Rewrite, when not nil, gets the file's top-level forms as read and
+	// returns the forms to compile instead. It may add forms read from
+	// other files (their positions name their own files).
+	Rewrite func(forms []syntax.Node) ([]syntax.Node, error)
+}
+
+// CompileWith is Compile with the additions of o. A program compiled with
+// options is for the process that compiled it: a continuation of it decodes
+// only against the same Program value's options.
+func CompileWith(filename string, src []byte, o CompileOptions) (*Program, error) {
+	cfg := &compileConfig{rewrite: o.Rewrite}
+	if len(o.Builtins) > 0 {
+		cfg.builtins = make(map[string]*Builtin, len(o.Builtins))
+		for _, b := range o.Builtins {
+			cfg.builtins[b.name] = b
+		}
+	}
+	return compileUnits(filename, src, cfg)
 }
 
 // compileUnits compiles src after the internal units and builtins of cfg.
@@ -154,6 +185,11 @@ func compileWith(filename string, src []byte, cfg *compileConfig, pv *preludeVer
 	if cfg != nil {
 		units = append(units, cfg.units...)
 		extra = cfg.builtins
+		if cfg.rewrite != nil {
+			if nodes, err = cfg.rewrite(nodes); err != nil {
+				return nil, err
+			}
+		}
 	}
 	units = append(units, compile.Unit{Nodes: nodes})
 	resolve := func(name string) *Builtin {

@@ -57,7 +57,7 @@ the data directory so that "rtfshost resume" carries on after a crash.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(a.versionCmd(), a.checkCmd(), a.docCmd())
+	root.AddCommand(a.versionCmd(), a.checkCmd(), a.testCmd(), a.docCmd())
 	a.addCommands(root)
 	a.root = root
 	return a
