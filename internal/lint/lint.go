@@ -8,7 +8,9 @@
 //
 // The analysis is conservative: it reports only what is certain from the
 // source. A call through a name that a local binding may shadow, a map
-// built at run time, a processor passed in a variable are not judged.
+// built at run time, a processor passed in a variable are not judged. A
+// test file (NAME_test.rtfs) compiles as `rtfshost test` compiles it, its
+// test forms expanded.
 package lint
 
 import (
@@ -19,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/internal/testrunner"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/rtfs/suggest"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
@@ -79,8 +82,12 @@ func compileProblems(filename string, src []byte) []Problem {
 	var probs []Problem
 	seen := make(map[string]bool)
 	text := append([]byte(nil), src...)
+	var opts rtfs.CompileOptions
+	if testrunner.IsTestFile(filename) {
+		opts = testrunner.CompileOptions(filename)
+	}
 	for range maxUndefined {
-		_, err := rtfs.Compile(filename, text)
+		_, err := rtfs.CompileWith(filename, text, opts)
 		if err == nil {
 			return probs
 		}

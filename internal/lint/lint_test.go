@@ -2,6 +2,7 @@ package lint
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -107,4 +108,25 @@ func TestCheckLeavesCorrectProgramsAlone(t *testing.T) {
 			t.Errorf("%s: %v", src, probs)
 		}
 	}
+}
+
+// TestCheckTestFiles: a test file compiles with its test forms expanded,
+// so deftest and is are no undefined symbols, and what is undefined is.
+func TestCheckTestFiles(t *testing.T) {
+	if probs := Check("../testrunner/testdata/pass_test.rtfs", mustRead(t, "../testrunner/testdata/pass_test.rtfs"), nil); len(probs) != 0 {
+		t.Errorf("pass_test.rtfs: %v", probs)
+	}
+	probs := Check("x_test.rtfs", []byte("(deftest a (is (= 1 (nope))))\n(deftest b (is (zilch)))"), nil)
+	if len(probs) != 2 || probs[0].Msg != "undefined symbol nope" || probs[1].Msg != "undefined symbol zilch" {
+		t.Errorf("%v", probs)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

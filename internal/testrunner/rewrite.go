@@ -62,6 +62,7 @@ func (rw *rewriter) rewrite(forms []syntax.Node) ([]syntax.Node, error) {
 		return nil, err
 	}
 	out := pre
+	rw.tests = nil // a compilation again starts over
 	for _, f := range forms {
 		l, ok := f.(*syntax.List)
 		switch {

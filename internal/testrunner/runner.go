@@ -258,3 +258,14 @@ func (r *run) testError(t *Test, err error) Failure {
 	}
 	return f
 }
+
+// IsTestFile reports whether path names a test file (NAME_test.rtfs).
+func IsTestFile(path string) bool { return strings.HasSuffix(path, "_test.rtfs") }
+
+// CompileOptions are the options a test file at path compiles with: its
+// test forms expanded, the runner's builtins defined. `rtfshost check`
+// compiles test files with them; running needs RunFile.
+func CompileOptions(path string) rtfs.CompileOptions {
+	r := &run{file: path}
+	return rtfs.CompileOptions{Builtins: r.builtins(), Rewrite: newRewriter(path).rewrite}
+}
