@@ -447,8 +447,9 @@ func (s *BadgerStore) collect() {
 // CheckSpace implements SpaceChecker: it fails with a *SpaceError while
 // the free space is below Options.MinFreeBytes plus a headroom of two
 // memtables, for writes to stop before commits are refused. It uses the
-// free space read for the last commit (commits read it each), reading it
-// only when no commit has yet. It is nil on a store opened for reading
+// free space read for the last commit (commits read it each), and reads it
+// again when that reading is low (space may have been freed since) or
+// missing. It is nil on a store opened for reading
 // (nothing is written) and without a reserve.
 func (s *BadgerStore) CheckSpace() error {
 	s.mu.Lock()
@@ -456,16 +457,19 @@ func (s *BadgerStore) CheckSpace() error {
 	if s.readOnly || s.closed || s.space.min <= 0 {
 		return nil
 	}
-	if !s.space.read {
+	limit := s.space.min + 2*s.memTableSize
+	low := func() bool { return s.space.read && s.space.lastFree >= 0 && s.space.lastFree < limit }
+	if !s.space.read || low() {
+		// No reading yet, or a low one, which may be old: space may have
+		// been freed while nothing was written.
 		free, err := s.space.free(s.space.dir)
 		if err != nil {
 			return fmt.Errorf("persistence: check free space of %q: %w", s.dir, err)
 		}
 		s.space.lastFree, s.space.read = free, true
 	}
-	headroom := 2 * s.memTableSize
-	if free := s.space.lastFree; free >= 0 && free < s.space.min+headroom {
-		return &SpaceError{Dir: s.dir, Free: free, Reserve: s.space.min + headroom}
+	if low() {
+		return &SpaceError{Dir: s.dir, Free: s.space.lastFree, Reserve: limit}
 	}
 	return nil
 }
