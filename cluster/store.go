@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -384,6 +385,48 @@ func (s *Store) Scan(ctx context.Context, prefix []byte, fn func(key, value []by
 				return nil
 			}
 			return fmt.Errorf("cluster: scan: at key %q: %w", e.k, err)
+		}
+	}
+	return nil
+}
+
+// ScanKeys calls fn for every key that starts with prefix, in increasing
+// key order, without reading a value (persistence.KeyScanner): it lists
+// the matching subjects, which the stream's leader answers from its index.
+// A key deleted less than a minute ago is still listed (its deletion
+// marker lives that long). Cost: one stream-info request per page of
+// subjects the server sends (about 100,000 a page), no message read.
+func (s *Store) ScanKeys(ctx context.Context, prefix []byte, fn func(key []byte) error) error {
+	if s.closed.Load() {
+		return fmt.Errorf("cluster: scan keys: %w", persistence.ErrClosed)
+	}
+	var keys [][]byte
+	err := s.retry(ctx, "scan keys", func(ctx context.Context) error {
+		keys = keys[:0]
+		info, err := s.c.st.Info(ctx, jetstream.WithSubjectFilter(prefixFilter(prefix)))
+		if err != nil {
+			return fmt.Errorf("list the subjects under %q: %w", prefix, err)
+		}
+		for subj := range info.State.Subjects {
+			if k, ok := subjectKey(subj); ok && bytes.HasPrefix(k, prefix) {
+				keys = append(keys, k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("cluster: scan keys: %w", err)
+		}
+		if err := fn(k); err != nil {
+			if errors.Is(err, persistence.ErrStopScan) {
+				return nil
+			}
+			return fmt.Errorf("cluster: scan keys: at key %q: %w", k, err)
 		}
 	}
 	return nil

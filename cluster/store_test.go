@@ -93,6 +93,57 @@ func TestScanBeyondOneRead(t *testing.T) {
 	}
 }
 
+// TestScanKeys: ScanKeys lists the keys under a prefix, in order, those
+// of more subjects than one read answers too, without values; a key with
+// a separator or a NUL in it, and no key of another prefix; ErrStopScan
+// ends it without an error.
+func TestScanKeys(t *testing.T) {
+	s := clustertest.Server(t, clustertest.Options{})
+	st := join(t, s, "a", nil).Store()
+	ctx := context.Background()
+	const n = 1500
+	var want []string
+	for i := 0; i < n; i += 500 {
+		var b persistence.Batch
+		for j := i; j < i+500; j++ {
+			k := fmt.Sprintf("keys/%05d\x00p", j)
+			b.Put([]byte(k), bytes.Repeat([]byte("v"), 100))
+			want = append(want, k)
+		}
+		if err := st.Commit(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b persistence.Batch
+	b.Put([]byte("keys/a/b"), []byte("1"))
+	b.Put([]byte("keysx/1"), []byte("1"))
+	b.Put([]byte("other/1"), []byte("1"))
+	if err := st.Commit(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "keys/a/b")
+	var got []string
+	if err := st.ScanKeys(ctx, []byte("keys/"), func(k []byte) error {
+		got = append(got, string(k))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || got[0] != want[0] || got[n] != want[n] || strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("ScanKeys listed %d keys (first %q), want %d", len(got), got[:min(1, len(got))], len(want))
+	}
+	var through []string // persistence.ScanKeys uses it
+	if err := persistence.ScanKeys(ctx, st, []byte("keys/0000"), func(k []byte) error {
+		through = append(through, string(k))
+		if len(through) == 3 {
+			return persistence.ErrStopScan
+		}
+		return nil
+	}); err != nil || strings.Join(through, ",") != strings.Join(want[:3], ",") {
+		t.Fatalf("persistence.ScanKeys stopped after 3 = %q, %v", through, err)
+	}
+}
+
 // TestFencing: a host writes a stream's records only while it owns the
 // stream. When its heartbeat expires another host claims the stream, and
 // the first host's next commit is refused by the server (ErrFenced),

@@ -60,6 +60,26 @@ var (
 	ErrFenced = errors.New("fenced: another host owns these records now")
 )
 
+// A KeyScanner store lists its keys without reading their values, for a
+// listing that needs the keys only (package cluster's store, where a Scan
+// reads every value over the network). ScanKeys calls fn for every key
+// that starts with prefix, in increasing key order; ErrStopScan from fn
+// ends it early. A key deleted a moment ago may still be listed (the
+// implementation says how long).
+type KeyScanner interface {
+	ScanKeys(ctx context.Context, prefix []byte, fn func(key []byte) error) error
+}
+
+// ScanKeys calls fn for every key of st that starts with prefix, in
+// increasing key order: through st's ScanKeys when it is a KeyScanner,
+// else through Scan, whose values it drops.
+func ScanKeys(ctx context.Context, st Store, prefix []byte, fn func(key []byte) error) error {
+	if ks, ok := st.(KeyScanner); ok {
+		return ks.ScanKeys(ctx, prefix, fn)
+	}
+	return st.Scan(ctx, prefix, func(k, _ []byte) error { return fn(k) })
+}
+
 // A Limited store knows how much one commit holds; a Committer in front of
 // it keeps its group commits within BatchLimits. ops bounds the operations,
 // bytes the key and value bytes of one Commit.

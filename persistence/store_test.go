@@ -1,6 +1,8 @@
 package persistence_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/rtfshost/rtfshost/persistence"
@@ -60,4 +62,29 @@ func TestFaultStoreNoSpace(t *testing.T) {
 			}
 		}
 	})
+}
+
+// ScanKeys of a store that is not a KeyScanner lists the keys through
+// Scan: in order, under the prefix only, stopped by ErrStopScan.
+func TestScanKeysThroughScan(t *testing.T) {
+	st := persistence.NewMemStore()
+	ctx := context.Background()
+	var b persistence.Batch
+	for _, k := range []string{"p/c", "p/a", "q/a", "p/b"} {
+		b.Put([]byte(k), []byte("v"))
+	}
+	if err := st.Commit(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := persistence.ScanKeys(ctx, st, []byte("p/"), func(k []byte) error {
+		got = append(got, string(k))
+		if len(got) == 2 {
+			return persistence.ErrStopScan
+		}
+		return nil
+	})
+	if err != nil || strings.Join(got, ",") != "p/a,p/b" {
+		t.Fatalf("ScanKeys = %q, %v; want p/a,p/b then stopped", got, err)
+	}
 }

@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -504,13 +503,5 @@ func (p *Provider) Summary(opts InspectOptions) rtfs.Value {
 	for i, s := range list {
 		items[i] = s.inspect(opts, now)
 	}
-	return rtfs.MapOf(
-		rtfs.Keyword("total"), rtfs.Int(len(list)),
-		rtfs.Keyword("streams"), rtfs.NewVector(items...),
-		rtfs.Keyword("auto-connect"), rtfs.Bool(p.cfg.autoConnect),
-		rtfs.Keyword("server-url"), rtfs.String(p.ServerURL()),
-		rtfs.Keyword("persistence-enabled"), rtfs.Bool(p.ps != nil),
-		rtfs.Keyword("breakers"), shapeValue(reflect.ValueOf(p.Breakers())),
-		rtfs.Keyword("observed-at-epoch-ms"), rtfs.Int(now.UnixMilli()),
-	)
+	return p.summaryOf(items, len(list), now)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -62,6 +63,27 @@ func TestServeCluster(t *testing.T) {
 	}
 	if got := state(b); got != "active" {
 		t.Fatalf("status on b: %q", got)
+	}
+	// streams --server lists the streams of every host, whichever is
+	// asked, a page at a time (one stream a page here).
+	text, err = callServer(ctx, b, mcpserver.ToolStart, map[string]any{
+		"program": program, "processor": "step", "endpoint": "counter.v1", "transport": "sse", "stream-id": "other",
+		"config": map[string]any{"limit": 3, "interval_ms": 1}, "initial-state": 0,
+	})
+	if err != nil || !strings.Contains(text, `"completed"`) {
+		stopA()
+		t.Fatalf("start on b: %s %v", text, err)
+	}
+	defer func(n int) { livePage = n }(livePage)
+	livePage = 1
+	for _, server := range []string{a, b} {
+		var stdout, stderr bytes.Buffer
+		code := newApp(nil, &stdout, &stderr).execute(ctx, []string{"streams", "--server", server})
+		if code != exitOK || !regexp.MustCompile(`(?m)^other\s+completed\s+3\s`).Match(stdout.Bytes()) ||
+			!regexp.MustCompile(`(?m)^shared\s+active\s`).Match(stdout.Bytes()) {
+			stopA()
+			t.Fatalf("streams --server %s: exit %d\n%s%s", server, code, stdout.String(), stderr.String())
+		}
 	}
 	if _, err := callServer(ctx, b, mcpserver.ToolPause, map[string]any{"stream-id": "shared"}); err != nil {
 		t.Fatal(err)

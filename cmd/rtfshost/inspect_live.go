@@ -19,20 +19,37 @@ import (
 // toolRemove is serve's tool that removes a stream.
 const toolRemove = mcpserver.ToolRemove
 
-// infosLive asks a running serve for the snapshots of its streams: the JSON
-// of its mcp.stream.inspect summary decodes into provider.StreamInfo.
+// livePage is how many streams infosLive asks for at a time.
+var livePage = provider.MaxListLimit
+
+// infosLive asks a running serve for the snapshots of its streams (in a
+// cluster, those of every host), a page of livePage at a time: the JSON of its mcp.stream.inspect summary decodes into
+// provider.StreamInfo, and its next-cursor asks for the next page.
 func infosLive(ctx context.Context, server string) ([]provider.StreamInfo, error) {
-	text, err := callServer(ctx, server, mcpserver.ToolInspect, map[string]any{"include-state": false, "include-initial-state": false, "include-queue": false})
-	if err != nil {
-		return nil, err
+	var all []provider.StreamInfo
+	cursor := ""
+	for {
+		args := map[string]any{"include-state": false, "include-initial-state": false, "include-queue": false, "limit": livePage}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		text, err := callServer(ctx, server, mcpserver.ToolInspect, args)
+		if err != nil {
+			return nil, err
+		}
+		var summary struct {
+			Streams []provider.StreamInfo `json:"streams"`
+			Next    string                `json:"next-cursor"`
+		}
+		if err := json.Unmarshal([]byte(text), &summary); err != nil {
+			return nil, fmt.Errorf("%s on %s answered something else than an inspect summary: %w", mcpserver.ToolInspect, server, err)
+		}
+		all = append(all, summary.Streams...)
+		if summary.Next == "" || summary.Next == cursor {
+			return all, nil
+		}
+		cursor = summary.Next
 	}
-	var summary struct {
-		Streams []provider.StreamInfo `json:"streams"`
-	}
-	if err := json.Unmarshal([]byte(text), &summary); err != nil {
-		return nil, fmt.Errorf("%s on %s answered something else than an inspect summary: %w", mcpserver.ToolInspect, server, err)
-	}
-	return summary.Streams, nil
 }
 
 // infoLive asks a running serve for the snapshot of stream id.

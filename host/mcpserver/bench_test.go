@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/cluster"
+	"github.com/rtfshost/rtfshost/cluster/clustertest"
 	"github.com/rtfshost/rtfshost/host"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
@@ -179,5 +181,53 @@ func setBenchHeaders(req *http.Request, sid string) {
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	}
+}
+
+// BenchmarkListCluster measures a page of the cluster-wide list
+// (Provider.List, what mcp.stream.inspect without a stream-id serves) on
+// host b of two sharing an embedded nats-server, of streams that host a
+// runs: remote, each snapshot is asked of a (ownership record, then a's
+// control inbox), eight at a time; local, the same streams listed on a,
+// from memory (plus the store's key listing).
+func BenchmarkListCluster(b *testing.B) {
+	const streams = 100
+	ns := clustertest.Server(b, clustertest.Options{})
+	open := func(node string) *fixture {
+		f := buildFixture(&testing.T{}, Options{}, func(ho host.Options) (*host.Host, error) {
+			return host.Open(host.OpenOptions{Options: ho,
+				Cluster: &cluster.Options{URLs: []string{ns.ClientURL()}, Node: node, LeaseTTL: 2 * time.Second}})
+		}, func(h http.Handler) http.Handler { return h })
+		b.Cleanup(func() {
+			f.srv.Close()
+			f.ts.Close()
+			f.host.Close()
+		})
+		return f
+	}
+	a, other := open("a"), open("b")
+	url := a.ts.URL + PathStreamable
+	sid := benchInitialize(b, url)
+	for i := range streams {
+		sa := startArgs(fmt.Sprintf("list-%03d", i))
+		sa["detach"] = true
+		args, _ := json.Marshal(sa)
+		if _, last, err := benchPost(url, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp.stream.start","arguments":%s}}`, args)); err != nil || !strings.Contains(last, "list-") {
+			b.Fatalf("start: %s %v", last, err)
+		}
+	}
+	light := provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true}
+	for _, bc := range []struct {
+		name string
+		f    *fixture
+	}{{"remote", other}, {"local", a}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				page, err := bc.f.host.Provider().List(context.Background(), provider.ListOptions{Limit: streams, Inspect: light})
+				if err != nil || len(page.Streams) != streams {
+					b.Fatalf("List = %d streams, %v", len(page.Streams), err)
+				}
+			}
+		})
 	}
 }

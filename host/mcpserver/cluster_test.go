@@ -139,3 +139,99 @@ func TestTaskFollowsItsStream(t *testing.T) {
 		}
 	}
 }
+
+// TestListInCluster: mcp.stream.inspect without a stream-id, and the
+// rtfs://streams resource, list the streams of every host of the cluster,
+// a page at a time in id order: those each host runs, as that host sees
+// them, and one that ended on a host that has left since, from its
+// records. Every host gives the same list.
+func TestListInCluster(t *testing.T) {
+	ns := clustertest.Server(t, clustertest.Options{})
+	hosts := map[string]*fixture{}
+	headers := map[string]map[string]string{}
+	for _, node := range []string{"a", "b", "c"} {
+		hosts[node] = newClusterFixture(t, ns.ClientURL(), node)
+		headers[node] = legacyInit(t, hosts[node].ts.URL+PathStreamable)
+	}
+	call := func(node, tool string, args map[string]any) (map[string]any, bool) {
+		t.Helper()
+		res, e := rpc(t, hosts[node].ts.URL+PathStreamable, headers[node], "tools/call", map[string]any{"name": tool, "arguments": args})
+		if e != nil {
+			t.Fatalf("%s on %s: %v", tool, node, e)
+		}
+		sc, _ := res["structuredContent"].(map[string]any)
+		return sc, res["isError"] == true
+	}
+	start := func(node, id string) {
+		args := startArgs(id)
+		args["detach"] = true
+		if _, failed := call(node, ToolStart, args); failed {
+			t.Fatalf("start %s on %s failed", id, node)
+		}
+	}
+	for node, ids := range map[string][]string{"a": {"l-a1", "l-a2"}, "b": {"l-b1"}, "c": {"l-c1"}} {
+		for _, id := range ids {
+			start(node, id)
+		}
+	}
+	hosts["a"].feed(context.Background(), "l-a1", values(2)...)
+	for node, id := range map[string]string{"a": "l-a2", "c": "l-c1"} {
+		hosts[node].feed(context.Background(), id, end)
+		waitFor(t, id+" to end", func() bool {
+			st, err := hosts[node].host.Provider().Status(id)
+			return err == nil && st.State == provider.StateCompleted
+		})
+	}
+	waitFor(t, "l-a1 to process 2 chunks", func() bool {
+		in, err := hosts["a"].host.Provider().Info("l-a1", provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
+		return err == nil && in.Stats.ProcessedChunks == 2
+	})
+	hosts["c"].shutDown() // l-c1 is now only in the store
+	delete(hosts, "c")
+
+	want := "l-a1 active 2, l-a2 completed 1, l-b1 active 0, l-c1 completed 1"
+	for _, node := range []string{"a", "b"} {
+		var got []string
+		cursor, pages := "", 0
+		for {
+			args := map[string]any{"limit": 2, "include-state": false}
+			if cursor != "" {
+				args["cursor"] = cursor
+			}
+			sum, failed := call(node, ToolInspect, args)
+			if failed || fmt.Sprint(sum["total"]) != "4" {
+				t.Fatalf("inspect on %s, page %d: %v", node, pages, sum)
+			}
+			pages++
+			for _, s := range sum["streams"].([]any) {
+				m := s.(map[string]any)
+				st := m["status"].(map[string]any)["state"]
+				got = append(got, fmt.Sprintf("%s %s %v", m["stream-id"], st, m["stats"].(map[string]any)["processed-chunks"]))
+			}
+			next, _ := sum["next-cursor"].(string)
+			if next == "" {
+				break
+			}
+			if pages == 1 {
+				// The resource's pages are the tool's.
+				read, e := rpc(t, hosts[node].ts.URL+PathStreamable, headers[node], "resources/read", map[string]any{"uri": streamsURI + "?cursor=" + next})
+				contents, _ := read["contents"].([]any)
+				if e != nil || len(contents) != 1 || !strings.Contains(fmt.Sprint(contents[0]), `"stream-id":"l-b1"`) || strings.Contains(fmt.Sprint(contents[0]), `"stream-id":"l-a1"`) {
+					t.Errorf("resources/read of the second page on %s = %v, %v", node, read, e)
+				}
+			}
+			cursor = next
+		}
+		if strings.Join(got, ", ") != want || pages != 2 {
+			t.Errorf("the list on %s, in %d pages: %s; want %s in 2", node, pages, strings.Join(got, ", "), want)
+		}
+		read, e := rpc(t, hosts[node].ts.URL+PathStreamable, headers[node], "resources/read", map[string]any{"uri": streamsURI})
+		contents, _ := read["contents"].([]any)
+		if e != nil || len(contents) != 1 || !strings.Contains(fmt.Sprint(contents[0]), `"total":4`) || strings.Contains(fmt.Sprint(contents[0]), "next-cursor") {
+			t.Errorf("resources/read %s on %s = %v, %v", streamsURI, node, read, e)
+		}
+	}
+	if _, failed := call("a", ToolInspect, map[string]any{"cursor": "nope"}); !failed {
+		t.Error("inspect with a bad cursor did not fail")
+	}
+}

@@ -35,6 +35,9 @@ const (
 	streamsURI      = "rtfs://streams"
 	streamURIPrefix = streamsURI + "/"
 	streamTemplate  = streamURIPrefix + "{id}"
+	// streamsPageTemplate is a page of the list after the first:
+	// rtfs://streams?cursor=C, C the next-cursor of the page before.
+	streamsPageTemplate = streamsURI + "{?cursor}"
 )
 
 // DefaultResourceInterval is Options.ResourceInterval when zero.
@@ -67,6 +70,13 @@ func (s *Server) addResources() {
 		MIMEType:    "application/json",
 	}, s.readStreams)
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: streamsPageTemplate,
+		Name:        "streams-page",
+		Title:       "A page of the streams",
+		Description: "A page of the list of rtfs://streams after the first: cursor is the next-cursor of the page before.",
+		MIMEType:    "application/json",
+	}, s.readStreams)
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
 		URITemplate: streamTemplate,
 		Name:        "stream",
 		Title:       "A stream",
@@ -75,9 +85,24 @@ func (s *Server) addResources() {
 	}, s.readStream)
 }
 
-// readStreams serves resources/read of rtfs://streams.
-func (s *Server) readStreams(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	return jsonResource(req.Params.URI, shownJSON(s.prov.Summary(provider.InspectOptions{}), s.opts.Limits.OutputLimit(), "the streams' summary")), nil
+// readStreams serves resources/read of rtfs://streams, the first page of
+// the streams (in a cluster, those of every host), and of
+// rtfs://streams?cursor=C, the page after the one whose next-cursor is C.
+// A page that is not the last has next-cursor.
+func (s *Server) readStreams(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	u, err := url.Parse(uri)
+	if err != nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	sum, err := s.prov.SummaryPage(ctx, provider.ListOptions{Cursor: u.Query().Get("cursor")})
+	if errors.Is(err, provider.ErrBadCursor) {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", uri, err)
+	}
+	return jsonResource(uri, shownJSON(sum, s.opts.Limits.OutputLimit(), "the streams' summary")), nil
 }
 
 // readStream serves resources/read of rtfs://streams/{id}: an unknown

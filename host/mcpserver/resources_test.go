@@ -76,7 +76,8 @@ var resourceEras = []struct{ name, version, notFound string }{
 }
 
 // TestStreamResources: the streams are resources in both eras:
-// rtfs://streams in resources/list, rtfs://streams/{id} in the templates;
+// rtfs://streams in resources/list, rtfs://streams/{id} and the pages
+// rtfs://streams{?cursor} in the templates;
 // reading a stream's URI gives what mcp.stream.inspect gives for it, and
 // the list what it gives without a stream-id; an unknown stream is the
 // revision's not-found error with the URI in its data, never empty
@@ -95,7 +96,13 @@ func TestStreamResources(t *testing.T) {
 				t.Fatalf("resources/list = %+v, %v", list, err)
 			}
 			tmpl, err := cs.ListResourceTemplates(ctx, nil)
-			if err != nil || len(tmpl.ResourceTemplates) != 1 || tmpl.ResourceTemplates[0].URITemplate != streamTemplate {
+			var uriTemplates []string
+			if err == nil {
+				for _, rt := range tmpl.ResourceTemplates {
+					uriTemplates = append(uriTemplates, rt.URITemplate)
+				}
+			}
+			if slices.Sort(uriTemplates); err != nil || !slices.Equal(uriTemplates, []string{streamTemplate, streamsPageTemplate}) {
 				t.Fatalf("resources/templates/list = %+v, %v", tmpl, err)
 			}
 

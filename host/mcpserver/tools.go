@@ -97,6 +97,16 @@ func streamIDKey() capabilities.Key {
 	return capabilities.Key{Name: "stream-id", Type: "string", Required: true, Doc: "The stream's id, as mcp.stream.start or mcp.stream.inspect report it."}
 }
 
+// listKeys are the keys of mcp.stream.inspect without a stream-id: which
+// page of the streams (provider.List).
+func listKeys() []capabilities.Key {
+	return []capabilities.Key{
+		{Name: "cursor", Type: "string", Doc: "Without stream-id: the next-cursor of the page before; absent, the first page."},
+		{Name: "limit", Type: "int", Min: capabilities.AtLeast(1),
+			Doc: fmt.Sprintf("Without stream-id: the most streams of the page (default %d, at most %d).", provider.DefaultListLimit, provider.MaxListLimit)},
+	}
+}
+
 func timeoutKey() capabilities.Key {
 	return capabilities.Key{Name: "timeout-ms", Type: "int", Min: capabilities.AtLeast(0),
 		Doc: "Give up after this many milliseconds: the streams of the call are cancelled and the result has isError set. 0 or absent: no limit."}
@@ -108,8 +118,8 @@ func (s *Server) toolSpecs() []toolSpec {
 	return []toolSpec{
 		{name: ToolStart, title: "Start an RTFS stream processor", desc: startDesc, input: s.startInput(), run: (*call).start,
 			output: startOutput, task: taskOfStream, hints: mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes}},
-		{name: ToolInspect, title: "Inspect streams", readOnly: true, scope: scopeRead, input: s.input(provider.CapInspect, nil), run: (*call).inspect, output: objectOutput,
-			desc: "Returns the inspect map of one stream (with stream-id) or the summary of every stream: status, stats, queue, current and initial state, last output, result, cursor. Keywords appear as strings without the colon."},
+		{name: ToolInspect, title: "Inspect streams", readOnly: true, scope: scopeRead, input: s.input(provider.CapInspect, nil, listKeys()...), run: (*call).inspect, output: objectOutput,
+			desc: "Returns the inspect map of one stream (with stream-id) or the summary of the streams, a page at a time in stream-id order (in a cluster those of every host): status, stats, queue, current and initial state, last output, result, cursor; a summary that is not the last page has next-cursor, which cursor takes to get the next. Keywords appear as strings without the colon."},
 		{name: ToolStatus, title: "Stream status", readOnly: true, scope: scopeRead, input: s.input(ToolStatus, nil), run: control(ToolStatus), output: statusOutput,
 			desc: "Returns a stream's status: {stream-id, state (active, paused, completed, cancelled or error), message, end-reason, result}."},
 		{name: ToolPause, title: "Pause a stream", input: s.input(ToolPause, nil), run: control(ToolPause), output: statusOutput, hints: mutating,
@@ -329,7 +339,14 @@ func (c *call) inspect(a args) (*mcp.CallToolResult, error) {
 	}
 	id := a.str("stream-id")
 	if id == "" {
-		return c.valueResult(ToolInspect, c.s.prov.Summary(opts)), nil
+		sum, err := c.s.prov.SummaryPage(c.ctx, provider.ListOptions{Cursor: a.str("cursor"), Limit: int(a.int("limit")), Inspect: opts})
+		if err != nil {
+			return textResult(fmt.Sprintf("%s: %v", ToolInspect, err), true), nil
+		}
+		return c.valueResult(ToolInspect, sum), nil
+	}
+	if _, ok := a["cursor"]; ok {
+		return textResult(fmt.Sprintf("%s: cursor pages the list of the streams; give it without stream-id", ToolInspect), true), nil
 	}
 	in, err := c.s.prov.Info(id, opts)
 	if err != nil {
