@@ -41,6 +41,13 @@ func bigCljArgs() map[string][]Value {
 		"clojure.string/replace":   {text, re, String("x")},
 		"take":                     {Int(100_000_000), newRange(Int(0), Int(1))},
 		"doall":                    {lazyRun(slices.Repeat([]Value{Int(7)}, 3_000_000), Nil)},
+		"clojure.string/escape":    {text, MapOf(String("a"), String("&a;"), String(" "), String("_"))},
+		"print-str":                {NewVector(xs...)},
+		"prn-str":                  {NewVector(xs...)},
+		"upper-case":               {text},
+		".toUpperCase":             {text},
+		".indexOf":                 {text, String("zz")},
+		".length":                  {text},
 	}
 }
 
@@ -61,6 +68,15 @@ func TestBudgetCljBuiltinsStopAtTheStepLimit(t *testing.T) {
 		`(count (take 100000000 (iterate inc 0)))`,
 		`(count (take 100000000 (map inc (range))))`,
 		`(first (drop 100000000 (iterate inc 0)))`,
+		`(count (take 100000000 (partition 2 1 (range))))`,
+		`(count (take 100000000 (partition-all 3 (range))))`,
+		`(first (drop 100000000 (dedupe (range))))`,
+		`(count (take 100000000 (distinct (range))))`,
+		`(count (take 100000000 (reductions + (range))))`,
+		`(count (take 100000000 (interpose 0 (range))))`,
+		`(count (take 100000000 (sequence (map inc) (range))))`,
+		`(count (take 100000000 (tree-seq (constantly true) (fn [n] [(inc n)]) 0)))`,
+		`(with-out-str (dotimes [i 100000000] (print i)))`,
 	} {
 		wantLimit(t, runLimited(t, context.Background(), Limits{MaxSteps: 100_000, MaxMemory: -1}, src), LimitSteps)
 	}
@@ -75,6 +91,10 @@ func TestBudgetCljBuiltinsLookAtTheClock(t *testing.T) {
 			// RE2 cannot be interrupted: a search looks at the clock
 			// before it starts and after it ends, and its length is
 			// bounded by the step budget it is charged up front.
+			continue
+		case "upper-case", ".toUpperCase", ".indexOf", ".length":
+			// One pass of Go's over a text, charged up front by its
+			// bytes like every text function (charge.go's scanText).
 			continue
 		}
 		th := NewThread(Limits{MaxSteps: 1 << 50, MaxMemory: -1, MaxDuration: time.Millisecond})

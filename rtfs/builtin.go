@@ -135,6 +135,8 @@ func newCoreBuiltins() builtinTable {
 	addReducedBuiltins(t)
 	addSetBuiltins(t)
 	addLazySeqBuiltins(t)
+	addMathBuiltins(t)
+	addInteropBuiltins(t)
 	return t
 }
 

@@ -56,7 +56,7 @@ func (*Lazy) Kind() Kind { return types.KindSeq }
 // shows as "...".
 func (l *Lazy) String() string {
 	var b strings.Builder
-	writeLazy(&b, l, -1, nil, false)
+	writeLazy(&b, l, -1, nil, styleHost)
 	return b.String()
 }
 
@@ -66,7 +66,7 @@ const lazyPrintMax = 16
 
 // writeLazy prints l as writeLimited prints a list: up to limit bytes
 // (limit < 0: all), counting on m a unit per element.
-func writeLazy(b *strings.Builder, l *Lazy, limit int, m *meter, clj bool) {
+func writeLazy(b *strings.Builder, l *Lazy, limit int, m *meter, style printStyle) {
 	b.WriteByte('(')
 	var s Value = l
 	for i := 0; (limit < 0 || b.Len() <= limit) && m.visit(1); i++ {
@@ -88,7 +88,7 @@ func writeLazy(b *strings.Builder, l *Lazy, limit int, m *meter, clj bool) {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		writeForm(b, x, limit, m, clj)
+		writeForm(b, x, limit, m, style)
 		s = rest
 	}
 	b.WriteByte(')')

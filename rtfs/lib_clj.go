@@ -38,7 +38,6 @@ func addCljBuiltins(t builtinTable) {
 	// Plain log is RTFS's logging function (println's sibling): the natural
 	// logarithm is clojure.math/log (and math/log) only.
 	t.add("clojure.math/log", 1, 1, floatFn(math.Log))
-	t.alias("math/log", "clojure.math/log")
 	t.add("log10", 1, 1, floatFn(math.Log10))
 	t.add("pow", 2, 2, func(_ *Thread, args []Value) (Value, error) {
 		x, err := toFloat(1, args[0])
@@ -51,10 +50,6 @@ func addCljBuiltins(t builtinTable) {
 		}
 		return Float(math.Pow(x, y)), nil
 	})
-	for _, name := range []string{"round", "floor", "ceil", "sqrt", "pow", "exp", "log10"} {
-		t.alias("clojure.math/"+name, name)
-		t.alias("math/"+name, name)
-	}
 
 	// Parsing and coercion.
 	t.alias("parse-long", "parse-int")
@@ -87,23 +82,10 @@ func addCljBuiltins(t builtinTable) {
 
 	// Printing.
 	t.add("format", 1, -1, builtinFormat)
-	t.add("pr-str", 0, -1, func(th *Thread, args []Value) (Value, error) {
-		if err := realizeLazyArgs(th, args, true); err != nil {
-			return nil, err
-		}
-		var b strings.Builder
-		m := meter{th: th}
-		for i, a := range args {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			writeForm(&b, a, th.textRoom(), &m, true)
-		}
-		if err := m.done(); err != nil {
-			return nil, err
-		}
-		return String(b.String()), th.buildText(b.Len())
-	})
+	t.add("pr-str", 0, -1, printStr(styleClj, ""))
+	t.add("prn-str", 0, -1, printStr(styleClj, "\n"))
+	t.add("print-str", 0, -1, printStr(stylePrint, ""))
+	t.add("println-str", 0, -1, printStr(stylePrint, "\n"))
 
 	addCljStringBuiltins(t)
 
@@ -433,11 +415,11 @@ func formatWidth(spec string) int {
 
 func addCljStringBuiltins(t builtinTable) {
 	t.add("capitalize", 1, 1, strMap(func(s string) string {
-		r, n := utf8.DecodeRuneInString(s)
+		_, n := utf8.DecodeRuneInString(s)
 		if n == 0 {
 			return s
 		}
-		return string(unicode.ToUpper(r)) + strings.ToLower(s[n:])
+		return upperCase(s[:n]) + lowerCase(s[n:]) // Java's full case mappings
 	}))
 	t.add("triml", 1, 1, strMap(func(s string) string { return strings.TrimLeftFunc(s, unicode.IsSpace) }))
 	t.add("trimr", 1, 1, strMap(func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) }))
@@ -838,4 +820,33 @@ func groupDigits(d string) string {
 		g.WriteRune(c)
 	}
 	return g.String()
+}
+
+// printStr is pr-str (styleClj) or print-str (stylePrint): the arguments'
+// printed forms separated by spaces, then end ("\n" for prn-str and
+// println-str). print's form of a string is its text.
+func printStr(style printStyle, end string) builtinFn {
+	return func(th *Thread, args []Value) (Value, error) {
+		if err := realizeLazyArgs(th, args, true); err != nil {
+			return nil, err
+		}
+		var b strings.Builder
+		m := meter{th: th}
+		for i, a := range args {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			if s, ok := a.(String); ok && style == stylePrint {
+				b.WriteString(string(s))
+				m.visit(len(s) / textStepBytes)
+				continue
+			}
+			writeForm(&b, a, th.textRoom(), &m, style)
+		}
+		b.WriteString(end)
+		if err := m.done(); err != nil {
+			return nil, err
+		}
+		return String(b.String()), th.buildText(b.Len())
+	}
 }

@@ -44,6 +44,11 @@ var intrinsics = map[string]*Builtin{
 	"%assert":        {name: "%assert", impl: builtinAssert, minArgs: 3, maxArgs: 3, bare: true},   // its message is Clojure's
 	"%no-match":      {name: "%no-match", impl: intrNoMatch, minArgs: 2, maxArgs: 2, bare: true},   // names case or condp itself
 	"%lazy-only":     {name: "%lazy-only", impl: intrLazyOnly, minArgs: 2, maxArgs: 2, bare: true}, // names the function itself
+	"%instance?":     {name: "instance?", impl: intrInstanceOf, minArgs: 2, maxArgs: 2},
+	"%out-begin":     {name: "with-out-str", impl: intrOutBegin, minArgs: 0, maxArgs: 0},
+	"%out?":          {name: "with-out-str", impl: intrOutCapturing, minArgs: 0, maxArgs: 0},
+	"%out-write":     {name: "with-out-str", impl: intrOutWrite, minArgs: 0, maxArgs: -1},
+	"%out-end":       {name: "with-out-str", impl: intrOutEnd, minArgs: 0, maxArgs: 1},
 }
 
 // intrinsicNames maps each intrinsic back to its % name; built once, never

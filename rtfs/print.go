@@ -17,22 +17,34 @@ func writeValue(b *strings.Builder, v Value) { writeLimited(b, v, -1, nil) }
 // spent; the output is then a truncated form. It counts on m a unit per
 // element and one per textStepBytes bytes written.
 func writeLimited(b *strings.Builder, v Value, limit int, m *meter) {
-	writeForm(b, v, limit, m, false)
+	writeForm(b, v, limit, m, styleHost)
 }
 
-// writeForm is writeLimited; clj prints as Clojure's printer does, map
-// entries separated by ", " ({:a 1, :b 2}): the form of the language's own
-// printing functions (pr-str, prn, str, format's %s). The host's displays
-// and error messages keep the shorter form.
-func writeForm(b *strings.Builder, v Value, limit int, m *meter, clj bool) {
+// A printStyle is how writeForm prints.
+type printStyle uint8
+
+const (
+	// styleHost is the host's displays and error messages: {:a 1 :b 2}.
+	styleHost printStyle = iota
+	// styleClj is Clojure's pr: map entries separated by ", " ({:a 1,
+	// :b 2}), the form of pr-str, prn, str and format's %s.
+	styleClj
+	// stylePrint is Clojure's print: styleClj with the strings inside a
+	// collection written without quotes (print-str, with-out-str's println).
+	stylePrint
+)
+
+// writeForm is writeLimited in a style.
+func writeForm(b *strings.Builder, v Value, limit int, m *meter, style printStyle) {
+	clj := style != styleHost
 	full := func() bool { return limit >= 0 && b.Len() > limit || m.failed() }
 	switch x := v.(type) {
 	case *List:
-		writeSeq(b, '(', ')', x, limit, m, clj)
+		writeSeq(b, '(', ')', x, limit, m, style)
 	case *Vector:
-		writeSeq(b, '[', ']', x, limit, m, clj)
+		writeSeq(b, '[', ']', x, limit, m, style)
 	case *Lazy:
-		writeLazy(b, x, limit, m, clj)
+		writeLazy(b, x, limit, m, style)
 	case *Map:
 		b.WriteByte('{')
 		first := true
@@ -44,9 +56,9 @@ func writeForm(b *strings.Builder, v Value, limit int, m *meter, clj bool) {
 				b.WriteByte(' ')
 			}
 			first = false
-			writeForm(b, k, limit, m, clj)
+			writeForm(b, k, limit, m, style)
 			b.WriteByte(' ')
-			writeForm(b, v, limit, m, clj)
+			writeForm(b, v, limit, m, style)
 			return m.visit(1) && !full()
 		})
 		b.WriteByte('}')
@@ -58,10 +70,18 @@ func writeForm(b *strings.Builder, v Value, limit int, m *meter, clj bool) {
 				b.WriteByte(' ')
 			}
 			first = false
-			writeForm(b, e, limit, m, clj)
+			writeForm(b, e, limit, m, style)
 			return m.visit(1) && !full()
 		})
 		b.WriteByte('}')
+	case String:
+		n := b.Len()
+		if style == stylePrint {
+			b.WriteString(string(x))
+		} else {
+			b.WriteString(x.String())
+		}
+		m.visit((b.Len() - n) / textStepBytes)
 	default:
 		n := b.Len()
 		b.WriteString(v.String())
@@ -69,7 +89,7 @@ func writeForm(b *strings.Builder, v Value, limit int, m *meter, clj bool) {
 	}
 }
 
-func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int, m *meter, clj bool) {
+func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int, m *meter, style printStyle) {
 	b.WriteByte(open)
 	it := newSeqIter(s)
 	for i := 0; (limit < 0 || b.Len() <= limit) && m.visit(1); i++ {
@@ -80,7 +100,7 @@ func writeSeq(b *strings.Builder, open, close byte, s sequential, limit int, m *
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		writeForm(b, e, limit, m, clj)
+		writeForm(b, e, limit, m, style)
 	}
 	b.WriteByte(close)
 }
@@ -118,7 +138,7 @@ func toStrLimited(b *strings.Builder, v Value, limit int, m *meter) {
 	case *Regex:
 		b.WriteString(x.src) // as Java's Pattern.toString
 	default:
-		writeForm(b, v, limit, m, true)
+		writeForm(b, v, limit, m, styleClj)
 	}
 }
 

@@ -237,10 +237,60 @@ func didYouMean(err error, nodes []syntax.Node) error {
 			}
 		}
 	}
+	if why, ok := unreplayable[name]; ok {
+		return &syntax.Error{Pos: se.Pos, Msg: fmt.Sprintf("%s: %s", se.Msg, why)}
+	}
 	if near, ok := suggest.Closest(name, names); ok {
 		return &syntax.Error{Pos: se.Pos, Msg: fmt.Sprintf("%s (did you mean %s?)", se.Msg, near)}
 	}
+	if fn, ok := javaEquivalents[name]; ok {
+		return &syntax.Error{Pos: se.Pos, Msg: fmt.Sprintf("%s: RTFS has no Java; the RTFS function for it is %s (rtfshost doc %s)", se.Msg, fn, fn)}
+	}
+	if looksJava(name) {
+		return &syntax.Error{Pos: se.Pos, Msg: fmt.Sprintf("%s: RTFS has no Java, only the names docs/rtfs-values.md lists under \"Java names\" (rtfshost doc Math/ lists Math's)", se.Msg)}
+	}
 	return err
+}
+
+// looksJava reports whether name is written as Java interop: a method
+// (.trim), a constructor (Exception.) or a class's static member
+// (Character/isDigit).
+func looksJava(name string) bool {
+	if strings.HasPrefix(name, ".") || (strings.HasSuffix(name, ".") && len(name) > 1) {
+		return true
+	}
+	ns, _, ok := strings.Cut(name, "/")
+	return ok && ns != "" && ns[0] >= 'A' && ns[0] <= 'Z' || strings.HasPrefix(ns, "java.")
+}
+
+// unreplayable names what would read the clock, randomness or the
+// environment: a replay must compute the values the first run did.
+var unreplayable = map[string]string{
+	"Math/random":               "RTFS has no randomness (a replay must compute the same values); get random numbers from the host with a call",
+	"rand":                      "RTFS has no randomness (a replay must compute the same values); get random numbers from the host with a call",
+	"rand-int":                  "RTFS has no randomness (a replay must compute the same values); get random numbers from the host with a call",
+	"rand-nth":                  "RTFS has no randomness (a replay must compute the same values); get random numbers from the host with a call",
+	"shuffle":                   "RTFS has no randomness (a replay must compute the same values); get random numbers from the host with a call",
+	"random-uuid":               "RTFS has no randomness (a replay must compute the same values); get ids from the host with a call",
+	"java.util.UUID/randomUUID": "RTFS has no randomness (a replay must compute the same values); get ids from the host with a call",
+	"System/currentTimeMillis":  "RTFS has no clock (a replay must compute the same values); take times from the chunks or the host",
+	"System/nanoTime":           "RTFS has no clock (a replay must compute the same values); take times from the chunks or the host",
+	"System/getenv":             "RTFS does not read the environment (a replay must compute the same values); pass settings in the program or its start call",
+	"System/getProperty":        "RTFS does not read the environment (a replay must compute the same values); pass settings in the program or its start call",
+	"Thread/sleep":              "RTFS does not block; a processor returns :pause or waits with (call :await ...)",
+}
+
+// javaEquivalents are the RTFS functions for Java names people type that
+// RTFS does not alias.
+var javaEquivalents = map[string]string{
+	".split": "str/split", ".replace": "str/replace", ".charAt": "nth", ".concat": "str",
+	".toString": "str", ".matches": "re-matches", ".size": "count", ".get": "get",
+	".isBlank": "str/blank?", ".strip": "str/trim", ".compareTo": "compare", ".hashCode": "hash",
+	".getMessage": "ex-message", ".getData": "ex-data", ".getCause": "ex-cause",
+	"String/valueOf": "str", "String/join": "str/join", "String/format": "format",
+	"Integer/toString": "str", "Long/toString": "str", "Double/toString": "str",
+	"Boolean/parseBoolean": "parse-boolean", "Character/isDigit": "re-matches",
+	"Character/isWhitespace": "str/blank?",
 }
 
 // newProgram links compiled code into a Program: it turns constants into

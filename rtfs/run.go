@@ -158,6 +158,7 @@ func (th *Thread) start(ctx context.Context, p *Program) {
 	th.ctx, th.done, th.prog = ctx, ctx.Done(), p
 	th.steps, th.nextCheck, th.call = 0, 0, nil
 	th.work, th.mem, th.unpolled = 0, 0, 0
+	th.out = th.out[:0]
 	if th.limits.MaxDuration > 0 {
 		th.started = time.Now()
 	}

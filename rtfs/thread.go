@@ -3,6 +3,7 @@ package rtfs
 import (
 	"context"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -93,6 +94,10 @@ type Thread struct {
 	mem      int64     // bytes charged by builtins and literals in this run
 	unpolled int64     // steps charged since charge last looked at the context
 	started  time.Time // when this run started, if Limits.MaxDuration is set
+
+	// out holds the text of the with-out-str forms running, innermost last;
+	// print and println write there instead of making a host call.
+	out []*strings.Builder
 
 	// The map a run returns to a host that reuses results (ReuseResults).
 	reuse bool

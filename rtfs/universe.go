@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 )
 
 // A FuncDoc describes one function every program can call: a Go builtin or
@@ -36,6 +38,9 @@ func Universe() []FuncDoc {
 		if !inPrelude[name] { // a prelude function of the same name is the one programs call
 			out = append(out, docOf(name, b.aliasOf, false))
 		}
+	}
+	for _, name := range compile.Constants() {
+		out = append(out, docOf(name, "", false)) // Math/PI, Long/MAX_VALUE: values, not functions
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -131,6 +131,13 @@ func (th *Thread) run(pending error) (result Value, err error) {
 				stack[sp-1] = v
 				break
 			}
+			if stack[sp-arg-1] == Nil {
+				if name, ok := fi.code.CalleeNames[pc-1]; ok {
+					// Name what held nil: (handler x) with handler nil.
+					err = withKind(compile.KindNil, errorf("cannot call nil (%s): not a function", name))
+					break
+				}
+			}
 			fr.pc, th.sp = pc, sp
 			if err = th.callValue(arg); err != nil {
 				break

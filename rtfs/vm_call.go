@@ -173,6 +173,11 @@ func callDataOn(f Value, args []Value, m *meter) (Value, error) {
 
 // suspend records the host call on top of the stack in th.call.
 func (th *Thread) suspend(spread bool, n int) error {
+	if len(th.out) > 0 {
+		// A suspended run keeps no captured output, and the call would
+		// happen while the text it belongs with is still held.
+		return withKind(compile.KindState, errorf("with-out-str: a host call inside it is not supported (it captures print, println and prn only)"))
+	}
 	sp := th.sp
 	var args []Value
 	if spread {

@@ -104,7 +104,7 @@ func visible(s string) string {
 // checkName validates a symbol or keyword name, returning "" or a problem.
 func checkName(name string) string {
 	for i := 0; i < len(name); i++ {
-		if !isNameChar(name[i]) {
+		if !isNameChar(name[i]) && (name[i] != '\'' || i == 0) { // +' and inc' as in Clojure
 			return strconv.Quote(name[i:i+1]) + " is not allowed in a name"
 		}
 	}

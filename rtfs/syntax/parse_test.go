@@ -215,7 +215,6 @@ func TestErrors(t *testing.T) {
 		{"a:", "1:1", "invalid symbol a:"},
 		{"/a", "1:1", "invalid symbol /a"},
 		{"a|b", "1:1", `invalid symbol a|b: "|" is not allowed in a name`},
-		{"foo'", "1:1", "invalid symbol foo'"},
 		{"a\xffb", "1:2", "invalid UTF-8 byte 0xff: not a UTF-8 text file"},
 		{"(+ 1\n 2 \x00)", "2:4", `NUL byte (\x00): not a UTF-8 text file`},
 		{"(+\u00a01 2)", "1:2", `invalid symbol +\u00a01: it holds the invisible character U+00A0`},

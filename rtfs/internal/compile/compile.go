@@ -365,6 +365,10 @@ func (fc *fcomp) symbol(s *syntax.Symbol) {
 		fc.emit(BUILTIN, fc.builtin(s.Name))
 		return
 	}
+	if c, ok := Constant(s.Name); ok {
+		fc.emit(CONST, fc.constant(c))
+		return
+	}
 	if isSpecial(s.Name) {
 		errorf(s.At, "%s is a special form and cannot be used as a value", s.Name)
 	}
@@ -512,6 +516,9 @@ func (fc *fcomp) list(l *syntax.List, tail bool) {
 		if fc.fastOp(head.Name, l) {
 			return
 		}
+		if head.Name == "instance?" && fc.instanceForm(l) {
+			return
+		}
 	}
 	fc.call(l)
 }
@@ -521,7 +528,13 @@ func (fc *fcomp) call(l *syntax.List) {
 		fc.expr(e, false)
 	}
 	fc.setPos(l.At)
-	fc.emit(CALL, len(l.Elems)-1)
+	pc := fc.emit(CALL, len(l.Elems)-1)
+	if s, ok := l.Elems[0].(*syntax.Symbol); ok {
+		if fc.fn.CalleeNames == nil {
+			fc.fn.CalleeNames = make(map[int]string)
+		}
+		fc.fn.CalleeNames[pc] = s.Name
+	}
 }
 
 var fastOps = map[string]struct {

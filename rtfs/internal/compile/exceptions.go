@@ -25,6 +25,9 @@ const (
 	KindArgument   = "argument"   // any other bad argument (no matching clause, odd pairs...)
 	KindState      = "state"      // an operation the value's state does not allow (pop of an empty vector)
 	KindAssert     = "assert"     // (assert test) failed
+	// KindNumberFormat is a string that is not a number (Integer/parseInt
+	// "x"): Java's NumberFormatException, an IllegalArgumentException.
+	KindNumberFormat = "number-format"
 )
 
 // exceptionClasses maps class names, without their java.lang. or
@@ -45,7 +48,8 @@ var exceptionClasses = map[string][]string{
 	"UnsupportedOperationException":   {KindType},
 	"NullPointerException":            {KindNil},
 	"ArityException":                  {KindArity},
-	"IllegalArgumentException":        {KindArgument, KindArity, KindType},
+	"IllegalArgumentException":        {KindArgument, KindArity, KindType, KindNumberFormat},
+	"NumberFormatException":           {KindNumberFormat},
 	"IllegalStateException":           {KindState},
 	"AssertionError":                  {KindAssert},
 }
@@ -67,6 +71,16 @@ func className(name string) string {
 	return name
 }
 
+// ExceptionClasses lists the class names a catch may use, sorted.
+func ExceptionClasses() []string {
+	names := make([]string, 0, len(exceptionClasses))
+	for n := range exceptionClasses {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // looksLikeClass reports whether a catch pattern symbol is meant as a class
 // name: capitalized (Exception) or qualified by a package (java.io.IOException).
 func looksLikeClass(name string) bool {
@@ -76,11 +90,4 @@ func looksLikeClass(name string) bool {
 
 // knownClasses lists the class names a catch may use, for the error that
 // names an unknown one.
-func knownClasses() string {
-	names := make([]string, 0, len(exceptionClasses))
-	for n := range exceptionClasses {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, " ")
-}
+func knownClasses() string { return strings.Join(ExceptionClasses(), " ") }

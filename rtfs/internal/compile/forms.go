@@ -479,6 +479,6 @@ func Forms() []string {
 		"declare", "def", "defn", "defn-", "do", "doseq", "dotimes", "fn", "for", "if", "if-let",
 		"if-not", "if-some", "lazy-cat", "lazy-seq", "let", "letfn", "loop", "match", "mcp-stream",
 		"or", "quote", "recur", "some->", "some->>", "throw", "try", "when", "when-first", "when-let",
-		"when-not", "when-some", "λ",
+		"when-not", "when-some", "with-out-str", "λ",
 	}
 }

@@ -56,8 +56,18 @@ func macroForm(name string) func(l *syntax.List) syntax.Node {
 		return expandLazySeq
 	case "lazy-cat":
 		return expandLazyCat
+	case "with-out-str":
+		return expandWithOutStr
 	}
 	return nil
+}
+
+// expandWithOutStr: (with-out-str body...) is the text print, println,
+// prn and printf write while the body runs: (%with-out-str (fn [] body...)).
+func expandWithOutStr(l *syntax.List) syntax.Node {
+	at := l.At
+	fn := append([]syntax.Node{sym(at, "fn"), vec(at)}, l.Elems[1:]...)
+	return list(at, sym(at, "%with-out-str"), list(at, fn...))
 }
 
 // expandLazySeq: (lazy-seq body...) is the lazy sequence of the body's

@@ -43,16 +43,19 @@ type Funcode struct {
 	// sequence as key/value pairs in LOOKUP itself.
 	SeqLookup bool
 	Code      []uint32
-	Depth     []int32 // operand stack depth before each instruction (to validate continuations)
-	PCPos     []PCPos // sorted by PC
-	Consts    []syntax.Node
-	Builtins  []string // names of the Go builtins the code refers to (BUILTIN k)
-	NumParams int      // fixed parameters, excluding a rest parameter
-	Variadic  bool     // a rest parameter follows the fixed ones, bound to a list
-	NumLocals int      // slots for parameters and locals
-	MaxStack  int      // operand stack depth needed above the locals
-	NumFree   int      // captured values
-	FreeNames []string
+	// CalleeNames maps the pc of a CALL whose function is a name (a local
+	// or a global) to that name, for the error of calling nil.
+	CalleeNames map[int]string
+	Depth       []int32 // operand stack depth before each instruction (to validate continuations)
+	PCPos       []PCPos // sorted by PC
+	Consts      []syntax.Node
+	Builtins    []string // names of the Go builtins the code refers to (BUILTIN k)
+	NumParams   int      // fixed parameters, excluding a rest parameter
+	Variadic    bool     // a rest parameter follows the fixed ones, bound to a list
+	NumLocals   int      // slots for parameters and locals
+	MaxStack    int      // operand stack depth needed above the locals
+	NumFree     int      // captured values
+	FreeNames   []string
 
 	ParamTypes []syntax.Node // type annotations per parameter, nil where none
 	RestType   syntax.Node
