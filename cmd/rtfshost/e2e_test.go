@@ -85,6 +85,7 @@ func TestCLI(t *testing.T) {
 		t.Run("env-endpoint", c.testEnvEndpoint)
 		t.Run("resume", c.testResume)
 		t.Run("examples", c.testExamples)
+		t.Run("docs", c.testDocs)
 		t.Run("no-escapes", c.testNoEscapes)
 		t.Run("pty", c.testLiveLines)
 	})
