@@ -23,7 +23,7 @@ import (
 // line before it what the test does with it:
 //
 //	<!-- doc-test: session -->          lines "$ CMD" run in a scratch
-//	                                    directory (examples/ beside it),
+//	                                    directory (a copy of examples/ in it),
 //	                                    each followed by the output it must
 //	                                    print
 //	<!-- doc-test: output of CMD -->    the block is what CMD prints
@@ -131,7 +131,7 @@ func (c *cli) testDocs(t *testing.T) {
 			}
 			if work == "" && !strings.HasPrefix(b.marker, "not run:") {
 				work = t.TempDir()
-				if err := os.Symlink(c.examples, filepath.Join(work, "examples")); err != nil {
+				if err := os.CopyFS(filepath.Join(work, "examples"), os.DirFS(c.examples)); err != nil {
 					t.Fatal(err)
 				}
 			}
