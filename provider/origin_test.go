@@ -295,3 +295,29 @@ func countPrefix(t *testing.T, st persistence.Store, prefix string) int {
 	must(t, st.Scan(context.Background(), []byte(prefix), func(_, _ []byte) error { n++; return nil }))
 	return n
 }
+
+// A stream upgraded to another program keeps no journal of the run that
+// started it: it lets go of the run's journal, which goes when nothing
+// else refers to it.
+func TestUpgradeReleasesRunJournal(t *testing.T) {
+	mem := persistence.NewMemStore()
+	ps := newPersisted(t, mem)
+	must(t, ps.f.caps.Register(answerCap(rtfs.Int(10))))
+	runRecorded(t, ps.f, `
+(def k (call :test.answer))
+(defn proc [state chunk meta] {:state (+ state (* k (:n chunk 0)))})
+(call :mcp.stream.start {:stream-id "u" :endpoint "e" :transport :mock :processor proc :initial-state 0})`)
+	if n := countPrefix(t, mem, runJournalPrefix); n != 2 {
+		t.Fatalf("%d journal keys, want the segment and the stream's reference", n)
+	}
+	if _, err := ps.f.p.Pause("u"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, ps.f.p.Close())
+	if _, err := UpgradeStored(context.Background(), mem, Upgrade{StreamID: "u", Program: newProgram(t, newProcSrc)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countPrefix(t, mem, runJournalPrefix); n != 0 {
+		t.Fatalf("%d journal keys left after the upgrade", n)
+	}
+}
