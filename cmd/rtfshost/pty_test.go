@@ -67,7 +67,7 @@ func (c *cli) testLiveLines(t *testing.T) {
 	// replays its transcript from the repository's root).
 	agent := screenLines(c.runOnPTYAt(t, filepath.Dir(c.examples), &pty.Winsize{Rows: 50, Cols: 200},
 		"run", "--data", filepath.Join(t.TempDir(), "data"), filepath.Join(c.examples, "cli-agent.rtfs")))
-	bar := regexp.MustCompile(`^agent\.review .* \[(#*)(\.*)\] +(\d+)% eta \d+s`)
+	bar := regexp.MustCompile(`^agent\.review-[0-9a-f]{8} .* \[(#*)(\.*)\] +(\d+)% eta \d+s`)
 	var percents []string
 	for _, l := range agent {
 		if m := bar.FindStringSubmatch(l); m != nil && len(m[1])+len(m[2]) == 20 {
