@@ -8,8 +8,8 @@ import "github.com/rtfshost/rtfshost/rtfs/syntax"
 //	(doseq [x xs ...] body...)                    the same loop, for effect; nil
 //	(dotimes [i n] body...)                       body with i = 0..n-1; nil
 //
-// The expansions call the prelude's %for-cat and the VM's %< and %inc, which
-// programs cannot shadow.
+// The expansions call the prelude's %for-cat (%for-lazy for for) and the
+// VM's %< and %inc, which programs cannot shadow.
 
 func sym(at syntax.Pos, name string) *syntax.Symbol { return &syntax.Symbol{At: at, Name: name} }
 
@@ -30,7 +30,13 @@ func (fc *fcomp) forForm(l *syntax.List, tail bool) {
 	} else {
 		body = list(l.At, append([]syntax.Node{sym(l.At, "do")}, append(l.Elems[2:], body)...)...)
 	}
-	expanded := forExpand(l.At, bv.Elems, body)
+	// for is lazy over a lazy sequence (%for-lazy, from rtfs-compile-4 on);
+	// doseq runs its body at once, so it keeps the eager %for-cat.
+	cat := "%for-cat"
+	if head(l) == "for" && !fc.c.before4() {
+		cat = "%for-lazy"
+	}
+	expanded := forExpand(l.At, bv.Elems, body, cat)
 	if head(l) == "doseq" {
 		expanded = list(l.At, sym(l.At, "do"), expanded, &syntax.Nil{At: l.At})
 	}
@@ -43,11 +49,11 @@ const forStop = "rtfs.internal/for-stop"
 
 // forExpand nests one %for-cat per binding; :when, :while and :let apply to
 // the bindings before them.
-func forExpand(at syntax.Pos, bs []syntax.Node, body syntax.Node) syntax.Node {
+func forExpand(at syntax.Pos, bs []syntax.Node, body syntax.Node, cat string) syntax.Node {
 	if len(bs) == 0 {
 		return body
 	}
-	rest := forExpand(at, bs[2:], body)
+	rest := forExpand(at, bs[2:], body, cat)
 	if k, ok := bs[0].(*syntax.Keyword); ok {
 		switch k.Name {
 		case "when":
@@ -65,7 +71,7 @@ func forExpand(at syntax.Pos, bs []syntax.Node, body syntax.Node) syntax.Node {
 		errorf(bs[0].Pos(), "for: expected a binding name or pattern, got %s", bs[0])
 	}
 	fn := list(at, sym(at, "fn"), &syntax.Vector{At: at, Elems: []syntax.Node{bs[0]}}, rest)
-	return list(at, sym(at, "%for-cat"), fn, bs[1])
+	return list(at, sym(at, cat), fn, bs[1])
 }
 
 func (fc *fcomp) dotimes(l *syntax.List, tail bool) {
