@@ -184,8 +184,12 @@ func (a *app) findDesk(ctx context.Context, server string, open func(*slog.Logge
 	}
 	deadline := time.Now().Add(holderWait)
 	for {
-		if d, err := a.dialHolder(ctx); err == nil {
+		d, err := a.dialHolder(ctx)
+		if err == nil {
 			return d, nil
+		}
+		if errors.As(err, new(*untrustedSocket)) {
+			return nil, withCode(exitStreamFailed, err)
 		}
 		st, err := open(logger)
 		if err == nil {

@@ -36,7 +36,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -46,23 +45,6 @@ import (
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
-
-// sockPath is where the process that holds data directory dir serves its
-// control socket: rtfshost.sock in the directory, or, when that path is
-// too long for a unix socket, in a directory of the user's own under the
-// system's temporary directory, named after the data directory's path.
-func sockPath(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("the control socket of %s: %w", dir, err)
-	}
-	p := filepath.Join(abs, "rtfshost.sock")
-	if len(p) < 100 { // sun_path holds 104 bytes on BSD, 108 on Linux
-		return p, nil
-	}
-	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(os.TempDir(), fmt.Sprintf("rtfshost-%d", os.Getuid()), hex.EncodeToString(sum[:8])+".sock"), nil
-}
 
 // A profile is what decides how a program's streams run in a process,
 // beyond the program: a run joins the holder of its data directory only
@@ -179,12 +161,14 @@ type joined struct{ file string }
 // store lives in. A socket file already there is a dead holder's: this
 // process holds the directory's lock.
 func (a *app) serveHolder(h *host.Host, o *owners) (*holder, error) {
-	path, err := sockPath(a.flags.dataDir)
+	path, runDir, err := sockPath(a.flags.dataDir)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("the control socket: %w", err)
+	if runDir != "" {
+		if err := makeOwnDir(runDir); err != nil {
+			return nil, err
+		}
 	}
 	_ = os.Remove(path)
 	ln, err := net.Listen("unix", path)
@@ -206,7 +190,7 @@ func (a *app) serveHolder(h *host.Host, o *owners) (*holder, error) {
 	mux.HandleFunc("DELETE /v1/streams/{id}", hd.removeStream)
 	mux.HandleFunc("POST /v1/run", hd.run)
 	hd.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { hd.served <- hd.srv.Serve(ln) }()
+	go func() { hd.served <- hd.srv.Serve(ownListener{Listener: ln, self: os.Getuid()}) }()
 	return hd, nil
 }
 
@@ -537,8 +521,7 @@ type holderClient struct {
 func newHolderClient(path string) *holderClient {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			return dialSocket(ctx, path, os.Getuid()) // nothing goes to another user's socket
 		},
 		DisableCompression: true,
 	}
@@ -583,12 +566,17 @@ func (c *holderClient) closeIdle() { c.http.CloseIdleConnections() }
 // dialHolder connects to the process that holds the data directory, if
 // one answers on its control socket.
 func (a *app) dialHolder(ctx context.Context) (*holderDesk, error) {
-	path, err := sockPath(a.flags.dataDir)
+	path, runDir, err := sockPath(a.flags.dataDir)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, err
+	}
+	if runDir != "" {
+		if err := checkOwnDir(runDir); err != nil {
+			return nil, &untrustedSocket{err}
+		}
 	}
 	c := newHolderClient(path)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -596,6 +584,9 @@ func (a *app) dialHolder(ctx context.Context) (*holderDesk, error) {
 	var hello helloInfo
 	if err := c.call(ctx, http.MethodGet, "/v1/hello", &hello); err != nil {
 		c.closeIdle()
+		if errors.Is(err, errForeignPeer) {
+			return nil, &untrustedSocket{err}
+		}
 		return nil, err
 	}
 	return &holderDesk{c: c, hello: hello, dir: a.flags.dataDir}, nil

@@ -99,6 +99,8 @@ func (a *app) runProgram(ctx context.Context, path string, o runOptions) error {
 				return err
 			}
 			deadline = time.Now().Add(holderWait)
+		} else if errors.As(derr, new(*untrustedSocket)) {
+			return a.reportErr(rep, withCode(exitStreamFailed, derr))
 		} else if time.Now().After(deadline) {
 			return a.reportErr(rep, withCode(exitStreamFailed, fmt.Errorf("%w (it answers on no control socket, so this run cannot join it)", held)))
 		}
