@@ -10,6 +10,7 @@ import (
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/exec"
+	"github.com/rtfshost/rtfshost/transport/replay"
 	"github.com/rtfshost/rtfshost/transport/mcp"
 	"github.com/rtfshost/rtfshost/transport/sse"
 )
@@ -28,6 +29,7 @@ func DefaultTransports() *transport.Catalog {
 		mcp.LegacyKind(),
 		mcp.StdioKind(),
 		exec.Kind(),
+		replay.Kind(),
 	)
 }
 

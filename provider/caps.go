@@ -63,6 +63,7 @@ func startSchema(cat *transport.Catalog) *capabilities.Schema {
 		{Name: "stream-id", Type: "string", Doc: "the stream's id (default generated)"},
 		{Name: "idle-timeout-ms", Type: "int", Doc: "reconnect a source silent this long (default 60000; 0 disables)"},
 		{Name: "delivery", Type: "map", Doc: "how outputs reach subscribers: {:normal {:interval-ms 200 :max-batch 10} :low {:interval-ms 1000 :max-batch 20}}"},
+		{Name: "record", Type: "string", Doc: "write every chunk the stream receives to this file (NDJSON, one chunk a line; :transport :replay plays it)"},
 		{Name: "milestones", Type: "vector|list", Doc: "the steps a result names with :milestone: [{:id :scan :weight 0.2 :estimated-ms 15000} ...]"},
 	}
 	for _, u := range cat.Keys() {
@@ -157,6 +158,7 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 		Transport:    stringField(m, "transport"),
 		ServerURL:    stringField(m, "server-url"),
 		StreamID:     stringField(m, "stream-id"),
+		Record:       stringField(m, "record"),
 		Journal:      c.Journal,
 	}
 	if cfg, ok := field(m, "config").(*rtfs.Map); ok {

@@ -69,6 +69,11 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 		}
 	}
 	s.seq++
+	if s.rec != nil {
+		if err := s.rec.record(seq+1, c); err != nil {
+			s.p.log.Warn("recording stopped", "stream", s.id, "error", err)
+		}
+	}
 	if s.observed {
 		s.obs.ChunkReceived(len(c.Data))
 	}

@@ -74,6 +74,10 @@ type Options struct {
 	// :error (its state stays the last one), and so does a state the store
 	// cannot encode within it; inspect shows a value past it as a note.
 	Limits rtfs.Limits
+	// RecordDir, when set, makes every stream started here record the
+	// chunks it receives to RecordDir/<stream id>.ndjson (`rtfshost run
+	// --record DIR`), unless its start call names its own :record file.
+	RecordDir string
 	// QueueCapacity is the default queue capacity (default 32).
 	QueueCapacity int
 	// RetryAttempts is passed to transports (default 3).

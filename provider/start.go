@@ -85,6 +85,10 @@ type StartRequest struct {
 	// not bound the stream.
 	Context context.Context
 
+	// Record, when set, is a file the stream writes every chunk it
+	// receives to (the start call's :record; record.go).
+	Record string
+
 	goProc processor // tests: a Go processor instead of Processor
 }
 
@@ -116,6 +120,24 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 		return "", err
 	}
 	s.startCtx = req.Context
+	if path, err := p.recordPath(req, s.id); err != nil || path != "" {
+		if err == nil {
+			s.rec, err = openRecorder(path)
+		}
+		if err != nil {
+			s.cancel()
+			if _, ok := err.(*keyError); !ok {
+				err = &keyError{"record", err}
+			}
+			return "", err
+		}
+	}
+	launched := false
+	defer func() {
+		if !launched && s.rec != nil {
+			s.rec.close() // the stream never ran
+		}
+	}()
 	if p.cfg.autoConnect && s.def.kind.Transport != nil {
 		// An origin whose circuit is open is not tried at all.
 		if err := p.breakers.Allow(s.def.origin); err != nil {
@@ -150,6 +172,7 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 		return "", err
 	}
 	journalStored()
+	launched = true
 	p.launch(s)
 	if claimed && !req.Local && p.startPlacing() {
 		go p.place(s)
@@ -438,6 +461,14 @@ func (p *Provider) checkEgress(def definition) error {
 		}
 		if err := p.opts.Egress.CheckCommand(sp.Executable(), sp.EnvNames()); err != nil {
 			return &keyError{"command", err}
+		}
+	case transport.TargetFile:
+		fu, ok := def.tconf.(transport.FileUser)
+		if !ok {
+			return &keyError{"file", fmt.Errorf(":%s names no file to read", def.transport)}
+		}
+		if err := p.opts.Egress.CheckFile(fu.Path()); err != nil {
+			return &keyError{"file", err}
 		}
 	}
 	return nil

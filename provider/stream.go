@@ -83,6 +83,7 @@ var errEnded = errors.New("stream has ended")
 // mu, and the fields after them, are guarded by mu.
 type stream struct {
 	p       *Provider
+	rec     *chunkRecorder // the stream's recording (record.go); nil: none
 	id      string
 	def     definition
 	idVal   rtfs.Value

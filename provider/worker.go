@@ -262,6 +262,9 @@ func (s *stream) takeLocked() (item, bool) {
 // publishes the end of a terminal stream to its subscribers, closes the
 // stream's own subscriptions and releases the waiters of Await.
 func (s *stream) exit() {
+	if s.rec != nil {
+		defer s.rec.close()
+	}
 	s.mu.Lock()
 	s.cancel()
 	terminal := s.st.Terminal()

@@ -21,7 +21,16 @@ const (
 	// TargetCommand: the transport starts a program; the policy checks the
 	// executable. Its Configure returns a Spawner.
 	TargetCommand
+	// TargetFile: the transport reads a local file (a :replay recording);
+	// the policy checks its path. Its Configure returns a FileUser.
+	TargetFile
 )
+
+// A FileUser is the configuration of a transport that reads a local file
+// (Kind.Target == TargetFile): the egress policy checks Path.
+type FileUser interface {
+	Path() string
+}
 
 // A Key is one start-call key a transport reads, beyond the keys every
 // stream has (:endpoint, :processor, :config, ...). Type uses the

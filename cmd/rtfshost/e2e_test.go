@@ -86,6 +86,7 @@ func TestCLI(t *testing.T) {
 		t.Run("resume", c.testResume)
 		t.Run("examples", c.testExamples)
 		t.Run("docs", c.testDocs)
+		t.Run("record-replay", c.testRecordReplay)
 		t.Run("no-escapes", c.testNoEscapes)
 		t.Run("pty", c.testLiveLines)
 	})

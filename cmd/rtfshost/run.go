@@ -23,6 +23,7 @@ type runOptions struct {
 	waitPaused bool
 	server     string   // resume --server
 	unpause    []string // resume ID...: the stored streams to un-pause first
+	record     string   // run --record DIR: each stream's chunks to DIR/<id>.ndjson
 	obs        obsFlags
 }
 
@@ -50,7 +51,8 @@ Exit codes: 0 when every stream completed, 1 when a stream failed, 2 for a
 program error (printed as file:line:col: message with the source line).`,
 		Example: `  rtfshost run examples/weather.rtfs
   rtfshost run --json examples/multiplex.rtfs
-  rtfshost run --timeout 30s --server-url http://127.0.0.1:2025/sse examples/await.rtfs`,
+  rtfshost run --timeout 30s --server-url http://127.0.0.1:2025/sse examples/await.rtfs
+  rtfshost run --record recordings examples/weather.rtfs`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := a.rt.resolve(cmd); err != nil {
@@ -62,6 +64,7 @@ program error (printed as file:line:col: message with the source line).`,
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (docs/cli.md has the format)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (0: no limit)")
 	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default run reports them and exits 1)")
+	cmd.Flags().StringVar(&o.record, "record", "", "write every chunk each stream receives to DIR/<stream id>.ndjson (created if needed), for :transport :replay and rtfshost test")
 	a.addRuntimeFlags(cmd, false)
 	addObsFlags(cmd, &o.obs, true)
 	return cmd
@@ -94,6 +97,10 @@ func (a *app) runProgram(ctx context.Context, path string, o runOptions) error {
 			break
 		}
 		if d, derr := a.dialHolder(ctx); derr == nil {
+			if o.record != "" {
+				d.close()
+				return a.reportErr(rep, withCode(exitProgramError, fmt.Errorf("--record: %w (a run that joins it cannot record; run with another --data)", held)))
+			}
 			err = a.runJoined(ctx, d, held, path, src, o, live, rep)
 			if !errors.Is(err, errHolderEnding) {
 				return err
@@ -226,6 +233,11 @@ func (a *app) openSession(o runOptions, existing bool, rep reporter) (*session, 
 			return nil, err
 		}
 	}
+	if o.record != "" {
+		if err := os.MkdirAll(o.record, 0o755); err != nil {
+			return nil, withCode(exitProgramError, fmt.Errorf("--record: %w", err))
+		}
+	}
 	if s.srv, err = startEmbedded(provider.ResolveServerURL(a.flags.serverURL)); err != nil {
 		return nil, withCode(exitStreamFailed, err)
 	}
@@ -241,6 +253,7 @@ func (a *app) openSession(o runOptions, existing bool, rep reporter) (*session, 
 			IdleTimeout: a.rt.idle(),
 			HTTPClient:  s.srv.client(),
 			Observer:    s.ob.observer(),
+			RecordDir:   o.record,
 		},
 		Limits: a.rt.limits(),
 		Log:    rep.log,

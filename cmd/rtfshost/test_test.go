@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -18,6 +20,18 @@ func TestExampleTests(t *testing.T) {
 	}
 	if !strings.HasSuffix(stdout.String(), " passed, 0 failed\n") || strings.HasPrefix(stdout.String(), "0 passed") {
 		t.Errorf("stdout %q", stdout.String())
+	}
+	programs, err := filepath.Glob("../../examples/*.rtfs")
+	if err != nil || len(programs) == 0 {
+		t.Fatalf("examples: %v %v", programs, err)
+	}
+	for _, p := range programs {
+		if strings.HasSuffix(p, "_test.rtfs") {
+			continue
+		}
+		if _, err := os.Stat(strings.TrimSuffix(p, ".rtfs") + "_test.rtfs"); err != nil {
+			t.Errorf("example %s has no test file: %v", p, err)
+		}
 	}
 }
 

@@ -43,6 +43,8 @@ type Policy struct {
 	urlFlag    string // how an operator allows a URL, for error messages
 	cmdFlag    string // how an operator allows a command
 	envFlag    string // how an operator allows an environment variable
+	anyFile    bool
+	fileDirs   []string // cleaned absolute directories
 }
 
 // prefix is an allowed URL prefix: an origin and a path prefix that matches
@@ -72,6 +74,11 @@ type Options struct {
 	Env []string
 	// AnyEnv lets a start call set any environment variable.
 	AnyEnv bool
+	// FileDirs are the directories whose files a stream may read or
+	// write (a :replay recording, a :record file), absolute.
+	FileDirs []string
+	// AnyFile lets a stream read and write any file.
+	AnyFile bool
 	// ServerFlag, CommandFlag and EnvFlag name how the operator widens the
 	// policy (e.g. "--allow-server"); a refusal quotes them. Empty: generic
 	// words.
@@ -80,8 +87,17 @@ type Options struct {
 
 // New builds a Policy. A bad prefix is an error naming it.
 func New(o Options) (*Policy, error) {
-	p := &Policy{anyURL: o.AnyServer, anyCommand: o.AnyCommand, anyEnv: o.AnyEnv,
+	p := &Policy{anyURL: o.AnyServer, anyCommand: o.AnyCommand, anyEnv: o.AnyEnv, anyFile: o.AnyFile,
 		urlFlag: o.ServerFlag, cmdFlag: o.CommandFlag, envFlag: o.EnvFlag}
+	for _, d := range o.FileDirs {
+		if d = strings.TrimSpace(d); d == "" {
+			continue
+		}
+		if !filepath.IsAbs(d) {
+			return nil, fmt.Errorf("allowed file directory %q: not an absolute path", d)
+		}
+		p.fileDirs = append(p.fileDirs, filepath.Clean(d))
+	}
 	if p.urlFlag == "" {
 		p.urlFlag = "the egress policy's server list"
 	}
@@ -245,6 +261,32 @@ func (p *Policy) CheckCommand(cmd string, env []string) error {
 		}
 	}
 	return nil
+}
+
+// CheckFile reports whether a stream may read or write the file at path
+// (a :replay recording, a :record file): a nil policy and one that allows
+// any file do; otherwise path must be absolute and lie in one of the
+// allowed directories once cleaned (symbolic links are not followed here:
+// allow only directories whose contents the operator trusts).
+func (p *Policy) CheckFile(path string) error {
+	if p == nil || p.anyFile {
+		return nil
+	}
+	deny := &DeniedError{What: "file", Target: path, Flag: "no flag of this command: files are for local runs (rtfshost run)",
+		Reason: "a program run by this host may not read or write files"}
+	if len(p.fileDirs) > 0 {
+		deny.Flag, deny.Reason = "the egress policy's file directories", ""
+	}
+	if !filepath.IsAbs(path) {
+		return deny
+	}
+	clean := filepath.Clean(path)
+	for _, d := range p.fileDirs {
+		if rel, err := filepath.Rel(d, clean); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && rel != "." {
+			return nil
+		}
+	}
+	return deny
 }
 
 func (p *Policy) checkExecutable(cmd string) error {
