@@ -64,6 +64,8 @@ var formDocs = map[string][2]string{
 	"if-not":       {"(if-not test then else?)", "(if test else then)"},
 	"if-some":      {"(if-some [binding e] then else?)", "then with binding bound when e is not nil (false counts)"},
 	"lazy-cat":     {"(lazy-cat coll ...)", "(concat (lazy-seq coll) ...)"},
+	"ns":           {"(ns name (:require [clojure.string :as str :refer [join]] ...))", "names clojure.string, clojure.set and clojure.math by the aliases and bare names asked for, from there on; nil"},
+	"require":      {"(require '[clojure.math :as math] ...)", "as ns's :require"},
 	"with-out-str": {"(with-out-str body...)", "the text print, println and prn write while body runs, as a string (instead of the log); a host call inside it is an error"},
 	"lazy-seq":     {"(lazy-seq body...)", "the lazy sequence of body's value, computed when an element is needed"},
 	"let":          {"(let [name value ...] body...)", "binds names (or destructuring patterns) in order, then evaluates body"},

@@ -72,6 +72,8 @@ type compiler struct {
 	baseGlobals map[string]int // the base's globals; a unit's global of the same name shadows one
 	isBuiltin   Resolver
 	internal    bool
+	aliases     map[string]string // require's :as: alias -> namespace
+	refers      map[string]string // require's :refer: name -> full name
 }
 
 // global returns the slot of the global name, if there is one.
@@ -360,6 +362,17 @@ func (fc *fcomp) symbol(s *syntax.Symbol) {
 	if i, ok := fc.c.global(s.Name); ok {
 		fc.emit(GLOBAL, i)
 		return
+	}
+	if full, ok := fc.c.resolveAlias(s.Name); ok {
+		if fc.c.isBuiltin != nil && fc.c.isBuiltin(full) {
+			fc.emit(BUILTIN, fc.builtin(full))
+			return
+		}
+		if c, ok := Constant(full); ok {
+			fc.emit(CONST, fc.constant(c))
+			return
+		}
+		errorf(s.At, "undefined symbol %s (%s)", s.Name, full)
 	}
 	if fc.c.isBuiltin != nil && fc.c.isBuiltin(s.Name) {
 		fc.emit(BUILTIN, fc.builtin(s.Name))

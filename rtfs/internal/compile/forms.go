@@ -45,6 +45,10 @@ func specialForm(name string) formFunc {
 		return (*fcomp).match
 	case "call":
 		return (*fcomp).hostCall
+	case "ns":
+		return (*fcomp).nsForm
+	case "require":
+		return (*fcomp).requireForm
 	case "mcp-stream":
 		return (*fcomp).mcpStream
 	case "->", "->>":
@@ -478,7 +482,7 @@ func Forms() []string {
 		"->", "->>", "and", "as->", "assert", "call", "case", "cond", "cond->", "cond->>", "condp",
 		"declare", "def", "defn", "defn-", "do", "doseq", "dotimes", "fn", "for", "if", "if-let",
 		"if-not", "if-some", "lazy-cat", "lazy-seq", "let", "letfn", "loop", "match", "mcp-stream",
-		"or", "quote", "recur", "some->", "some->>", "throw", "try", "when", "when-first", "when-let",
+		"ns", "or", "quote", "require", "recur", "some->", "some->>", "throw", "try", "when", "when-first", "when-let",
 		"when-not", "when-some", "with-out-str", "λ",
 	}
 }
