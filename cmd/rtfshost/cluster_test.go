@@ -224,3 +224,136 @@ func TestServeClusterTermNATSDown(t *testing.T) {
 		t.Fatalf("serve --cluster took %v to exit after SIGTERM; its shutdown grace is 10s", took)
 	}
 }
+
+// TestServeClusterTaskMoves: a stream started as an MCP task on one of two
+// "rtfshost serve --cluster" processes moves to the other when its host
+// gets SIGTERM (paused, so that it does not end first); the other drives
+// the task from then on: tasks/get there ends completed, and tasks/result
+// lists every output once, in order, those of both hosts.
+func TestServeClusterTaskMoves(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	ns := clustertest.Server(t, clustertest.Options{})
+	src := localserver.New(localserver.Options{})
+	if err := src.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	serve := func(node string) (string, func()) {
+		base, stop, _ := startServeChildData(t, "", "", "serve", "--listen", "127.0.0.1:0", "--server-url", src.URL()+"/sse",
+			"--cluster", ns.ClientURL(), "--node", node, "--lease-ttl", "1s")
+		return base, stop
+	}
+	a, stopA := serve("a")
+	b, stopB := serve("b")
+	defer stopB()
+	call := func(base, sid, method string, params any) map[string]any {
+		t.Helper()
+		_, body := post(t, base, sid, map[string]any{"jsonrpc": "2.0", "id": 9, "method": method, "params": params})
+		if !strings.HasPrefix(body, "{") { // an SSE answer: its last event
+			if evs := parseSSE(t, body); len(evs) > 0 {
+				body = evs[len(evs)-1].data
+			}
+		}
+		var resp struct {
+			Result map[string]any `json:"result"`
+			Error  any            `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Error != nil {
+			t.Fatalf("%s on %s: %v %v\n%s", method, base, err, resp.Error, body)
+		}
+		return resp.Result
+	}
+	const n = 60
+	created := call(a, rawInitialize(t, a), "tools/call", map[string]any{"name": "mcp.stream.start", "task": map[string]any{"ttl": 600000},
+		"arguments": map[string]any{
+			"program": `(defn step [n chunk meta] {:state (inc n) :output {:count (inc n)}})`, "processor": "step",
+			"endpoint": "counter.v1", "transport": "sse", "stream-id": "moving-task", "initial-state": 0,
+			"config": map[string]any{"limit": n, "interval_ms": 20},
+		}})
+	if task, _ := created["task"].(map[string]any); task["taskId"] != "moving-task" || task["status"] != "working" {
+		stopA()
+		t.Fatalf("CreateTaskResult %v", created)
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for { // some chunks on a, most to come
+		text, err := callServer(ctx, a, mcpserver.ToolInspect, map[string]any{"stream-id": "moving-task", "include-queue": false})
+		var in struct {
+			Stats struct {
+				Processed int `json:"processed-chunks"`
+			} `json:"stats"`
+		}
+		if err == nil && json.Unmarshal([]byte(text), &in) == nil && in.Stats.Processed >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			stopA()
+			t.Fatalf("the task's stream did not run on a: %s %v", text, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Paused (through b), so that it cannot end on a before a leaves: it
+	// is handed over paused, and b resumes it.
+	if _, err := callServer(ctx, b, mcpserver.ToolPause, map[string]any{"stream-id": "moving-task"}); err != nil {
+		stopA()
+		t.Fatal(err)
+	}
+	stopA() // SIGTERM: a hands the stream over mid-way
+	for {
+		text, err := callServer(ctx, b, mcpserver.ToolResume, map[string]any{"stream-id": "moving-task"})
+		if err == nil && strings.Contains(text, `"active"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b did not resume the stream handed over: %s %v", text, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	sid := rawInitialize(t, b)
+	for {
+		got := call(b, sid, "tasks/get", map[string]any{"taskId": "moving-task"})
+		if got["status"] == "completed" {
+			break
+		}
+		if got["status"] != "working" || time.Now().After(deadline) {
+			t.Fatalf("tasks/get on b: %v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res := call(b, sid, "tasks/result", map[string]any{"taskId": "moving-task"})
+	var result struct {
+		State       string                `json:"state"`
+		Result      struct{ Count int }   `json:"result"`
+		Outputs     []struct{ Count int } `json:"outputs"`
+		OutputCount int                   `json:"output-count"`
+		Lost        int                   `json:"outputs-lost"`
+	}
+	raw, _ := json.Marshal(res["structuredContent"])
+	if err := json.Unmarshal(raw, &result); err != nil || res["isError"] != false {
+		t.Fatalf("tasks/result on b: %v\n%s", err, raw)
+	}
+	counts := make([]int, len(result.Outputs))
+	for i, o := range result.Outputs {
+		counts[i] = o.Count
+	}
+	ok := result.State == "completed" && result.Result.Count == n && len(counts) == n && result.OutputCount == n && result.Lost == 0
+	for i := 0; ok && i < n; i++ {
+		ok = counts[i] == i+1
+	}
+	if !ok {
+		t.Fatalf("tasks/result on b: %s, result %d, outputs %v (output-count %d, lost %d); want completed, %d, 1..%d",
+			result.State, result.Result.Count, counts, result.OutputCount, result.Lost, n, n)
+	}
+	// b took the stream over (a did not finish it before it left).
+	resp, err := http.Get(strings.TrimSuffix(b, mcpserver.PathStreamable) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`(?m)^rtfshost_cluster_claims_total [1-9]`).Match(metrics) {
+		t.Fatalf("b's cluster metrics: %s", regexp.MustCompile(`(?m)^rtfshost_cluster.*$`).FindAll(metrics, -1))
+	}
+}

@@ -19,10 +19,6 @@ type call struct {
 	ctx context.Context
 	w   *watch
 	rep *reporter
-	// keep, when set, sees each event of the call's streams first, on the
-	// stream's goroutine, so it must return at once: a task keeps its
-	// outputs in the store (taskout.go). Set it before watchStream.
-	keep func(provider.Event)
 }
 
 func (s *Server) newCall(ctx context.Context, req *mcp.CallToolRequest) *call {
@@ -61,14 +57,7 @@ func (s *Server) newOutbox() *provider.Outbox {
 // its outputs; what the stream's processor prints reaches the call's client
 // too. It fails only when the provider is closed.
 func (c *call) watchStream(id string) error {
-	receive := c.w.push
-	if keep := c.keep; keep != nil {
-		receive = func(ev provider.Event) {
-			keep(ev)
-			c.w.push(ev)
-		}
-	}
-	sub, err := c.s.prov.Subscribe(id, provider.SubscribeOptions{Pending: true, Receive: receive})
+	sub, err := c.s.prov.Subscribe(id, provider.SubscribeOptions{Pending: true, Receive: c.w.push})
 	if err != nil {
 		return err
 	}

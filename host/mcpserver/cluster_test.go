@@ -235,3 +235,51 @@ func TestListInCluster(t *testing.T) {
 		t.Error("inspect with a bad cursor did not fail")
 	}
 }
+
+// TestTaskOfStreamEndedAfterServerClosed: serve closes its MCP server
+// before its host, which runs the streams until it stops them; a stream
+// task's stream that gives outputs, and ends, in between has them kept
+// all the same. Another host then finishes the task when it is asked for
+// its result alone (no tasks/get): every output once, in order.
+func TestTaskOfStreamEndedAfterServerClosed(t *testing.T) {
+	ns := clustertest.Server(t, clustertest.Options{})
+	a := newClusterFixture(t, ns.ClientURL(), "a")
+	b := newClusterFixture(t, ns.ClientURL(), "b")
+	urlA, urlB := a.ts.URL+PathStreamable, b.ts.URL+PathStreamable
+	ha, hb := legacyInit(t, urlA), legacyInit(t, urlB)
+	const id = "tail"
+	if _, e := rpc(t, urlA, ha, "tools/call", map[string]any{"name": ToolStart, "arguments": startArgs(id), "task": map[string]any{}}); e != nil {
+		t.Fatal(e)
+	}
+	a.feed(context.Background(), id, values(2)...)
+	waitFor(t, "a to process 2 chunks", func() bool {
+		in, err := a.host.Provider().Info(id, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
+		return err == nil && in.Stats.ProcessedChunks == 2
+	})
+	a.srv.Close()
+	a.feed(context.Background(), id, append(values(2), end)...)
+	waitFor(t, "the stream to end on a", func() bool {
+		st, err := a.host.Provider().Status(id)
+		return err == nil && st.State == provider.StateCompleted
+	})
+	a.shutDown()
+
+	res, e := rpc(t, urlB, hb, methodTasksResult, map[string]any{"taskId": id})
+	if e != nil || res["isError"] != false {
+		t.Fatalf("tasks/result on b = %v, %v", res, e)
+	}
+	var out streamResult
+	content, _ := res["content"].([]any)
+	block, _ := content[0].(map[string]any)
+	if err := json.Unmarshal([]byte(fmt.Sprint(block["text"])), &out); err != nil {
+		t.Fatalf("tasks/result: %v\n%v", err, res)
+	}
+	var outs []string
+	for _, o := range out.Outputs {
+		outs = append(outs, string(o))
+	}
+	want := []string{`{"n":1,"value":1}`, `{"n":2,"value":2}`, `{"n":3,"value":1}`, `{"n":4,"value":2}`, `{"total":5}`}
+	if out.State != provider.StateCompleted || !slices.Equal(outs, want) || out.OutputCount != 5 || out.Lost != 0 {
+		t.Errorf("tasks/result on b: state %s outputs %v (count %d, lost %d); want completed, %v", out.State, outs, out.OutputCount, out.Lost, want)
+	}
+}

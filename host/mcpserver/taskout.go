@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -95,6 +96,21 @@ func (t *tasks) outputsOf(ctx context.Context, id string) *taskOutputs {
 	return o
 }
 
+// watch subscribes keep to stream id's events (to those of the stream to
+// come, when it has not started or been recovered here yet); the caller
+// closes the subscription, or the stream does when it stops here. A nil o
+// (no store) watches nothing and returns nil, which Close takes.
+func (o *taskOutputs) watch(id string) *provider.Subscription {
+	if o == nil {
+		return nil
+	}
+	sub, err := o.t.s.prov.Subscribe(id, provider.SubscribeOptions{Pending: true, Receive: o.keep})
+	if err != nil {
+		return nil // the provider is closed
+	}
+	return sub
+}
+
 // keep stores the output ev carries, unless the task keeps as many as it
 // may, or an output of its chunk is stored already (the chunk was processed
 // again after a restart). The store is written behind; list waits for it.
@@ -118,6 +134,12 @@ func (o *taskOutputs) keep(ev provider.Event) {
 			o.t.s.log.Error("mcp tasks: storing a task's output", "task", o.id, "seq", ev.Seq, "err", err)
 		}
 	})
+	if errors.Is(err, persistence.ErrClosed) {
+		// The server has closed, and its host runs the stream until it
+		// stops it: stored at once, on the stream's goroutine, which the
+		// host waits for before it closes the store.
+		err = o.t.store.Commit(context.Background(), &b)
+	}
 	if err != nil {
 		o.t.s.log.Error("mcp tasks: storing a task's output", "task", o.id, "seq", ev.Seq, "err", err)
 	}

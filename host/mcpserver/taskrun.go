@@ -114,15 +114,19 @@ func (t *tasks) followLocked(e *taskEntry, start args, recovered <-chan struct{}
 	id := e.rec.StreamID
 	c := t.s.newCall(ctx, &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolStart}})
 	outs := t.outputsOf(ctx, e.rec.ID)
-	if outs != nil {
-		c.keep = outs.keep
-	}
+	keeper := outs.watch(id)
 	watchErr := c.watchStream(id)
 	t.s.calls.Add(1)
 	go func() {
 		defer t.s.calls.Done()
 		defer cancel()
 		defer c.release()
+		closing := false
+		defer func() {
+			if !closing && keeper != nil {
+				keeper.Close()
+			} // else it keeps the outputs the stream gives until the host stops it
+		}()
 		if watchErr != nil {
 			t.finish(e, taskErrorResult("%s: %v", ToolStart, watchErr), provider.StateError)
 			return
@@ -144,6 +148,7 @@ func (t *tasks) followLocked(e *taskEntry, start args, recovered <-chan struct{}
 			select {
 			case <-recovered:
 			case <-ctx.Done():
+				closing = true
 				return // Close
 			}
 			// A stream loaded here, running or ended, is followed here; in
@@ -164,7 +169,12 @@ func (t *tasks) followLocked(e *taskEntry, start args, recovered <-chan struct{}
 			return ok
 		})
 		if err != nil {
-			return // Close: the stream stays stored, and so does the task
+			// Close: the stream stays stored, and so does the task. The
+			// host stops the stream after the server has closed; the
+			// outputs it gives meanwhile are still kept, for whichever
+			// host or process drives the task next.
+			closing = true
+			return
 		}
 		st := ends[id]
 		if !st.State.Terminal() {

@@ -348,7 +348,8 @@ func (t *tasks) lookup(ctx context.Context, id string) (*taskEntry, error) {
 }
 
 // wait blocks until the task ends or ctx does. In a cluster, a task that
-// another host drives is read again from the store every clusterPoll.
+// another host drives is read again from the store every clusterPoll, and
+// its stream's status asked.
 func (t *tasks) wait(ctx context.Context, e *taskEntry) (taskRecord, error) {
 	for done := false; !done; {
 		var tick <-chan time.Time
@@ -361,7 +362,16 @@ func (t *tasks) wait(ctx context.Context, e *taskEntry) (taskRecord, error) {
 		case <-tick:
 			t.mu.Lock()
 			t.refreshLocked(ctx, e.rec.ID)
+			idle, stream := !e.running && !e.rec.terminal(), e.rec.StreamID
 			t.mu.Unlock()
+			if idle && stream != "" {
+				// No goroutine here drives it: its stream's status is
+				// asked of its host, or, when no live host runs it (it
+				// ended after its host's server closed, or its host
+				// died), the stream is loaded here, and with it the task
+				// is driven here (streamLoaded).
+				_, _ = t.s.prov.Status(stream)
+			}
 		case <-ctx.Done():
 			return taskRecord{}, ctx.Err()
 		}
