@@ -63,6 +63,14 @@ const LogCapability = "ccos.io.log"
 // A Handler serves a capability. It runs on the goroutine of the program or
 // stream that made the call, must honour ctx, and returns an Answer or an
 // error; the error reaches RTFS as a catchable error wrapped in an *Error.
+//
+// A handler is registered before the host recovers its streams (a recovered
+// processor that calls an unregistered capability fails as on any error),
+// and may be called again with the same call: a stream's chunks whose
+// processing had not committed when the process died are processed again
+// after recovery, with the same host calls. Call.Stream and the chunk's
+// seq, which the processor can pass in the arguments, identify such a
+// repeated call.
 type Handler func(ctx context.Context, c *Call) (Answer, error)
 
 // A Capability is a host function that RTFS programs may call.

@@ -150,6 +150,16 @@ func New(opts Options) (*Host, error) {
 // Register adds an embedder's capability. Its handler's errors reach RTFS as
 // catchable errors; it may be called by programs and by stream processors,
 // from several goroutines at once.
+//
+// Register every capability before Recover: a recovered stream runs on at
+// once, and its processor's call to a capability not registered yet fails
+// with an unknown-capability error, handled as any error of the processor.
+//
+// A handler may see the same call again: after a crash, the chunks whose
+// processing had not committed are processed again, and their processor's
+// host calls run again (docs/durability.md). Call.Stream names the stream;
+// a processor that passes its chunk's (:seq meta) in the arguments lets the
+// handler recognise a call it has already served by (stream, seq).
 func (h *Host) Register(c capabilities.Capability) error { return h.reg.Register(c) }
 
 // Capabilities returns the host's registry (for listings and for serving

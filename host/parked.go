@@ -22,11 +22,15 @@ import (
 // holds a program suspended on :mcp.stream.await; a resumed record the
 // outcome of a program that Recover resumed.
 const (
-	kindParked    persistence.RecordKind = 16
-	kindResumed   persistence.RecordKind = 17
-	hostVersion                          = 1
-	parkedPrefix                         = "host/parked/"
-	resumedPrefix                        = "host/resumed/"
+	kindParked  persistence.RecordKind = 16
+	kindResumed persistence.RecordKind = 17
+	hostVersion                        = 1
+	// resumedVersion is the version of a resumed record: 2 adds the
+	// program's value in the rtfs value codec; version 1 (earlier builds)
+	// has only its printed form.
+	resumedVersion = 2
+	parkedPrefix   = "host/parked/"
+	resumedPrefix  = "host/resumed/"
 	// journalPrefix keys the journal of a parked program's run, kept
 	// beside its parked record so that a release that does not know it
 	// reads the parked record all the same: a reference to the run's
@@ -75,53 +79,74 @@ func (r *parkedRecord) encode() []byte {
 
 func (r *parkedRecord) decode(key, data []byte) error {
 	var name, hash, src, id []byte
-	return decodeFields(key, data, kindParked, []*[]byte{&name, &hash, &src, &id, &r.cont}, &r.parkedAt, func() {
+	fields := []*[]byte{&name, &hash, &src, &id, &r.cont}
+	return decodeFields(key, data, kindParked, hostVersion, func(uint64) []*[]byte { return fields }, &r.parkedAt, func() {
 		r.name, r.hash, r.source, r.streamID = string(name), string(hash), src, string(id)
 	})
 }
 
 // ResumedProgram is the outcome of a program that Recover resumed after its
 // awaited stream ended. Exactly one of Value and Err is set: Value is the
-// program's value in printed form, Err the message of the error that ended
-// it.
+// program's value in printed form (cut at 1 MiB), Err the message of the
+// error that ended it. Result is the value itself, as the program returned
+// it; it is nil when the program failed, when its value cannot be stored
+// (it holds a function, or its encoding is larger than the host's output
+// limit) and in the records of builds that stored only the printed form.
 type ResumedProgram struct {
 	RunID      string
 	Program    string // the program's file name
 	StreamID   string // the stream it awaited
 	Value      string
+	Result     rtfs.Value
 	Err        string
 	FinishedAt time.Time
 }
 
-func encodeResumed(r ResumedProgram) []byte {
+// encodeResumed encodes r as a resumed record; result is r.Result in the
+// rtfs value codec (empty: none).
+func encodeResumed(r ResumedProgram, result []byte) []byte {
 	var b []byte
-	for _, f := range []string{r.Program, r.StreamID, r.Value, r.Err} {
+	for _, f := range [][]byte{[]byte(r.Program), []byte(r.StreamID), []byte(r.Value), []byte(r.Err), result} {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
 	}
 	b = binary.AppendVarint(b, r.FinishedAt.UnixMilli())
-	return persistence.EncodeRecord(kindResumed, hostVersion, b)
+	return persistence.EncodeRecord(kindResumed, resumedVersion, b)
 }
 
+// decodeResumed reads a resumed record of either version.
 func decodeResumed(key, data []byte) (ResumedProgram, error) {
 	r := ResumedProgram{RunID: strings.TrimPrefix(string(key), resumedPrefix)}
-	var prog, stream, val, msg []byte
+	var prog, stream, val, msg, result []byte
 	var at int64
-	err := decodeFields(key, data, kindResumed, []*[]byte{&prog, &stream, &val, &msg}, &at, func() {
+	err := decodeFields(key, data, kindResumed, resumedVersion, func(version uint64) []*[]byte {
+		if version < 2 {
+			return []*[]byte{&prog, &stream, &val, &msg}
+		}
+		return []*[]byte{&prog, &stream, &val, &msg, &result}
+	}, &at, func() {
 		r.Program, r.StreamID, r.Value, r.Err = string(prog), string(stream), string(val), string(msg)
 		r.FinishedAt = time.UnixMilli(at)
 	})
-	return r, err
+	if err != nil || len(result) == 0 {
+		return r, err
+	}
+	if r.Result, err = rtfs.UnmarshalValue(result); err != nil {
+		return r, &persistence.CorruptRecordError{Key: append([]byte(nil), key...), Reason: "the program's value does not decode", Err: err}
+	}
+	return r, nil
 }
 
-// decodeFields reads length-prefixed fields and a final varint from a host
-// record, then calls set. Damage is a *persistence.CorruptRecordError and a
+// decodeFields reads length-prefixed fields (those fieldsOf gives for the
+// record's version) and a final varint from a host record of a version up
+// to max, then calls set. Damage is a *persistence.CorruptRecordError and a
 // newer version a *persistence.UnknownVersionError, both naming key.
-func decodeFields(key, data []byte, kind persistence.RecordKind, fields []*[]byte, last *int64, set func()) error {
-	_, b, err := persistence.DecodeRecord(key, data, kind, hostVersion)
+func decodeFields(key, data []byte, kind persistence.RecordKind, max uint64, fieldsOf func(version uint64) []*[]byte, last *int64, set func()) error {
+	version, b, err := persistence.DecodeRecord(key, data, kind, max)
 	if err != nil {
 		return err
 	}
+	fields := fieldsOf(version)
 	corrupt := func(what string) error {
 		return &persistence.CorruptRecordError{Key: append([]byte(nil), key...), Reason: what}
 	}
@@ -185,7 +210,15 @@ func (h *Host) unpark(r *run, outcome *ResumedProgram) {
 	b.Delete([]byte(parkedPrefix + r.id))
 	b.Delete([]byte(journalPrefix + r.id))
 	if outcome != nil {
-		b.Put([]byte(resumedPrefix+r.id), encodeResumed(*outcome))
+		var result []byte
+		if outcome.Result != nil {
+			var err error
+			if result, err = rtfs.MarshalValueOpts(outcome.Result, rtfs.EncodeOptions{MaxBytes: h.limits.OutputLimit()}); err != nil {
+				h.log.Warn("resumed program's value stored in printed form only", "run", r.id, "err", err)
+				result = nil
+			}
+		}
+		b.Put([]byte(resumedPrefix+r.id), encodeResumed(*outcome, result))
 	}
 	if err := h.store.Commit(context.Background(), &b); err != nil {
 		h.log.Error("parked program record not removed", "run", r.id, "err", err)
@@ -389,7 +422,7 @@ func (h *Host) resumeParked(r *run, streamID string, out rtfs.Outcome) {
 		res.Err = err.Error()
 		h.log.Error("resumed program failed", "run", r.id, "program", res.Program, "err", err)
 	} else {
-		res.Value = rtfs.Excerpt(out.Value, maxLogLine)
+		res.Value, res.Result = rtfs.Excerpt(out.Value, maxLogLine), out.Value
 		h.log.Info("resumed program finished", "run", r.id, "program", res.Program, "value", res.Value)
 	}
 	h.unpark(r, &res)

@@ -111,6 +111,9 @@ func TestParkedAwaitResumesAfterRestart(t *testing.T) {
 	if r.Err != "" || !strings.Contains(r.Value, ":total 6") || !strings.Contains(r.Value, ":doubled 12") || r.StreamID != "sums" || r.Program != "sums.rtfs" {
 		t.Fatalf("resumed program = %+v", r)
 	}
+	if get(r.Result, "total") != rtfs.Int(6) || get(r.Result, "doubled") != rtfs.Int(12) {
+		t.Fatalf("resumed program's Result = %v, want the value printed as %s", r.Result, r.Value)
+	}
 	if n := countKeys(t, store, "host/parked/"); n != 0 {
 		t.Fatalf("%d parked records left", n)
 	}

@@ -167,5 +167,7 @@ func clone(b []byte) []byte {
 // (journal/<id>/...), and streams' origin records and parked programs
 // refer to it instead of keeping a copy (format 2 of the journal bytes,
 // which older releases refuse, naming the key, when they replay; they read
-// everything else).
+// everything else); version 2 of the host's resumed-program record, which
+// keeps the program's value in the value codec (older releases refuse it by
+// version).
 const StoreFormat = 4
