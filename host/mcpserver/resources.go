@@ -16,8 +16,10 @@ import (
 	"github.com/rtfshost/rtfshost/provider"
 )
 
-// Streams as MCP resources: rtfs://streams, the list of the host's streams
-// (the summary mcp.stream.inspect gives without a stream-id), and
+// Streams as MCP resources: rtfs://streams, the list of the streams (the
+// summary mcp.stream.inspect gives without a stream-id: in a cluster every
+// host's, a page at a time, the pages after the first at
+// rtfs://streams?cursor=...), and
 // rtfs://streams/{id}, one stream's snapshot (what mcp.stream.inspect
 // gives for it), both as JSON. go-sdk serves resources/list,
 // resources/templates/list and resources/read from what addResources
@@ -65,8 +67,8 @@ func (s *Server) addResources() {
 	s.mcp.AddResource(&mcp.Resource{
 		URI:         streamsURI,
 		Name:        "streams",
-		Title:       "The host's streams",
-		Description: "Every stream of the host, as mcp.stream.inspect without a stream-id returns them: {total, streams: [...], ...}.",
+		Title:       "The streams",
+		Description: "The streams (in a cluster, of every host), a page at a time in stream-id order, as mcp.stream.inspect without a stream-id returns them: {total, streams: [...], next-cursor, ...}; the next page is rtfs://streams?cursor=<next-cursor>.",
 		MIMEType:    "application/json",
 	}, s.readStreams)
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
