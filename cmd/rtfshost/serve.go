@@ -31,6 +31,7 @@ type serveOptions struct {
 	publicURL        string
 	oauthIssuer      string
 	oauthAudience    string
+	oauthPrivate     bool
 	stdioOut         io.WriteCloser // with stdio: where MCP messages go
 	progressInterval time.Duration
 	delivery         deliveryFlags
@@ -115,6 +116,7 @@ stdout. The launching client is trusted: there is no token.`,
 	f.StringVar(&o.publicURL, "public-url", "", "the URL clients reach this server at, e.g. https://mcp.example.com (default http://<listen address>); with --oauth-issuer its /mcp is the resource tokens are for")
 	f.StringVar(&o.oauthIssuer, "oauth-issuer", "", "accept OAuth 2.1 access tokens (JWTs) of this authorization server, e.g. https://auth.example.com/realms/ops, instead of a static token")
 	f.StringVar(&o.oauthAudience, "oauth-audience", "", "the aud an access token must name (default the resource: --public-url with /mcp)")
+	f.BoolVar(&o.oauthPrivate, "oauth-private-issuer", false, "let the issuer's metadata and keys be fetched from loopback and private addresses (for an issuer whose host name resolves to one; link-local addresses stay refused)")
 	f.DurationVar(&o.progressInterval, "progress-interval", 0, "the same as --normal-interval")
 	_ = f.MarkDeprecated("progress-interval", "use --normal-interval")
 	o.delivery.add(cmd)
@@ -369,7 +371,7 @@ func (d *deliveryFlags) check() error {
 func checkServeFlags(cmd *cobra.Command, o *serveOptions) error {
 	changed := cmd.Flags().Changed
 	if o.stdio {
-		for _, f := range []string{"listen", "token", "allow-origin", "public-url", "oauth-issuer", "oauth-audience", "no-ui"} {
+		for _, f := range []string{"listen", "token", "allow-origin", "public-url", "oauth-issuer", "oauth-audience", "oauth-private-issuer", "no-ui"} {
 			if changed(f) {
 				return fmt.Errorf("--stdio and --%s: a server on stdio does not listen, and trusts the client that launched it (docs/mcp-server.md)", f)
 			}
@@ -377,7 +379,7 @@ func checkServeFlags(cmd *cobra.Command, o *serveOptions) error {
 		return nil
 	}
 	if o.oauthIssuer == "" {
-		for _, f := range []string{"oauth-audience", "public-url"} {
+		for _, f := range []string{"oauth-audience", "oauth-private-issuer", "public-url"} {
 			if changed(f) {
 				return fmt.Errorf("--%s needs --oauth-issuer", f)
 			}
@@ -413,5 +415,5 @@ func oauthOptions(o serveOptions, addr string) *mcpserver.OAuth {
 	if base == "" {
 		base = "http://" + addr
 	}
-	return &mcpserver.OAuth{Issuer: o.oauthIssuer, Resource: base + mcpserver.PathStreamable, Audience: o.oauthAudience}
+	return &mcpserver.OAuth{Issuer: o.oauthIssuer, Resource: base + mcpserver.PathStreamable, Audience: o.oauthAudience, PrivateIssuer: o.oauthPrivate}
 }

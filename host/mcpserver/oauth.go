@@ -98,9 +98,19 @@ type OAuth struct {
 	// DefaultOAuthLeeway, at most a minute.
 	Leeway time.Duration
 	// Client fetches the issuer's metadata and keys; default a client with
-	// a 10 s timeout. Whatever it is, a document larger than 1 MiB is
-	// refused.
+	// a 10 s timeout that reaches no link-local, unspecified or multicast
+	// address, nor a loopback or private one unless the issuer's own host
+	// is one or PrivateIssuer is set (egress.CheckAddress, at dial time).
+	// Whatever it is, a document larger than 1 MiB is refused, and a
+	// redirect is followed only within the origin of the request that
+	// started it and never to cleartext http off loopback (its own
+	// CheckRedirect is replaced).
 	Client *http.Client
+	// PrivateIssuer lets the default Client reach the issuer's metadata
+	// and keys on loopback and private addresses, for an issuer named by
+	// a host name that resolves to one (an issuer given as such an
+	// address, or as localhost, needs no flag).
+	PrivateIssuer bool
 }
 
 // MetadataURL is the URL of the protected-resource metadata of o's
@@ -159,11 +169,12 @@ func newOAuthServer(ctx context.Context, cfg OAuth, log *slog.Logger) (*oauthSer
 	case cfg.Leeway < 0 || cfg.Leeway > maxOAuthLeeway:
 		return nil, fmt.Errorf("mcpserver: OAuth leeway %v: give 0 to %v", cfg.Leeway, maxOAuthLeeway)
 	}
-	client := &http.Client{Timeout: oauthFetchTimeout}
+	client := &http.Client{Timeout: oauthFetchTimeout, Transport: issuerTransport(cfg.PrivateIssuer || privateHost(iss.Hostname()))}
 	if cfg.Client != nil {
 		c := *cfg.Client
 		client = &c
 	}
+	client.CheckRedirect = checkIssuerRedirect
 	client.Transport = cappedBodies{next: client.Transport}
 	o := &oauthServer{
 		cfg:         cfg,
@@ -329,7 +340,7 @@ func (o *oauthServer) verify(ctx context.Context, raw string) (*auth.TokenInfo, 
 		return nil, &tokenFailure{desc: "the authorization server's keys cannot be fetched now; try again later", unavailable: true}
 	}
 	var c accessClaims
-	tok, err := o.parser.ParseWithClaims(raw, &c, kf.KeyfuncCtx(ctx))
+	tok, err := o.parser.ParseWithClaims(raw, &c, refuseCrit(kf.KeyfuncCtx(ctx)))
 	if err != nil {
 		o.log.Info("oauth: access token refused", "err", err)
 		return nil, &tokenFailure{desc: describeTokenError(err)}
@@ -356,6 +367,10 @@ func (o *oauthServer) verify(ctx context.Context, raw string) (*auth.TokenInfo, 
 // describeTokenError says why golang-jwt refused a token.
 func describeTokenError(err error) string {
 	switch {
+	case errors.Is(err, errCrit):
+		return "the token's header has crit: this server understands no JWS extension, and RFC 7515 makes it refuse one it does not"
+	case errors.Is(err, errClaims):
+		return "the token's claims are not as RFC 7519 writes them: exp, nbf and iat must be numbers, and claim names lower case"
 	case errors.Is(err, jwt.ErrTokenMalformed):
 		return "the token is not a well-formed JWT"
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):

@@ -7,12 +7,15 @@ package mcpserver
 // failure has aged.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -22,6 +25,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/time/rate"
+
+	"github.com/rtfshost/rtfshost/transport/egress"
 )
 
 // accessClaims are the claims read from an access token.
@@ -30,6 +35,104 @@ type accessClaims struct {
 	Scope    string     `json:"scope"`     // RFC 9068: space-separated
 	Scp      scopeClaim `json:"scp"`       // some issuers: a list or a string
 	ClientID string     `json:"client_id"` // RFC 9068
+}
+
+// errClaims is wrapped by the error of claims read strictly
+// (accessClaims.UnmarshalJSON).
+var errClaims = errors.New("claims not as RFC 7519 writes them")
+
+// UnmarshalJSON reads the claims strictly, where encoding/json alone would
+// not: exp, nbf and iat must be JSON numbers (RFC 7519 NumericDate; a
+// quoted number would pass into a jwt.NumericDate), and no claim may be
+// spelled as a claim this server reads in another case ("EXP" would fill
+// ExpiresAt, as encoding/json matches names without case).
+func (c *accessClaims) UnmarshalJSON(b []byte) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		return err
+	}
+	for name, v := range members {
+		lower := strings.ToLower(name)
+		switch lower {
+		case "iss", "sub", "aud", "exp", "nbf", "iat", "jti", "scope", "scp", "client_id":
+		default:
+			continue
+		}
+		if name != lower {
+			return fmt.Errorf("%w: the claim %q must be spelled %q", errClaims, name, lower)
+		}
+		if lower == "exp" || lower == "nbf" || lower == "iat" {
+			if v = bytes.TrimSpace(v); len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+				return fmt.Errorf("%w: %s must be a number (a NumericDate), not %.20s", errClaims, lower, v)
+			}
+		}
+	}
+	type plain accessClaims // without this method
+	return json.Unmarshal(b, (*plain)(c))
+}
+
+// errCrit is the keyfunc's refusal of a token with a crit header.
+var errCrit = errors.New("the token's header has crit")
+
+// refuseCrit wraps a keyfunc so that a token whose header has crit is
+// refused before its signature is checked: RFC 7515 §4.1.11 makes a
+// recipient reject a crit extension it does not understand, and this
+// server understands none (golang-jwt does not look at crit).
+func refuseCrit(next jwt.Keyfunc) jwt.Keyfunc {
+	return func(t *jwt.Token) (any, error) {
+		if _, ok := t.Header["crit"]; ok {
+			return nil, errCrit
+		}
+		return next(t)
+	}
+}
+
+// checkIssuerRedirect is the CheckRedirect of the client that fetches the
+// issuer's metadata and keys: a redirect is followed only to the origin of
+// the request that started the chain (scheme, host and port), never to
+// cleartext http off a loopback host, and at most five times. The
+// Transport's address check sees every hop as well.
+func checkIssuerRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return errors.New("stopped after 5 redirects")
+	}
+	from, to := via[0].URL, req.URL
+	if origin(to) != origin(from) {
+		return fmt.Errorf("a redirect from %s to another origin (%s) is not followed", origin(from), origin(to))
+	}
+	if to.Scheme != "https" && !isLoopback(to.Host) {
+		return fmt.Errorf("a redirect to cleartext %s is not followed", origin(to))
+	}
+	return nil
+}
+
+// origin is scheme://host:port of u, the default port written out.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// issuerTransport is the default transport of the issuer's fetches: it
+// dials only addresses egress.CheckAddress allows (private and loopback
+// ones when private).
+func issuerTransport(private bool) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // the address checked must be the issuer's, not a proxy's
+	tr.DialContext = (&net.Dialer{Timeout: oauthFetchTimeout, KeepAlive: 30 * time.Second, Control: egress.DialControl(private)}).DialContext
+	return tr
+}
+
+// privateHost reports whether host is localhost, or a loopback or private
+// address.
+func privateHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && (ip.Unmap().IsLoopback() || ip.Unmap().IsPrivate())
 }
 
 // scopeClaim is a scope claim given as a list or a space-separated string.
