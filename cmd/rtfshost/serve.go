@@ -260,7 +260,7 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	if err := ob.watchCluster(h.Cluster()); err != nil {
 		return withCode(exitStreamFailed, err)
 	}
-	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI && !o.stdio, &o.delivery.policy)
+	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI && !o.stdio, &o.delivery.policy, a.rt.limits())
 	if err != nil {
 		return withCode(exitStreamFailed, err)
 	}

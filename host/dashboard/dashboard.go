@@ -54,6 +54,9 @@ const (
 	PathStreams = "/ui/api/streams/" // GET ID: inspect JSON; POST ID/pause|resume|cancel
 )
 
+// PathPlaygroundPage is the playground's page (public, as the dashboard's).
+const PathPlaygroundPage = "/ui/playground.html"
+
 // Options configure a Dashboard. Provider is required.
 type Options struct {
 	// Provider holds the streams shown. The Dashboard does not close it.
@@ -75,6 +78,11 @@ type Options struct {
 	// it the tab is told it fell behind and its events response ends (the
 	// page reconnects).
 	MaxPending int
+	// Limits bound each program run and processor call of the playground
+	// (playground.go), as serve's budgets bound a stream's.
+	Limits rtfs.Limits
+	// PlaygroundTimeout bounds one playground run (default 10 s).
+	PlaygroundTimeout time.Duration
 }
 
 // A Dashboard serves the web dashboard. It is safe for concurrent use.
@@ -110,6 +118,9 @@ func New(opts Options) (*Dashboard, error) {
 	}
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1000
+	}
+	if opts.PlaygroundTimeout <= 0 {
+		opts.PlaygroundTimeout = playgroundTimeout
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
@@ -171,6 +182,7 @@ func (d *Dashboard) APIHandler() http.Handler {
 	mux.HandleFunc("GET "+PathEvents, d.events)
 	mux.HandleFunc("GET "+PathStreams+"{id}", d.inspect)
 	mux.HandleFunc("POST "+PathStreams+"{id}/{op}", d.control)
+	mux.HandleFunc("POST "+PathPlayground, d.playground)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setSecurityHeaders(w)
 		mux.ServeHTTP(w, r)

@@ -121,6 +121,14 @@ func (rw *rewriter) load(l *syntax.List) ([]syntax.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Definitions(forms), nil
+}
+
+// Definitions returns a program's definitions, as load brings them in:
+// its defn, defn- and declare forms, and its defs, a def whose value needs
+// the program's run defining nil. The playground (host/dashboard) runs a
+// program's processors on them.
+func Definitions(forms []syntax.Node) []syntax.Node {
 	var out []syntax.Node
 	nilled := make(map[string]bool) // defs left nil
 	for _, f := range forms {
@@ -142,7 +150,7 @@ func (rw *rewriter) load(l *syntax.List) ([]syntax.Node, error) {
 			out = append(out, fl)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // needsRun reports whether a def's value needs the program's run: it
