@@ -10,8 +10,8 @@ import (
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/exec"
-	"github.com/rtfshost/rtfshost/transport/replay"
 	"github.com/rtfshost/rtfshost/transport/mcp"
+	"github.com/rtfshost/rtfshost/transport/replay"
 	"github.com/rtfshost/rtfshost/transport/sse"
 )
 
