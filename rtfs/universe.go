@@ -16,6 +16,9 @@ type FuncDoc struct {
 	Doc     string // one line
 	Prelude bool   // written in RTFS (a callback it calls may make host calls)
 	AliasOf string // for another name of a function: that function's name
+	// Constant marks a value that is not a function (Math/PI,
+	// Long/MAX_VALUE): Usage is its name.
+	Constant bool
 }
 
 // Universe returns every function a program can call without defining it,
@@ -40,7 +43,9 @@ func Universe() []FuncDoc {
 		}
 	}
 	for _, name := range compile.Constants() {
-		out = append(out, docOf(name, "", false)) // Math/PI, Long/MAX_VALUE: values, not functions
+		d := docOf(name, "", false) // Math/PI, Long/MAX_VALUE: values, not functions
+		d.Constant = true
+		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

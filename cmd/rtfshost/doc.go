@@ -99,7 +99,10 @@ func docEntries() ([]docEntry, error) {
 	var out []docEntry
 	for _, d := range rtfs.Universe() {
 		kind := "function"
-		if d.Prelude {
+		switch {
+		case d.Constant:
+			kind = "constant"
+		case d.Prelude:
 			kind = "function (prelude: written in RTFS; a host call in its callback suspends like any other)"
 		}
 		out = append(out, docEntry{name: d.Name, usage: d.Usage, doc: d.Doc, kind: kind})
@@ -203,8 +206,8 @@ func writeDocList(w io.Writer, entries []docEntry) error {
 	last := ""
 	for _, e := range entries {
 		section := e.kind
-		if strings.HasPrefix(section, "function") {
-			section = "functions"
+		if strings.HasPrefix(section, "function") || section == "constant" {
+			section = "functions" // the constants (Math/PI) stand among them, by name
 		} else {
 			section += "s"
 		}

@@ -39,6 +39,7 @@ func TestDocCommand(t *testing.T) {
 		{[]string{"doc"}, exitOK, "special forms:\n"},
 		{[]string{"doc"}, exitOK, "host calls:\n"},
 		{[]string{"doc", "a", "b"}, exitProgramError, "doc takes at most one name"},
+		{[]string{"doc", "Math/PI"}, exitOK, "Math/PI\n  the constant 3.141592653589793 (Java's, as a double)\n  (constant)\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		a := newApp(strings.NewReader(""), &stdout, &stderr)
