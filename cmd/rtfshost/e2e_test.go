@@ -87,6 +87,7 @@ func TestCLI(t *testing.T) {
 		t.Run("examples", c.testExamples)
 		t.Run("docs", c.testDocs)
 		t.Run("record-replay", c.testRecordReplay)
+		t.Run("replay-resume", c.testReplayResume)
 		t.Run("no-escapes", c.testNoEscapes)
 		t.Run("pty", c.testLiveLines)
 	})

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/replay"
 )
 
 // testRecordReplay: for each kind of transport, a run with --record
@@ -97,4 +103,61 @@ func outputsOf(t *testing.T, r result) ([]string, string) {
 		}
 	}
 	return outs, res
+}
+
+// testReplayResume: a :replay stream killed in the middle resumes exactly:
+// rtfshost resume goes on after the last committed chunk, so every chunk
+// of the recording is summed once.
+func (c *cli) testReplayResume(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n = 200
+	var b bytes.Buffer
+	w := replay.NewWriter(&b)
+	for i := 1; i <= n; i++ {
+		if err := w.Write(int64(i), transport.Chunk{Data: []byte(fmt.Sprintf(`{"chunk":{"n":%d}}`, i)), ID: strconv.Itoa(i), ReceivedAt: time.UnixMilli(int64(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := filepath.Join(dir, "sum.ndjson")
+	if err := os.WriteFile(rec, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(c.testdata, "slow_sum.rtfs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const live = `{:endpoint "counter.v1"
+     :config {:limit limit :interval_ms 10}`
+	if !strings.Contains(string(src), live) {
+		t.Fatalf("slow_sum.rtfs no longer starts its stream with %q", live)
+	}
+	prog := filepath.Join(dir, "replay_sum.rtfs")
+	replayed := strings.Replace(string(src), live, fmt.Sprintf(`{:transport :replay :file %q :interval-ms 10`, rec), 1)
+	if err := os.WriteFile(prog, []byte(replayed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	s := c.start(t, dir, "run", "--json", "--data", data, prog)
+	for {
+		var o outLine
+		if err := json.Unmarshal([]byte(s.waitForOutput(t)), &o); err != nil {
+			t.Fatal(err)
+		}
+		if *o.Seq >= 30 {
+			break
+		}
+	}
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := s.wait(t)
+	checkSums(t, killed, parseJSONLines(t, killed))
+	r := c.run(t, "resume", "--json", "--data", data)
+	wantCode(t, r, exitOK)
+	lines := parseJSONLines(t, r)
+	checkSums(t, r, lines)
+	if !strings.Contains(r.stdout, `"state":"completed","end-reason":"processor","result":{"sum":20100,"chunks":200}`) {
+		t.Errorf("the resumed replay does not end with every chunk summed once\n%s", r)
+	}
 }
