@@ -128,7 +128,7 @@ func (ob *observability) close() {
 // behind the token). The dashboard closes when ctx ends, so that its
 // long-lived event responses end before the server shuts down, or at the
 // latest when the returned function is called.
-func (ob *observability) serveRoutes(ctx context.Context, p *provider.Provider, ui bool, delivery *provider.Delivery, limits rtfs.Limits) ([]mcpserver.Route, func(), error) {
+func (ob *observability) serveRoutes(ctx context.Context, p *provider.Provider, ui bool, delivery *provider.Delivery, limits rtfs.Limits, recordings string) ([]mcpserver.Route, func(), error) {
 	if err := ob.obs.Attach(p); err != nil {
 		return nil, nil, err
 	}
@@ -136,7 +136,7 @@ func (ob *observability) serveRoutes(ctx context.Context, p *provider.Provider, 
 	if !ui {
 		return routes, func() {}, nil
 	}
-	d, err := dashboard.New(dashboard.Options{Provider: p, Version: version, Delivery: delivery, Limits: limits})
+	d, err := dashboard.New(dashboard.Options{Provider: p, Version: version, Delivery: delivery, Limits: limits, RecordingsDir: recordings})
 	if err != nil {
 		return nil, nil, err
 	}

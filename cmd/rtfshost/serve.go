@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -260,7 +261,7 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	if err := ob.watchCluster(h.Cluster()); err != nil {
 		return withCode(exitStreamFailed, err)
 	}
-	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI && !o.stdio, &o.delivery.policy, a.rt.limits())
+	routes, closeRoutes, err := ob.serveRoutes(cmd.Context(), h.Provider(), !o.noUI && !o.stdio, &o.delivery.policy, a.rt.limits(), a.recordingsDir(&o))
 	if err != nil {
 		return withCode(exitStreamFailed, err)
 	}
@@ -416,4 +417,18 @@ func oauthOptions(o serveOptions, addr string) *mcpserver.OAuth {
 		base = "http://" + addr
 	}
 	return &mcpserver.OAuth{Issuer: o.oauthIssuer, Resource: base + mcpserver.PathStreamable, Audience: o.oauthAudience, PrivateIssuer: o.oauthPrivate}
+}
+
+// recordingsDir is where the dashboard's playground finds recordings: the
+// data directory's recordings/ ("" in a cluster, whose records are not in
+// a directory).
+func (a *app) recordingsDir(o *serveOptions) string {
+	if len(o.cluster) > 0 {
+		return ""
+	}
+	dir, err := filepath.Abs(filepath.Join(a.flags.dataDir, "recordings"))
+	if err != nil {
+		return ""
+	}
+	return dir
 }

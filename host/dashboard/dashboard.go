@@ -83,6 +83,9 @@ type Options struct {
 	Limits rtfs.Limits
 	// PlaygroundTimeout bounds one playground run (default 10 s).
 	PlaygroundTimeout time.Duration
+	// RecordingsDir holds the recordings (*.ndjson, transport/replay's
+	// format) the playground may run a processor over; "" means none.
+	RecordingsDir string
 }
 
 // A Dashboard serves the web dashboard. It is safe for concurrent use.
@@ -183,6 +186,7 @@ func (d *Dashboard) APIHandler() http.Handler {
 	mux.HandleFunc("GET "+PathStreams+"{id}", d.inspect)
 	mux.HandleFunc("POST "+PathStreams+"{id}/{op}", d.control)
 	mux.HandleFunc("POST "+PathPlayground, d.playground)
+	mux.HandleFunc("GET "+PathRecordings, d.recordings)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setSecurityHeaders(w)
 		mux.ServeHTTP(w, r)

@@ -7,13 +7,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rtfshost/rtfshost/internal/testrunner"
 	"github.com/rtfshost/rtfshost/provider"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/rtfs/syntax"
+	"github.com/rtfshost/rtfshost/transport/replay"
 )
 
 // The playground (/ui/playground.html, PathPlayground) runs a processor
@@ -32,7 +37,9 @@ const PathPlayground = "/ui/api/playground"
 const (
 	maxPlaygroundBody   = 1 << 20 // bytes of one request
 	maxPlaygroundChunks = 10_000
-	playgroundFile      = "playground.rtfs"
+	// maxPlaygroundRecording bounds the bytes of a recording read.
+	maxPlaygroundRecording = 64 << 20
+	playgroundFile         = "playground.rtfs"
 )
 
 // A playgroundRequest is one run: the program's source, the processor's
@@ -43,6 +50,56 @@ type playgroundRequest struct {
 	Processor string `json:"processor"`
 	State     string `json:"state"`
 	Chunks    string `json:"chunks"`
+	// Recording, instead of Chunks, names a recording of
+	// Options.RecordingsDir (its base name).
+	Recording string `json:"recording,omitempty"`
+}
+
+// PathRecordings lists the recordings the playground may read.
+const PathRecordings = "/ui/api/recordings"
+
+// recordings answers the names of the *.ndjson files of
+// Options.RecordingsDir (none when it is unset or missing).
+func (d *Dashboard) recordings(w http.ResponseWriter, _ *http.Request) {
+	names := []string{}
+	if d.opts.RecordingsDir != "" {
+		entries, _ := os.ReadDir(d.opts.RecordingsDir)
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".ndjson") {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string][]string{"recordings": names})
+}
+
+// recordedChunks reads the recording name of Options.RecordingsDir: a
+// base name, so that a request cannot reach another file.
+func (d *Dashboard) recordedChunks(name string) ([]provider.DryChunk, error) {
+	if d.opts.RecordingsDir == "" {
+		return nil, errors.New("this server has no recordings directory")
+	}
+	if name != filepath.Base(name) || !strings.HasSuffix(name, ".ndjson") || strings.HasPrefix(name, ".") {
+		return nil, fmt.Errorf("recording %q: give the name of a .ndjson file of the recordings directory", name)
+	}
+	path := filepath.Join(d.opts.RecordingsDir, name)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("recording %s: %w", name, err)
+	}
+	defer f.Close()
+	recs, err := replay.Read(name, io.LimitReader(f, maxPlaygroundRecording))
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) > maxPlaygroundChunks {
+		return nil, fmt.Errorf("recording %s: more than %d chunks", name, maxPlaygroundChunks)
+	}
+	out := make([]provider.DryChunk, len(recs))
+	for i, r := range recs {
+		out[i] = provider.DryChunk{Data: r.Chunk.Data, Event: r.Chunk.Event, ID: r.Chunk.ID, FD: r.Chunk.FD, ReceivedAt: r.Chunk.ReceivedAt}
+	}
+	return out, nil
 }
 
 // A playgroundStep is one processed chunk, its values as JSON.
@@ -109,6 +166,13 @@ func (d *Dashboard) runPlayground(ctx context.Context, req playgroundRequest) pl
 			return fail(fmt.Errorf("more than %d chunks", maxPlaygroundChunks))
 		}
 		chunks = append(chunks, provider.DryChunk{Data: append([]byte(nil), line...)})
+	}
+	if req.Recording != "" {
+		recorded, err := d.recordedChunks(req.Recording)
+		if err != nil {
+			return fail(err)
+		}
+		chunks = recorded
 	}
 	processor := req.Processor
 	prog, err := rtfs.CompileWith(playgroundFile, []byte(req.Program), rtfs.CompileOptions{

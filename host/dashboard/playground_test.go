@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,5 +158,59 @@ func TestPlaygroundAPI(t *testing.T) {
 	steps, _ := out["steps"].([]any)
 	if code != http.StatusOK || out["status"] != "error" || len(steps) != 1 || !strings.Contains(out["message"].(string), "steps") {
 		t.Errorf("a processor past its budget: %d %v", code, out)
+	}
+}
+
+// TestPlaygroundRecordings: the playground lists the recordings of its
+// directory and runs a processor over one, decoded as a stream decodes
+// it (an MCP progress chunk's :message included); a name that leaves the
+// directory is refused.
+func TestPlaygroundRecordings(t *testing.T) {
+	dir := t.TempDir()
+	rec := `{"seq":1,"id":"a","event":"progress","received-at-ms":5,"data":{"progress":1,"message":"{\"n\":7}"}}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "p.ndjson"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := dashboard.New(dashboard.Options{Provider: newRig(t, 0).h.Provider(), RecordingsDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ts := httptest.NewServer(d.APIHandler())
+	defer ts.Close()
+	res, err := http.Get(ts.URL + dashboard.PathRecordings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list map[string][]string
+	json.NewDecoder(res.Body).Decode(&list)
+	res.Body.Close()
+	if len(list["recordings"]) != 1 || list["recordings"][0] != "p.ndjson" {
+		t.Fatalf("recordings %v", list)
+	}
+	res, _ = http.Get(ts.URL + dashboard.PathSession)
+	var s map[string]string
+	json.NewDecoder(res.Body).Decode(&s)
+	res.Body.Close()
+	run := func(name string) map[string]any {
+		b, _ := json.Marshal(map[string]string{"program": "(defn p [s c m] {:state [(:event m) (get-in c [:message :n])]})", "processor": "p", "recording": name})
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+dashboard.PathPlayground, bytes.NewReader(b))
+		req.Header.Set("X-CSRF-Token", s["csrf"])
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		json.NewDecoder(res.Body).Decode(&out)
+		return out
+	}
+	out := run("p.ndjson")
+	steps, _ := out["steps"].([]any)
+	if len(steps) != 1 || fmt.Sprint(steps[0].(map[string]any)["state"]) != "[progress 7]" {
+		t.Errorf("run over p.ndjson: %v", out)
+	}
+	if out := run("../p.ndjson"); !strings.Contains(fmt.Sprint(out["error"]), "give the name of a .ndjson file") {
+		t.Errorf("a name outside the directory: %v", out)
 	}
 }

@@ -1,7 +1,7 @@
 // rtfshost playground: a processor run over typed chunks on the server
 // (POST /ui/api/playground). The whole input lives in the URL's fragment,
 // "#v1:" followed by the base64url of the JSON
-// {"program":..,"processor":..,"state":..,"chunks":..}, so a link can be
+// {"program":..,"processor":..,"state":..,"chunks":..,"recording":..}, so a link can be
 // shared; opening one runs it.
 "use strict";
 (() => {
@@ -24,7 +24,7 @@
 
   function input() {
     return { program: $("pg-program").value, processor: $("pg-processor").value.trim(),
-      state: $("pg-state").value.trim(), chunks: $("pg-chunks").value };
+      state: $("pg-state").value.trim(), chunks: $("pg-chunks").value, recording: $("pg-recording").value };
   }
   function toFragment() {
     history.replaceState(null, "", "#v1:" + enc(JSON.stringify(input())));
@@ -38,11 +38,27 @@
       $("pg-processor").value = v.processor || "";
       $("pg-state").value = v.state || "";
       $("pg-chunks").value = v.chunks || "";
+      if (v.recording) addRecording(v.recording).selected = true;
       return true;
     } catch (e) {
       showError("the link's fragment is not a playground input: " + e.message);
       return false;
     }
+  }
+
+  function addRecording(name) {
+    const sel = $("pg-recording");
+    for (const o of sel.options) if (o.value === name) return o;
+    const o = document.createElement("option");
+    o.value = name; o.textContent = name;
+    sel.appendChild(o);
+    return o;
+  }
+  async function listRecordings() {
+    try {
+      const res = await fetch(API + "recordings", { headers: headers(), cache: "no-store" });
+      if (res.ok) (await res.json()).recordings.forEach(addRecording);
+    } catch (e) { /* the list is a convenience */ }
   }
 
   async function session() {
@@ -123,11 +139,12 @@
 
   $("pg-run").addEventListener("click", () => run(false));
   $("pg-step").addEventListener("click", () => run(true));
-  ["pg-program", "pg-processor", "pg-state", "pg-chunks"].forEach((id) =>
+  ["pg-program", "pg-processor", "pg-state", "pg-chunks", "pg-recording"].forEach((id) =>
     $(id).addEventListener("input", () => { result = null; shown = 0; }));
   $("pg-token-save").addEventListener("click", () => {
     sessionStorage.setItem("rtfshost.token", $("pg-token-input").value.trim());
     $("pg-token").hidden = true; csrf = ""; run(false);
   });
+  listRecordings();
   if (fromFragment()) run(false);
 })();
