@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -416,7 +417,7 @@ func TestWaitForProgramStreams(t *testing.T) {
 (defn ok [s c m] {:state s :output :ok})
 (defn bad [s c m] 42)
 (call :mcp.stream.start {:endpoint "e" :stream-id "a" :processor ok})
-(call :mcp.stream.start {:endpoint "e" :stream-id "b" :processor bad})`)
+(call :mcp.stream.start {:endpoint "e" :stream-id "b" :processor bad :on-error {:then :end}})`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,5 +508,55 @@ func TestProcessorAwaitsAnotherStream(t *testing.T) {
 	v, _ := r.h.Provider().Inspect("b", provider.InspectOptions{})
 	if num(get(v, "current-state", "a-processed")) != 3 {
 		t.Errorf("b's state = %v", get(v, "current-state"))
+	}
+}
+
+// A program awaiting a stream stays parked while the stream is failed (it
+// can still be repaired), and gets the stream's result once it is: here
+// the held chunk is retried after a transient failure of a host call.
+func TestAwaitStaysParkedWhileFailed(t *testing.T) {
+	r := newRig(t)
+	var broken atomic.Bool
+	broken.Store(true)
+	if err := r.h.Register(capabilities.Capability{ID: "test.lookup", Handler: func(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+		if broken.Load() {
+			return capabilities.Answer{}, errors.New("lookup service unavailable")
+		}
+		return capabilities.Now(rtfs.Int(10)), nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	wait := r.runAsync(`
+(defn proc [s c m]
+  (let [x (if (:lookup c) (call :test.lookup {}) (:n c))]
+    {:state (+ s x) :output (+ s x)}))
+(call :mcp.stream.start {:endpoint "e" :stream-id "parked" :processor proc :initial-state 0})
+(call :mcp.stream.await {:stream-id "parked"})`)
+	r.feed("parked", `{"n":1}`, `{"lookup":true}`, `{"n":2}`)
+	p := r.h.Provider()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _ := p.Status("parked")
+		if st.State == provider.StateFailed {
+			if st.Failure.Seq != 2 || !strings.Contains(st.Failure.Error, "lookup service unavailable") {
+				t.Fatalf("failure %+v", st.Failure)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream did not fail: %+v", st)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := r.h.Parked(); n != 1 {
+		t.Fatalf("%d programs parked, want the awaiting one", n)
+	}
+	broken.Store(false)
+	if _, err := p.Resume("parked"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := wait()
+	if err != nil || res != rtfs.Int(13) {
+		t.Fatalf("program result %v, %v; want 13 (1 + 10 + 2)", res, err)
 	}
 }

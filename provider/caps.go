@@ -37,7 +37,8 @@ func (p *Provider) Capabilities() []capabilities.Capability {
 		{ID: CapInspect, Description: "Inspect one stream, or all streams without :stream-id.",
 			Input: inspectSchema(), Handler: p.capInspect},
 		{ID: CapPause, Description: "Pause a stream.", Input: idOnly, Handler: p.capControl(p.Pause)},
-		{ID: CapResume, Description: "Resume a paused stream.", Input: idOnly, Handler: p.capControl(p.Resume)},
+		{ID: CapResume, Description: "Resume a paused stream; retry the chunk a failed one is held on, or with :skip true set it aside as a dead letter.",
+			Input: resumeSchema(), Handler: p.capResume},
 		{ID: CapCancel, Description: "Cancel a stream.", Input: idOnly, Handler: p.capControl(p.Cancel)},
 		{ID: CapStatus, Description: "A stream's status.", Input: idOnly, Handler: p.capControl(p.Status)},
 		{ID: CapAwait, Description: "Wait for a stream to end; returns its result.",
@@ -65,6 +66,7 @@ func startSchema(cat *transport.Catalog) *capabilities.Schema {
 		{Name: "delivery", Type: "map", Doc: "how outputs reach subscribers: {:normal {:interval-ms 200 :max-batch 10} :low {:interval-ms 1000 :max-batch 20}}"},
 		{Name: "record", Type: "string", Doc: "write every chunk the stream receives to this file (NDJSON, one chunk a line; :transport :replay plays it)"},
 		{Name: "milestones", Type: "vector|list", Doc: "the steps a result names with :milestone: [{:id :scan :weight 0.2 :estimated-ms 15000} ...]"},
+		{Name: "on-error", Type: "map", Doc: "what a processor failure does: {:retry 3 :backoff-ms 200 :then :hold} (:then :hold, the default, keeps the stream failed until resumed; :skip sets the chunk aside as a dead letter; :end ends it in :error)"},
 	}
 	for _, u := range cat.Keys() {
 		keys = append(keys, capabilities.Key{Name: u.Name, Type: u.Type, Doc: u.Doc + " (:" + strings.Join(u.Transports, ", :") + ")"})
@@ -199,6 +201,13 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 			req.IdleTimeout = time.Duration(n) * time.Millisecond
 		}
 	}
+	if v := field(m, "on-error"); v != rtfs.Nil {
+		pol, err := ParseErrorPolicy(v)
+		if err != nil {
+			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: "on-error", Msg: err.Error()}
+		}
+		req.OnError = &pol
+	}
 	if err := parseDeliveryKeys(m, &req); err != nil {
 		var ke *keyError
 		errors.As(err, &ke)
@@ -241,6 +250,21 @@ func (p *Provider) capControl(op func(string) (Status, error)) capabilities.Hand
 		}
 		return capabilities.Now(StatusValue(st)), nil
 	}
+}
+
+// resumeSchema is the input of :mcp.stream.resume.
+func resumeSchema() *capabilities.Schema {
+	return &capabilities.Schema{Type: "map", Keys: []capabilities.Key{streamIDKey(),
+		{Name: "skip", Type: "bool", Doc: "a failed stream sets the chunk it is held on aside as a dead letter and goes on (default false: the chunk is retried)"}}}
+}
+
+// capResume serves :mcp.stream.resume: Resume, or Skip with :skip true.
+func (p *Provider) capResume(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+	op := p.Resume
+	if field(argMap(c), "skip") == rtfs.True {
+		op = p.Skip
+	}
+	return p.capControl(op)(ctx, c)
 }
 
 func (p *Provider) capAwait(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {

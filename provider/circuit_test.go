@@ -75,7 +75,7 @@ func TestCircuitOpensOnADeadOrigin(t *testing.T) {
 	})
 	var msgs []string
 	for i := range 8 {
-		id, err := f.p.Start(StartRequest{Endpoint: "weather.monitor.v1", goProc: counter()})
+		id, err := f.p.Start(StartRequest{Endpoint: "weather.monitor.v1", goProc: counter(), OnError: endOnError})
 		if err != nil {
 			msgs = append(msgs, err.Error())
 			continue

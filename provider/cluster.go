@@ -110,6 +110,8 @@ func (p *Provider) Answer(ctx context.Context, req Request) (Answer, error) {
 		st, err = p.Pause(req.StreamID)
 	case "resume":
 		st, err = p.Resume(req.StreamID)
+	case "skip":
+		st, err = p.Skip(req.StreamID)
 	case "cancel":
 		st, err = p.Cancel(req.StreamID)
 	case "inspect":
@@ -133,7 +135,8 @@ func (p *Provider) Answer(ctx context.Context, req Request) (Answer, error) {
 
 // KeyOwner returns the stream whose records include key: the keys a
 // provider writes under "stream/<id>\x00", its origin record
-// "origin/<id>" and its delivery record "delivery/<id>". Package cluster
+// "origin/<id>", its delivery record "delivery/<id>" and its dead letters
+// "dead/<id>\x00<seq>". Package cluster
 // fences writes of such keys by the stream's ownership. It costs a scan of
 // key.
 func KeyOwner(key []byte) (string, bool) {
@@ -142,6 +145,12 @@ func KeyOwner(key []byte) (string, bool) {
 	}
 	if id, ok := bytes.CutPrefix(key, []byte(deliveryPrefix)); ok {
 		return string(id), true
+	}
+	if rest, ok := bytes.CutPrefix(key, []byte(deadLetterPrefixStr)); ok {
+		if i := bytes.IndexByte(rest, 0); i >= 0 {
+			return string(rest[:i]), true
+		}
+		return "", false
 	}
 	rest, ok := bytes.CutPrefix(key, []byte(streamPrefix))
 	if !ok {

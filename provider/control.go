@@ -52,27 +52,41 @@ func (p *Provider) Pause(id string) (Status, error) {
 	return p.control(id, "pause", pauseChange)
 }
 
-func pauseChange(s *stream) {
+func pauseChange(s *stream) error {
+	if s.st == StateFailed {
+		return fmt.Errorf("cannot pause stream %q: it is failed (%s); resume, skip or cancel it", s.id, s.msg)
+	}
 	if s.st != StatePaused {
 		s.obs.Directive("pause", "request") // pausing a paused stream applies nothing
 		s.noteLocked(TimelineEvent{Kind: "pause", Source: "request"})
 	}
 	s.st, s.resumeAt, s.pausedByRequest = StatePaused, time.Time{}, true
+	return nil
 }
 
 // Resume resumes a paused stream id: its backlog drains in order at once.
-// Resuming an active stream changes nothing; resuming an ended one is an
-// error.
+// A failed stream (StateFailed) is repaired: the chunk it is held on is
+// processed again, from the state after the chunk before, by the processor
+// it has now (after an Upgrade, the new one); a stream whose source gave
+// up connects it again from its cursor. Resuming an active stream changes
+// nothing; resuming an ended one is an error.
 func (p *Provider) Resume(id string) (Status, error) {
 	return p.control(id, "resume", resumeChange)
 }
 
-func resumeChange(s *stream) {
+func resumeChange(s *stream) error {
+	if s.st == StateFailed {
+		if s.resumeFailedLocked() && !s.taskActive {
+			s.reconnect = true // its transport returned: it runs again
+		}
+		return nil
+	}
 	if s.st != StateActive {
 		s.obs.Directive("resume", "request") // resuming an active stream applies nothing
 		s.noteLocked(TimelineEvent{Kind: "resume", Source: "request"})
 	}
 	s.st, s.resumeAt = StateActive, time.Time{}
+	return nil
 }
 
 // Cancel cancels stream id: its transport stops, its queued chunks are
@@ -112,9 +126,9 @@ func errDormant(s *stream, verb string) error {
 	return fmt.Errorf("cannot %s stream %q: it was loaded from the store without running (manual connect); inspect only", verb, s.id)
 }
 
-func (p *Provider) control(id, verb string, change func(*stream)) (Status, error) {
+func (p *Provider) control(id, verb string, change func(*stream) error) (Status, error) {
 	if change == nil {
-		change = map[string]func(*stream){"pause": pauseChange, "resume": resumeChange}[verb]
+		change = map[string]func(*stream) error{"pause": pauseChange, "resume": resumeChange, "skip": skipChange}[verb]
 	}
 	s, err := p.lookup(id)
 	if err != nil {
@@ -130,10 +144,18 @@ func (p *Provider) control(id, verb string, change func(*stream)) (Status, error
 		s.mu.Unlock()
 		return Status{}, fmt.Errorf("cannot %s stream %q: it is %s", verb, id, st)
 	}
-	change(s)
+	if err := change(s); err != nil {
+		s.mu.Unlock()
+		return Status{}, err
+	}
 	st := s.statusLocked()
 	subs := s.subs
+	reconnect := s.reconnect
+	s.reconnect = false
 	s.mu.Unlock()
+	if reconnect {
+		s.p.reconnect(s)
+	}
 	s.changed(subs)
 	if s.ps != nil {
 		s.ps.changed()

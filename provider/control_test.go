@@ -74,7 +74,7 @@ func TestGoControl(t *testing.T) {
 func TestAwaitAndWaitAll(t *testing.T) {
 	f := newFixture(t, Options{})
 	ok := f.start(StartRequest{goProc: counter()})
-	bad := f.start(StartRequest{goProc: counter()})
+	bad := f.start(StartRequest{goProc: counter(), OnError: endOnError})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := f.p.Await(ctx, ok); !errors.Is(err, context.DeadlineExceeded) {
@@ -287,7 +287,7 @@ func TestTransportAndProcessorFaults(t *testing.T) {
 	if st := f.await(id); st.State != StateError || st.Message != "transport: transport panicked: transport bug" {
 		t.Errorf("panicking transport: %+v", st)
 	}
-	id = f.start(StartRequest{Transport: "fails", goProc: goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) { panic("processor bug") })})
+	id = f.start(StartRequest{Transport: "fails", OnError: endOnError, goProc: goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) { panic("processor bug") })})
 	if st := f.await(id); st.State != StateError || st.Message != "processor go-proc failed on chunk 1: processor panicked: processor bug" {
 		t.Errorf("panicking processor: %+v", st)
 	}
@@ -321,7 +321,7 @@ func TestCloseRacesStart(t *testing.T) {
 func TestErrorDropsTheQueue(t *testing.T) {
 	f := newFixture(t, Options{})
 	release := make(chan struct{})
-	id := f.start(StartRequest{goProc: goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) {
+	id := f.start(StartRequest{OnError: endOnError, goProc: goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 		<-release
 		return nil, errors.New("boom")
 	})})

@@ -231,20 +231,20 @@ func resumeAfter(cfg rtfs.Value) (time.Duration, bool, error) {
 
 // applyLocked applies the processor's result for it and returns the event
 // to publish, if any (its Kind is 0 when there is none), with the stream's
-// subscribers. A result that cannot be applied puts the stream in :error
-// and leaves the state as it was.
-func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (Event, []*Subscription) {
+// subscribers. A call that failed (err), or a result that cannot be
+// applied, changes nothing and is returned as the chunk's failure (a
+// *ProcessorError for err), which the worker hands to the stream's
+// :on-error policy (failure.go).
+func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (Event, []*Subscription, error) {
 	if s.st.Terminal() || (err != nil && s.ctx.Err() != nil) {
-		return Event{}, nil // cancelled or closed while the processor ran
+		return Event{}, nil, nil // cancelled or closed while the processor ran
 	}
 	if err != nil {
-		s.failProcessor(&ProcessorError{Processor: s.proc.name(), Chunk: it.number(), Err: err})
-		return Event{}, nil
+		return Event{}, nil, &ProcessorError{Processor: s.proc.name(), Chunk: it.number(), Err: err}
 	}
 	m, ok := res.(*rtfs.Map)
 	if !ok {
-		s.fail("%s", shapeError(s.proc.name(), it.number(), res))
-		return Event{}, nil
+		return Event{}, nil, errors.New(shapeError(s.proc.name(), it.number(), res))
 	}
 	r, d, prio, kind, err := readResult(m, it.ctrl)
 	ev := Event{Priority: prio, OutputKind: kind}
@@ -253,9 +253,9 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (Event, []*Sub
 		progressed, err = s.applyProgressLocked(r.milestone, r.progress, time.Now())
 	}
 	if err != nil {
-		s.fail("processor %s on chunk %d: %v", s.proc.name(), it.number(), err)
-		return Event{}, nil
+		return Event{}, nil, fmt.Errorf("processor %s on chunk %d: %w", s.proc.name(), it.number(), err)
 	}
+	s.succeededLocked()
 	s.countLocked(it)
 	s.cursor = it.cursor()
 	if it.seq >= s.procNext {
@@ -292,7 +292,7 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (Event, []*Sub
 	if ev.Kind != 0 {
 		ev.StreamID, ev.Seq, ev.src = s.id, it.number(), s
 	}
-	return ev, s.subs
+	return ev, s.subs, nil
 }
 
 // cursor is the chunk's ID, which becomes the stream's cursor once the
@@ -319,19 +319,24 @@ func (s *stream) directLocked(d directive, out rtfs.Value) {
 }
 
 // endOfSourceLocked ends a stream whose source ended and whose queue is
-// empty: :completed with the last output as :result after a clean end,
-// :error with the transport's message after a failure.
-func (s *stream) endOfSourceLocked() {
+// empty, and reports whether it did: :completed with the last output as
+// :result after a clean end; after a failure, a source that can be
+// connected again holds the stream as failed (failure.go), any other ends
+// it in :error with the transport's message.
+func (s *stream) endOfSourceLocked() bool {
 	if s.srcErr != nil {
 		reason := "error"
 		if errors.Is(s.srcErr, transport.ErrSourceLost) {
 			reason = "source-lost" // docs/durability.md: a source that cannot resume
+		} else if s.failSourceLocked(s.srcErr) {
+			return false
 		}
 		s.finishLocked(StateError, reason, "transport: "+s.srcErr.Error())
-		return
+		return true
 	}
 	s.result = completion(nil, s.lastOut)
 	s.finishLocked(StateCompleted, "source-ended", "")
+	return true
 }
 
 // finishLocked moves the stream to a terminal state and stops its transport.

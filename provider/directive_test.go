@@ -181,7 +181,7 @@ func TestComplete(t *testing.T) {
 // the state stays the last good one.
 func TestUnknownActionIsAnError(t *testing.T) {
 	f := newFixture(t, Options{})
-	id := f.start(StartRequest{goProc: counter()})
+	id := f.start(StartRequest{goProc: counter(), OnError: endOnError})
 	f.send(id, `{"n":1}`)
 	f.send(id, `{"n":2,"reply":"explode"}`)
 	st := f.await(id)
@@ -196,8 +196,8 @@ func TestUnknownActionIsAnError(t *testing.T) {
 	wantErrContains(t, err, "unknown action")
 }
 
-// T9 and friends: a processor error or a non-map result is an :error with the
-// message; the last good state is kept.
+// T9 and friends: a processor error or a non-map result holds the stream
+// as failed with the message; the last good state is kept.
 func TestProcessorFailuresKeepLastGoodState(t *testing.T) {
 	cases := []struct {
 		name string
@@ -222,8 +222,8 @@ func TestProcessorFailuresKeepLastGoodState(t *testing.T) {
 			})})
 			f.send(id, `{}`)
 			f.send(id, `{}`)
-			st := f.await(id)
-			if st.State != StateError || !contains(st.Message, tc.want) {
+			st := f.waitState(id, StateFailed)
+			if !contains(st.Message, tc.want) || st.Failure == nil || st.Failure.Seq != 2 || st.Failure.Error != st.Message {
 				t.Fatalf("status = %+v, want message with %q", st, tc.want)
 			}
 			if !rtfs.Equal(f.stateOf(id), rtfs.MapOf(rtfs.Keyword("v"), rtfs.Int(1))) {
@@ -308,7 +308,7 @@ func TestSourceEndAndFailureAfterBacklog(t *testing.T) {
 // :stop puts the stream in :error naming the valid actions.
 func TestStopIsNotADirective(t *testing.T) {
 	f := newFixture(t, Options{})
-	id := f.start(StartRequest{goProc: counter()})
+	id := f.start(StartRequest{goProc: counter(), OnError: endOnError})
 	f.send(id, `{"n":1,"action":"stop"}`)
 	f.send(id, `{"n":2}`)
 	f.send(id, `{"n":3,"reply":"stop"}`)

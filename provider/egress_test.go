@@ -98,8 +98,13 @@ func netFixture(t *testing.T, serverURL string, env map[string]string, policy *e
 }
 
 // startNet starts a stream on the transport the request or its URL chooses.
+// startNet starts a network stream; a source that gives up ends it, as it
+// did before failures held streams, unless req says otherwise.
 func startNet(t *testing.T, f *fixture, req StartRequest) string {
 	t.Helper()
+	if req.OnError == nil {
+		req.OnError = endOnError
+	}
 	id, err := f.p.Start(req)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -324,6 +329,13 @@ func TestIdleTimeoutEndsAStalledSource(t *testing.T) {
 			if st.State != StateError || !strings.Contains(st.Message, "idle timeout") {
 				t.Errorf("stalled %s source: %+v", tc.transport, st)
 			}
+			// By default a source that gave up holds its stream as
+			// failed, to be resumed once the source is back.
+			id = startNet(t, f, StartRequest{Endpoint: "x", Transport: tc.transport, goProc: counter(), OnError: &ErrorPolicy{}})
+			st = f.waitState(id, StateFailed)
+			if st.Failure == nil || st.Failure.Kind != FailureSource || !strings.Contains(st.Failure.Error, "idle timeout") {
+				t.Errorf("stalled %s source held: %+v", tc.transport, st)
+			}
 		})
 	}
 	// A start call's :idle-timeout-ms wins over the provider's default.
@@ -335,14 +347,14 @@ func TestIdleTimeoutEndsAStalledSource(t *testing.T) {
 }
 
 func TestProcessorCallTimeLimit(t *testing.T) {
-	// A processor that loops forever ends its stream in :error at the call's
-	// time limit (--call-timeout), naming the limit.
+	// A processor that loops forever fails at the call's time limit
+	// (--call-timeout), naming the limit: the stream is held as failed.
 	g := compileGlobals(t, `(defn spin [state chunk meta] (loop [i 0] (recur (inc i))))`)
 	f := newFixture(t, Options{Limits: rtfs.Limits{MaxSteps: 1 << 60, MaxDuration: 50 * time.Millisecond}})
 	id := f.start(StartRequest{Processor: rtfs.Symbol("spin"), Globals: g})
 	f.send(id, `{"n": 1}`)
-	st := f.await(id)
-	if st.State != StateError || !strings.Contains(st.Message, "time limit of 50ms exceeded") {
+	st := f.waitState(id, StateFailed)
+	if !strings.Contains(st.Message, "time limit of 50ms exceeded") || st.Failure.Seq != 1 {
 		t.Errorf("status %+v", st)
 	}
 }

@@ -41,6 +41,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// endOnError is the :on-error policy {:then :end}: a processor failure
+// ends the stream in :error, as it did before failures held streams.
+var endOnError = &ErrorPolicy{Then: ThenEnd}
+
 // noEnv is an empty environment.
 func noEnv(string) (string, bool) { return "", false }
 

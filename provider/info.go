@@ -40,6 +40,13 @@ type StreamInfo struct {
 	// Progress is the stream's :progress (progress.go); nil when no result
 	// reported any and the stream has no milestones.
 	Progress *ProgressInfo `json:"progress"`
+	// Failure says why a failed stream is held (StateFailed): the held
+	// chunk's :seq, the error with the failing form's position, the
+	// attempts; nil in any other state.
+	Failure *Failure `json:"failure"`
+	// DeadLetters counts the chunks the stream set aside, with the last
+	// few (Provider.DeadLetters lists them all).
+	DeadLetters DeadLettersInfo `json:"dead-letters"`
 	// Programs lists the programs the processor came from, oldest first:
 	// the one the stream started with, then each swapped in by an upgrade.
 	Programs []ProgramVersion `json:"programs"`
@@ -197,8 +204,10 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 		PersistenceEnabled: s.p.ps != nil,
 		LastOutput:         JSONValue{s.lastOut, bound}, Result: JSONValue{s.result, bound},
 		DroppedChunks: s.stats.dropped, Reconnects: s.stats.reconnects,
-		Progress: s.progressInfoLocked(now),
-		Programs: append([]ProgramVersion(nil), s.history...),
+		Progress:    s.progressInfoLocked(now),
+		Failure:     st.Failure,
+		DeadLetters: s.dead.info(),
+		Programs:    append([]ProgramVersion(nil), s.history...),
 	}
 	if s.cursor != "" {
 		c := DisplayCursor(s.cursor)
@@ -282,7 +291,7 @@ func shapeValue(v reflect.Value) rtfs.Value {
 		for i := range t.NumField() {
 			f := t.Field(i)
 			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if opts == "omitempty" && v.Field(i).IsZero() {
+			if name == "-" || opts == "omitempty" && v.Field(i).IsZero() {
 				continue
 			}
 			val := shapeValue(v.Field(i))
@@ -321,6 +330,9 @@ func InspectKeys() []string {
 		for i := range t.NumField() {
 			f := t.Field(i)
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
 			keys = append(keys, prefix+name)
 			ft := f.Type
 			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {

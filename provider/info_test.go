@@ -55,6 +55,9 @@ func fullInfo() StreamInfo {
 		CurrentState: &state, InitialState: &state, Queue: &queue,
 		Stale:    &Stale{Owner: "a", SinceEpochMs: &one},
 		Progress: &ProgressInfo{Done: 1, Total: &half, Fraction: &half, EtaMs: &one, Message: "m", Milestone: "scan"},
+		Failure:  &Failure{Kind: FailureProcessor, Seq: 3, Error: "boom", Attempts: 2, AtEpochMs: 1},
+		DeadLetters: DeadLettersInfo{Count: 1, Last: []DeadLetter{{StreamID: "s", Seq: 2, Chunk: JSONValue{V: rtfs.Int(2)},
+			Metadata: JSONValue{V: rtfs.Nil}, Kind: FailureProcessor, Error: "bad", Attempts: 1, AtEpochMs: 1}}},
 	}
 }
 
@@ -80,6 +83,11 @@ func TestStreamInfoValue(t *testing.T) {
 		kw("dropped-chunks"), rtfs.Int(0), kw("reconnects"), rtfs.Int(0),
 		kw("progress"), rtfs.MapOf(kw("done"), rtfs.Float(1), kw("total"), rtfs.Float(0.5), kw("fraction"), rtfs.Float(0.5),
 			kw("eta-ms"), rtfs.Int(1), kw("message"), rtfs.String("m"), kw("milestone"), kw("scan")),
+		kw("failure"), rtfs.MapOf(kw("kind"), kw("processor"), kw("seq"), rtfs.Int(3), kw("error"), rtfs.String("boom"),
+			kw("attempts"), rtfs.Int(2), kw("at-epoch-ms"), rtfs.Int(1)),
+		kw("dead-letters"), rtfs.MapOf(kw("count"), rtfs.Int(1), kw("last"), rtfs.NewVector(rtfs.MapOf(kw("stream-id"), rtfs.String("s"),
+			kw("seq"), rtfs.Int(2), kw("chunk"), rtfs.Int(2), kw("metadata"), rtfs.Nil, kw("kind"), kw("processor"), kw("error"), rtfs.String("bad"),
+			kw("attempts"), rtfs.Int(1), kw("at-epoch-ms"), rtfs.Int(1)))),
 		kw("programs"), rtfs.NewVector(rtfs.MapOf(kw("hash"), rtfs.String("h1"), kw("file"), rtfs.String("f.rtfs"),
 			kw("processor"), rtfs.String("p"), kw("compiler"), rtfs.String("rtfs-compile-2"), kw("at-epoch-ms"), rtfs.Int(1))),
 		kw("current-state"), rtfs.MapOf(kw("count"), rtfs.Int(1)), kw("initial-state"), rtfs.MapOf(kw("count"), rtfs.Int(1)),
@@ -99,7 +107,7 @@ func TestStreamInfoValue(t *testing.T) {
 			t.Errorf("a snapshot without :%s has the key", k)
 		}
 	}
-	for _, k := range []string{"cursor", "last-output", "result", "progress"} {
+	for _, k := range []string{"cursor", "last-output", "result", "progress", "failure"} {
 		if v, ok := m.Get(rtfs.Keyword(k)); !ok || v != rtfs.Nil {
 			t.Errorf(":%s of an empty snapshot = %v, %v; want nil", k, v, ok)
 		}
@@ -149,7 +157,7 @@ func TestInspectDocsFollowTheShape(t *testing.T) {
 		t.Errorf("the table's keys\n  %v\nthe shape's\n  %v", documented, top)
 	}
 	values := map[string]bool{}
-	for _, s := range []State{StateActive, StatePaused, StateCompleted, StateCancelled, StateError, StateUnrecoverable} {
+	for _, s := range []State{StateActive, StatePaused, StateFailed, StateCompleted, StateCancelled, StateError, StateUnrecoverable} {
 		values[string(s)] = true
 	}
 	for parent, keys := range children {

@@ -55,7 +55,8 @@ func statusValue(st Status) *rtfs.Map {
 }
 
 // StatusValue returns st as the map :mcp.stream.status answers: {:stream-id
-// :state :message :end-reason :result}, and :stale when st is stale.
+// :state :message :end-reason :result}, :failure when a failure holds the
+// stream, and :stale when st is stale.
 func StatusValue(st Status) rtfs.Value {
 	m := statusValue(st).Assoc(rtfs.Keyword("stream-id"), rtfs.String(st.StreamID))
 	result := st.Result
@@ -63,6 +64,9 @@ func StatusValue(st Status) rtfs.Value {
 		result = rtfs.Nil
 	}
 	m = m.Assoc(rtfs.Keyword("result"), result)
+	if st.Failure != nil {
+		m = m.Assoc(rtfs.Keyword("failure"), shapeValue(reflect.ValueOf(*st.Failure)))
+	}
 	if st.Stale != nil {
 		m = m.Assoc(rtfs.Keyword("stale"), shapeValue(reflect.ValueOf(*st.Stale)))
 	}

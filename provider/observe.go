@@ -70,6 +70,11 @@ type StreamObserver interface {
 	// TransportEnded reports that the transport returned: nil when its
 	// source ended cleanly or the stream stopped it.
 	TransportEnded(err error)
+	// Held reports that a failure holds the stream as StateFailed: kind is
+	// FailureProcessor, FailureSource or FailureStore.
+	Held(kind string)
+	// DeadLettered reports that chunk seq was set aside as a dead letter.
+	DeadLettered(seq int64)
 	// Ended reports the stream's end: a terminal status, or the status it
 	// had when the provider closed (not terminal). It is the last call.
 	Ended(st Status)
@@ -86,6 +91,8 @@ func (nopObserver) OutputsDropped(string, int)                             {}
 func (nopObserver) TransportStarted(ctx context.Context) context.Context   { return ctx }
 func (nopObserver) Reconnecting(int, error)                                {}
 func (nopObserver) TransportEnded(error)                                   {}
+func (nopObserver) Held(string)                                            {}
+func (nopObserver) DeadLettered(int64)                                     {}
 func (nopObserver) Ended(Status)                                           {}
 
 // actionNames names the directives for observers.

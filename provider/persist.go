@@ -152,6 +152,9 @@ type keeper interface {
 	// saveFinal commits the final snapshot of an ended stream, with the
 	// deletion of its journal, and waits for it.
 	saveFinal()
+	// deadLetterLocked records, under mu, a dead letter to store with the
+	// next snapshot (whose cursor passes it), and marks the stream changed.
+	deadLetterLocked(dl DeadLetter)
 	// childLocked records, under mu, the process group the stream's
 	// transport started (running), or that it is gone (children.go).
 	childLocked(c transport.ChildProcess, running bool)
@@ -196,12 +199,13 @@ type streamStore struct {
 	delivered deliveryMark // what the last delivery record held (deliveryrec.go); guarded by the stream's mu
 
 	// Guarded by the stream's mu.
-	lowWater int64   // every journaled seq below it is processed
-	extra    []int64 // processed seqs at or above lowWater, sorted
-	deletes  []int64 // journal entries (their first seqs) to delete with the next snapshot
-	accSeq   int64   // seq of the last chunk journaled; -1: none
-	accID    string  // its ID
-	fresh    bool    // started here, not recovered: every journal entry it has, it wrote
+	lowWater int64        // every journaled seq below it is processed
+	extra    []int64      // processed seqs at or above lowWater, sorted
+	deletes  []int64      // journal entries (their first seqs) to delete with the next snapshot
+	dead     []DeadLetter // dead letters to store with the next snapshot
+	accSeq   int64        // seq of the last chunk journaled; -1: none
+	accID    string       // its ID
+	fresh    bool         // started here, not recovered: every journal entry it has, it wrote
 
 	// jmu guards groups and the groups' fields; the Committer's goroutine
 	// takes it (journalGroup.take), so it is never held while calling the
@@ -268,6 +272,11 @@ func newStreamStore(ps *persister, s *stream, c codec, journal bool) *streamStor
 }
 
 func (st *streamStore) journaling() bool { return st.journal }
+
+func (st *streamStore) deadLetterLocked(dl DeadLetter) {
+	st.dead = append(st.dead, dl)
+	st.dirty.Store(true)
+}
 
 // fail records the first store error and wakes the worker, which puts the
 // stream in :error. It takes no lock of the stream: the Committer calls it
@@ -460,6 +469,13 @@ func (st *streamStore) progressBatch(sn *snapshot) (*persistence.Batch, error) {
 	if sn.delivery != nil {
 		b.Put(deliveryKey(st.s.id), sn.delivery.encode())
 	}
+	for i := range sn.dead {
+		r, err := newDeadLetterRecord(&sn.dead[i])
+		if err != nil {
+			return nil, fmt.Errorf("stream %q: %w", st.s.id, err)
+		}
+		b.Put(deadLetterKey(st.s.id, r.seq), r.encode())
+	}
 	// The delete keys share one allocation: they live until the batch is
 	// committed, and the stream's batch is reused for the next snapshot.
 	if len(sn.deletes) > 0 {
@@ -523,6 +539,7 @@ type snapshot struct {
 	rec                    progressRecord
 	state, lastOut, result rtfs.Value
 	deletes                []int64
+	dead                   []DeadLetter    // to write beside it
 	delivery               *deliveryRecord // to write beside it; nil: unchanged
 }
 
@@ -538,7 +555,12 @@ func (st *streamStore) snapshotLocked() snapshot {
 			processed: s.stats.processed, dropped: s.stats.dropped, reconnects: s.stats.reconnects,
 			bytes: s.stats.bytes, outputs: s.stats.outputs, latencyNs: -1,
 		},
-		state: s.state, lastOut: s.lastOut, result: s.result, deletes: st.deletes,
+		state: s.state, lastOut: s.lastOut, result: s.result, deletes: st.deletes, dead: st.dead,
+	}
+	st.dead = nil
+	if s.st == StateFailed && s.failure != nil {
+		f := *s.failure
+		sn.rec.failure = &f
 	}
 	sn.delivery = st.deliverySnapshotLocked()
 	st.deletes = nil
@@ -585,7 +607,7 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 	def := defRecord{
 		order: s.started.UnixNano(), endpoint: s.def.endpoint, transport: s.def.transport,
 		serverURL: stripUserInfo(s.def.serverURL), procName: s.def.procName, capacity: int64(s.def.capacity),
-		journal: st.journal, idleMs: idleMillis(s.def.idle),
+		journal: st.journal, idleMs: idleMillis(s.def.idle), onError: s.def.onError,
 	}
 	var err error
 	if len(s.def.keys) > 0 {

@@ -101,7 +101,7 @@ func TestResultDeliveryKeys(t *testing.T) {
 		"progress":  ":progress :done must be a non-negative number",
 		"kind":      ":kind must be a keyword or a string, got int 3",
 	} {
-		id := f.start(StartRequest{Processor: rtfs.Symbol("proc"), Globals: g, Milestones: testMilestones})
+		id := f.start(StartRequest{Processor: rtfs.Symbol("proc"), Globals: g, Milestones: testMilestones, OnError: endOnError})
 		f.send(id, `{"bad":"`+bad+`"}`)
 		if st := f.await(id); st.State != StateError || !strings.Contains(st.Message, msg) {
 			t.Errorf("bad %s: %+v", bad, st)

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"encoding/binary"
+	"time"
 
 	"github.com/rtfshost/rtfshost/internal/bytecodec"
 	"github.com/rtfshost/rtfshost/persistence"
@@ -18,6 +19,7 @@ const (
 	kindChild      persistence.RecordKind = 5
 	kindOrigin     persistence.RecordKind = 6 // origin.go
 	kindDelivery   persistence.RecordKind = 7 // deliveryrec.go
+	kindDeadLetter persistence.RecordKind = 8 // deadletter.go
 )
 
 // recordVersion is the format version of every provider record; a record of a
@@ -148,8 +150,9 @@ type defRecord struct {
 	capacity  int64
 	config    []byte // encoded :config map, empty if none
 	journal   bool
-	idleMs    int64  // the start call's idle timeout in ms: 0 default, -1 none (absent in older records)
-	tkeys     []byte // the transport's own start keys as a JSON object, empty if none (absent in older records)
+	idleMs    int64       // the start call's idle timeout in ms: 0 default, -1 none (absent in older records)
+	tkeys     []byte      // the transport's own start keys as a JSON object, empty if none (absent in older records)
+	onError   ErrorPolicy // the start's :on-error (absent in older records: hold)
 }
 
 func (r *defRecord) encode() []byte {
@@ -169,6 +172,9 @@ func (r *defRecord) encode() []byte {
 	e.Bool(r.journal)
 	e.Int(r.idleMs)
 	e.Bytes(r.tkeys)
+	e.Int(int64(r.onError.Retry))
+	e.Int(r.onError.Backoff.Milliseconds())
+	e.Str(r.onError.then())
 	return persistence.EncodeRecord(kindDefinition, recordVersion, e.B)
 }
 
@@ -192,6 +198,11 @@ func (r *defRecord) decode(key, data []byte) error {
 		}
 		if d.More() {
 			r.tkeys = d.Bytes("transport keys")
+		}
+		if d.More() {
+			r.onError.Retry = int(d.Int("on-error retry"))
+			r.onError.Backoff = time.Duration(d.Int("on-error backoff")) * time.Millisecond
+			r.onError.Then = d.Str("on-error then")
 		}
 	})
 }
@@ -219,6 +230,9 @@ type progressRecord struct {
 	state      []byte
 	lastOut    []byte // empty: no output yet
 	result     []byte // empty: no result
+	// failure is why a failed stream is held (failure.go); nil otherwise.
+	// Absent in older records.
+	failure *Failure
 }
 
 func (r *progressRecord) appendTo(dst []byte) []byte {
@@ -241,6 +255,13 @@ func (r *progressRecord) appendTo(dst []byte) []byte {
 	e.Bytes(r.state)
 	e.Bytes(r.lastOut)
 	e.Bytes(r.result)
+	if f := r.failure; f != nil {
+		e.Str(f.Kind)
+		e.Int(f.Seq)
+		e.Str(f.Error)
+		e.Int(f.Attempts)
+		e.Int(f.AtEpochMs)
+	}
 	return e.B
 }
 
@@ -263,6 +284,10 @@ func (r *progressRecord) decode(key, data []byte) error {
 			*p = d.Int("stats")
 		}
 		r.state, r.lastOut, r.result = d.Bytes("state"), d.Bytes("last output"), d.Bytes("result")
+		if d.More() { // a failed stream's failure, added after 0.2.0
+			r.failure = &Failure{Kind: d.Str("failure kind"), Seq: d.Int("failure seq"), Error: d.Str("failure error"),
+				Attempts: d.Int("failure attempts"), AtEpochMs: d.Int("failure time")}
+		}
 	})
 }
 

@@ -319,6 +319,7 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 		return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("queue capacity %d", d.capacity)}
 	}
 	def.idle = time.Duration(d.idleMs) * time.Millisecond
+	def.onError = d.onError
 	dr, err := loadDelivery(ctx, p.ps.store, l.id)
 	if err != nil {
 		return nil, err
@@ -363,6 +364,10 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 		return nil, err
 	}
 	st.restoreDelivery(dr)
+	if s.dead, err = countDeadLetters(ctx, p.ps.store, l.id); err != nil {
+		s.cancel()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -448,6 +453,12 @@ func (st *streamStore) restoreProgress(l *loaded) error {
 	s.st, s.reason, s.msg, s.cursor = State(r.status), r.reason, r.message, r.cursor
 	switch s.st {
 	case StateActive, StatePaused, StateCompleted, StateCancelled, StateError:
+	case StateFailed:
+		if r.failure == nil {
+			return &persistence.CorruptRecordError{Key: st.progKey, Reason: "a failed stream without its failure"}
+		}
+		f := *r.failure
+		s.failure = &f
 	default:
 		return &persistence.CorruptRecordError{Key: st.progKey, Reason: fmt.Sprintf("unknown status %q", r.status)}
 	}

@@ -113,8 +113,8 @@ func TestProcessorHostCalls(t *testing.T) {
 }
 
 // An uncaught RTFS error, a step-budget overrun, a declared return type
-// violation and a host call to an unknown capability put the stream in
-// :error with the message, keeping the last good state.
+// violation and a host call to an unknown capability hold the stream as
+// failed with the message, keeping the last good state.
 func TestRTFSProcessorFailures(t *testing.T) {
 	g := compileGlobals(t, `
 (defn typed [s c m] :[:map {:state :any :action :keyword}]
@@ -134,8 +134,8 @@ func TestRTFSProcessorFailures(t *testing.T) {
 			id := f.start(StartRequest{Processor: rtfs.Symbol(tc.proc), Globals: g, InitialState: rtfs.Int(0)})
 			f.send(id, `{"bad":false}`)
 			f.send(id, `{"bad":true}`)
-			st := f.await(id)
-			if st.State != StateError || !strings.Contains(st.Message, "processor "+tc.proc+" failed on chunk 2: ") || !strings.Contains(st.Message, tc.want) {
+			st := f.waitState(id, StateFailed)
+			if !strings.Contains(st.Message, "processor "+tc.proc+" failed on chunk 2: ") || !strings.Contains(st.Message, tc.want) {
 				t.Fatalf("status = %+v, want an error mentioning %q", st, tc.want)
 			}
 			if s := f.stateOf(id); s != rtfs.Int(1) {

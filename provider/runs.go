@@ -22,23 +22,23 @@ import (
 // followRun records s's transport run, which launch is about to start, as
 // the current one of its id, and returns the run it must wait for: the
 // previous one's tdone, nil when none is in progress.
-func (p *Provider) followRun(s *stream) <-chan struct{} {
+func (p *Provider) followRun(s *stream, tdone chan struct{}) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	prev := p.runs[s.id]
-	p.runs[s.id] = s.tdone
+	p.runs[s.id] = tdone
 	return prev
 }
 
 // runReturned records that s's transport goroutine returned: the next run
 // of its id may start.
-func (p *Provider) runReturned(s *stream) {
+func (p *Provider) runReturned(s *stream, tdone chan struct{}) {
 	p.mu.Lock()
-	if p.runs[s.id] == s.tdone {
+	if p.runs[s.id] == tdone {
 		delete(p.runs, s.id)
 	}
 	p.mu.Unlock()
-	close(s.tdone)
+	close(tdone)
 }
 
 // awaitRun waits until no transport run of stream id is in progress here,

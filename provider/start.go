@@ -63,6 +63,11 @@ type StartRequest struct {
 	// stream's :progress.
 	Milestones []Milestone
 
+	// OnError is the start call's :on-error (ParseErrorPolicy): what a
+	// failure of the processor on a chunk does. Nil: the stream is held
+	// as StateFailed at once.
+	OnError *ErrorPolicy
+
 	// Local keeps the stream on this host even when the cluster places
 	// streams by load (Options.Cluster): the caller follows its outputs
 	// here (an MCP call reporting progress). Without a cluster it changes
@@ -109,6 +114,7 @@ type definition struct {
 	origin     string        // the circuit breaker's key: the dialled origin, or the program run; "" none
 	delivery   *Delivery     // the start call's :delivery; nil: none
 	milestones []Milestone   // the start call's :milestones
+	onError    ErrorPolicy   // the start call's :on-error (failure.go)
 }
 
 // Start starts a stream and returns its id. The stream begins at once: its
@@ -227,6 +233,9 @@ func (p *Provider) newStream(req StartRequest) (*stream, error) {
 	def.idle = req.IdleTimeout
 	def.keys = req.TransportKeys
 	def.milestones = req.Milestones
+	if req.OnError != nil {
+		def.onError = *req.OnError
+	}
 	if req.Delivery != nil {
 		d := *req.Delivery
 		def.delivery = &d
@@ -321,7 +330,7 @@ func (p *Provider) launch(s *stream) {
 	s.mu.Unlock()
 	go s.work()
 	if connect {
-		go s.runTransport(s.def.kind.Transport, p.spec(s), p.followRun(s))
+		go s.runTransport(s.def.kind.Transport, p.spec(s), p.followRun(s, s.tdone), s.tdone)
 	}
 	p.log.Debug("stream started", "stream", s.id, "endpoint", s.def.endpoint, "transport", s.def.transport)
 }

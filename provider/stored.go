@@ -39,9 +39,14 @@ func loadProgress(ctx context.Context, st persistence.Store, id string) (*progre
 
 // SetStoredState moves a stored, unfinished stream to to: StatePaused (it
 // stays paused when the store is next resumed), StateActive (a paused one
-// runs on), or StateCancelled (it ends with end reason "request"; its
-// journaled chunks are dropped and counted). It returns the state it found.
-// A stream that has ended cannot change: the error says its state.
+// runs on; a failed one retries the chunk it was held on, with the
+// processor its records name then, when the store is next recovered), or
+// StateCancelled (it ends with end reason "request"; its journaled chunks
+// are dropped and counted). It returns the state it found. A stream that
+// has ended cannot change: the error says its state. To set a failed
+// stream's held chunk aside offline, recover the store with a provider and
+// call Skip: the recovered stream is held again, and sets the chunk aside
+// when its source or journal sends it.
 func SetStoredState(ctx context.Context, st persistence.Store, id string, to State) (State, error) {
 	r, err := loadProgress(ctx, st, id)
 	if err != nil {
@@ -54,9 +59,9 @@ func SetStoredState(ctx context.Context, st persistence.Store, id string, to Sta
 	b := &persistence.Batch{}
 	switch to {
 	case StatePaused, StateActive:
-		r.status, r.resumeAt = string(to), 0
+		r.status, r.resumeAt, r.message, r.failure = string(to), 0, "", nil
 	case StateCancelled:
-		r.status, r.reason, r.message = string(to), "request", ""
+		r.status, r.reason, r.message, r.failure = string(to), "request", "", nil
 		var n int64
 		err := st.Scan(ctx, journalPrefix(id), func(key, value []byte) error {
 			b.Delete(append([]byte(nil), key...))
@@ -97,6 +102,12 @@ func RemoveStored(ctx context.Context, st persistence.Store, id string, force bo
 	prefix := streamKey(id, 0)
 	prefix = prefix[:len(prefix)-1] // stream/<id>\x00: every record of the stream
 	if err := st.Scan(ctx, prefix, func(key, _ []byte) error {
+		b.Delete(append([]byte(nil), key...))
+		return nil
+	}); err != nil {
+		return state, err
+	}
+	if err := st.Scan(ctx, deadLetterPrefix(id), func(key, _ []byte) error {
 		b.Delete(append([]byte(nil), key...))
 		return nil
 	}); err != nil {

@@ -26,8 +26,18 @@ type State string
 
 // The stream states. Completed, Cancelled and Error are terminal.
 const (
-	StateActive    State = "active"
-	StatePaused    State = "paused"
+	StateActive State = "active"
+	StatePaused State = "paused"
+	// StateFailed is the state of a stream held by a failure (failure.go):
+	// its processor failed on a chunk, or its source gave up, and its
+	// :on-error policy holds it (the default). It is not an end: the state
+	// after the last chunk processed is kept, the failed chunk stays where
+	// it was (cursor or journal), a program awaiting the stream stays
+	// parked, and Resume (retry), Skip (set the chunk aside as a dead
+	// letter), Upgrade (a new processor, then Resume) or Cancel move it on.
+	// It is stored, and a failed stream recovered after a restart is held
+	// again.
+	StateFailed    State = "failed"
 	StateCompleted State = "completed"
 	StateCancelled State = "cancelled"
 	StateError     State = "error"
@@ -55,6 +65,9 @@ type Status struct {
 	EndReason string
 	// Result is a completed stream's :result; nil otherwise.
 	Result rtfs.Value
+	// Failure says why a StateFailed stream is held (a copy); nil in any
+	// other state.
+	Failure *Failure
 	// Stale, when set, says that the status was read from the stream's
 	// stored records because the host that runs it did not answer (with
 	// Options.Cluster): the stream may have moved on since.
@@ -109,6 +122,7 @@ type stream struct {
 	mu        sync.Mutex
 	flow      // queue.go: the chunks between transport and worker
 	lifecycle // directive.go: status, state, outputs
+	hold      // failure.go: a failure that holds the stream, dead letters
 	stats     // stats.go: counters
 
 	tl        timeline // timeline.go: the stream's recent events
@@ -141,8 +155,10 @@ type stream struct {
 	// which takes over done (upgrade.go).
 	upgrade    chan struct{}
 	replacedBy atomic.Pointer[stream]
-	// tdone is closed when the stream's transport goroutine has returned;
-	// the next transport run of the stream's id waits for it (runs.go).
+	// tdone is closed when the stream's first transport goroutine has
+	// returned; the next transport run of the stream's id waits for it
+	// (runs.go). A source connected again (Resume of a failed source) has
+	// a tdone of its own.
 	tdone chan struct{}
 
 	// obs observes the stream (nopObserver when nothing does); it is set by
@@ -175,19 +191,22 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 // runTransport runs the transport until the source ends and reports the end
 // to the worker. It starts only once prev, the previous transport run of
 // the stream's id, has returned (runs.go).
-func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec, prev <-chan struct{}) {
+func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec, prev <-chan struct{}, tdone chan struct{}) {
 	defer s.p.wg.Done()
-	defer s.p.runReturned(s)
+	defer s.p.runReturned(s, tdone)
 	var err error
 	if s.awaitPrevious(prev) {
 		ctx := s.obs.TransportStarted(s.ctx)
+		s.mu.Lock()
+		cursor := s.startCursor
+		s.mu.Unlock()
 		if s.recovered {
 			// A recovered stream reconnects: not to an origin whose
 			// circuit is open (a new stream's start asked already).
 			err = s.p.breakers.Allow(s.def.origin)
 		}
 		if err == nil {
-			err = runGuarded(ctx, tr, spec, s.startCursor, s)
+			err = runGuarded(ctx, tr, spec, cursor, s)
 		}
 	}
 	s.mu.Lock()
@@ -212,11 +231,17 @@ func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec,
 func runGuarded(ctx context.Context, tr transport.StreamTransport, spec transport.Spec, cursor string, sink transport.Sink) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("transport panicked: %v", r)
+			err = &transportPanic{r}
 		}
 	}()
 	return tr.Run(ctx, spec, cursor, sink)
 }
+
+// A transportPanic is the error of a transport that panicked: a bug, which
+// connecting again would not fix (the stream ends, failure.go).
+type transportPanic struct{ v any }
+
+func (e *transportPanic) Error() string { return fmt.Sprintf("transport panicked: %v", e.v) }
 
 // status returns the stream's Status.
 func (s *stream) status() Status {
@@ -244,7 +269,12 @@ func (s *stream) endErr(st Status) error {
 }
 
 func (s *stream) statusLocked() Status {
-	return Status{StreamID: s.id, State: s.st, Message: s.msg, EndReason: s.reason, Result: s.result}
+	st := Status{StreamID: s.id, State: s.st, Message: s.msg, EndReason: s.reason, Result: s.result}
+	if s.st == StateFailed && s.failure != nil {
+		f := *s.failure
+		st.Failure = &f
+	}
+	return st
 }
 
 // err returns the error that Await reports for a stream that did not

@@ -2,8 +2,8 @@ package provider
 
 import "fmt"
 
-// A StuckStream is a stream that is paused for good: nothing the provider
-// or its source will do can resume it.
+// A StuckStream is a stream that is paused for good, or held by a
+// failure: nothing the provider or its source will do can move it on.
 type StuckStream struct {
 	StreamID string
 	Reason   string // e.g. "paused with no :resume-after-ms, and its source has ended"
@@ -26,6 +26,9 @@ func (p *Provider) Stuck() []StuckStream {
 	var out []StuckStream
 	for _, s := range order {
 		s.mu.Lock()
+		if s.st == StateFailed && s.failure != nil {
+			out = append(out, StuckStream{s.id, failedReason(s.failure)})
+		}
 		if s.st == StatePaused && s.resumeAt.IsZero() && !s.pausedByRequest {
 			switch {
 			case s.srcDone:
@@ -48,4 +51,13 @@ func (p *Provider) Live() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.liveLocked()
+}
+
+// failedReason is a StuckStream's reason for a stream held by f: what
+// failed, and what repairs it.
+func failedReason(f *Failure) string {
+	if f.Kind == FailureProcessor {
+		return fmt.Sprintf("failed on chunk %d (%s); retry it (resume), set it aside (resume --skip), or upgrade the processor and resume", f.Seq, f.Error)
+	}
+	return fmt.Sprintf("failed: its %s failed (%s); resume it once that is fixed", f.Kind, f.Error)
 }

@@ -37,11 +37,10 @@ const (
 // A worker is the state of a stream's worker goroutine that no other
 // goroutine touches: the metadata builder, and how it waits.
 type worker struct {
-	s        *stream
-	meta     metaBuilder
-	wantMeta bool
-	wait     waiter
-	yields   int
+	s      *stream
+	meta   metaBuilder
+	wait   waiter
+	yields int
 }
 
 // work is the stream's worker goroutine: it runs until the stream ends or
@@ -49,7 +48,7 @@ type worker struct {
 func (s *stream) work() {
 	defer s.p.wg.Done()
 	defer s.exit()
-	w := &worker{s: s, meta: newMetaBuilder(s.idVal, s.epVal), wantMeta: s.proc.wantsMeta()}
+	w := &worker{s: s, meta: newMetaBuilder(s.idVal, s.epVal)}
 	defer w.wait.stop()
 	for w.step() {
 	}
@@ -86,41 +85,54 @@ func (w *worker) step() bool {
 }
 
 // run takes one chunk through the processor and returns the next step,
-// decided in the same critical section as the result is applied.
+// decided in the same critical section as the result is applied. A chunk
+// the processor fails on is tried again under the stream's :on-error
+// policy, then held, set aside or ends the stream (failure.go).
 func (w *worker) run(it *item, state rtfs.Value) step {
 	s := w.s
 	var meta rtfs.Value = rtfs.Nil
-	if w.wantMeta {
+	if s.proc.wantsMeta() {
 		meta = w.meta.build(it)
 	}
-	var t0 time.Time
-	if s.observed {
-		t0 = time.Now()
+	for attempt := 1; ; attempt++ {
+		var t0 time.Time
+		if s.observed {
+			t0 = time.Now()
+		}
+		res, err := callGuarded(s.ctx, s.proc, state, it.chunk, meta)
+		if err == nil {
+			err = checkOutput(res, s.p.opts.Limits.OutputLimit())
+		}
+		if s.observed {
+			s.obs.ProcessorCalled(it.number(), t0, time.Since(t0), err)
+		}
+		s.mu.Lock()
+		ev, subs, ferr := s.applyLocked(it, res, err)
+		if ferr != nil && attempt <= s.def.onError.Retry && s.ctx.Err() == nil {
+			s.mu.Unlock()
+			if !w.wait.sleep(s, s.def.onError.retryDelay(attempt)) {
+				return s.next() // cancelled or closed meanwhile
+			}
+			continue
+		}
+		if ferr != nil {
+			s.failChunkLocked(it, ferr, attempt)
+		} else if err == nil && s.proc.letGo() {
+			s.reclaimLocked(it)
+		}
+		next := s.nextLocked()
+		s.mu.Unlock()
+		if s.ps != nil {
+			s.ps.changed()
+		}
+		if ev.Kind != 0 && s.hasSubscribers(subs) {
+			s.publish(s.p.ctx, subs, ev)
+		}
+		if ev.Kind != EventOutput {
+			s.changed(subs) // processed without an output
+		}
+		return next
 	}
-	res, err := callGuarded(s.ctx, s.proc, state, it.chunk, meta)
-	if err == nil {
-		err = checkOutput(res, s.p.opts.Limits.OutputLimit())
-	}
-	if s.observed {
-		s.obs.ProcessorCalled(it.number(), t0, time.Since(t0), err)
-	}
-	s.mu.Lock()
-	ev, subs := s.applyLocked(it, res, err)
-	if err == nil && s.proc.letGo() {
-		s.reclaimLocked(it)
-	}
-	next := s.nextLocked()
-	s.mu.Unlock()
-	if s.ps != nil {
-		s.ps.changed()
-	}
-	if ev.Kind != 0 && s.hasSubscribers(subs) {
-		s.publish(s.p.ctx, subs, ev)
-	}
-	if ev.Kind != EventOutput {
-		s.changed(subs) // processed without an output
-	}
-	return next
 }
 
 // checkOutput refuses a result whose :output would pass the output limit
@@ -165,6 +177,25 @@ func (w *waiter) wait(s *stream, deadline time.Time) {
 	}
 }
 
+// sleep waits d, or until the stream's context ends; it reports whether d
+// passed.
+func (w *waiter) sleep(s *stream, d time.Duration) bool {
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+	} else {
+		w.timer.Reset(d)
+	}
+	select {
+	case <-w.timer.C:
+		return true
+	case <-s.ctx.Done():
+		if !w.timer.Stop() {
+			<-w.timer.C
+		}
+		return false
+	}
+}
+
 func (w *waiter) stop() {
 	if w.timer != nil {
 		w.timer.Stop()
@@ -206,13 +237,25 @@ func (s *stream) nextLocked() step {
 		s.obs.Directive("resume", "timer") // :resume-after-ms ran out
 		s.noteLocked(TimelineEvent{Kind: "resume", Source: "timer"})
 	}
-	if it, ok := s.takeLocked(); ok {
-		s.idle = false
-		return step{kind: stepRun, it: it, state: s.state}
-	}
-	if s.srcDone && s.queue.len() == 0 && len(s.ctrl) == 0 {
-		s.endOfSourceLocked()
-		return step{kind: stepStop}
+	if s.st != StateFailed {
+		if it, ok := s.takeHeldLocked(); ok {
+			s.idle = false
+			return step{kind: stepRun, it: it, state: s.state}
+		}
+		for {
+			it, ok := s.takeLocked()
+			if !ok {
+				break
+			}
+			if s.skipTakenLocked(&it) {
+				continue // set aside by Skip
+			}
+			s.idle = false
+			return step{kind: stepRun, it: it, state: s.state}
+		}
+		if s.srcDone && s.queue.len() == 0 && len(s.ctrl) == 0 && s.endOfSourceLocked() {
+			return step{kind: stepStop}
+		}
 	}
 	if s.ps != nil && s.ps.pendingLocked() {
 		return step{kind: stepSave}

@@ -11,7 +11,7 @@
 //
 // The tools are mcp.stream.start, mcp.stream.inspect, mcp.stream.status,
 // mcp.stream.pause, mcp.stream.resume, mcp.stream.cancel, mcp.stream.remove,
-// mcp.stream.upgrade and rtfs.eval. Each has a JSON input schema; arguments that break it are
+// mcp.stream.upgrade, mcp.stream.dead-letters and rtfs.eval. Each has a JSON input schema; arguments that break it are
 // JSON-RPC errors -32602 naming the tool and the argument up to revision
 // 2025-06-18, and from 2025-11-25 on results with isError set and the same
 // text; an unknown tool, or arguments that are not an object, are -32602 in

@@ -170,7 +170,7 @@ func TestStreamOutputWithinTheOutputLimit(t *testing.T) {
   (if (= (:value chunk) 2)
     {:state (+ state 100) :output (let [a (vec (range 100)) b (vec (repeat 300 a))] (vec (repeat 1000 b)))}
     {:state (+ state 1) :output {:n (:value chunk)}}))
-(call :mcp.stream.start {:endpoint "big" :processor step :transport :mock :stream-id "big1" :initial-state 0})
+(call :mcp.stream.start {:endpoint "big" :processor step :transport :mock :stream-id "big1" :initial-state 0 :on-error {:then :end}})
 (call :mcp.stream.await {:stream-id "big1"})`
 	params := &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": program}}
 	params.SetProgressToken(1)

@@ -125,6 +125,18 @@ func (c *call) startRequest(ctx context.Context, a args) (provider.StartRequest,
 	if err := provider.ParseStartDelivery(a["delivery"], a["milestones"], &req); err != nil {
 		return req, fmt.Errorf("%s: %w", ToolStart, err)
 	}
+	if raw, ok := a["on-error"]; ok {
+		v, err := rtfs.FromJSON(raw)
+		if err == nil {
+			var pol provider.ErrorPolicy
+			if pol, err = provider.ParseErrorPolicy(v); err == nil {
+				req.OnError = &pol
+			}
+		}
+		if err != nil {
+			return req, fmt.Errorf("%s: argument \"on-error\": %w", ToolStart, err)
+		}
+	}
 	for _, u := range c.s.prov.Transports().Keys() {
 		if raw, ok := a[u.Name]; ok {
 			if req.TransportKeys == nil {

@@ -62,7 +62,7 @@ func TestStructuredResults(t *testing.T) {
 				}
 				schemas[name] = resolveSchema(t, name, out)
 				ann, _ := tool["annotations"].(map[string]any)
-				readOnly := name == ToolInspect || name == ToolStatus
+				readOnly := name == ToolInspect || name == ToolStatus || name == ToolDeadLetters
 				if (ann["readOnlyHint"] == true) != readOnly {
 					t.Errorf("%s: readOnlyHint = %v", name, ann["readOnlyHint"])
 				}
@@ -73,8 +73,8 @@ func TestStructuredResults(t *testing.T) {
 					t.Errorf("%s mutates but says nothing of destructiveHint: %v", name, ann)
 				}
 			}
-			if len(schemas) != 9 {
-				t.Fatalf("%d tools with an output schema, want 9", len(schemas))
+			if len(schemas) != 10 {
+				t.Fatalf("%d tools with an output schema, want 10", len(schemas))
 			}
 
 			var id atomic.Int64
@@ -156,6 +156,7 @@ func TestStructuredResults(t *testing.T) {
 			call(ToolInspect, map[string]any{"stream-id": "s1"})
 			call(ToolInspect, map[string]any{})
 			call(ToolEval, map[string]any{"program": "{:a [1 2.5 \"x\" nil]}"})
+			call(ToolDeadLetters, map[string]any{"stream-id": "s1"})
 			call(ToolCancel, map[string]any{"stream-id": "s1"})
 			call(ToolRemove, map[string]any{"stream-id": "s1"})
 		})

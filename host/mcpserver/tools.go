@@ -23,6 +23,8 @@ const (
 	ToolEval    = "rtfs.eval"
 	ToolRemove  = "mcp.stream.remove"
 	ToolUpgrade = "mcp.stream.upgrade"
+	// ToolDeadLetters lists the chunks a stream set aside.
+	ToolDeadLetters = "mcp.stream.dead-letters"
 )
 
 // A toolSpec is one tool: its MCP description, its input (in the schema
@@ -121,11 +123,11 @@ func (s *Server) toolSpecs() []toolSpec {
 		{name: ToolInspect, title: "Inspect streams", readOnly: true, scope: scopeRead, input: s.input(provider.CapInspect, nil, listKeys()...), run: (*call).inspect, output: objectOutput,
 			desc: "Returns the inspect map of one stream (with stream-id) or the summary of the streams, a page at a time in stream-id order (in a cluster those of every host): status, stats, queue, current and initial state, last output, result, cursor; a summary that is not the last page has next-cursor, which cursor takes to get the next. Keywords appear as strings without the colon."},
 		{name: ToolStatus, title: "Stream status", readOnly: true, scope: scopeRead, input: s.input(ToolStatus, nil), run: control(ToolStatus), output: statusOutput,
-			desc: "Returns a stream's status: {stream-id, state (active, paused, completed, cancelled or error), message, end-reason, result}."},
+			desc: "Returns a stream's status: {stream-id, state (active, paused, failed, completed, cancelled or error), message, end-reason, result, failure}."},
 		{name: ToolPause, title: "Pause a stream", input: s.input(ToolPause, nil), run: control(ToolPause), output: statusOutput, hints: mutating,
 			desc: "Pauses a stream: its processor stops taking chunks; once its queue is full the source is held back. Returns the status."},
 		{name: ToolResume, title: "Resume a stream", input: s.input(ToolResume, nil), run: control(ToolResume), output: statusOutput, hints: mutating,
-			desc: "Resumes a paused stream; its queued chunks are processed in order at once. Returns the status."},
+			desc: "Resumes a paused stream; its queued chunks are processed in order at once. A failed stream retries the chunk it is held on (with the processor it has now: upgrade it first to fix a bug), or with skip: true sets that chunk aside as a dead letter and goes on; a stream whose source gave up connects again from its cursor. Returns the status."},
 		{name: ToolCancel, title: "Cancel a stream", input: s.input(ToolCancel, nil), run: control(ToolCancel), output: statusOutput,
 			hints: mcp.ToolAnnotations{DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no},
 			desc:  "Cancels a stream: its source is closed and its queued chunks are dropped (and counted). Returns the status."},
@@ -137,6 +139,9 @@ func (s *Server) toolSpecs() []toolSpec {
 			desc: "Forgets an ended stream: its records leave the server's data directory and its id can be used again. Returns {stream-id, removed, was}."},
 		{name: ToolUpgrade, title: "Swap a stream's processor", desc: upgradeDesc, input: s.input("", nil, upgradeKeys()...), run: (*call).upgrade,
 			output: upgradeOutput, hints: mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &no}},
+		{name: ToolDeadLetters, title: "A stream's dead letters", readOnly: true, scope: scopeRead, input: s.input("", nil, streamIDKey()),
+			run: (*call).deadLetters, output: deadLettersOutput,
+			desc: "Lists the chunks a stream set aside (mcp.stream.resume with skip, or :on-error {:then :skip}), oldest first: {stream-id, count, dead-letters: [{seq, chunk, metadata, kind, error, attempts, at-epoch-ms}]}."},
 	}
 }
 
@@ -146,7 +151,7 @@ var (
 	objectOutput = map[string]any{"type": "object"}
 	startOutput  = map[string]any{"type": "object", "required": []string{"stream-id"}, "properties": map[string]any{
 		"stream-id":              map[string]any{"type": "string"},
-		"state":                  map[string]any{"type": "string", "enum": []string{"active", "paused", "completed", "cancelled", "error"}},
+		"state":                  map[string]any{"type": "string", "enum": []string{"active", "paused", "failed", "completed", "cancelled", "error"}},
 		"status":                 map[string]any{"type": "string"},
 		"endpoint":               map[string]any{"type": "string"},
 		"end-reason":             map[string]any{"type": "string"},
@@ -164,7 +169,8 @@ var (
 	}}
 	statusOutput = map[string]any{"type": "object", "required": []string{"stream-id", "state"}, "properties": map[string]any{
 		"stream-id":  map[string]any{"type": "string"},
-		"state":      map[string]any{"type": "string", "enum": []string{"active", "paused", "completed", "cancelled", "error"}},
+		"state":      map[string]any{"type": "string", "enum": []string{"active", "paused", "failed", "completed", "cancelled", "error"}},
+		"failure":    map[string]any{"type": "object", "description": "why a failed stream is held: {kind, seq, error, attempts, at-epoch-ms}"},
 		"message":    map[string]any{"type": []string{"string", "null"}},
 		"end-reason": map[string]any{"type": []string{"string", "null"}},
 		"result":     map[string]any{},
@@ -355,6 +361,25 @@ func (c *call) inspect(a args) (*mcp.CallToolResult, error) {
 	return structured(in.JSON(), false), nil // the typed snapshot, as the CLI decodes it
 }
 
+var deadLettersOutput = map[string]any{"type": "object", "required": []string{"stream-id", "count", "dead-letters"}, "properties": map[string]any{
+	"stream-id":    map[string]any{"type": "string"},
+	"count":        map[string]any{"type": "integer"},
+	"dead-letters": map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
+}}
+
+// deadLetters runs mcp.stream.dead-letters.
+func (c *call) deadLetters(a args) (*mcp.CallToolResult, error) {
+	id := a.str("stream-id")
+	dls, err := c.s.prov.DeadLetters(c.ctx, id)
+	if err != nil {
+		return textResult(fmt.Sprintf("%s: %v", ToolDeadLetters, err), true), nil
+	}
+	if dls == nil {
+		dls = []provider.DeadLetter{}
+	}
+	return jsonResult(map[string]any{"stream-id": id, "count": len(dls), "dead-letters": dls}, false), nil
+}
+
 // remove runs mcp.stream.remove.
 func (c *call) remove(a args) (*mcp.CallToolResult, error) {
 	id := a.str("stream-id")
@@ -376,6 +401,9 @@ func control(tool string) func(c *call, a args) (*mcp.CallToolResult, error) {
 			op = c.s.prov.Pause
 		case ToolResume:
 			op = c.s.prov.Resume
+			if a.bool("skip", false) {
+				op = c.s.prov.Skip
+			}
 		default:
 			op = c.s.prov.Cancel
 		}

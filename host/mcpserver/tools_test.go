@@ -39,7 +39,7 @@ func TestToolsList(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := []string{ToolCancel, ToolInspect, ToolPause, ToolResume, ToolStart, ToolStatus, ToolEval, ToolRemove, ToolUpgrade}
+	want := []string{ToolCancel, ToolInspect, ToolPause, ToolResume, ToolStart, ToolStatus, ToolEval, ToolRemove, ToolUpgrade, ToolDeadLetters}
 	sort.Strings(want)
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
@@ -144,7 +144,9 @@ func TestStartProcessorErrorIsError(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	cs := f.connect(ctx, nil, nil)
-	ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("bad")})
+	args := startArgs("bad")
+	args["on-error"] = map[string]any{"then": "end"} // the stream ends in error instead of being held
+	ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolStart, Arguments: args})
 	f.feed(ctx, "bad", map[string]any{"value": 1}, map[string]any{"kind": "boom"})
 	r := await(t, ch)
 	if r.err != nil {
@@ -160,6 +162,56 @@ func TestStartProcessorErrorIsError(t *testing.T) {
 	}
 	if outs := got["outputs"].([]any); len(outs) != 1 {
 		t.Errorf("outputs = %v, want the one before the error", outs)
+	}
+}
+
+// A processor that throws holds its stream as failed; the tools show the
+// failure (status, inspect), mcp.stream.resume with skip sets the chunk
+// aside, mcp.stream.dead-letters lists it, and the stream goes on to its
+// end, which the waiting start call then returns.
+func TestFailedStreamRepairedByTools(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	cs := f.connect(ctx, nil, nil)
+	ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("held")})
+	f.feed(ctx, "held", map[string]any{"value": 1}, map[string]any{"kind": "boom", "value": 2}, map[string]any{"value": 3})
+	call := func(tool string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %s", tool, err, text(t, res))
+		}
+		return decode(t, res)
+	}
+	var st map[string]any
+	waitFor(t, "the stream to fail", func() bool {
+		st = call(ToolStatus, map[string]any{"stream-id": "held"})
+		return st["state"] == "failed"
+	})
+	fl, _ := st["failure"].(map[string]any)
+	if fl["kind"] != "processor" || fl["seq"] != 2.0 || !strings.Contains(fmt.Sprint(fl["error"]), "boom at chunk") {
+		t.Fatalf("status %v", st)
+	}
+	in := call(ToolInspect, map[string]any{"stream-id": "held"})
+	if in["failure"].(map[string]any)["seq"] != 2.0 || in["dead-letters"].(map[string]any)["count"] != 0.0 {
+		t.Fatalf("inspect failure %v dead-letters %v", in["failure"], in["dead-letters"])
+	}
+	if st := call(ToolResume, map[string]any{"stream-id": "held", "skip": true}); st["state"] != "active" {
+		t.Fatalf("resume skip: %v", st)
+	}
+	dl := call(ToolDeadLetters, map[string]any{"stream-id": "held"})
+	list, _ := dl["dead-letters"].([]any)
+	if dl["count"] != 1.0 || len(list) != 1 || list[0].(map[string]any)["seq"] != 2.0 ||
+		list[0].(map[string]any)["chunk"].(map[string]any)["value"] != 2.0 {
+		t.Fatalf("dead letters %v", dl)
+	}
+	f.feed(ctx, "held", end)
+	r := await(t, ch)
+	if r.err != nil || r.res.IsError {
+		t.Fatalf("start: %v %s", r.err, text(t, r.res))
+	}
+	if got := decode(t, r.res); got["state"] != "completed" || fmt.Sprint(got["result"]) != "map[total:3]" {
+		t.Fatalf("result %v: want the chunks but the skipped one", got)
 	}
 }
 

@@ -86,6 +86,8 @@ type Observer struct {
 	dropped      *prometheus.CounterVec
 	outDropped   *prometheus.CounterVec
 	procErrors   *prometheus.CounterVec
+	deadLetters  *prometheus.CounterVec
+	held         *prometheus.CounterVec
 	procLatency  *prometheus.HistogramVec
 	directives   *prometheus.CounterVec
 	started      *prometheus.CounterVec
@@ -164,7 +166,9 @@ func (o *Observer) register() error {
 	o.processed = counter("chunks_processed_total", "Chunks whose processor result was applied.", sl...)
 	o.dropped = counter("chunks_dropped_total", "Queued chunks dropped unprocessed by a cancel or an error.", sl...)
 	o.outDropped = counter("outputs_dropped_total", "Outputs a subscriber's delivery dropped, by priority: low ones when it fell behind on them, immediate and normal ones only when it was cut off.", "priority")
-	o.procErrors = counter("processor_errors_total", "Processor calls that failed (the stream then ends in :error).", sl...)
+	o.procErrors = counter("processor_errors_total", "Processor calls that failed (retried, held, set aside or ending the stream, as its :on-error says).", sl...)
+	o.deadLetters = counter("dead_letters_total", "Chunks a stream set aside as dead letters (resume --skip, :on-error {:then :skip}).", sl...)
+	o.held = counter("streams_held_total", "Times a failure held a stream as failed, by kind (processor, source, store).", "transport", "kind")
 	o.procLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: ns, Name: "processor_call_duration_seconds",
 		Help:    "How long one processor call took (state chunk metadata -> result), host calls included.",
@@ -195,7 +199,7 @@ func (o *Observer) register() error {
 	}, []string{"tool"})
 	o.limits = counter("limit_hits_total", "Work refused or stopped by a limit, by kind (max-streams, session-calls, buffered-outputs, pending-notifications, event-size, rtfs-steps, rtfs-depth, rtfs-memory, rtfs-time, rtfs-collection-size).", "kind")
 	for _, c := range []prometheus.Collector{
-		o.received, o.bytes, o.processed, o.dropped, o.outDropped, o.procErrors, o.procLatency, o.directives,
+		o.received, o.bytes, o.processed, o.dropped, o.outDropped, o.procErrors, o.deadLetters, o.held, o.procLatency, o.directives,
 		o.started, o.ended, o.reconnects, o.tErrors, o.commitDur, o.commitSize, o.commitOps,
 		o.commitBatch, o.mcpCalls, o.mcpDuration, o.limits,
 	} {
@@ -258,6 +262,7 @@ func (o *Observer) StreamStarted(ctx context.Context, d provider.StreamDesc) pro
 		processed:  o.processed.WithLabelValues(lv...),
 		dropped:    o.dropped.WithLabelValues(lv...),
 		procErrors: o.procErrors.WithLabelValues(lv...),
+		dead:       o.deadLetters.WithLabelValues(lv...),
 		latency:    o.procLatency.WithLabelValues(d.Transport, ep),
 		reconnects: o.reconnects.WithLabelValues(d.Transport),
 		tErrors:    o.tErrors.WithLabelValues(d.Transport),
@@ -283,9 +288,9 @@ type streamObs struct {
 	o    *Observer
 	desc provider.StreamDesc
 
-	received, bytes, processed, dropped, procErrors prometheus.Counter
-	latency                                         prometheus.Observer
-	reconnects, tErrors                             prometheus.Counter
+	received, bytes, processed, dropped, procErrors, dead prometheus.Counter
+	latency                                               prometheus.Observer
+	reconnects, tErrors                                   prometheus.Counter
 
 	ctx     context.Context // carries span; nil without traces
 	span    trace.Span
@@ -349,6 +354,20 @@ func (s *streamObs) Directive(action, source string) {
 }
 
 func (s *streamObs) ChunksDropped(n int) { s.dropped.Add(float64(n)) }
+
+func (s *streamObs) Held(kind string) {
+	s.o.held.WithLabelValues(s.desc.Transport, kind).Inc()
+	if s.span != nil {
+		s.span.AddEvent("failed", trace.WithAttributes(attribute.String("rtfshost.failure.kind", kind)))
+	}
+}
+
+func (s *streamObs) DeadLettered(seq int64) {
+	s.dead.Inc()
+	if s.span != nil {
+		s.span.AddEvent("dead-letter", trace.WithAttributes(attribute.Int64("rtfshost.chunk.seq", seq)))
+	}
+}
 
 func (s *streamObs) OutputsDropped(priority string, n int) {
 	s.o.outDropped.WithLabelValues(priority).Add(float64(n))

@@ -24,7 +24,7 @@ type snapshotCollector struct {
 }
 
 // states lists every state, so that each has a series (0 included).
-var states = []provider.State{provider.StateActive, provider.StatePaused, provider.StateCompleted, provider.StateCancelled, provider.StateError}
+var states = []provider.State{provider.StateActive, provider.StatePaused, provider.StateFailed, provider.StateCompleted, provider.StateCancelled, provider.StateError}
 
 func newSnapshotCollector(o *Observer, p *provider.Provider) *snapshotCollector {
 	return &snapshotCollector{

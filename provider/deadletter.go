@@ -1,0 +1,257 @@
+package provider
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rtfshost/rtfshost/internal/bytecodec"
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// Dead letters: the chunks a stream set aside (Skip, or :on-error {:then
+// :skip}) with why. Each is stored with the stream, in the same commit as
+// the progress record whose cursor passes it, so that a chunk is either
+// still to process or a dead letter, never neither nor both; they survive
+// restarts and upgrades, and go when the stream is removed.
+
+// A DeadLetter is a chunk a stream set aside: its :seq, the chunk and its
+// metadata as the processor got them, and the failure that set it aside.
+// It is a copy the caller owns.
+type DeadLetter struct {
+	StreamID string    `json:"stream-id"`
+	Seq      int64     `json:"seq"`
+	Chunk    JSONValue `json:"chunk"`
+	Metadata JSONValue `json:"metadata"`
+	// Kind is the Failure's kind (FailureProcessor).
+	Kind     string `json:"kind" rtfs:"keyword"`
+	Error    string `json:"error"`
+	Attempts int64  `json:"attempts"`
+	// At is when the chunk was set aside; AtEpochMs the same in Unix
+	// milliseconds (the JSON and RTFS form).
+	At        time.Time `json:"-"`
+	AtEpochMs int64     `json:"at-epoch-ms"`
+}
+
+// DeadLettersInfo is inspect's :dead-letters: how many chunks the stream
+// set aside, and the last few (at most deadLettersShown, oldest first).
+type DeadLettersInfo struct {
+	Count int64        `json:"count"`
+	Last  []DeadLetter `json:"last"`
+}
+
+// deadLettersShown is how many dead letters inspect shows; DeadLetters
+// lists them all.
+const deadLettersShown = 5
+
+// maxMemDeadLetters bounds the dead letters a stream without a store keeps
+// (the newest); a store keeps every one.
+const maxMemDeadLetters = 1000
+
+// deadLetters is a stream's dead letters in memory, guarded by its mu.
+type deadLetters struct {
+	count int64
+	last  []DeadLetter // the newest: deadLettersShown, or maxMemDeadLetters without a store
+}
+
+func (d *deadLetters) add(dl DeadLetter, keep int) {
+	d.count++
+	if len(d.last) >= keep {
+		d.last = append(d.last[:0], d.last[len(d.last)-keep+1:]...)
+	}
+	d.last = append(d.last, dl)
+}
+
+// info is inspect's :dead-letters.
+func (d *deadLetters) info() DeadLettersInfo {
+	n := min(len(d.last), deadLettersShown)
+	return DeadLettersInfo{Count: d.count, Last: append([]DeadLetter{}, d.last[len(d.last)-n:]...)}
+}
+
+// deadLetterLocked sets chunk it aside for failure f: it becomes a dead
+// letter (stored with the next progress record), and the stream is done
+// with it as with a processed chunk: the cursor passes it and its journal
+// entry may go.
+func (s *stream) deadLetterLocked(it *item, f *Failure) {
+	now := time.Now()
+	bound := s.p.opts.Limits.OutputLimit()
+	it.shown = true // kept: its map is never reused
+	mb := newMetaBuilder(s.idVal, s.epVal)
+	dl := DeadLetter{StreamID: s.id, Seq: it.number(), Chunk: JSONValue{it.chunk, bound}, Metadata: JSONValue{mb.build(it), bound},
+		Kind: f.Kind, Error: f.Error, Attempts: f.Attempts, At: now, AtEpochMs: now.UnixMilli()}
+	keep := maxMemDeadLetters
+	if s.ps != nil {
+		keep = deadLettersShown
+		s.ps.deadLetterLocked(dl)
+	}
+	s.dead.add(dl, keep)
+	s.cursor = it.cursor()
+	if it.seq >= s.procNext {
+		s.procNext = it.seq + 1
+	}
+	if it.journaled {
+		s.ps.processedLocked(it.seq)
+	}
+	s.obs.DeadLettered(dl.Seq)
+	s.noteLocked(TimelineEvent{Kind: "dead-letter", Chunk: dl.Seq, Message: f.Error})
+	s.p.log.Warn("chunk set aside as a dead letter", "stream", s.id, "chunk", dl.Seq, "err", f.Error)
+}
+
+// DeadLetters returns every dead letter of stream id, oldest first: from
+// the store, with one (once the commits submitted before are made), else
+// the newest maxMemDeadLetters the provider kept. Cost: a scan of the
+// stream's dead letters.
+func (p *Provider) DeadLetters(ctx context.Context, id string) ([]DeadLetter, error) {
+	s, err := p.lookup(id)
+	if err != nil {
+		if p.ps == nil {
+			return nil, err
+		}
+		// Another host's, or one this provider does not hold: the store
+		// says.
+		return StoredDeadLetters(ctx, p.ps.store, id)
+	}
+	if p.ps == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return append([]DeadLetter(nil), s.dead.last...), nil
+	}
+	if s.ps != nil {
+		s.ps.flush() // the dead letters set aside since the last snapshot
+	}
+	if err := p.ps.com.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("dead letters of stream %q: %w", id, err)
+	}
+	return StoredDeadLetters(ctx, p.ps.store, id)
+}
+
+// StoredDeadLetters returns the dead letters of stream id in st, oldest
+// first, reading the store only (no provider needed: the command line's
+// dead-letters on a data directory). A stream the store does not hold is
+// an error wrapping ErrNoStoredStream. Cost: a scan of the stream's dead
+// letters.
+func StoredDeadLetters(ctx context.Context, st persistence.Store, id string) ([]DeadLetter, error) {
+	if _, err := st.Get(ctx, streamKey(id, suffixDef)); err != nil {
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil, fmt.Errorf("stream %q: %w in the store", id, ErrNoStoredStream)
+		}
+		return nil, err
+	}
+	var out []DeadLetter
+	err := st.Scan(ctx, deadLetterPrefix(id), func(key, value []byte) error {
+		var r deadLetterRecord
+		if err := r.decode(key, value); err != nil {
+			return err
+		}
+		dl, err := r.letter(id)
+		if err != nil {
+			return &persistence.CorruptRecordError{Key: append([]byte(nil), key...), Reason: "bad chunk", Err: err}
+		}
+		out = append(out, dl)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dead letters of stream %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// countDeadLetters counts stream id's stored dead letters and returns the
+// last deadLettersShown of them, for a stream loaded from the store.
+func countDeadLetters(ctx context.Context, st persistence.Store, id string) (deadLetters, error) {
+	var d deadLetters
+	err := st.Scan(ctx, deadLetterPrefix(id), func(key, value []byte) error {
+		var r deadLetterRecord
+		if err := r.decode(key, value); err != nil {
+			return err
+		}
+		dl, err := r.letter(id)
+		if err != nil {
+			return &persistence.CorruptRecordError{Key: append([]byte(nil), key...), Reason: "bad chunk", Err: err}
+		}
+		d.add(dl, deadLettersShown)
+		return nil
+	})
+	return d, err
+}
+
+// Dead letter records live under "dead/<stream id>\x00<seq>" (the seq big
+// endian, so that a scan lists them in order): outside "stream/", like the
+// delivery records, so that a release that does not know them recovers the
+// stream all the same.
+const deadLetterPrefixStr = "dead/"
+
+func deadLetterPrefix(id string) []byte {
+	k := make([]byte, 0, len(deadLetterPrefixStr)+len(id)+1)
+	k = append(k, deadLetterPrefixStr...)
+	k = append(k, id...)
+	return append(k, 0)
+}
+
+func deadLetterKey(id string, seq int64) []byte {
+	return binary.BigEndian.AppendUint64(deadLetterPrefix(id), uint64(seq))
+}
+
+// deadLetterRecord is a dead letter as stored: the chunk and its metadata
+// in the plain value codec (a chunk holds no functions), so that it reads
+// without the stream's program.
+type deadLetterRecord struct {
+	seq      int64
+	kind     string
+	errText  string
+	attempts int64
+	at       int64 // unix ms
+	chunk    []byte
+	meta     []byte
+}
+
+func newDeadLetterRecord(dl *DeadLetter) (*deadLetterRecord, error) {
+	r := &deadLetterRecord{seq: dl.Seq, kind: dl.Kind, errText: dl.Error, attempts: dl.Attempts, at: dl.AtEpochMs}
+	var err error
+	if r.chunk, err = rtfs.MarshalValue(dl.Chunk.value()); err != nil {
+		return nil, fmt.Errorf("encode dead letter %d: chunk: %w", dl.Seq, err)
+	}
+	if r.meta, err = rtfs.MarshalValue(dl.Metadata.value()); err != nil {
+		return nil, fmt.Errorf("encode dead letter %d: metadata: %w", dl.Seq, err)
+	}
+	return r, nil
+}
+
+func (r *deadLetterRecord) encode() []byte {
+	e := bytecodec.Encoder{B: make([]byte, 0, 48+len(r.kind)+len(r.errText)+len(r.chunk)+len(r.meta))}
+	e.Int(r.seq)
+	e.Str(r.kind)
+	e.Str(r.errText)
+	e.Int(r.attempts)
+	e.Int(r.at)
+	e.Bytes(r.chunk)
+	e.Bytes(r.meta)
+	return persistence.EncodeRecord(kindDeadLetter, recordVersion, e.B)
+}
+
+func (r *deadLetterRecord) decode(key, data []byte) error {
+	return decodePayload(key, data, kindDeadLetter, func(d *bytecodec.Decoder) {
+		r.seq, r.kind, r.errText = d.Int("seq"), d.Str("kind"), d.Str("error")
+		r.attempts, r.at = d.Int("attempts"), d.Int("time")
+		r.chunk = append([]byte(nil), d.Bytes("chunk")...)
+		r.meta = append([]byte(nil), d.Bytes("metadata")...)
+	})
+}
+
+// letter decodes the record's values.
+func (r *deadLetterRecord) letter(id string) (DeadLetter, error) {
+	chunk, err := rtfs.UnmarshalValue(r.chunk)
+	if err != nil {
+		return DeadLetter{}, err
+	}
+	meta, err := rtfs.UnmarshalValue(r.meta)
+	if err != nil {
+		return DeadLetter{}, err
+	}
+	at := time.UnixMilli(r.at)
+	return DeadLetter{StreamID: id, Seq: r.seq, Chunk: JSONValue{V: chunk}, Metadata: JSONValue{V: meta},
+		Kind: r.kind, Error: r.errText, Attempts: r.attempts, At: at, AtEpochMs: r.at}, nil
+}

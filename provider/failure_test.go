@@ -1,0 +1,416 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/internal/localserver"
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/sse"
+)
+
+// flaky is a Go processor that records the :n of every chunk it processes
+// in :seen (as counter does) and fails on the chunk whose :n is bad while
+// broken is set; calls counts its calls on that chunk.
+func flaky(bad int64, broken *atomic.Bool, calls *atomic.Int64) processor {
+	c := counter()
+	return goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) {
+		if path(chunk, "n") == rtfs.Int(bad) {
+			calls.Add(1)
+			if broken.Load() {
+				return nil, errors.New("sensor offline")
+			}
+		}
+		return c.call(context.Background(), state, chunk, meta)
+	})
+}
+
+// waitState waits until stream id is in state want and returns its status.
+func (f *fixture) waitState(id string, want State) Status {
+	f.t.Helper()
+	var st Status
+	f.waitFor("state "+string(want), func() bool {
+		st, _ = f.p.Status(id)
+		return st.State == want
+	})
+	return st
+}
+
+// A processor that fails on chunk 3 holds the stream as failed with the
+// state after chunk 2; the chunks after it wait; an Await stays parked;
+// Resume retries chunk 3 (now working) and the stream goes on: every chunk
+// processed once, in order, and the Await gets the stream's result.
+func TestFailureHoldsThenResumeRetries(t *testing.T) {
+	for _, store := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "store"}[store], func(t *testing.T) {
+			var opts Options
+			if store {
+				opts.Store = persistence.NewMemStore()
+			}
+			f := newFixture(t, opts)
+			var broken atomic.Bool
+			var calls atomic.Int64
+			broken.Store(true)
+			id := f.start(StartRequest{StreamID: "held", goProc: flaky(3, &broken, &calls)})
+			awaited := make(chan error, 1)
+			go func() { _, err := f.p.Await(context.Background(), id); awaited <- err }()
+			for n := 1; n <= 5; n++ {
+				f.send(id, `{"n":`+itoa(int64(n))+`}`)
+			}
+			st := f.waitState(id, StateFailed)
+			fl := st.Failure
+			if fl == nil || fl.Kind != FailureProcessor || fl.Seq != 3 || fl.Attempts != 1 || !strings.Contains(fl.Error, "processor go-proc failed on chunk 3: sensor offline") {
+				t.Fatalf("status %+v, failure %+v", st, fl)
+			}
+			if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, []int64{1, 2}) {
+				t.Fatalf("state while failed: seen %v, want [1 2]", got)
+			}
+			in := f.inspect(id)
+			if path(in, "failure", "seq") != rtfs.Int(3) || path(in, "failure", "kind") != rtfs.Keyword("processor") || path(in, "status", "state") != rtfs.Keyword("failed") {
+				t.Fatalf("inspect :failure %v :status %v", path(in, "failure"), path(in, "status"))
+			}
+			if q := path(in, "stats", "queued-chunks"); q != rtfs.Int(2) {
+				t.Fatalf("queued while failed = %v, want chunks 4 and 5", q)
+			}
+			if stuck := f.p.Stuck(); len(stuck) != 1 || !strings.Contains(stuck[0].Reason, "failed on chunk 3") {
+				t.Fatalf("Stuck = %+v", stuck)
+			}
+			select {
+			case err := <-awaited:
+				t.Fatalf("Await returned while the stream is failed: %v", err)
+			default:
+			}
+			if _, err := f.p.Pause(id); err == nil {
+				t.Fatal("Pause of a failed stream succeeded")
+			}
+			// A Resume while it is still broken fails again: attempts add up.
+			if _, err := f.p.Resume(id); err != nil {
+				t.Fatal(err)
+			}
+			f.waitFor("a second attempt", func() bool {
+				st, _ := f.p.Status(id)
+				return st.State == StateFailed && st.Failure.Attempts == 2
+			})
+			broken.Store(false)
+			if _, err := f.p.Resume(id); err != nil {
+				t.Fatal(err)
+			}
+			f.processed(id, 5)
+			if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, []int64{1, 2, 3, 4, 5}) {
+				t.Fatalf("seen %v, want every chunk once", got)
+			}
+			if calls.Load() != 3 {
+				t.Fatalf("chunk 3 was tried %d times, want 3", calls.Load())
+			}
+			if st, _ := f.p.Status(id); st.State != StateActive || st.Failure != nil || st.Message != "" {
+				t.Fatalf("status after the repair %+v", st)
+			}
+			f.mock.Source(id).Close()
+			if err := <-awaited; err != nil {
+				t.Fatalf("Await = %v", err)
+			}
+		})
+	}
+}
+
+// Skip sets the held chunk aside as a dead letter, stored with the stream,
+// and goes on with the next: the result lacks chunk 3 only; the dead
+// letter survives a restart, inspect counts it, and removing the stream
+// deletes it.
+func TestFailureSkipKeepsDeadLetter(t *testing.T) {
+	mem := persistence.NewMemStore()
+	ps := newPersisted(t, mem)
+	var broken atomic.Bool
+	var calls atomic.Int64
+	broken.Store(true)
+	id := ps.f.start(StartRequest{StreamID: "skip", goProc: flaky(3, &broken, &calls)})
+	if _, err := ps.f.p.Skip(id); err == nil || !strings.Contains(err.Error(), "not failed on a chunk") {
+		t.Fatalf("Skip of an active stream = %v", err)
+	}
+	for n := 1; n <= 5; n++ {
+		ps.f.send(id, `{"n":`+itoa(int64(n))+`,"why":"reading"}`)
+	}
+	ps.f.waitState(id, StateFailed)
+	if _, err := ps.f.p.Skip(id); err != nil {
+		t.Fatal(err)
+	}
+	ps.f.processed(id, 4)
+	if got := seenInts(ps.f.stateOf(id)); !reflect.DeepEqual(got, []int64{1, 2, 4, 5}) {
+		t.Fatalf("seen %v, want all but 3", got)
+	}
+	dls, err := ps.f.p.DeadLetters(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dls) != 1 || dls[0].Seq != 3 || !rtfs.Equal(dls[0].Chunk.V, rtfs.MapOf(rtfs.Keyword("n"), rtfs.Int(3), rtfs.Keyword("why"), rtfs.String("reading"))) ||
+		path(dls[0].Metadata.V, "seq") != rtfs.Int(3) || !strings.Contains(dls[0].Error, "sensor offline") || dls[0].Attempts != 1 || dls[0].At.IsZero() {
+		t.Fatalf("dead letters %+v", dls)
+	}
+	if c := path(ps.f.inspect(id), "dead-letters", "count"); c != rtfs.Int(1) {
+		t.Fatalf(":dead-letters :count = %v", c)
+	}
+	if err := ps.f.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := StoredDeadLetters(context.Background(), mem, id)
+	if err != nil || len(stored) != 1 || stored[0].Seq != 3 || !rtfs.Equal(stored[0].Chunk.V, dls[0].Chunk.V) {
+		t.Fatalf("StoredDeadLetters = %+v, %v", stored, err)
+	}
+	if _, err := RemoveStored(context.Background(), mem, id, true); err != nil {
+		t.Fatal(err)
+	}
+	if left := dump(t, mem); strings.Contains(left, "dead/") {
+		t.Fatalf("rm left dead letters:\n%s", left)
+	}
+}
+
+// The :on-error policy: retries with backoff that succeed leave no trace
+// but the attempts; retries spent then :skip set the chunk aside; then
+// :end ends the stream in :error as before; bad policies are refused
+// naming the key.
+func TestOnErrorPolicies(t *testing.T) {
+	t.Run("retry succeeds", func(t *testing.T) {
+		f := newFixture(t, Options{})
+		var calls atomic.Int64
+		var broken atomic.Bool
+		broken.Store(true)
+		proc := flaky(2, &broken, &calls)
+		fixing := goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) {
+			if path(chunk, "n") == rtfs.Int(2) && calls.Load() == 2 {
+				broken.Store(false) // the third call works: a transient failure
+			}
+			return proc.call(context.Background(), state, chunk, meta)
+		})
+		id := f.start(StartRequest{goProc: fixing, OnError: &ErrorPolicy{Retry: 3, Backoff: time.Millisecond}})
+		for n := 1; n <= 3; n++ {
+			f.send(id, `{"n":`+itoa(int64(n))+`}`)
+		}
+		f.processed(id, 3)
+		if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, []int64{1, 2, 3}) || calls.Load() != 3 {
+			t.Fatalf("seen %v after %d calls of chunk 2", got, calls.Load())
+		}
+	})
+	t.Run("then skip", func(t *testing.T) {
+		f := newFixture(t, Options{})
+		var calls atomic.Int64
+		var broken atomic.Bool
+		broken.Store(true)
+		id := f.start(StartRequest{goProc: flaky(2, &broken, &calls), OnError: &ErrorPolicy{Retry: 2, Backoff: time.Millisecond, Then: ThenSkip}})
+		for n := 1; n <= 3; n++ {
+			f.send(id, `{"n":`+itoa(int64(n))+`}`)
+		}
+		f.processed(id, 2)
+		if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, []int64{1, 3}) || calls.Load() != 3 {
+			t.Fatalf("seen %v after %d calls of chunk 2", got, calls.Load())
+		}
+		dls, err := f.p.DeadLetters(context.Background(), id)
+		if err != nil || len(dls) != 1 || dls[0].Seq != 2 || dls[0].Attempts != 3 {
+			t.Fatalf("dead letters %+v, %v", dls, err)
+		}
+	})
+	t.Run("then end", func(t *testing.T) {
+		f := newFixture(t, Options{})
+		var calls atomic.Int64
+		var broken atomic.Bool
+		broken.Store(true)
+		id := f.start(StartRequest{goProc: flaky(2, &broken, &calls), OnError: &ErrorPolicy{Retry: 1, Then: ThenEnd}})
+		f.send(id, `{"n":1}`)
+		f.send(id, `{"n":2}`)
+		st := f.await(id)
+		if st.State != StateError || st.Message != "processor go-proc failed on chunk 2: sensor offline" || calls.Load() != 2 {
+			t.Fatalf("status %+v after %d calls", st, calls.Load())
+		}
+	})
+	for _, tc := range []struct{ src, want string }{
+		{`{:retry -1}`, ":retry must be an int from 0 to 100, got int -1"},
+		{`{:backoff-ms "x"}`, ":backoff-ms must be an int"},
+		{`{:then :later}`, ":then must be :hold, :skip or :end, got keyword :later"},
+		{`{:retries 3}`, "unknown key keyword :retries; the keys are :retry :backoff-ms :then"},
+		{`[:skip]`, "must be a map such as {:retry 3 :backoff-ms 200 :then :skip}"},
+	} {
+		prog := compileGlobals(t, "(def x "+tc.src+")")
+		v, _ := prog.Get("x")
+		if _, err := ParseErrorPolicy(v); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseErrorPolicy(%s) = %v, want %q", tc.src, err, tc.want)
+		}
+	}
+	g := compileGlobals(t, countSrc)
+	f := newFixture(t, Options{})
+	_, err := f.caps.Call(context.Background(), &capabilities.Call{ID: CapStart, Args: []rtfs.Value{rtfs.MapOf(
+		rtfs.Keyword("endpoint"), rtfs.String("x"), rtfs.Keyword("transport"), rtfs.Keyword("mock"),
+		rtfs.Keyword("processor"), rtfs.Symbol("proc"), rtfs.Keyword("on-error"), rtfs.MapOf(rtfs.Keyword("then"), rtfs.Keyword("never")))}, Globals: g})
+	if err == nil || !strings.Contains(err.Error(), "on-error") || !strings.Contains(err.Error(), ":then must be") {
+		t.Fatalf("start with a bad :on-error = %v", err)
+	}
+}
+
+// fixedSrc is the repaired processor of the upgrade tests: oldProcSrc's
+// twin, logging :fixed, that handles the chunk the broken one throws on.
+const (
+	brokenProcSrc = `
+(defn proc [state chunk meta]
+  (let [n (get-in chunk [:chunk :n] (:n chunk))]
+    (when (= n 7) (throw (ex-info "cannot handle chunk 7" {:n n})))
+    {:state {:sum (+ (:sum state) n) :log (conj (:log state) [:old n])} :output n}))`
+	fixedProcSrc = `
+(defn proc [state chunk meta]
+  (let [n (get-in chunk [:chunk :n] (:n chunk))]
+    {:state {:sum (+ (:sum state) n) :log (conj (:log state) [:new n])} :output n}))`
+)
+
+// checkRepaired checks that a repaired stream's state logs chunks 1..6 by
+// the broken processor and 7..last by the fixed one (chunk 7 once), with
+// the sum of 1..last.
+func checkRepaired(t *testing.T, state rtfs.Value, last int) {
+	t.Helper()
+	log, _ := path(state, "log").(*rtfs.Vector)
+	if log == nil || log.Len() != last {
+		t.Fatalf("log %v, want %d entries", path(state, "log"), last)
+	}
+	for i := 0; i < last; i++ {
+		who := rtfs.Keyword("old")
+		if i >= 6 {
+			who = "new"
+		}
+		if want := rtfs.NewVector(who, rtfs.Int(i+1)); !rtfs.Equal(log.Index(i), want) {
+			t.Fatalf("log[%d] = %v, want %v (log %v)", i, log.Index(i), want, log)
+		}
+	}
+	if sum := path(state, "sum"); sum != rtfs.Int(last*(last+1)/2) {
+		t.Fatalf(":sum %v, want %d", sum, last*(last+1)/2)
+	}
+}
+
+// A processor bug on chunk 7 of a source that cannot replay (journal
+// mode) is repaired by Upgrade then Resume: chunk 7 is processed once, by
+// the new processor, from the state after chunk 6.
+func TestFailureRepairedByUpgradeJournal(t *testing.T) {
+	f := newFixture(t, Options{Store: persistence.NewMemStore()})
+	f.start(StartRequest{StreamID: "bug", Processor: rtfs.Symbol("proc"), Globals: compileGlobals(t, brokenProcSrc),
+		InitialState: rtfs.MapOf(rtfs.Keyword("sum"), rtfs.Int(0), rtfs.Keyword("log"), rtfs.NewVector())})
+	for n := 1; n <= 10; n++ {
+		if err := sendN(t, f.mock, "bug", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := f.waitState("bug", StateFailed)
+	if !strings.Contains(st.Failure.Error, "cannot handle chunk 7") || !strings.Contains(st.Failure.Error, "new.rtfs") && !strings.Contains(st.Failure.Error, ":4:") {
+		t.Fatalf("failure %+v: want the thrown message and the form's position", st.Failure)
+	}
+	res, err := f.p.Upgrade(context.Background(), Upgrade{StreamID: "bug", Program: newProgram(t, fixedProcSrc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != StateFailed {
+		t.Fatalf("upgrade result %+v", res)
+	}
+	st = f.waitState("bug", StateFailed) // still held, by the new processor now
+	if st.Failure == nil || st.Failure.Seq != 7 {
+		t.Fatalf("after the upgrade: %+v", st)
+	}
+	if _, err := f.p.Resume("bug"); err != nil {
+		t.Fatal(err)
+	}
+	f.processed("bug", 10)
+	checkRepaired(t, f.stateOf("bug"), 10)
+}
+
+// The same bug on a source that replays from its cursor (the reference
+// server's counter over SSE): the held chunk is not passed by the cursor,
+// and after the upgrade the source sends it again; the result is exact.
+func TestFailureRepairedByUpgradeSSE(t *testing.T) {
+	srv := localserver.New(localserver.Options{})
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	f := newFixture(t, Options{Store: persistence.NewMemStore(), ServerURL: srv.URL() + "/sse",
+		Transports: catalogOf(map[string]transport.StreamTransport{"sse": &sse.Transport{}})})
+	f.start(StartRequest{StreamID: "sse-bug", Endpoint: "counter.v1", Transport: "sse", Processor: rtfs.Symbol("proc"),
+		Globals:      compileGlobals(t, brokenProcSrc),
+		InitialState: rtfs.MapOf(rtfs.Keyword("sum"), rtfs.Int(0), rtfs.Keyword("log"), rtfs.NewVector()),
+		Config:       rtfs.MapOf(rtfs.Keyword("limit"), rtfs.Int(12))})
+	st := f.waitState("sse-bug", StateFailed)
+	if st.Failure.Seq != 7 {
+		t.Fatalf("failure %+v", st.Failure)
+	}
+	if c := path(f.inspect("sse-bug"), "cursor"); c != rtfs.String("6") {
+		t.Fatalf("cursor while failed = %v, want 6 (the chunk before)", c)
+	}
+	if _, err := f.p.Upgrade(context.Background(), Upgrade{StreamID: "sse-bug", Program: newProgram(t, fixedProcSrc)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.p.Resume("sse-bug"); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.await("sse-bug"); st.State != StateCompleted {
+		t.Fatalf("status %+v", st)
+	}
+	checkRepaired(t, f.stateOf("sse-bug"), 12)
+}
+
+// A failed stream recovered after a restart comes back failed, with its
+// failure; Resume retries its chunk from the journal, and Skip (before
+// the chunk is back in memory) sets it aside when it comes.
+func TestFailureSurvivesRestart(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		t.Run(map[bool]string{false: "resume", true: "skip"}[skip], func(t *testing.T) {
+			mem := persistence.NewMemStore()
+			ps := newPersisted(t, mem)
+			ps.f.start(StartRequest{StreamID: "bug", Processor: rtfs.Symbol("proc"), Globals: compileGlobals(t, brokenProcSrc),
+				InitialState: rtfs.MapOf(rtfs.Keyword("sum"), rtfs.Int(0), rtfs.Keyword("log"), rtfs.NewVector())})
+			for n := 1; n <= 9; n++ {
+				if err := sendN(t, ps.f.mock, "bug", n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := ps.f.waitState("bug", StateFailed)
+			if err := ps.f.p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !skip {
+				// Offline, as the command line does on a data directory.
+				res, err := UpgradeStored(context.Background(), mem, Upgrade{StreamID: "bug", Program: newProgram(t, fixedProcSrc)})
+				if err != nil || res.State != StateFailed {
+					t.Fatalf("UpgradeStored of a failed stream = %+v, %v", res, err)
+				}
+			}
+			ps.open()
+			if err := ps.f.p.Recover(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			st := ps.f.waitState("bug", StateFailed)
+			if !reflect.DeepEqual(st.Failure, before.Failure) {
+				t.Fatalf("failure after recovery %+v, before %+v", st.Failure, before.Failure)
+			}
+			if skip {
+				if _, err := ps.f.p.Skip("bug"); err != nil {
+					t.Fatal(err)
+				}
+				ps.f.processed("bug", 8)
+				state := ps.f.stateOf("bug")
+				if sum := path(state, "sum"); sum != rtfs.Int(45-7) {
+					t.Fatalf("sum %v, want every chunk but 7 (%v)", sum, state)
+				}
+				dls, err := ps.f.p.DeadLetters(context.Background(), "bug")
+				if err != nil || len(dls) != 1 || dls[0].Seq != 7 || path(dls[0].Chunk.V, "n") != rtfs.Int(7) {
+					t.Fatalf("dead letters %+v, %v", dls, err)
+				}
+				return
+			}
+			if _, err := ps.f.p.Resume("bug"); err != nil {
+				t.Fatal(err)
+			}
+			ps.f.processed("bug", 9)
+			checkRepaired(t, ps.f.stateOf("bug"), 9)
+		})
+	}
+}
