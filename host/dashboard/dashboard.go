@@ -5,7 +5,9 @@
 // ended stream's average rate, and an age that stops at its end), and a
 // page per stream with its inspect map, its state, its recent outputs, its
 // timeline (start, directives, reconnects, end, with their times) and
-// pause / resume / cancel buttons.
+// pause / resume / cancel buttons; a failed stream's page shows its failure
+// (the error with its position, the held chunk), its dead letters, and
+// Retry / Skip buttons.
 //
 // The main type is Dashboard. Its page and script are embedded in the binary
 // (no external asset). The data reaches the page over one Server-Sent Events
@@ -51,7 +53,7 @@ const (
 	PathAPI     = "/ui/api/"
 	PathSession = "/ui/api/session"  // GET: {"csrf": token}
 	PathEvents  = "/ui/api/events"   // GET: text/event-stream; ?stream=ID adds that stream's details and outputs
-	PathStreams = "/ui/api/streams/" // GET ID: inspect JSON; POST ID/pause|resume|cancel
+	PathStreams = "/ui/api/streams/" // GET ID: inspect JSON; POST ID/pause|resume|skip|cancel
 )
 
 // PathPlaygroundPage is the playground's page (public, as the dashboard's).
@@ -225,8 +227,10 @@ func (d *Dashboard) control(w http.ResponseWriter, r *http.Request) {
 		op = d.p.Resume
 	case "cancel":
 		op = d.p.Cancel
+	case "skip":
+		op = d.p.Skip
 	default:
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown operation " + r.PathValue("op") + "; use pause, resume or cancel"})
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown operation " + r.PathValue("op") + "; use pause, resume, skip or cancel"})
 		return
 	}
 	st, err := op(id)

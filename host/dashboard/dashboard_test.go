@@ -510,3 +510,82 @@ func TestDeliveryAndProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedStreamPage: a failed stream's page shows its failure (the
+// error with the form's position and the held chunk) and Retry and Skip
+// buttons; Skip sets the chunk aside, and the page then lists the dead
+// letter while the stream goes on.
+func TestFailedStreamPage(t *testing.T) {
+	exe, err := browser.Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, 0)
+	prog, err := rtfs.Compile("bad.rtfs", []byte(`(defn step [s c m]
+  (if (:bad c) (throw "cannot handle this chunk") {:state (inc s) :output {:n (inc s)}}))
+(call :mcp.stream.start {:endpoint "e" :stream-id "bad" :processor step :initial-state 0})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.h.Run(context.Background(), prog); err != nil {
+		t.Fatal(err)
+	}
+	p := r.h.Provider()
+	for _, c := range []string{`{"i":1}`, `{"bad":true}`, `{"i":3}`} {
+		if err := p.Deliver(context.Background(), "bad", transport.Chunk{Data: []byte(c)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bctx, closeBrowser, err := browser.New(ctx, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeBrowser()
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(r.ts.URL+dashboard.Prefix+"#/streams/bad"),
+		chromedp.WaitVisible(chromedp.CSS(`#detail-failure`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	str := func(a chromedp.Action[string]) string {
+		t.Helper()
+		v, err := chromedp.Run(bctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	failure := str(chromedp.Text(chromedp.CSS(`#failure-kv`)))
+	if !strings.Contains(failure, "processor step failed on chunk 2") || !strings.Contains(failure, "bad.rtfs:2:") ||
+		!strings.Contains(failure, "cannot handle this chunk") || !strings.Contains(failure, "#2") {
+		t.Fatalf("the failure card says %q", failure)
+	}
+	skipDisabled := str(chromedp.Evaluate[string](`String(document.getElementById("btn-skip").disabled)`))
+	retryHidden := str(chromedp.Evaluate[string](`String(document.getElementById("btn-retry").hidden)`))
+	if skipDisabled != "false" || retryHidden != "false" {
+		t.Fatalf("skip disabled %s, retry hidden %s", skipDisabled, retryHidden)
+	}
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(`#btn-skip`)),
+		chromedp.WaitVisible(chromedp.CSS(`#detail-dead`)),
+		chromedp.WaitNotVisible(chromedp.CSS(`#detail-failure`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if count := str(chromedp.Text(chromedp.CSS(`#dead-count`))); !strings.HasPrefix(count, "1 ") {
+		t.Fatalf("dead letters count %q", count)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		in, err := p.Info("bad", provider.InspectOptions{})
+		if err == nil && in.Status.State == provider.StateActive && in.Stats.ProcessedChunks == 2 && in.DeadLetters.Count == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after Skip: %+v, %v", in.Status, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -560,3 +560,48 @@ func TestDirectivesCountWhatHappened(t *testing.T) {
 		t.Errorf("rtfshost_directives_total by action and source:\n got %v\nwant %v", got, want)
 	}
 }
+
+// TestFailuresAndDeadLetters: a stream held by a processor failure counts
+// in rtfshost_streams{state="failed"} and rtfshost_streams_held_total; the
+// chunk it sets aside on Skip counts in rtfshost_dead_letters_total, per
+// stream with PerStream.
+func TestFailuresAndDeadLetters(t *testing.T) {
+	r := newRig(t, observe.Options{PerStream: true})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	r.run(ctx, `
+(defn picky [state chunk meta] (if (= (:i chunk) 1) (throw "no ones") {:state (inc state)}))
+(call :mcp.stream.start {:endpoint "picky.v1" :transport :mock :stream-id "picky" :processor picky :initial-state 0})`)
+	r.send("picky", 3)
+	p := r.h.Provider()
+	deadline := time.Now().Add(hangGuard)
+	for st, _ := p.Status("picky"); st.State != provider.StateFailed; st, _ = p.Status("picky") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream did not fail: %+v", st)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fams := scrape(t, r.obs.Handler())
+	if got := sum(t, fams, "rtfshost_streams", map[string]string{"state": "failed"}); got != 1 {
+		t.Errorf("failed streams = %v, want 1", got)
+	}
+	if got := sum(t, fams, "rtfshost_streams_held_total", map[string]string{"kind": "processor", "transport": "mock"}); got != 1 {
+		t.Errorf("held = %v, want 1", got)
+	}
+	if _, err := p.Skip("picky"); err != nil {
+		t.Fatal(err)
+	}
+	for in, _ := p.Info("picky", provider.InspectOptions{}); in.Stats.ProcessedChunks != 2; in, _ = p.Info("picky", provider.InspectOptions{}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream did not go on: %+v", in.Status)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fams = scrape(t, r.obs.Handler())
+	if got := sum(t, fams, "rtfshost_dead_letters_total", map[string]string{"stream_id": "picky", "endpoint": "picky.v1"}); got != 1 {
+		t.Errorf("dead letters = %v, want 1", got)
+	}
+	if got := sumOrZero(t, fams, "rtfshost_streams", map[string]string{"state": "failed"}); got != 0 {
+		t.Errorf("failed streams after Skip = %v, want 0", got)
+	}
+}

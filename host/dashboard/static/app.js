@@ -6,7 +6,7 @@
 (() => {
   const API = "/ui/api/";
   const PAGE = 100;
-  const STATES = ["active", "paused", "completed", "cancelled", "error", "unrecoverable"];
+  const STATES = ["active", "paused", "failed", "completed", "cancelled", "error", "unrecoverable"];
   const $ = (id) => document.getElementById(id);
 
   const model = {
@@ -259,7 +259,7 @@
     c[3].title = "chunks per second, the last " + Math.round(90 * model.interval / 1000) + " s";
     drawSpark(c[3].querySelector("svg"), r.rates, 80, 20);
     setText(c[4], fmtInt(r.processed));
-    const live = r.state === "active" || r.state === "paused";
+    const live = r.state === "active" || r.state === "paused" || r.state === "failed";
     const fill = live && r.capacity ? r.queued / r.capacity : 0;
     const bar = c[5].querySelector(".bar");
     bar.firstChild.style.width = (fill * 100).toFixed(0) + "%";
@@ -268,7 +268,7 @@
     c[5].title = live ? `${r.queued} queued of ${r.capacity}` : "ended";
     setText(c[6], fmtInt(r.reconnects));
     // A failed stream shows why in place of its last output.
-    const failed = r.state === "error" && r.message;
+    const failed = (r.state === "error" || r.state === "failed") && r.message;
     setText(c[7], failed ? r.message : r.lastOutput || "");
     c[7].title = failed ? r.message : r.lastOutput || "";
     c[7].className = "out c-output" + (failed ? " err" : "");
@@ -372,10 +372,32 @@
     const badge = $("detail-state");
     badge.textContent = st.state; badge.className = "badge st-" + st.state;
     badge.dataset.state = st.state;
-    const live = st.state === "active" || st.state === "paused";
+    const live = st.state === "active" || st.state === "paused" || st.state === "failed";
+    const failure = info.failure;
     $("btn-pause").disabled = st.state !== "active";
     $("btn-resume").disabled = st.state !== "paused";
+    $("btn-resume").hidden = st.state === "failed";
+    $("btn-retry").hidden = $("btn-skip").hidden = st.state !== "failed";
+    $("btn-retry").disabled = st.state !== "failed";
+    $("btn-skip").disabled = st.state !== "failed" || !failure || failure.kind !== "processor";
     $("btn-cancel").disabled = !live;
+    $("detail-failure").hidden = !failure;
+    if (failure) {
+      kv($("failure-kv"), [
+        ["error", failure.error], ["chunk", failure.kind === "processor" ? "#" + failure.seq : "–"], ["kind", failure.kind],
+        ["attempts", failure.attempts], ["at", new Date(failure["at-epoch-ms"]).toLocaleString()],
+      ]);
+    }
+    const dead = info["dead-letters"] || { count: 0, last: [] };
+    $("detail-dead").hidden = !dead.count;
+    setText($("dead-count"), dead.count ? `${dead.count} (the last ${dead.last.length} below; rtfshost dead-letters lists all)` : "");
+    const dl = $("dead-letters");
+    dl.innerHTML = "";
+    for (const d of dead.last.slice().reverse()) {
+      const li = el("li", "", "");
+      li.append(el("span", "muted", `#${d.seq} · ${new Date(d["at-epoch-ms"]).toLocaleString()} · `), el("span", "err", d.error), el("code", "", " " + JSON.stringify(d.chunk)));
+      dl.append(li);
+    }
     const now = Date.now() + model.skew;
     kv($("detail-overview"), [
       ["endpoint", info.endpoint], ["processor", info.processor], ["transport", info.transport && info.transport.kind],
@@ -415,7 +437,7 @@
   function detailGone(msg) {
     if (msg.stream !== ui.watch) return;
     notice(msg.error);
-    for (const b of ["btn-pause", "btn-resume", "btn-cancel"]) $(b).disabled = true;
+    for (const b of ["btn-pause", "btn-resume", "btn-retry", "btn-skip", "btn-cancel"]) $(b).disabled = true;
   }
   function notice(text) {
     const n = $("detail-notice");
@@ -505,7 +527,8 @@
       if (!res.ok) notice(body.error || "HTTP " + res.status);
     } catch (e) { notice(String(e)); }
   }
-  for (const op of ["pause", "resume", "cancel"]) $("btn-" + op).addEventListener("click", () => act(op));
+  for (const op of ["pause", "resume", "cancel", "skip"]) $("btn-" + op).addEventListener("click", () => act(op));
+  $("btn-retry").addEventListener("click", () => act("resume")); // a failed stream's resume retries its chunk
 
   // ---- navigation and keys --------------------------------------------------
   function route() {
