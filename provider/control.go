@@ -120,7 +120,7 @@ func errDormant(s *stream, verb string) error {
 	switch {
 	case s.st == StateUnrecoverable:
 		return fmt.Errorf("cannot %s stream %q: it is unrecoverable (%s); give it a processor again (rtfshost upgrade) or remove it", verb, s.id, s.msg)
-	case s.upgrade != nil:
+	case s.upgrade != nil || s.swapping:
 		return fmt.Errorf("cannot %s stream %q: its processor is being swapped; try again in a moment", verb, s.id)
 	}
 	return fmt.Errorf("cannot %s stream %q: it was loaded from the store without running (manual connect); inspect only", verb, s.id)
@@ -135,7 +135,7 @@ func (p *Provider) control(id, verb string, change func(*stream) error) (Status,
 		return p.forward(id, verb, err)
 	}
 	s.mu.Lock()
-	if s.dormant || s.upgrade != nil {
+	if s.dormant || s.upgrade != nil || s.swapping {
 		defer s.mu.Unlock()
 		return Status{}, errDormant(s, verb)
 	}

@@ -209,6 +209,9 @@ func runCrashChild(role string) int {
 	if role == "exec" || role == "stdio" {
 		run = func() error { return procCrashChildMain(role, os.Getenv(crashDirEnv)) }
 	}
+	if strings.HasPrefix(role, "held-") {
+		run = func() error { return heldChildMain(strings.TrimPrefix(role, "held-"), os.Getenv(crashDirEnv), os.Getenv(crashURLEnv)) }
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "crash child:", err)
 		return 3

@@ -180,6 +180,9 @@ type hold struct {
 	// reconnect: a Resume asks for the source to be connected again
 	// (control.go launches it once mu is released).
 	reconnect bool
+	// swapping: Upgrade swaps the processor of the held stream in place
+	// (upgradeHeld); Resume and Skip wait for it to finish.
+	swapping bool
 }
 
 // failChunkLocked decides what the failure err of chunk it, after attempts

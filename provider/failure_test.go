@@ -14,6 +14,7 @@ import (
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
+	texec "github.com/rtfshost/rtfshost/transport/exec"
 	"github.com/rtfshost/rtfshost/transport/sse"
 )
 
@@ -412,5 +413,45 @@ func TestFailureSurvivesRestart(t *testing.T) {
 			ps.f.processed("bug", 9)
 			checkRepaired(t, ps.f.stateOf("bug"), 9)
 		})
+	}
+}
+
+// A processor bug on a line of an :exec source (journal mode, a process
+// that cannot be stopped and started again) is repaired by Upgrade, which
+// swaps the held stream's processor in place, then Resume: every line
+// once, the failed one and those after it by the new processor.
+func TestFailureRepairedByUpgradeExec(t *testing.T) {
+	const broken = `
+(defn proc [state chunk meta]
+  (when (= (:line chunk) "3") (throw "cannot handle line 3"))
+  {:state (update state :lines conj [:old (:line chunk)])})`
+	const fixed = `
+(defn proc [state chunk meta]
+  {:state (update state :lines conj [:new (:line chunk)])})`
+	f := newFixture(t, Options{Store: persistence.NewMemStore(), Transports: transport.NewCatalog(texec.Kind())})
+	g := compileGlobals(t, broken)
+	if _, err := f.p.Start(execRequest(t, g, "lines", execKeys(t, "for i in 1 2 3 4 5; do echo $i; done", nil))); err != nil {
+		t.Fatal(err)
+	}
+	st := f.waitState("lines", StateFailed)
+	if st.Failure.Seq != 3 {
+		t.Fatalf("failure %+v", st.Failure)
+	}
+	res, err := f.p.Upgrade(context.Background(), Upgrade{StreamID: "lines", Program: newProgram(t, fixed)})
+	if err != nil || res.State != StateFailed || res.To.Hash == res.From.Hash {
+		t.Fatalf("Upgrade = %+v, %v", res, err)
+	}
+	if in := f.inspect("lines"); path(in, "programs").(*rtfs.Vector).Len() != 2 {
+		t.Fatalf("programs after the swap: %v", path(in, "programs"))
+	}
+	if _, err := f.p.Resume("lines"); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.await("lines"); st.State != StateCompleted {
+		t.Fatalf("status %+v", st)
+	}
+	want := `[[:old "1"] [:old "2"] [:new "3"] [:new "4"] [:new "5"]]`
+	if got := path(f.stateOf("lines"), "lines").String(); got != want {
+		t.Fatalf("lines %s, want %s", got, want)
 	}
 }

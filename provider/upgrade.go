@@ -241,9 +241,12 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 		st := s.st
 		s.mu.Unlock()
 		return UpgradeResult{StreamID: id, State: st}, fmt.Errorf("upgrade stream %q: %w: it has ended (%s)", id, ErrCannotUpgrade, st)
+	case !s.dormant && s.def.kind.Target == transport.TargetCommand && s.st == StateFailed && s.ps != nil:
+		s.mu.Unlock()
+		return p.upgradeHeld(ctx, s, u) // swapped in place: its process goes on
 	case !s.dormant && s.def.kind.Target == transport.TargetCommand:
 		s.mu.Unlock()
-		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w: its source is a process (:%s), which stopping the stream would end", id, ErrCannotUpgrade, s.def.transport)
+		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w: its source is a process (:%s), which stopping the stream would end; it can be swapped while it is failed", id, ErrCannotUpgrade, s.def.transport)
 	}
 	// Check the new program before the stream is touched.
 	if _, _, _, err := u.define(ctx, s.def.procName); err != nil {
@@ -363,4 +366,74 @@ func (s *stream) current() *stream {
 		}
 		s = next
 	}
+}
+
+// upgradeHeld swaps the processor of s, a failed stream whose source is a
+// process, in place: a held stream's worker takes no chunk, so nothing
+// changes its state meanwhile, and its process (held back by the full
+// queue) goes on. Its records are rewritten as UpgradeStored does, with
+// the snapshots stopped (the stream store's saving lock) so that none
+// written with the old program's codec can follow; then the stream takes
+// the new processor and the values its rewritten progress record holds.
+func (p *Provider) upgradeHeld(ctx context.Context, s *stream, u Upgrade) (UpgradeResult, error) {
+	id := s.id
+	s.mu.Lock()
+	if s.st != StateFailed || s.swapping {
+		st := s.st
+		s.mu.Unlock()
+		return UpgradeResult{StreamID: id, State: st}, fmt.Errorf("upgrade stream %q: %w: it is %s, no longer failed, and its source is a process (:%s)", id, ErrCannotUpgrade, st, s.def.transport)
+	}
+	s.swapping = true
+	name := s.def.procName
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.swapping = false
+		s.mu.Unlock()
+	}()
+	g, fn, name, err := u.define(ctx, name)
+	if err != nil {
+		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
+	}
+	ss := s.ps.(*streamStore)
+	ss.flush()
+	ss.saving.Lock()
+	defer ss.saving.Unlock()
+	if err := p.ps.com.Flush(ctx); err != nil {
+		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: committing its progress: %w", id, err)
+	}
+	if err := ss.err(); err != nil {
+		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
+	}
+	res, err := UpgradeStored(ctx, p.ps.store, u)
+	if err != nil {
+		return res, err
+	}
+	c := codec{prog: u.Program, max: p.opts.Limits.OutputLimit()}
+	r, err := loadProgress(ctx, p.ps.store, id)
+	var state, lastOut, result rtfs.Value
+	if err == nil {
+		state, err = c.unmarshal(r.state)
+	}
+	if err == nil {
+		lastOut, err = c.unmarshalOpt(r.lastOut)
+	}
+	if err == nil {
+		result, err = c.unmarshalOpt(r.result)
+	}
+	if err != nil {
+		// The records hold the new program: a restart carries it on.
+		return res, fmt.Errorf("upgrade stream %q: its records are swapped but the running stream could not take them (a restart will): %w", id, err)
+	}
+	proc := newRTFSProcessor(name, fn, g, p.opts.Limits, p.opts.Capabilities)
+	proc.stream = id
+	p.ps.addProgram(u.Program)
+	s.mu.Lock()
+	s.proc, s.state, s.lastOut, s.result = proc, state, lastOut, result
+	s.def.procName = name
+	s.history = append(s.history, res.To)
+	ss.codec = c
+	s.mu.Unlock()
+	p.log.Info("failed stream's processor swapped in place", "stream", id, "from", res.From.Hash, "to", res.To.Hash, "processor", name)
+	return res, nil
 }

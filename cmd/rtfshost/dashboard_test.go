@@ -144,7 +144,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		time.Sleep(d) // to regenerate docs/dashboard.png with longer sparklines
 	}
 	run("see the ended streams", chromedp.WaitVisible(chromedp.CSS(`tr[data-id="short"] .badge.st-completed`)),
-		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="faulty"] .badge.st-error`)))
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="faulty"] .badge.st-failed`)))
 	if eval(`document.getElementById("loading").hidden && document.getElementById("empty").hidden`) != true {
 		t.Error("with streams shown, the page still says it is loading, or that there are none")
 	}

@@ -757,6 +757,7 @@ func serveBreaker(t *testing.T) {
 			"name": "mcp.stream.start", "arguments": map[string]any{
 				"program": `(defn step [n chunk meta] {:state n})`, "processor": "step",
 				"endpoint": "counter.v1", "transport": "sse", "server-url": dead.URL + "/sse",
+				"on-error": map[string]any{"then": "end"}, // a source that gave up ends the stream
 			}}}
 		_, body := post(t, base, sid, call)
 		events := parseSSE(t, body)

@@ -161,7 +161,7 @@ func (c *cli) testSideBySide(t *testing.T) {
 	// A joined run whose stream fails tells its own failure, once, and
 	// exits 1; the run that holds the directory is not touched by it.
 	failing := writeProgram(t, dir, "f.rtfs", `(defn boom [n chunk meta] (if (= n 2) (throw (ex-info "bad chunk" {:n n})) {:state (inc n)}))
-(call :mcp.stream.start {:endpoint "counter.v1" :stream-id "side-f" :config {:limit 5 :interval_ms 1} :processor boom :initial-state 0})
+(call :mcp.stream.start {:endpoint "counter.v1" :stream-id "side-f" :config {:limit 5 :interval_ms 1} :processor boom :initial-state 0 :on-error {:then :end}})
 `)
 	f := c.runIn(t, dir, "run", "--server-url", c.serverURL, failing)
 	wantCode(t, f, exitStreamFailed)
