@@ -210,7 +210,9 @@ func runCrashChild(role string) int {
 		run = func() error { return procCrashChildMain(role, os.Getenv(crashDirEnv)) }
 	}
 	if strings.HasPrefix(role, "held-") {
-		run = func() error { return heldChildMain(strings.TrimPrefix(role, "held-"), os.Getenv(crashDirEnv), os.Getenv(crashURLEnv)) }
+		run = func() error {
+			return heldChildMain(strings.TrimPrefix(role, "held-"), os.Getenv(crashDirEnv), os.Getenv(crashURLEnv))
+		}
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "crash child:", err)
