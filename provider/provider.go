@@ -452,7 +452,9 @@ func (p *Provider) NewStreamID(endpoint string) string {
 }
 
 // WaitAll blocks until every stream started so far, and every stream they
-// start meanwhile, has ended, or ctx ends. It returns nil when none ended in
+// start meanwhile, has ended, or ctx ends. A failed stream (StateFailed)
+// has not ended: it is waited for until it is repaired or cancelled
+// (Stuck lists it). It returns nil when none ended in
 // :error, else the *StreamError of each failed stream, joined. Streams
 // interrupted by Close count as failed.
 func (p *Provider) WaitAll(ctx context.Context) error {

@@ -57,7 +57,7 @@ func (s State) Terminal() bool {
 type Status struct {
 	StreamID string
 	State    State
-	// Message explains an :error state.
+	// Message explains an :error or a failed state.
 	Message string
 	// EndReason says why a terminal stream ended: "processor" (its processor
 	// completed or cancelled it), "source-ended", "request" (cancelled by
