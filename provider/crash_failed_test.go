@@ -161,11 +161,11 @@ func heldChildMain(role, dir, url string) error {
 		go func() { _ = feedHeld(context.Background(), mk.Source(crashStream)) }()
 	}
 	for {
-		if st, _ := p.Status(crashStream); st.State == StateFailed {
-			// Its progress (the failure) is committed before the kill.
-			if err := p.ps.com.Flush(context.Background()); err != nil {
-				return err
-			}
+		// Killed once its failure is committed.
+		if err := p.ps.com.Flush(context.Background()); err != nil {
+			return err
+		}
+		if r, err := loadProgress(context.Background(), store, crashStream); err == nil && r.status == string(StateFailed) {
 			fmt.Println("failed")
 			select {} // killed here
 		}
