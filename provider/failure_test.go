@@ -455,3 +455,48 @@ func TestFailureRepairedByUpgradeExec(t *testing.T) {
 		t.Fatalf("lines %s, want %s", got, want)
 	}
 }
+
+// A source that gave up after its retries (the server went away) holds
+// the stream as failed, kind :source; once the server is back, Resume
+// connects again from the stream's cursor, and the result is exact.
+func TestSourceGaveUpHeldThenResumed(t *testing.T) {
+	srv := localserver.New(localserver.Options{})
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(srv.URL(), "http://")
+	f := newFixture(t, Options{Store: persistence.NewMemStore(), ServerURL: srv.URL() + "/sse", RetryAttempts: 1,
+		Transports: catalogOf(map[string]transport.StreamTransport{"sse": &sse.Transport{}})})
+	const limit = 60
+	f.start(StartRequest{StreamID: "gone", Endpoint: "counter.v1", Transport: "sse", Processor: rtfs.Symbol("proc"),
+		Globals:      compileGlobals(t, fixedProcSrc),
+		InitialState: rtfs.MapOf(rtfs.Keyword("sum"), rtfs.Int(0), rtfs.Keyword("log"), rtfs.NewVector()),
+		Config:       rtfs.MapOf(rtfs.Keyword("limit"), rtfs.Int(limit), rtfs.Keyword("interval_ms"), rtfs.Int(20))})
+	f.waitFor("some chunks", func() bool { return path(f.inspect("gone"), "stats", "processed-chunks").(rtfs.Int) >= 5 })
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := f.waitState("gone", StateFailed)
+	if st.Failure == nil || st.Failure.Kind != FailureSource || st.Failure.Seq != 0 || !strings.Contains(st.Failure.Error, "gave up after 1 retries") {
+		t.Fatalf("status %+v, failure %+v", st, st.Failure)
+	}
+	if _, err := f.p.Skip("gone"); err == nil {
+		t.Fatal("Skip of a stream held by its source succeeded")
+	}
+	back := localserver.New(localserver.Options{})
+	if err := back.Start(addr); err != nil {
+		t.Fatalf("the server cannot come back on %s: %v", addr, err)
+	}
+	defer back.Close()
+	if _, err := f.p.Resume("gone"); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.await("gone"); st.State != StateCompleted {
+		t.Fatalf("status %+v", st)
+	}
+	state := f.stateOf("gone")
+	log := path(state, "log").(*rtfs.Vector)
+	if log.Len() != limit || path(state, "sum") != rtfs.Int(limit*(limit+1)/2) {
+		t.Fatalf("after the resume: %d chunks, sum %v; want each of %d once", log.Len(), path(state, "sum"), limit)
+	}
+}
