@@ -18,6 +18,7 @@ import (
 //	queue.go      the flow: queue, backpressure, wake-ups
 //	worker.go     the worker takes it and calls the processor (invoke.go)
 //	directive.go  the result is parsed and applied: state, output, directive, lifecycle
+//	failure.go    a chunk the processor fails on: retried, held, or set aside (deadletter.go)
 //	stats.go      the counters it moves
 //	persist.go    its effect (and, for a source that cannot replay, the chunk) is stored
 
