@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -48,12 +49,34 @@ type Call struct {
 	// Stream is the id of the stream whose processor made the call; empty
 	// for a program's call and a call from Go.
 	Stream string
+	// Seq and ChunkID name the chunk whose processing made the call: its
+	// :seq (from 1) and the id its source gave it ("" when none); Index
+	// is the call's place among the host calls of that chunk's processing
+	// (from 0). They are zero for a program's call. A chunk is processed
+	// again after a crash, or when a failed stream retries it, and its
+	// calls then come again with the same Stream, Seq, ChunkID and Index:
+	// Key joins them into one idempotency key.
+	Seq     int64
+	ChunkID string
+	Index   int
 	// Journal is the calling run's journal, nil when the run records none.
 	// Its Snapshot, taken while the handler runs, ends with this call as
 	// the pending one: what a replay of the run needs to come back to this
 	// call under another compiler (:mcp.stream.start keeps it with the
 	// stream it starts).
 	Journal *Journal
+}
+
+// Key returns the call's idempotency key, "STREAM/SEQ/INDEX", the same for
+// the same call of the same chunk however often the chunk is processed
+// (a processor is a pure function of its state and chunk, so it makes the
+// same calls in the same order); "" for a call no chunk made. A handler
+// with effects outside rtfshost keeps the keys it has served to act once.
+func (c *Call) Key() string {
+	if c.Stream == "" || c.Seq == 0 {
+		return ""
+	}
+	return c.Stream + "/" + strconv.FormatInt(c.Seq, 10) + "/" + strconv.Itoa(c.Index)
 }
 
 // LogCapability is the id of the capability that RTFS's println and log
@@ -68,9 +91,8 @@ const LogCapability = "ccos.io.log"
 // processor that calls an unregistered capability fails as on any error),
 // and may be called again with the same call: a stream's chunks whose
 // processing had not committed when the process died are processed again
-// after recovery, with the same host calls. Call.Stream and the chunk's
-// seq, which the processor can pass in the arguments, identify such a
-// repeated call.
+// after recovery, and a failed stream's retry processes its chunk again,
+// with the same host calls. Call.Key identifies such a repeated call.
 type Handler func(ctx context.Context, c *Call) (Answer, error)
 
 // A Capability is a host function that RTFS programs may call.

@@ -153,13 +153,15 @@ func New(opts Options) (*Host, error) {
 //
 // Register every capability before Recover: a recovered stream runs on at
 // once, and its processor's call to a capability not registered yet fails
-// with an unknown-capability error, handled as any error of the processor.
+// with an unknown-capability error, handled as any error of the processor:
+// by default the stream is held as failed on that chunk, nothing lost, and
+// Provider().Resume carries it on once the capability is registered.
 //
-// A handler may see the same call again: after a crash, the chunks whose
-// processing had not committed are processed again, and their processor's
-// host calls run again (docs/durability.md). Call.Stream names the stream;
-// a processor that passes its chunk's (:seq meta) in the arguments lets the
-// handler recognise a call it has already served by (stream, seq).
+// A handler may see the same call again: after a crash, or when a failed
+// stream retries its chunk, the chunk is processed again and its
+// processor's host calls run again (docs/durability.md). Call.Key
+// (stream, the chunk's seq, the call's index in its processing) is the same
+// each time: a handler with effects outside the host acts once per key.
 func (h *Host) Register(c capabilities.Capability) error { return h.reg.Register(c) }
 
 // Capabilities returns the host's registry (for listings and for serving

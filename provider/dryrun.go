@@ -160,7 +160,7 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 			meta = mb.build(&it)
 		}
 		step := DryStep{Seq: it.number(), Chunk: it.chunk, StateBefore: state, State: state}
-		res, err := callGuarded(ctx, proc, state, it.chunk, meta)
+		res, err := callGuarded(ctx, proc, state, &it, meta)
 		if err == nil {
 			err = checkOutput(res, req.Limits.OutputLimit())
 		}

@@ -33,6 +33,10 @@ type processor interface {
 	// suspension's continuation holds the arguments, and its host call may
 	// keep them). The worker then reuses the chunk's map for a later chunk.
 	letGo() bool
+	// begin tells the processor which chunk its next call processes: its
+	// :seq and its source's id, which the host calls it makes carry
+	// (capabilities.Call.Seq, ChunkID, Index).
+	begin(seq int64, id string)
 }
 
 // goProcessor is a processor written in Go, for tests and benchmarks.
@@ -48,6 +52,8 @@ func (g *goProcessor) wantsMeta() bool { return true }
 func (g *goProcessor) function() rtfs.Value { return nil }
 
 func (g *goProcessor) letGo() bool { return false }
+
+func (g *goProcessor) begin(int64, string) {}
 
 func (g *goProcessor) call(_ context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 	return g.fn(state, chunk, meta)
@@ -69,6 +75,12 @@ type rtfsProcessor struct {
 	noMeta  bool   // a (state chunk) processor: called without the metadata
 	meta    bool   // a (state chunk metadata) processor whose code reads its metadata
 	stream  string // the id of the stream it processes (set by newStream)
+
+	// The chunk being processed (begin) and the host calls made for it so
+	// far: a host call's identity (capabilities.Call.Seq, ChunkID, Index).
+	seq     int64
+	chunkID string
+	calls   int
 
 	keepsChunk bool // its code may keep its chunk argument
 	suspended  bool // the last call suspended at a host call
@@ -95,6 +107,8 @@ func (p *rtfsProcessor) wantsMeta() bool { return p.meta }
 func (p *rtfsProcessor) function() rtfs.Value { return p.fn }
 
 func (p *rtfsProcessor) letGo() bool { return !p.keepsChunk && !p.suspended }
+
+func (p *rtfsProcessor) begin(seq int64, id string) { p.seq, p.chunkID, p.calls = seq, id, 0 }
 
 func (p *rtfsProcessor) call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 	if p.th == nil {
@@ -127,5 +141,8 @@ func (p *rtfsProcessor) serve(ctx context.Context, out rtfs.Outcome) (rtfs.Value
 	if p.caps == nil {
 		return nil, &capabilities.Error{Capability: hc.Capability, Msg: "no capabilities are available to stream processors", Err: capabilities.ErrUnknown}
 	}
-	return p.caps.Call(ctx, &capabilities.Call{ID: hc.Capability, Args: hc.Args, Pos: hc.Pos, Globals: out.Globals, Stream: p.stream})
+	c := &capabilities.Call{ID: hc.Capability, Args: hc.Args, Pos: hc.Pos, Globals: out.Globals, Stream: p.stream,
+		Seq: p.seq, ChunkID: p.chunkID, Index: p.calls}
+	p.calls++
+	return p.caps.Call(ctx, c)
 }

@@ -99,7 +99,7 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 		if s.observed {
 			t0 = time.Now()
 		}
-		res, err := callGuarded(s.ctx, s.proc, state, it.chunk, meta)
+		res, err := callGuarded(s.ctx, s.proc, state, it, meta)
 		if err == nil {
 			err = checkOutput(res, s.p.opts.Limits.OutputLimit())
 		}
@@ -202,14 +202,16 @@ func (w *waiter) stop() {
 	}
 }
 
-// callGuarded calls the processor, turning a panic into an error.
-func callGuarded(ctx context.Context, p processor, state, chunk, meta rtfs.Value) (v rtfs.Value, err error) {
+// callGuarded calls the processor on chunk it, turning a panic into an
+// error.
+func callGuarded(ctx context.Context, p processor, state rtfs.Value, it *item, meta rtfs.Value) (v rtfs.Value, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, fmt.Errorf("processor panicked: %v", r)
 		}
 	}()
-	return p.call(ctx, state, chunk, meta)
+	p.begin(it.number(), it.id)
+	return p.call(ctx, state, it.chunk, meta)
 }
 
 // next decides the worker's next step.
