@@ -239,6 +239,9 @@ func (s *stream) nextLocked() step {
 		s.obs.Directive("resume", "timer") // :resume-after-ms ran out
 		s.noteLocked(TimelineEvent{Kind: "resume", Source: "timer"})
 	}
+	if s.st == StateActive && (s.held != nil || s.queue.len() > 0 || len(s.ctrl) > 0) {
+		s.holdForSpaceLocked() // a disk about to refuse writes holds the stream (space.go)
+	}
 	if s.st != StateFailed {
 		if it, ok := s.takeHeldLocked(); ok {
 			s.idle = false
