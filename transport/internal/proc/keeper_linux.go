@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -80,3 +81,21 @@ func killDescendants() {
 		}
 	}
 }
+
+// On Linux, when the host may (as root, or with CAP_SYS_ADMIN), the keeper
+// is also the init of a PID namespace of its own, with the program and
+// all its descendants inside. A descendant then cannot kill the keeper
+// (init takes no signal from inside its namespace that it does not
+// handle, and the keeper's pid outside is not visible inside), nor
+// escape it by setsid or double fork: when the keeper exits, or is killed
+// from outside (the host ending the stream, SIGKILL to the group), the
+// kernel kills every process of the namespace. Without the namespace a
+// descendant that left the group and killed the keeper would outlive the
+// stream and the host. pidNamespaces says whether to try; a start refused
+// for want of privilege clears it and the keeper runs as before.
+var pidNamespaces atomic.Bool
+
+func init() { pidNamespaces.Store(os.Geteuid() == 0) }
+
+// nsInit reports whether the keeper is the init of its own PID namespace.
+func nsInit() bool { return os.Getpid() == 1 }

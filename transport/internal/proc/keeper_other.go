@@ -2,6 +2,8 @@
 
 package proc
 
+import "sync/atomic"
+
 // becomeSubreaper does nothing on this OS, which has no subreapers: a
 // descendant that leaves the keeper's group escapes it.
 func becomeSubreaper() {}
@@ -12,3 +14,9 @@ func reapOrphans(int) {}
 // killDescendants does nothing on this OS: the keeper's group is what it
 // kills.
 func killDescendants() {}
+
+// pidNamespaces is false on this OS, which has no PID namespaces.
+var pidNamespaces atomic.Bool
+
+// nsInit is false on this OS.
+func nsInit() bool { return false }

@@ -65,19 +65,27 @@ func keep(args []string) int {
 	// then must not let the keeper exit before the killing is done.
 	dying := make(chan struct{})
 	var dyingOnce sync.Once
+	// As the init of its own PID namespace (keeper_linux.go), the keeper's
+	// exit kills every process of the namespace, and its parent is outside
+	// it (getppid says 0): the host's death is seen on the socket alone.
+	ns := nsInit()
 	killGroup := func() {
 		dyingOnce.Do(func() { close(dying) })
-		killDescendants()                    // those that left the group (Linux)
-		_ = syscall.Kill(0, syscall.SIGKILL) // the keeper's own group, the keeper included
-		syscall.Exit(1)                      // not reached
+		if !ns {
+			killDescendants() // those that left the group (Linux); /proc is the host's
+		}
+		_ = syscall.Kill(0, syscall.SIGKILL) // the keeper's own group, the keeper included (not as init)
+		syscall.Exit(1)                      // as init: the kernel kills the namespace
 	}
-	orphaned := func() bool { return os.Getppid() != hostPid }
+	orphaned := func() bool { return !ns && os.Getppid() != hostPid }
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	if orphaned() {
 		killGroup() // the host died before the program started
 	}
-	becomeSubreaper()
+	if !ns {
+		becomeSubreaper() // init is the namespace's reaper already
+	}
 	proc, err := os.StartProcess(args[1], args[2:], &os.ProcAttr{
 		Env:   os.Environ(),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
@@ -86,7 +94,9 @@ func keep(args []string) int {
 		report("err " + strings.ReplaceAll(err.Error(), "\n", " "))
 		return 127
 	}
-	reapOrphans(proc.Pid)
+	if !ns {
+		reapOrphans(proc.Pid) // as init, orphans that end stay zombies until the keeper exits
+	}
 	report("ok")
 	// The program holds the pipes now; the keeper lets go of them, so that
 	// the host sees end of file on the program's stdout when the program

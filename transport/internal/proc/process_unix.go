@@ -43,8 +43,15 @@ func (p *Process) start() error {
 	args := append([]string{keeperArg0, strconv.Itoa(os.Getpid()), cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Args = self, args
 	cmd.ExtraFiles = []*os.File{child} // fd 3 in the keeper
-	cmd.SysProcAttr = keeperAttr()
+	ns := pidNamespaces.Load()
+	cmd.SysProcAttr = keeperAttr(ns)
 	err = cmd.Start()
+	if err != nil && ns && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
+		// No PID namespace for this process: the keeper alone, from now on.
+		pidNamespaces.Store(false)
+		cmd.SysProcAttr = keeperAttr(false)
+		cmd.Process, err = nil, cmd.Start()
+	}
 	child.Close()
 	if err != nil {
 		host.Close()

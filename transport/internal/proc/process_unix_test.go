@@ -109,6 +109,15 @@ func TestKeeperLetsGoOfThePipes(t *testing.T) {
 // it starts a shell that starts a sleep and a shell ignoring SIGTERM; it
 // prints "group <pgid>", then "thread gone", and waits to be killed.
 func hostMain(mode string) int {
+	if mode == "escaper" { // TestEscaperDiesWithHost
+		p, err := Start(&Config{Command: "sh", Args: []string{"-c", os.Getenv("RTFSHOST_PROC_TEST_SCRIPT")}}, Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Printf("group %d\n", p.ID().PID)
+		select {}
+	}
 	if mode != "thread" {
 		fmt.Fprintln(os.Stderr, "unknown host mode", mode)
 		return 2

@@ -8,9 +8,14 @@ import (
 
 // keeperAttr starts the keeper as the leader of a new process group, with
 // SIGTERM as its parent-death signal (keeper_unix.go says how the keeper
-// tells the host's death from the death of the thread that started it).
-func keeperAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+// tells the host's death from the death of the thread that started it);
+// with ns, also as the init of a new PID namespace (keeper_linux.go).
+func keeperAttr(ns bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if ns {
+		a.Cloneflags = syscall.CLONE_NEWPID
+	}
+	return a
 }
 
 // selfExe names the running host's executable, even if its file was
