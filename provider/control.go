@@ -11,7 +11,7 @@ import (
 // Status returns the status of stream id. With Options.Cluster, a stream
 // another host runs is asked there.
 func (p *Provider) Status(id string) (Status, error) {
-	s, err := p.lookup(id)
+	s, err := p.lookupOpen(id)
 	if err != nil {
 		return p.forward(id, "status", err)
 	}
@@ -93,7 +93,7 @@ func resumeChange(s *stream) error {
 // dropped and counted, its status becomes :cancelled. Cancelling an ended
 // stream changes nothing and returns its status.
 func (p *Provider) Cancel(id string) (Status, error) {
-	s, err := p.lookup(id)
+	s, err := p.lookupOpen(id)
 	if err != nil {
 		return p.forward(id, "cancel", err)
 	}
@@ -130,7 +130,7 @@ func (p *Provider) control(id, verb string, change func(*stream) error) (Status,
 	if change == nil {
 		change = map[string]func(*stream) error{"pause": pauseChange, "resume": resumeChange, "skip": skipChange}[verb]
 	}
-	s, err := p.lookup(id)
+	s, err := p.lookupOpen(id)
 	if err != nil {
 		return p.forward(id, verb, err)
 	}

@@ -112,6 +112,21 @@ func TestCloseInterruptsStreams(t *testing.T) {
 	if _, err := f.p.Start(StartRequest{Endpoint: "e", Transport: "mock", goProc: counter()}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Start after Close = %v", err)
 	}
+	// Nothing acts on a stream after Close, and nothing says it did:
+	// every control call and every report of its live state is ErrClosed.
+	for name, op := range map[string]func() error{
+		"Pause":   func() error { _, err := f.p.Pause(id); return err },
+		"Resume":  func() error { _, err := f.p.Resume(id); return err },
+		"Cancel":  func() error { _, err := f.p.Cancel(id); return err },
+		"Skip":    func() error { _, err := f.p.Skip(id); return err },
+		"Status":  func() error { _, err := f.p.Status(id); return err },
+		"Info":    func() error { _, err := f.p.Info(id, InspectOptions{}); return err },
+		"Inspect": func() error { _, err := f.p.Inspect(id, InspectOptions{}); return err },
+	} {
+		if err := op(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", name, err)
+		}
+	}
 }
 
 // T7: the inspect map of a stream without a transport (manual connect), fed

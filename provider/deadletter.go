@@ -136,7 +136,7 @@ func (p *Provider) DeadLetters(ctx context.Context, id string) ([]DeadLetter, er
 func StoredDeadLetters(ctx context.Context, st persistence.Store, id string) ([]DeadLetter, error) {
 	if _, err := st.Get(ctx, streamKey(id, suffixDef)); err != nil {
 		if errors.Is(err, persistence.ErrNotFound) {
-			return nil, fmt.Errorf("stream %q: %w in the store", id, ErrNoStoredStream)
+			return nil, fmt.Errorf("stream %q: %w", id, ErrNoStoredStream)
 		}
 		return nil, err
 	}

@@ -150,7 +150,7 @@ func (j JSONValue) value() rtfs.Value { return orNil(j.V) }
 // holds the stream's lock for a copy of its fields only and costs O(queue
 // length).
 func (p *Provider) Info(id string, opts InspectOptions) (StreamInfo, error) {
-	s, err := p.lookup(id)
+	s, err := p.lookupOpen(id)
 	if err != nil {
 		if p.opts.Cluster == nil {
 			return StreamInfo{}, err

@@ -22,7 +22,7 @@ type InspectOptions struct {
 // keys). It holds the stream's lock for the time of a copy of its fields
 // only; the map costs O(queue length) to build.
 func (p *Provider) Inspect(id string, opts InspectOptions) (rtfs.Value, error) {
-	s, err := p.lookup(id)
+	s, err := p.lookupOpen(id)
 	if err != nil {
 		if p.opts.Cluster == nil {
 			return nil, err

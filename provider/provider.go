@@ -177,7 +177,9 @@ type Provider struct {
 // from which the start schemas are derived.
 func (p *Provider) Transports() *transport.Catalog { return p.opts.Transports }
 
-// ErrClosed is returned by operations on a closed Provider.
+// ErrClosed is wrapped by the error of every operation on a closed
+// Provider: starts, control (Pause, Resume, Cancel, Skip, Status), Info and
+// Inspect, subscriptions. errors.Is matches it.
 var ErrClosed = errors.New("stream provider is closed")
 
 // New returns a Provider. It resolves the server URL, the auth header and
@@ -308,6 +310,20 @@ func (p *Provider) lookup(id string) (*stream, error) {
 		return nil, &noStreamError{id: id}
 	}
 	return s, nil
+}
+
+// lookupOpen is lookup for the operations that act on a stream or report
+// its live state (control, Status, Info): on a closed provider they fail
+// with ErrClosed, since nothing they did would be stored. Await, Done and
+// Timeline still answer after Close, with the stream as Close left it.
+func (p *Provider) lookupOpen(id string) (*stream, error) {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("stream %q: %w", id, ErrClosed)
+	}
+	return p.lookup(id)
 }
 
 // ErrNoStream is wrapped by the error of a request naming a stream id that

@@ -15,14 +15,16 @@ import (
 // (it is locked to one process), so no provider writes meanwhile.
 
 // ErrNoStoredStream is wrapped by the errors of the stored-stream
-// operations for an id the store does not hold.
-var ErrNoStoredStream = errors.New("no such stream")
+// operations (SetStoredState, RemoveStored, UpgradeStored,
+// StoredDeadLetters) for an id the store does not hold. ErrNoStream is the
+// live provider's: the two say which side was asked.
+var ErrNoStoredStream = errors.New("no such stream in the store")
 
 // loadProgress reads stream id's progress record.
 func loadProgress(ctx context.Context, st persistence.Store, id string) (*progressRecord, error) {
 	if _, err := st.Get(ctx, streamKey(id, suffixDef)); err != nil {
 		if errors.Is(err, persistence.ErrNotFound) {
-			return nil, fmt.Errorf("stream %q: %w in the store", id, ErrNoStoredStream)
+			return nil, fmt.Errorf("stream %q: %w", id, ErrNoStoredStream)
 		}
 		return nil, err
 	}

@@ -96,7 +96,7 @@ func UpgradeStored(ctx context.Context, st persistence.Store, u Upgrade) (Upgrad
 	dkey := streamKey(u.StreamID, suffixDef)
 	data, err := st.Get(ctx, dkey)
 	if errors.Is(err, persistence.ErrNotFound) {
-		return wrap(fmt.Errorf("%w in the store", ErrNoStoredStream))
+		return wrap(ErrNoStoredStream)
 	}
 	if err != nil {
 		return wrap(err)
