@@ -167,7 +167,10 @@ func (t *idleTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	w.timer.Reset(t.d)
+	// From here the watchdog runs only while the body is read: the time
+	// the reader spends elsewhere (its queue full, its processor busy) is
+	// not the source's silence.
+	w.timer.Stop()
 	resp.Body = &idleBody{rc: resp.Body, w: w, parent: req.Context()}
 	return resp, nil
 }
@@ -190,8 +193,10 @@ func (w *watchdog) stop() {
 	w.cancel()
 }
 
-// idleBody is a response body that rearms its watchdog on every read that
-// returns data.
+// idleBody is a response body whose watchdog runs while a Read waits for
+// the source: it is armed when a Read starts and stopped when the Read
+// returns, so a reader held back by backpressure between reads is never
+// taken for a silent source.
 type idleBody struct {
 	rc     io.ReadCloser
 	w      *watchdog
@@ -199,9 +204,12 @@ type idleBody struct {
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if n > 0 && !b.w.fired.Load() {
+	if !b.w.fired.Load() {
 		b.w.timer.Reset(b.w.d)
+	}
+	n, err := b.rc.Read(p)
+	if !b.w.fired.Load() {
+		b.w.timer.Stop()
 	}
 	if err != nil && err != io.EOF && b.w.fired.Load() && b.parent.Err() == nil {
 		err = &IdleError{Timeout: b.w.d}
