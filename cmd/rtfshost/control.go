@@ -99,6 +99,11 @@ func (a *app) manageStreams(ctx context.Context, o controlOptions, verb string, 
 		return err
 	}
 	defer d.close()
+	return a.manageOn(ctx, d, o, verb, ids)
+}
+
+// manageOn is manageStreams on the desk d.
+func (a *app) manageOn(ctx context.Context, d desk, o controlOptions, verb string, ids []string) error {
 	failed := false
 	for _, id := range ids {
 		was, now, err := a.manageOne(ctx, d, verb, id, o.force)
@@ -149,6 +154,10 @@ func (a *app) manageOne(ctx context.Context, d desk, verb, id string, force bool
 			return was, "", fmt.Errorf("stream %q is %s, not ended: cancel it first, or remove it with --force (its progress is lost)", id, was)
 		}
 		return was, "", d.remove(ctx, id)
+	case verb == "resume":
+		if err := resumable(id, in); err != nil {
+			return was, "", err
+		}
 	case was == provider.StateUnrecoverable:
 		return was, "", fmt.Errorf("stream %q is unrecoverable (%s): rtfshost upgrade gives it a processor again, rtfshost rm --force removes it", id, in.Status.Message)
 	case ended && verb == "cancel":
@@ -235,19 +244,4 @@ func (a *app) control(ctx context.Context, ids []string, op func(ctx context.Con
 		return printedWithCode(exitStreamFailed)
 	}
 	return nil
-}
-
-// onStore opens the data directory (which must exist; no other process
-// may hold it) once and runs op on each id, as control does.
-func (a *app) onStore(ctx context.Context, ids []string, op func(ctx context.Context, st persistence.Store, id string) (string, error)) error {
-	logger, err := a.logger()
-	if err != nil {
-		return err
-	}
-	st, err := a.openExistingStore(logger)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return a.control(ctx, ids, func(ctx context.Context, id string) (string, error) { return op(ctx, st, id) })
 }

@@ -312,7 +312,7 @@ func (c *cli) testProgramError(t *testing.T) {
 
 // testStuck: a run whose only stream is paused for good reports it and
 // exits 1 instead of waiting forever (docs/streams.md, Lifecycle); resume
-// does the same.
+// leaves it paused and says how to resume it.
 func (c *cli) testStuck(t *testing.T) {
 	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
@@ -324,10 +324,15 @@ func (c *cli) testStuck(t *testing.T) {
 			t.Errorf("run's report lacks %q:\n%s", want, r)
 		}
 	}
+	// resume leaves a paused stream paused, says how to resume it, and
+	// exits 0: nothing needed resuming.
 	rj := c.run(t, "resume", "--json", "--data", data, "--server-url", c.serverURL)
-	wantCode(t, rj, exitStreamFailed)
-	if !strings.Contains(rj.stdout, `{"type":"error","stream":"stuck-1","message":"stuck: paused with no :resume-after-ms`) {
-		t.Errorf("resume --json does not report the stuck stream as a JSON line:\n%s", rj)
+	wantCode(t, rj, exitOK)
+	for _, want := range []string{`{"type":"log","message":"stream stuck-1 is paused, and stays so: \"rtfshost resume --data ` + data + ` stuck-1\" resumes it`,
+		`{"type":"log","message":"nothing to resume in ` + data + `: no stream was interrupted (1 paused; rtfshost streams lists them)"}`} {
+		if !strings.Contains(rj.stdout, want) {
+			t.Errorf("resume --json does not say %s:\n%s", want, rj)
+		}
 	}
 
 	// Managing the stored stream: streams, pause, rm refuses it unfinished,
@@ -941,7 +946,7 @@ func (c *cli) testInspect(t *testing.T) {
 	// Resume with nothing to do says so.
 	rr := c.run(t, "resume", "--data", data)
 	wantCode(t, rr, exitOK)
-	if !strings.Contains(rr.stdout+rr.stderr, "nothing to resume in "+data+": all 1 streams have ended") {
+	if !strings.Contains(rr.stdout+rr.stderr, "nothing to resume in "+data+": no stream was interrupted (1 ended; rtfshost streams lists them)") {
 		t.Errorf("resume of finished streams:\n%s", rr)
 	}
 

@@ -15,6 +15,7 @@ package main
 //	GET    /v1/streams              every stream's snapshot (live and stored)
 //	GET    /v1/streams/{id}         one stream's
 //	POST   /v1/streams/{id}/{verb}  pause, resume or cancel it: {"state": S}
+//	POST   /v1/streams/{id}/upgrade give it a new processor (upgradeRequest)
 //	DELETE /v1/streams/{id}         remove it
 //	POST   /v1/run                  run a program as a job of the holder
 //
@@ -187,6 +188,7 @@ func (a *app) serveHolder(h *host.Host, o *owners) (*holder, error) {
 	mux.HandleFunc("GET /v1/streams", hd.listStreams)
 	mux.HandleFunc("GET /v1/streams/{id}", hd.oneStream)
 	mux.HandleFunc("POST /v1/streams/{id}/{verb}", hd.applyStream)
+	mux.HandleFunc("POST /v1/streams/{id}/upgrade", hd.upgradeStream)
 	mux.HandleFunc("DELETE /v1/streams/{id}", hd.removeStream)
 	mux.HandleFunc("POST /v1/run", hd.run)
 	hd.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -320,6 +322,15 @@ func (hd *holder) oneStream(w http.ResponseWriter, r *http.Request) {
 
 func (hd *holder) applyStream(w http.ResponseWriter, r *http.Request) {
 	id, verb := r.PathValue("id"), r.PathValue("verb")
+	if verb == "resume" {
+		st, err := hd.resume(r.Context(), id)
+		if err != nil {
+			replyError(w, err)
+			return
+		}
+		replyJSON(w, http.StatusOK, map[string]provider.State{"state": st})
+		return
+	}
 	p := hd.h.Provider()
 	op := map[string]func(string) (provider.Status, error){"pause": p.Pause, "resume": p.Resume, "cancel": p.Cancel}[verb]
 	to := map[string]provider.State{"pause": provider.StatePaused, "resume": provider.StateActive, "cancel": provider.StateCancelled}[verb]
@@ -430,7 +441,7 @@ func (hd *holder) run(w http.ResponseWriter, r *http.Request) {
 	wr := &wireReporter{w: w, rc: rc}
 	wr.flush()
 	j, err := newJob(hd.h, hd.owners, wr, jobOptions{timeout: time.Duration(req.TimeoutNs), waitPaused: req.WaitPaused, live: req.Live,
-		maxOutput: hd.a.rt.limits().OutputLimit()})
+		maxOutput: hd.a.rt.limits().OutputLimit(), hints: hints{dataDir: hd.a.flags.dataDir}})
 	if err != nil {
 		wr.fail(failure{Kind: failOther, Message: err.Error()})
 		wr.exit(exitStreamFailed)

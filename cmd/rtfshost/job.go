@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,8 +40,9 @@ type job struct {
 	awaiting  atomic.Int32 // awaits of the program in progress
 
 	mu     sync.Mutex
-	order  []string // the streams the job adopted, in start order
-	routes []func() // their log routes
+	order  []string        // the streams the job adopted, in start order
+	routes []func()        // their log routes
+	told   map[string]bool // the streams the job said it waits for (keepSources)
 
 	sub    *provider.Subscription
 	pumped chan struct{}
@@ -54,6 +56,7 @@ type jobOptions struct {
 	maxOutput  int64       // the bound on each value reported (rtfs.Limits.OutputLimit; 0: none)
 	live       bool        // the reporter shows live lines: send it stats
 	catchAll   bool        // the job owns every stream no other job owns
+	hints      hints       // the data directory, for the commands a waiting job names
 }
 
 // owners says which job owns which stream of a host: a stream that no job
@@ -82,6 +85,21 @@ func (o *owners) take(id string, j *job) bool {
 	}
 	o.of[id] = j
 	return true
+}
+
+// setAside owns the streams that a resume loaded without resuming them
+// (paused, failed, ended): no job reports or waits for them. A stream
+// resumed later, from another shell through the control socket, is given
+// back (release) to the catch-all job.
+var setAside = &job{}
+
+// release gives stream id back to the catch-all job when it was set aside.
+func (o *owners) release(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.of[id] == setAside {
+		delete(o.of, id)
+	}
 }
 
 // newJob starts reporting the events of the job's streams to rep; the
@@ -260,7 +278,9 @@ func (j *job) run(ctx context.Context, file string, prog *rtfs.Program) int {
 // code).
 func (j *job) conclude(ctx context.Context, watch *stuckWatch, outcome func() int) int {
 	stuck := watch.stop()
+	var sourceEnds []string
 	if ctx.Err() != nil {
+		sourceEnds = j.comesBackNot()
 		j.detach()
 	}
 	j.finish()
@@ -269,10 +289,10 @@ func (j *job) conclude(ctx context.Context, watch *stuckWatch, outcome func() in
 		j.rep.fail(failure{Kind: failStuck, Message: errStuck.Error(), Stuck: stuck})
 		return exitStreamFailed
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		j.rep.fail(failure{Kind: failTimeout, Message: "--timeout reached before every stream ended"})
+		j.rep.fail(failure{Kind: failTimeout, Message: "--timeout reached before every stream ended", SourceEnds: sourceEnds})
 		return exitStreamFailed
 	case ctx.Err() != nil:
-		j.rep.fail(failure{Kind: failInterrupted, Message: "interrupted"})
+		j.rep.fail(failure{Kind: failInterrupted, Message: "interrupted", SourceEnds: sourceEnds})
 		return exitInterrupted
 	}
 	return outcome()
@@ -417,12 +437,85 @@ func (j *job) watch(ctx context.Context, cancel context.CancelCauseFunc) *stuckW
 			if live == 0 || len(stuck) < live {
 				continue
 			}
+			if j.keepSources(stuck) {
+				continue
+			}
 			w.stuck = stuck
 			cancel(errStuck)
 			return
 		}
 	}()
 	return w
+}
+
+// keepSources reports whether the job must go on waiting although every
+// live stream of it is stuck, because the source of one of them would not
+// come back once the job ends (a program's output, provider.SourceComesBack):
+// ending would lose what that program has not printed yet, so the job
+// waits for the stream to be moved on from another shell (through the
+// control socket), and says so once per stream.
+func (j *job) keepSources(stuck []provider.StuckStream) bool {
+	keep := false
+	for _, s := range stuck {
+		if back, err := j.p.SourceComesBack(s.StreamID); err != nil || back {
+			continue
+		}
+		keep = true
+		j.mu.Lock()
+		if j.told == nil {
+			j.told = map[string]bool{}
+		}
+		told := j.told[s.StreamID]
+		j.told[s.StreamID] = true
+		j.mu.Unlock()
+		if !told {
+			j.rep.log("", fmt.Sprintf("waiting: stream %s is %s; its source %s would end with this run, so the run keeps it and waits (Ctrl-C stops it). From another shell: %s",
+				s.StreamID, strings.TrimSuffix(s.Reason, "."), j.sourceName(s.StreamID), j.opts.hints.repairs(s.StreamID, j.failed(s.StreamID))))
+		}
+	}
+	return keep
+}
+
+// sourceName names stream id's source for a message: "(:exec)".
+func (j *job) sourceName(id string) string {
+	in, err := j.p.Info(id, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
+	if err != nil || in.Transport.Kind == "" {
+		return "(a program)"
+	}
+	return "(:" + in.Transport.Kind + ")"
+}
+
+// failed reports whether stream id is held by a failure.
+func (j *job) failed(id string) bool {
+	st, err := j.p.Status(id)
+	return err == nil && st.State == stateFailed
+}
+
+// liveCount counts the job's streams that have not ended.
+func (j *job) liveCount() int {
+	n := 0
+	for _, id := range j.streams() {
+		if st, err := j.p.Status(id); err == nil && !st.State.Terminal() {
+			n++
+		}
+	}
+	return n
+}
+
+// comesBackNot returns the job's streams that have not ended and whose
+// source would not come back once the job ends.
+func (j *job) comesBackNot() []string {
+	var ids []string
+	for _, id := range j.streams() {
+		st, err := j.p.Status(id)
+		if err != nil || st.State.Terminal() {
+			continue
+		}
+		if back, err := j.p.SourceComesBack(id); err == nil && !back {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // stop ends the watch and returns the stuck streams if it ended the job.

@@ -152,6 +152,10 @@ type failure struct {
 	AwaitedAt string `json:"awaited-at,omitempty"`
 	// Stuck lists the streams of a failStuck.
 	Stuck []provider.StuckStream `json:"stuck,omitempty"`
+	// SourceEnds lists, for a failTimeout or failInterrupted, the streams
+	// stopped whose source ended with the run (a program's output): a
+	// resume gets only the chunks their journals kept.
+	SourceEnds []string `json:"source-ends,omitempty"`
 }
 
 // exitCode is the exit code a run that ends with f has.
@@ -278,6 +282,9 @@ func (r *jsonReporter) fail(f failure) {
 		return
 	case failTimeout, failInterrupted:
 		l.Message = f.Message + "; " + r.hints.resume()
+		if len(f.SourceEnds) > 0 {
+			l.Message += "; " + r.hints.sourceEnds(f.SourceEnds)
+		}
 	}
 	r.write(l)
 }
@@ -392,6 +399,9 @@ func tellFailure(w io.Writer, f failure, sources map[string][]byte, h hints) {
 		fmt.Fprintf(&b, "rtfshost: %s.\n", h.stuck())
 	case failTimeout, failInterrupted:
 		fmt.Fprintf(&b, "rtfshost: %s.\nrtfshost: %s.\n", f.Message, h.resume())
+		if len(f.SourceEnds) > 0 {
+			fmt.Fprintf(&b, "rtfshost: %s.\n", h.sourceEnds(f.SourceEnds))
+		}
 	default:
 		if f.File != "" && f.Line > 0 {
 			fmt.Fprintf(&b, "%s:%d:%d: %s\n", f.File, f.Line, f.Col, f.Message)

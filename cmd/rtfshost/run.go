@@ -21,9 +21,8 @@ type runOptions struct {
 	json       bool
 	timeout    time.Duration
 	waitPaused bool
-	server     string   // resume --server
-	unpause    []string // resume ID...: the stored streams to un-pause first
-	record     string   // run --record DIR: each stream's chunks to DIR/<id>.ndjson
+	server     string // resume --server
+	record     string // run --record DIR: each stream's chunks to DIR/<id>.ndjson
 	obs        obsFlags
 }
 
@@ -121,7 +120,7 @@ func (a *app) runProgram(ctx context.Context, path string, o runOptions) error {
 		return a.reportErr(rep, err)
 	}
 	j, err := newJob(s.h, s.owners, rep, jobOptions{timeout: o.timeout, waitPaused: o.waitPaused, live: live, catchAll: true,
-		maxOutput: a.rt.limits().OutputLimit()})
+		maxOutput: a.rt.limits().OutputLimit(), hints: hints{dataDir: a.flags.dataDir}})
 	if err != nil {
 		s.close()
 		return a.reportErr(rep, withCode(exitProgramError, err))

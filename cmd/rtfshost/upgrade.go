@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rtfshost/rtfshost/host/mcpserver"
-	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/provider"
+	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 type upgradeOptions struct {
@@ -67,14 +67,7 @@ that fails changes nothing.`,
 			if err := a.rt.resolve(cmd); err != nil {
 				return withCode(exitProgramError, err)
 			}
-			limits := a.rt.limits()
-			return a.onStore(cmd.Context(), ids, func(ctx context.Context, st persistence.Store, id string) (string, error) {
-				res, err := provider.UpgradeStored(ctx, st, provider.Upgrade{StreamID: id, Program: prog, Processor: o.processor, Limits: limits})
-				if err != nil {
-					return "", err
-				}
-				return upgradeOutcome(res), nil
-			})
+			return a.upgradeStreams(cmd.Context(), ids, prog, o.processor)
 		},
 	}
 	cmd.Flags().StringVar(&o.program, "program", "", "the RTFS file that defines the new processor")
@@ -82,6 +75,33 @@ that fails changes nothing.`,
 	cmd.Flags().StringVar(&o.server, "server", "", "swap the processors of live streams of the rtfshost serve at this URL instead of the data directory")
 	a.addRuntimeFlags(cmd, false)
 	return cmd
+}
+
+// upgradeStreams swaps the processor of each stream where it is: in the
+// data directory (one commit of its records), or, when a process holds the
+// directory, through its control socket in that process (between two
+// chunks of a stream it runs, in the records of one it only stores).
+func (a *app) upgradeStreams(ctx context.Context, ids []string, prog *rtfs.Program, processor string) error {
+	d, err := a.openDesk(ctx, "")
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	return a.control(ctx, ids, func(ctx context.Context, id string) (string, error) {
+		var res provider.UpgradeResult
+		switch d := d.(type) {
+		case *holderDesk:
+			res, err = d.upgrade(ctx, id, prog.Name(), prog.Source(), processor)
+		case *storeDesk:
+			res, err = provider.UpgradeStored(ctx, d.st, provider.Upgrade{StreamID: id, Program: prog, Processor: processor, Limits: a.rt.limits()})
+		default:
+			err = fmt.Errorf("upgrade: %s cannot be reached", d.where())
+		}
+		if err != nil {
+			return "", err
+		}
+		return upgradeOutcome(res), nil
+	})
 }
 
 // upgradeOutcome says what a swap did, on one line.
