@@ -53,15 +53,6 @@ func (a *app) openReadDesk(ctx context.Context, server string) (desk, error) {
 	return a.findDesk(ctx, server, a.openReadStore)
 }
 
-// openExistingStore opens --data only if it exists: inspect and resume have
-// nothing to read in a directory no run has written.
-func (a *app) openExistingStore(logger *slog.Logger) (*persistence.BadgerStore, error) {
-	if err := a.checkDataDir(); err != nil {
-		return nil, err
-	}
-	return a.openStore(logger)
-}
-
 // checkDataDir fails when --data does not exist.
 func (a *app) checkDataDir() error {
 	if _, err := os.Stat(a.flags.dataDir); errors.Is(err, fs.ErrNotExist) {
