@@ -352,7 +352,7 @@ func (c *cli) testStuck(t *testing.T) {
 		{[]string{"rm", "stuck-1"}, exitStreamFailed, "is paused, not ended: cancel it first, or remove it with --force"},
 		{[]string{"cancel", "stuck-1"}, exitOK, "stuck-1: cancelled (was paused)"},
 		{[]string{"cancel", "stuck-1"}, exitOK, "stuck-1: cancelled (was cancelled)"},
-		{[]string{"pause", "stuck-1"}, exitStreamFailed, `stream "stuck-1" has ended (cancelled): it cannot be paused; rtfshost rm removes it`},
+		{[]string{"pause", "stuck-1"}, exitStreamFailed, `rtfshost: stream "stuck-1" has ended (cancelled): it cannot be paused; rtfshost rm removes it`},
 		{[]string{"resume"}, exitOK, "nothing to resume"},
 		{[]string{"rm", "stuck-1"}, exitOK, "stuck-1: removed (was cancelled)"},
 		{[]string{"streams"}, exitOK, "no streams"},

@@ -103,7 +103,7 @@ func (c *cli) testResumeTruth(t *testing.T) {
 	// An ended stream named: one error, told once.
 	r = c.runIn(t, dir, "resume", "--data", data, "--server-url", c.serverURL, "bad")
 	wantCode(t, r, exitStreamFailed)
-	if r.stdout != "" || r.stderr != "rtfshost: bad: stream \"bad\" has ended (error): it cannot be resumed; rtfshost rm removes it\n" {
+	if r.stdout != "" || r.stderr != "rtfshost: stream \"bad\" has ended (error): it cannot be resumed; rtfshost rm removes it\n" {
 		t.Errorf("resume of an ended stream:\n%s", r)
 	}
 }
