@@ -21,8 +21,8 @@ func throwingProgram(id string, limit, n int) string {
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-// outputsOf returns the seqs of stream's output lines, in order.
-func outputsOf(lines []outLine, stream string) []int64 {
+// outputSeqs returns the seqs of stream's output lines, in order.
+func outputSeqs(lines []outLine, stream string) []int64 {
 	var seqs []int64
 	for _, l := range lines {
 		if l.Type == "output" && l.Stream == stream {
@@ -71,7 +71,7 @@ func (c *cli) testResumeTruth(t *testing.T) {
 	if end, ok := statusOf(lines[1:], "ra"); !ok || end.State != "completed" {
 		t.Errorf("ra did not complete:\n%s", r)
 	}
-	if len(outputsOf(lines, "rb")) > 0 || strings.Contains(r.stdout, "bad") {
+	if len(outputSeqs(lines, "rb")) > 0 || strings.Contains(r.stdout, "bad") {
 		t.Errorf("resume ra ran or reported other streams:\n%s", r)
 	}
 	if st := c.runIn(t, dir, "streams", "--data", data); !regexp.MustCompile(`(?m)^rb\s+interrupted`).MatchString(st.stdout) {
@@ -224,7 +224,7 @@ func (c *cli) testRecoveryExec(t *testing.T) {
 	wantCode(t, rr, exitOK)
 	rr.stdout = strings.Join(seen, "\n") + "\n" + rr.stdout
 	lines := parseJSONLines(t, rr)
-	if got := outputsOf(lines, "ex"); len(got) != 8 || got[0] != 1 || got[7] != 8 {
+	if got := outputSeqs(lines, "ex"); len(got) != 8 || got[0] != 1 || got[7] != 8 {
 		t.Errorf("outputs of ex: seqs %v, want 1..8\n%s", got, rr)
 	}
 	if end, ok := statusOf(lines, "ex"); !ok || end.State != "completed" {
