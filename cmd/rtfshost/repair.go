@@ -13,15 +13,15 @@ import (
 // hint never leads to loss.
 
 // stateFailed is the state of a stream held by a failure.
-const stateFailed = provider.State("failed")
+const stateFailed = provider.StateFailed
 
 // repairs names the commands that move stream id on from another shell:
 // for a failed stream (held on a chunk its processor failed on, or by a
-// source that gave up), retry, skip, upgrade, cancel; for a paused one,
+// source that gave up), retry, upgrade, cancel; for a paused one,
 // resume and cancel.
 func (h hints) repairs(id string, failed bool) string {
 	if failed {
-		return fmt.Sprintf(`"rtfshost resume --data %[1]s %[2]s" retries it, "rtfshost resume --data %[1]s %[2]s --skip" sets its chunk aside (rtfshost dead-letters lists it) and goes on, "rtfshost upgrade --data %[1]s %[2]s --program FIXED.rtfs" and then resume run the chunk with a fixed processor, "rtfshost cancel --data %[1]s %[2]s" ends it`, h.dataDir, id)
+		return fmt.Sprintf(`"rtfshost resume --data %[1]s %[2]s" retries it, "rtfshost upgrade --data %[1]s %[2]s --program FIXED.rtfs" and then resume run the chunk with a fixed processor, "rtfshost cancel --data %[1]s %[2]s" ends it`, h.dataDir, id)
 	}
 	return fmt.Sprintf(`"rtfshost resume --data %[1]s %[2]s" resumes it, "rtfshost cancel --data %[1]s %[2]s" cancels it`, h.dataDir, id)
 }
