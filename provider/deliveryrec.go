@@ -140,7 +140,7 @@ func (st *streamStore) deliverySnapshotLocked() *deliveryRecord {
 	s := st.s
 	var dropped [3]int64
 	for p := range dropped {
-		dropped[p] = s.outDropped[p].Load()
+		dropped[p] = s.out.dropped[p].Load()
 	}
 	m := &st.delivered
 	declared := s.def.delivery != nil || len(s.def.milestones) > 0
@@ -167,7 +167,7 @@ func (st *streamStore) restoreDelivery(r *deliveryRecord) {
 		s.progress = r.progress
 	}
 	for p, n := range r.outDropped {
-		s.outDropped[p].Store(n)
+		s.out.dropped[p].Store(n)
 	}
 	st.delivered = deliveryMark{written: true, version: s.progressVer, dropped: r.outDropped}
 }

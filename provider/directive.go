@@ -290,7 +290,7 @@ func (s *stream) applyLocked(it *item, res rtfs.Value, err error) (Event, []*Sub
 	}
 	s.directLocked(d, out)
 	if ev.Kind != 0 {
-		ev.StreamID, ev.Seq, ev.src = s.id, it.number(), s
+		ev.StreamID, ev.Seq, ev.src = s.id, it.number(), &s.out
 	}
 	return ev, s.subs, nil
 }

@@ -247,9 +247,9 @@ func (s *stream) statsInfoLocked() StatsInfo {
 		DroppedChunks: s.stats.dropped, Reconnects: s.stats.reconnects,
 		BytesReceived: s.stats.bytes, Outputs: s.stats.outputs,
 		DroppedOutputs: DroppedOutputsInfo{
-			Immediate: s.outDropped[PriorityImmediate].Load(),
-			Normal:    s.outDropped[PriorityNormal].Load(),
-			Low:       s.outDropped[PriorityLow].Load(),
+			Immediate: s.out.dropped[PriorityImmediate].Load(),
+			Normal:    s.out.dropped[PriorityNormal].Load(),
+			Low:       s.out.dropped[PriorityLow].Load(),
 		},
 	}
 	if s.stats.hasLatency {

@@ -114,6 +114,7 @@ func (p *Provider) observe(ctx context.Context, s *stream, recovered bool) {
 	})
 	if o != nil {
 		s.obs, s.observed = o, true
+		s.out.obs = o
 	}
 }
 

@@ -133,7 +133,7 @@ func (o *Outbox) Err() error {
 // A lane is one stream's events held by an Outbox.
 type lane struct {
 	id     string
-	src    *stream
+	src    *outputTally
 	policy Delivery
 	items  []held // items[head:] are held, in order
 	head   int
@@ -190,8 +190,8 @@ func (o *Outbox) addLocked(ev Event, enc []byte) {
 	}
 	if l == nil {
 		l = &lane{id: ev.StreamID, src: ev.src, policy: o.policy, last: [3]int{-1, -1, -1}}
-		if ev.src != nil && ev.src.def.delivery != nil {
-			l.policy = ev.src.def.delivery.Or(o.policy)
+		if ev.src != nil && ev.src.delivery != nil {
+			l.policy = ev.src.delivery.Or(o.policy)
 		}
 		o.lanes[ev.StreamID] = l
 	}
@@ -325,16 +325,6 @@ func (o *Outbox) Behind(n int) {
 	if o.cut == nil && o.maxPending > 0 && o.held+n > o.maxPending {
 		o.cutLocked()
 	}
-}
-
-// outputDropped counts n outputs of priority p that a subscriber dropped.
-// s may be nil (events made by hand).
-func (s *stream) outputDropped(p Priority, n int64) {
-	if s == nil || n <= 0 {
-		return
-	}
-	s.outDropped[p].Add(n)
-	s.obs.OutputsDropped(p.String(), int(n))
 }
 
 // Next returns when the next batch is due, if anything is held.

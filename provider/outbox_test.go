@@ -123,7 +123,7 @@ func TestOutboxLowFlood(t *testing.T) {
 			if seq%500 == 250 {
 				ev.Priority = PriorityImmediate
 			}
-			ev.src = s
+			ev.src = &s.out
 			o.Add(ev)
 			seq++
 		}
@@ -196,7 +196,7 @@ func TestOutboxEndAndPolicy(t *testing.T) {
 	add := func(from, to int64) {
 		for i := from; i < to; i++ {
 			ev := out(i, PriorityNormal, "")
-			ev.src = s
+			ev.src = &s.out
 			o.Add(ev)
 		}
 	}
@@ -238,13 +238,13 @@ func TestOutboxCut(t *testing.T) {
 		if i == 3 {
 			ev.Priority = PriorityLow
 		}
-		ev.src = s
+		ev.src = &s.out
 		o.Add(ev)
 	}
 	if o.Err() == nil || !strings.Contains(o.Err().Error(), "more than 5 immediate and normal outputs behind") {
 		t.Fatalf("Err = %v", o.Err())
 	}
-	o.Add(Event{Kind: EventOutput, StreamID: "s", Output: rtfs.Int(1), Priority: PriorityImmediate, src: s})
+	o.Add(Event{Kind: EventOutput, StreamID: "s", Output: rtfs.Int(1), Priority: PriorityImmediate, src: &s.out})
 	if got := shape(o.Take(at(1), nil)); got != "" {
 		t.Fatalf("after the cut: %s", got)
 	}

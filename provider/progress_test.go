@@ -162,7 +162,7 @@ func TestProgressSurvivesRestart(t *testing.T) {
 	ps.f.send(id, `{"m":"report"}`)
 	ps.f.processed(id, 2)
 	s, _ := ps.f.p.lookup(id)
-	s.outputDropped(PriorityLow, 7)
+	s.out.outputDropped(PriorityLow, 7)
 	ps.f.send(id, `{"x":1}`) // a snapshot after the drop
 	ps.f.processed(id, 3)
 	before := ps.f.p.mustInfo(t, id).Progress

@@ -136,9 +136,9 @@ type stream struct {
 	// stream's goroutines start.
 	stale transport.ChildProcess
 
-	// outDropped counts the outputs subscribers' outboxes dropped, by
-	// Priority (outbox.go).
-	outDropped [3]atomic.Int64
+	// out is what subscribers' outboxes reach of the stream: its delivery
+	// policy and the outputs they dropped, by Priority (subscribe.go).
+	out outputTally
 
 	// moved: another host took the stream over (a commit was fenced); it
 	// stops here without writing and leaves the provider (cluster.go).
@@ -178,6 +178,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 		obs: nopObserver{},
 	}
 	s.wake = make(chan struct{}, 1)
+	s.out.delivery, s.out.obs = def.delivery, s.obs
 	s.st, s.state = StateActive, def.initial
 	s.progress = newProgress(def.milestones)
 	s.started = s.epoch

@@ -52,7 +52,31 @@ type Event struct {
 	// Status is the stream's final status (EventEnd).
 	Status Status
 
-	src *stream // the publisher: its :delivery policy, its dropped-output counts
+	src *outputTally // the publisher's :delivery policy and dropped-output counts
+}
+
+// An outputTally is the one part of a stream that the outboxes of its
+// subscribers reach: the stream's :delivery policy, which they read, and
+// the counts of the outputs they drop, which they add to. An Event carries
+// a pointer to its stream's tally, never to the stream, so the output path
+// has one direction: a stream pushes events, a subscriber pulls them, and
+// what a subscriber gives back is a count. Each stream owns one, made with
+// it; the counts are atomic and the rest is set before the stream's
+// goroutines start, so it is safe for concurrent use.
+type outputTally struct {
+	delivery *Delivery // the stream's :delivery, nil when it declared none
+	dropped  [3]atomic.Int64
+	obs      StreamObserver // told of each drop (nopObserver when nothing observes)
+}
+
+// outputDropped counts n outputs of priority p that a subscriber dropped.
+// t may be nil (events made by hand).
+func (t *outputTally) outputDropped(p Priority, n int64) {
+	if t == nil || n <= 0 {
+		return
+	}
+	t.dropped[p].Add(n)
+	t.obs.OutputsDropped(p.String(), int(n))
 }
 
 // SubscribeOptions configure a Subscription.
