@@ -135,12 +135,19 @@ func Find(args []string) ([]string, error) {
 			out = append(out, a)
 			continue
 		}
+		// A directory named through a symbolic link is walked through it
+		// (WalkDir does not follow a root that is a link); the paths found
+		// keep the name given.
+		root := a
+		if lst, err := os.Lstat(a); err == nil && lst.Mode()&fs.ModeSymlink != 0 {
+			root = a + string(filepath.Separator)
+		}
 		var found []string
-		err = filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			if d.IsDir() && p != a && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
 				return filepath.SkipDir
 			}
 			if !d.IsDir() && strings.HasSuffix(d.Name(), "_test.rtfs") {

@@ -146,4 +146,27 @@ func TestFind(t *testing.T) {
 			t.Errorf("%s is under testdata", f)
 		}
 	}
+
+	// A directory named through a symbolic link is searched, and its
+	// files are named through the link.
+	link := filepath.Join(t.TempDir(), "examples")
+	abs, err := filepath.Abs("../../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(abs, link); err != nil {
+		t.Fatal(err)
+	}
+	linked, err := Find([]string{link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(linked) != len(got)-1 {
+		t.Fatalf("through a link Find found %q, want the %d files of %q", linked, len(got)-1, got[1:])
+	}
+	for i, f := range linked {
+		if filepath.Base(f) != filepath.Base(got[i+1]) || !strings.HasPrefix(f, link+string(filepath.Separator)) {
+			t.Errorf("through a link: %s, want %s under %s", f, filepath.Base(got[i+1]), link)
+		}
+	}
 }
