@@ -61,7 +61,7 @@ type DryRunRequest struct {
 // it, the state before and after, the action applied ("" when the result
 // named none and the chunk is not a control chunk), the output (nil for
 // none), and Err when the processor failed on it or its result could not
-// be applied (the run ends there).
+// be applied (the run is held there: StateFailed).
 type DryStep struct {
 	Seq         int64
 	Chunk       rtfs.Value
@@ -74,9 +74,13 @@ type DryStep struct {
 
 // A DryResult is how a dry run went: its steps in the order the chunks were
 // processed, and the status, end reason, message and result the stream
-// would end with (StatePaused, with Waiting chunks held back, when the
-// chunks ran out while it was paused). Dropped counts the chunks a cancel,
-// a completion or an error left unprocessed.
+// would end with; or the state it would be held in, with Waiting chunks
+// held back: StatePaused when the chunks ran out while it was paused,
+// StateFailed (no end reason, the error as Message) when the processor
+// failed on the chunk of the last step, as a stream under the default
+// :on-error policy is held on it (its repairs, a resume or a skip, are a
+// stream's: a dry run goes no further). Dropped counts the chunks a cancel
+// or a completion left unprocessed.
 type DryResult struct {
 	Steps   []DryStep
 	Status  State
@@ -134,6 +138,12 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 		run.Status, run.Reason, run.Message, run.Dropped = st, reason, msg, len(pending)
 		return run, nil
 	}
+	// failed holds the run on the chunk of the last step, as a stream's
+	// default :on-error policy holds the stream: the chunks after it wait.
+	failed := func(msg string) (*DryResult, error) {
+		run.Status, run.Message, run.Waiting = StateFailed, msg, len(pending)
+		return run, nil
+	}
 	paused := false
 	for len(pending) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -171,21 +181,21 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 			pe := &ProcessorError{Processor: label, Chunk: it.number(), Err: err}
 			step.Err = pe
 			run.Steps = append(run.Steps, step)
-			return end(StateError, "error", pe.Error())
+			return failed(pe.Error())
 		}
 		m, ok := res.(*rtfs.Map)
 		if !ok {
 			msg := shapeError(label, it.number(), res)
 			step.Err = fmt.Errorf("%s", msg)
 			run.Steps = append(run.Steps, step)
-			return end(StateError, "error", msg)
+			return failed(msg)
 		}
 		r, d, _, _, err := readResult(m, it.ctrl)
 		if err != nil {
 			msg := fmt.Sprintf("processor %s on chunk %d: %v", label, it.number(), err)
 			step.Err = fmt.Errorf("%s", msg)
 			run.Steps = append(run.Steps, step)
-			return end(StateError, "error", msg)
+			return failed(msg)
 		}
 		if r.state != nil {
 			state = r.state

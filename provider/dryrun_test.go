@@ -13,8 +13,9 @@ import (
 // TestDryRun: chunks given as values or as a source's bytes reach the
 // processor as a stream's do (decoded, with their metadata); a pause holds
 // ordinary chunks back until a control chunk resumes; complete ends with
-// its output as the result; an error ends with the chunk and the
-// processor's message.
+// its output as the result; an error holds the run as failed (the state a
+// stream takes), with the chunk and the processor's message, the chunks
+// after it waiting.
 func TestDryRun(t *testing.T) {
 	g := compileGlobals(t, `
 (defn p [state chunk meta]
@@ -25,7 +26,8 @@ func TestDryRun(t *testing.T) {
     (:action chunk) {:state state}
     :else {:state (conj state [(:seq meta) (:event meta) (:id meta) (:fd meta) chunk])
            :output (:seq meta)}))
-(defn two [state chunk] {:state (inc state)})`)
+(defn two [state chunk] {:state (inc state)})
+(defn shapeless [state chunk] 42)`)
 	ctx := context.Background()
 	res, err := DryRun(ctx, DryRunRequest{Processor: rtfs.Symbol("p"), Globals: g, InitialState: rtfs.NewVector(),
 		Chunks: []DryChunk{
@@ -60,9 +62,17 @@ func TestDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pe *ProcessorError
-	if res.Status != StateError || len(res.Steps) != 2 || !errors.As(res.Steps[1].Err, &pe) || pe.Chunk != 2 ||
+	if res.Status != StateFailed || res.Reason != "" || res.Waiting != 1 || res.Dropped != 0 || len(res.Steps) != 2 || !errors.As(res.Steps[1].Err, &pe) || pe.Chunk != 2 ||
 		!strings.Contains(res.Message, "processor p failed on chunk 2: test.rtfs:4:23: bad chunk") {
-		t.Errorf("error end: %s %q steps %d", res.Status, res.Message, len(res.Steps))
+		t.Errorf("failed: %s %q %q waiting %d dropped %d steps %d", res.Status, res.Reason, res.Message, res.Waiting, res.Dropped, len(res.Steps))
+	}
+	res, err = DryRun(ctx, DryRunRequest{Processor: rtfs.String("shapeless"), Globals: g,
+		Chunks: []DryChunk{{Data: []byte(`1`)}, {Data: []byte(`2`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StateFailed || res.Waiting != 1 || len(res.Steps) != 1 || res.Steps[0].Err == nil || !strings.Contains(res.Message, "chunk 1") {
+		t.Errorf("a result that is not a map: %s %q waiting %d", res.Status, res.Message, res.Waiting)
 	}
 
 	res, err = DryRun(ctx, DryRunRequest{Processor: rtfs.String("two"), Globals: g, InitialState: rtfs.Int(0),

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -498,5 +499,94 @@ func TestSourceGaveUpHeldThenResumed(t *testing.T) {
 	log := path(state, "log").(*rtfs.Vector)
 	if log.Len() != limit || path(state, "sum") != rtfs.Int(limit*(limit+1)/2) {
 		t.Fatalf("after the resume: %d chunks, sum %v; want each of %d once", log.Len(), path(state, "sum"), limit)
+	}
+}
+
+// boundedStore is a MemStore that refuses a commit of more operations than
+// it says one holds, as Badger refuses a transaction too big.
+type boundedStore struct {
+	*persistence.MemStore
+	ops     int
+	commits atomic.Int64
+}
+
+func (s *boundedStore) BatchLimits() (ops, bytes int) { return s.ops, 1 << 20 }
+
+func (s *boundedStore) Commit(ctx context.Context, b *persistence.Batch) error {
+	if b.Len() > s.ops {
+		return fmt.Errorf("%d operations: %w", b.Len(), persistence.ErrBatchTooLarge)
+	}
+	s.commits.Add(1)
+	return s.MemStore.Commit(ctx, b)
+}
+
+// RemoveStored deletes a stream with more dead letters than one commit of
+// its store holds, in batches the store takes: nothing of it is left, and
+// its id can be used again. A stream that fits is removed in one commit.
+func TestRemoveStoredManyDeadLetters(t *testing.T) {
+	store := &boundedStore{MemStore: persistence.NewMemStore(), ops: 12}
+	ps := newPersisted(t, store)
+	var broken atomic.Bool
+	var calls atomic.Int64
+	broken.Store(true)
+	id := ps.f.start(StartRequest{StreamID: "many", goProc: flaky(3, &broken, &calls)})
+	for n := 1; n <= 4; n++ {
+		ps.f.send(id, `{"n":`+itoa(int64(n))+`}`)
+	}
+	ps.f.waitState(id, StateFailed)
+	if _, err := ps.f.p.Skip(id); err != nil {
+		t.Fatal(err)
+	}
+	ps.f.processed(id, 3)
+	if err := ps.f.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// 40 more dead letters, as a stream that set aside many chunks has.
+	dls, err := StoredDeadLetters(context.Background(), store, id)
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("dead letters %+v, %v", dls, err)
+	}
+	for seq := int64(100); seq < 140; seq++ {
+		dl := dls[0]
+		dl.Seq = seq
+		r, err := newDeadLetterRecord(&dl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b persistence.Batch
+		b.Put(deadLetterKey(id, seq), r.encode())
+		must(t, store.Commit(context.Background(), &b))
+	}
+	if dls, err := StoredDeadLetters(context.Background(), store, id); err != nil || len(dls) != 41 {
+		t.Fatalf("%d dead letters stored, %v; want 41", len(dls), err)
+	}
+	before := store.commits.Load()
+	if _, err := RemoveStored(context.Background(), store, id, true); err != nil {
+		t.Fatalf("RemoveStored: %v", err)
+	}
+	if n := store.commits.Load() - before; n < 4 {
+		t.Errorf("removed in %d commits, want at least 4 of at most 12 deletes", n)
+	}
+	if left := dump(t, store); strings.Contains(left, "dead/") || strings.Contains(left, "stream/"+id) {
+		t.Fatalf("rm left records of the stream:\n%s", left)
+	}
+	if _, err := StoredDeadLetters(context.Background(), store, id); !errors.Is(err, ErrNoStoredStream) {
+		t.Fatalf("after rm: %v, want no such stream", err)
+	}
+
+	// A stream whose records fit in one commit goes in one.
+	ps.open()
+	id = ps.f.start(StartRequest{StreamID: "few", goProc: flaky(0, &broken, &calls)})
+	ps.f.send(id, `{"n":1}`)
+	ps.f.processed(id, 1)
+	if err := ps.f.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before = store.commits.Load()
+	if _, err := RemoveStored(context.Background(), store, id, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.commits.Load() - before; n != 1 {
+		t.Errorf("a small stream removed in %d commits, want 1", n)
 	}
 }

@@ -128,16 +128,8 @@ func releaseRunJournal(ctx context.Context, st persistence.Store, commit func(co
 	}); err != nil {
 		return fmt.Errorf("release journal %s: %w", id, err)
 	}
-	for len(keys) > 0 { // in batches any store applies in one transaction (a cluster's holds 999 operations)
-		var b persistence.Batch
-		n := min(len(keys), 256)
-		for _, k := range keys[:n] {
-			b.Delete(k)
-		}
-		if err := commit(ctx, &b); err != nil {
-			return fmt.Errorf("delete journal %s: %w", id, err)
-		}
-		keys = keys[n:]
+	if err := deleteKeys(ctx, st, commit, keys); err != nil {
+		return fmt.Errorf("delete journal %s: %w", id, err)
 	}
 	return nil
 }

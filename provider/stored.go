@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -100,26 +101,53 @@ func RemoveStored(ctx context.Context, st persistence.Store, id string, force bo
 	if !state.Terminal() && !force {
 		return state, fmt.Errorf("stream %q is %s, not ended: cancel it first, or remove it with --force (its progress is lost)", id, state)
 	}
-	b := &persistence.Batch{}
+	// The stream's records (its journal may hold many) and its dead letters
+	// (as many as it set aside) go first, in batches the store takes; the
+	// records that make the stream exist (its definition and progress, its
+	// origin and delivery records) go last, in one batch, so that a removal
+	// cut short leaves a stream that rm removes again, never records nobody
+	// can name.
 	prefix := streamKey(id, 0)
 	prefix = prefix[:len(prefix)-1] // stream/<id>\x00: every record of the stream
-	if err := st.Scan(ctx, prefix, func(key, _ []byte) error {
-		b.Delete(append([]byte(nil), key...))
+	last := [][]byte{streamKey(id, suffixDef), streamKey(id, suffixProg), originKey(id), deliveryKey(id)}
+	var keys [][]byte
+	collect := func(key []byte) error {
+		for _, k := range last {
+			if bytes.Equal(key, k) {
+				return nil
+			}
+		}
+		keys = append(keys, bytes.Clone(key))
 		return nil
-	}); err != nil {
+	}
+	if err := persistence.ScanKeys(ctx, st, prefix, collect); err != nil {
 		return state, err
 	}
-	if err := st.Scan(ctx, deadLetterPrefix(id), func(key, _ []byte) error {
-		b.Delete(append([]byte(nil), key...))
-		return nil
-	}); err != nil {
+	if err := persistence.ScanKeys(ctx, st, deadLetterPrefix(id), collect); err != nil {
 		return state, err
 	}
-	b.Delete(originKey(id))
-	b.Delete(deliveryKey(id))
 	origin, oerr := loadOrigin(ctx, st, id)
-	if err := st.Commit(ctx, b); err != nil {
-		return state, err
+	size := 0
+	for _, group := range [][][]byte{keys, last} {
+		for _, k := range group {
+			size += len(k)
+		}
+	}
+	if ops, maxSize := deleteBatchLimits(st); len(keys)+len(last) <= ops && size <= maxSize {
+		keys = append(keys, last...) // all in one commit
+		last = nil
+	}
+	if err := deleteKeys(ctx, st, st.Commit, keys); err != nil {
+		return state, fmt.Errorf("removing stream %q: %w", id, err)
+	}
+	if len(last) > 0 {
+		var b persistence.Batch
+		for _, k := range last {
+			b.Delete(k)
+		}
+		if err := st.Commit(ctx, &b); err != nil {
+			return state, fmt.Errorf("removing stream %q: %w", id, err)
+		}
 	}
 	if oerr != nil || origin == nil {
 		return state, nil // a damaged origin is deleted all the same; its journal, if any, stays
@@ -174,4 +202,42 @@ func (p *Provider) Remove(ctx context.Context, id string, force bool) (State, er
 	}
 	p.mu.Unlock()
 	return st.State, nil
+}
+
+// maxDeleteBatch is the most keys one batch of deleteKeys deletes: any
+// store applies it in one transaction (a cluster's holds 999 operations).
+const maxDeleteBatch = 256
+
+// deleteBatchLimits is what one batch of deleteKeys holds at most on st:
+// maxDeleteBatch keys, fewer when st says one commit holds fewer
+// (persistence.Limited), and the bytes of their keys.
+func deleteBatchLimits(st persistence.Store) (ops, size int) {
+	ops, size = maxDeleteBatch, 1<<20
+	if l, ok := st.(persistence.Limited); ok {
+		lops, lbytes := l.BatchLimits()
+		ops, size = max(1, min(ops, lops)), max(1, min(size, lbytes))
+	}
+	return ops, size
+}
+
+// deleteKeys deletes keys, in their order, with commit, in batches that
+// st takes (deleteBatchLimits): a stream's or a journal's records may be
+// more than one commit holds. A failed commit stops it; the keys of the
+// batches committed before are gone.
+func deleteKeys(ctx context.Context, st persistence.Store, commit func(context.Context, *persistence.Batch) error, keys [][]byte) error {
+	maxOps, maxBytes := deleteBatchLimits(st)
+	for len(keys) > 0 {
+		var b persistence.Batch
+		n, size := 0, 0
+		for n < len(keys) && n < maxOps && (n == 0 || size+len(keys[n]) <= maxBytes) {
+			b.Delete(keys[n])
+			size += len(keys[n])
+			n++
+		}
+		if err := commit(ctx, &b); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
 }

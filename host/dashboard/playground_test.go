@@ -156,7 +156,7 @@ func TestPlaygroundAPI(t *testing.T) {
 	}
 	code, out = post(s["csrf"], map[string]string{"program": "(defn p [s c] (loop [] (recur)))", "processor": "p", "chunks": "1"})
 	steps, _ := out["steps"].([]any)
-	if code != http.StatusOK || out["status"] != "error" || len(steps) != 1 || !strings.Contains(out["message"].(string), "steps") {
+	if code != http.StatusOK || out["status"] != "failed" || len(steps) != 1 || !strings.Contains(out["message"].(string), "steps") {
 		t.Errorf("a processor past its budget: %d %v", code, out)
 	}
 }

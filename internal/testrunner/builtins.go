@@ -286,8 +286,9 @@ func (r *run) runProcessor(ctx context.Context, c *capabilities.Call) (capabilit
 // DryResultValue is a dry run as RTFS sees it:
 // {:steps [{:seq :chunk :state :action :output :error} ...] :result :status :reason :message},
 // :action a keyword or nil, :error the message of a failed step, :status a
-// keyword (:completed :cancelled :error :paused), :message the stream's
-// message (nil when it has none).
+// keyword (:completed :cancelled :paused, or :failed when the processor
+// failed on the last step's chunk), :message the stream's message (nil when
+// it has none).
 func DryResultValue(res *provider.DryResult) rtfs.Value {
 	steps := make([]rtfs.Value, len(res.Steps))
 	for i, s := range res.Steps {

@@ -111,7 +111,7 @@
     });
     const done = shown >= result.steps.length;
     $("pg-end").textContent = done && result.status
-      ? `status ${result.status} (${result.reason})` + (result.result !== undefined ? " result " + js(result.result) : "")
+      ? `status ${result.status}` + (result.reason ? ` (${result.reason})` : "") + (result.result !== undefined ? " result " + js(result.result) : "")
       : `${shown} of ${result.steps.length} steps`;
   }
 
