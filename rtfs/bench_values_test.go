@@ -178,3 +178,29 @@ func BenchmarkBuiltinGet(b *testing.B) {
 		sinkValue, _ = get.call(nil, args)
 	}
 }
+
+// BenchmarkBuiltinUnpack calls builtins whose arguments are unpacked and
+// checked by type (ints, numbers, strings, counts, collections, optional
+// arguments): the cost of the checks on the call path.
+func BenchmarkBuiltinUnpack(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		args []Value
+	}{
+		{"pow", []Value{Int(2), Float(0.5)}},
+		{"clojure.math/scalb", []Value{Float(1.5), Int(3)}},
+		{"subs", []Value{String("hello world"), Int(2), Int(5)}},
+		{"starts-with?", []Value{String("hello world"), String("hell")}},
+		{"take-last", []Value{Int(2), NewVector(Int(1), Int(2), Int(3))}},
+		{"bit-and", []Value{Int(12), Int(10)}},
+		{"parse-boolean", []Value{String("true")}},
+	} {
+		fn := lookupBuiltin(c.name)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				sinkValue, _ = fn.call(nil, c.args)
+			}
+		})
+	}
+}

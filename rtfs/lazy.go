@@ -550,7 +550,7 @@ func intrEagerCount(th *Thread, args []Value) (Value, error) {
 // intrItemsN is (%items-n coll n): the first n elements of coll (fewer if
 // it has fewer) as a vector.
 func intrItemsN(th *Thread, args []Value) (Value, error) {
-	n, err := toCount(2, args[1], true)
+	n, err := toCount(2, args[1])
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,120 @@ import (
 	"github.com/rtfshost/rtfshost/rtfs/internal/compile"
 )
 
-// Argument helpers shared by the core library. Their errors do not name
-// the function: (*Builtin).call prefixes the name.
+// How a builtin reads its arguments. The table gives each builtin its
+// arity ((*Builtin).call checks it before the builtin runs); the builtin
+// then declares the type of each argument by the Go variable it unpacks it
+// into, as starlark-go's UnpackPositionalArgs does:
+//
+//	var s string
+//	start, end := 0, -1
+//	if err := unpackArgs(th, args, &s, &start, &end); err != nil {
+//		return nil, err
+//	}
+//
+// Each check lives once, in the to* function of its destination type
+// below, and every error names the argument by its position and says what
+// was expected and what was given ("argument 2: expected an int, got
+// string \"a\""); (*Builtin).call prefixes the builtin's name.
+// unpackArgs allocates nothing: its destinations stay on the caller's
+// stack.
+
+// unpackArgs stores args[i] into the variable dst[i] points to, checked
+// and converted by the variable's type:
+//
+//	*Value      any value
+//	*int64      an Int ("an int")
+//	*int        a count: an Int, a negative one as 0 ("an int")
+//	*float64    a number, Int or Float, as a float ("a number")
+//	number(p)   a number, Int or Float, kept as the Value it is ("a number")
+//	*string     a String's text ("a string")
+//	*Keyword    a Keyword ("a keyword")
+//	**Map       a map ("a map")
+//	**Vector    a vector ("a vector")
+//	**Regex     a regex ("a regex (#\"...\" or re-pattern)")
+//	*[]Value    the elements of a collection, charged to th as seqSlice
+//	            does ("a collection"; a lazy sequence asks for its
+//	            elements to be computed first)
+//	orNil(p)    nil leaves *p as it is, anything else unpacks as p
+//	rest(p)     (last only) *p is the remaining arguments, unchecked
+//
+// A destination past the last argument keeps its value: optional
+// parameters are declared by their defaults. dst must have one entry per
+// parameter the builtin's arity allows (or end with rest): a missing one is
+// a programming error reported as an internal error.
+func unpackArgs(th *Thread, args []Value, dst ...any) error {
+	for i, a := range args {
+		if i >= len(dst) {
+			return fmt.Errorf("internal error: %d arguments unpacked into %d variables", len(args), len(dst))
+		}
+		if r, ok := dst[i].(restArgs); ok {
+			*r.p = args[i:]
+			return nil
+		}
+		if err := unpackArg(th, i+1, a, dst[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unpackArg is unpackArgs of argument i (1-based) a into dst.
+func unpackArg(th *Thread, i int, a Value, dst any) (err error) {
+	switch p := dst.(type) {
+	case *Value:
+		*p = a
+	case *int64:
+		*p, err = toInt(i, a)
+	case *int:
+		*p, err = toCount(i, a)
+	case *float64:
+		*p, err = toFloat(i, a)
+	case numberDst:
+		*p.p, err = toNumber(i, a)
+	case *string:
+		*p, err = toText(i, a)
+	case *Keyword:
+		*p, err = toKeyword(i, a)
+	case **Map:
+		*p, err = toMap(i, a)
+	case **Vector:
+		*p, err = toVector(i, a)
+	case **Regex:
+		*p, err = toRegex(i, a)
+	case *[]Value:
+		*p, err = toElems(th, i, a)
+	case nilOr:
+		if a != Nil {
+			return unpackArg(th, i, a, p.p)
+		}
+	default:
+		return fmt.Errorf("internal error: argument %d has a destination unpackArgs does not know", i)
+	}
+	return err
+}
+
+// A nilOr is a destination that takes nil as an absent argument (orNil).
+type nilOr struct{ p any }
+
+// orNil is the destination p, but an argument nil leaves *p as it is.
+func orNil(p any) any { return nilOr{p} }
+
+// A restArgs is the destination of the remaining arguments (rest).
+type restArgs struct{ p *[]Value }
+
+// rest is the last destination of unpackArgs: *p is set to the arguments
+// from its position on (it aliases the builtin's args: the builtin must not
+// keep it).
+func rest(p *[]Value) any { return restArgs{p} }
+
+// A numberDst is the destination of a number kept as a Value (number).
+type numberDst struct{ p *Value }
+
+// number is the destination p of a number: an Int or a Float, kept as it is.
+func number(p *Value) any { return numberDst{p} }
+
+// The checks, one per type of argument. i is the argument's position
+// (1-based) in the error.
 
 // typeError reports an argument of the wrong type: "expected a number, got
 // string \"a\"".
@@ -45,23 +157,14 @@ func toInt(i int, v Value) (int64, error) {
 	return 0, argTypeError(i, "an int", v)
 }
 
-// toCount returns v as a non-negative int that fits an int (counts and
-// indexes); a negative count is clamped to 0 when clamp is set.
-func toCount(i int, v Value, clamp bool) (int, error) {
+// toCount returns an Int as a count (a size, an index): a negative one is
+// 0, one past the largest int is the largest int.
+func toCount(i int, v Value) (int, error) {
 	n, err := toInt(i, v)
 	if err != nil {
 		return 0, err
 	}
-	if n < 0 {
-		if clamp {
-			return 0, nil
-		}
-		return 0, fmt.Errorf("argument %d: expected a non-negative int, got %d", i, n)
-	}
-	if n > int64(maxInt) {
-		n = int64(maxInt)
-	}
-	return int(n), nil
+	return int(min(max(n, 0), int64(maxInt))), nil
 }
 
 const maxInt = int(^uint(0) >> 1)
@@ -92,4 +195,54 @@ func toFloat(i int, v Value) (float64, error) {
 		return float64(x), nil
 	}
 	return 0, argTypeError(i, "a number", v)
+}
+
+// toNumber returns v if it is a number (an Int or a Float).
+func toNumber(i int, v Value) (Value, error) {
+	if isNumber(v) {
+		return v, nil
+	}
+	return nil, argTypeError(i, "a number", v)
+}
+
+// toKeyword returns v if it is a Keyword.
+func toKeyword(i int, v Value) (Keyword, error) {
+	if k, ok := v.(Keyword); ok {
+		return k, nil
+	}
+	return "", argTypeError(i, "a keyword", v)
+}
+
+// toMap returns v if it is a map.
+func toMap(i int, v Value) (*Map, error) {
+	if m, ok := v.(*Map); ok {
+		return m, nil
+	}
+	return nil, argTypeError(i, "a map", v)
+}
+
+// toVector returns v if it is a vector.
+func toVector(i int, v Value) (*Vector, error) {
+	if x, ok := v.(*Vector); ok {
+		return x, nil
+	}
+	return nil, argTypeError(i, "a vector", v)
+}
+
+// toRegex returns v if it is a regex.
+func toRegex(i int, v Value) (*Regex, error) {
+	if re, ok := v.(*Regex); ok {
+		return re, nil
+	}
+	return nil, argTypeError(i, "a regex (#\"...\" or re-pattern)", v)
+}
+
+// toElems returns the elements of a collection (seqSlice): a fresh slice
+// the caller owns, charged to th.
+func toElems(th *Thread, i int, v Value) ([]Value, error) {
+	elems, err := seqSlice(th, v)
+	if err != nil {
+		return nil, seqErr(err, argTypeError(i, "a collection", v))
+	}
+	return elems, nil
 }

@@ -9,28 +9,35 @@ func addBitBuiltins(t builtinTable) {
 	t.add("bit-or", 2, -1, bitFold(func(a, b int64) int64 { return a | b }))
 	t.add("bit-xor", 2, -1, bitFold(func(a, b int64) int64 { return a ^ b }))
 	t.add("bit-and-not", 2, -1, bitFold(func(a, b int64) int64 { return a &^ b }))
-	t.add("bit-not", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		x, err := toInt(1, args[0])
-		return Int(^x), err
+	t.add("bit-not", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		var x int64
+		if err := unpackArgs(th, args, &x); err != nil {
+			return nil, err
+		}
+		return Int(^x), nil
 	})
 	t.add("bit-shift-left", 2, 2, bitShift(func(x int64, n uint) int64 { return x << n }))
 	t.add("bit-shift-right", 2, 2, bitShift(func(x int64, n uint) int64 { return x >> n }))
 	t.add("unsigned-bit-shift-right", 2, 2, bitShift(func(x int64, n uint) int64 { return int64(uint64(x) >> n) }))
-	t.add("bit-test", 2, 2, func(_ *Thread, args []Value) (Value, error) {
-		x, n, err := shiftArgs(args)
-		return Bool(x>>n&1 == 1), err
+	t.add("bit-test", 2, 2, func(th *Thread, args []Value) (Value, error) {
+		var x, n int64
+		if err := unpackArgs(th, args, &x, &n); err != nil {
+			return nil, err
+		}
+		return Bool(x>>(uint(n)&63)&1 == 1), nil
 	})
 	t.add("bit-set", 2, 2, bitShift(func(x int64, n uint) int64 { return x | 1<<n }))
 	t.add("bit-clear", 2, 2, bitShift(func(x int64, n uint) int64 { return x &^ (1 << n) }))
 }
 
 func bitFold(f func(a, b int64) int64) builtinFn {
-	return func(_ *Thread, args []Value) (Value, error) {
-		acc, err := toInt(1, args[0])
-		if err != nil {
+	return func(th *Thread, args []Value) (Value, error) {
+		var acc int64
+		var more []Value
+		if err := unpackArgs(th, args, &acc, rest(&more)); err != nil {
 			return nil, err
 		}
-		for i, a := range args[1:] {
+		for i, a := range more {
 			x, err := toInt(i+2, a)
 			if err != nil {
 				return nil, err
@@ -41,25 +48,13 @@ func bitFold(f func(a, b int64) int64) builtinFn {
 	}
 }
 
-// shiftArgs reads (f x n); as the JVM does, only the low 6 bits of n count.
-func shiftArgs(args []Value) (int64, uint, error) {
-	x, err := toInt(1, args[0])
-	if err != nil {
-		return 0, 0, err
-	}
-	n, err := toInt(2, args[1])
-	if err != nil {
-		return 0, 0, err
-	}
-	return x, uint(n) & 63, nil
-}
-
+// bitShift is (f x n); as the JVM does, only the low 6 bits of n count.
 func bitShift(f func(x int64, n uint) int64) builtinFn {
-	return func(_ *Thread, args []Value) (Value, error) {
-		x, n, err := shiftArgs(args)
-		if err != nil {
+	return func(th *Thread, args []Value) (Value, error) {
+		var x, n int64
+		if err := unpackArgs(th, args, &x, &n); err != nil {
 			return nil, err
 		}
-		return Int(f(x, n)), nil
+		return Int(f(x, uint(n)&63)), nil
 	}
 }

@@ -39,24 +39,14 @@ func addCljBuiltins(t builtinTable) {
 	// logarithm is clojure.math/log (and math/log) only.
 	t.add("clojure.math/log", 1, 1, floatFn(math.Log))
 	t.add("log10", 1, 1, floatFn(math.Log10))
-	t.add("pow", 2, 2, func(_ *Thread, args []Value) (Value, error) {
-		x, err := toFloat(1, args[0])
-		if err != nil {
-			return nil, err
-		}
-		y, err := toFloat(2, args[1])
-		if err != nil {
-			return nil, err
-		}
-		return Float(math.Pow(x, y)), nil
-	})
+	t.add("pow", 2, 2, floatFn2(math.Pow))
 
 	// Parsing and coercion.
 	t.alias("parse-long", "parse-int")
 	t.alias("parse-double", "parse-float")
-	t.add("parse-boolean", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		s, err := toText(1, args[0])
-		if err != nil {
+	t.add("parse-boolean", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		var s string
+		if err := unpackArgs(th, args, &s); err != nil {
 			return nil, err
 		}
 		switch s {
@@ -69,11 +59,10 @@ func addCljBuiltins(t builtinTable) {
 	})
 	t.add("boolean", 1, 1, func(_ *Thread, args []Value) (Value, error) { return Bool(Truth(args[0])), nil })
 	t.alias("long", "int")
-	t.add("num", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		if !isNumber(args[0]) {
-			return nil, typeError("a number", args[0])
-		}
-		return args[0], nil
+	t.add("num", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		var x Value
+		err := unpackArgs(th, args, number(&x))
+		return x, err
 	})
 	t.add("pos-int?", 1, 1, intPred(func(n Int) bool { return n > 0 }))
 	t.add("neg-int?", 1, 1, intPred(func(n Int) bool { return n < 0 }))
@@ -107,21 +96,23 @@ func addCljBuiltins(t builtinTable) {
 		return True, m.done()
 	})
 	t.add("nthrest", 2, 2, func(th *Thread, args []Value) (Value, error) {
-		n, err := toCount(2, args[1], true)
-		if err != nil {
+		var coll Value
+		var n int
+		if err := unpackArgs(th, args, &coll, &n); err != nil {
 			return nil, err
 		}
-		if args[0] == Nil {
+		if coll == Nil {
 			return emptyList, nil
 		}
-		return dropSeq(th, args[0], n)
+		return dropSeq(th, coll, n)
 	})
 	t.add("nthnext", 2, 2, func(th *Thread, args []Value) (Value, error) {
-		n, err := toCount(2, args[1], true)
-		if err != nil {
+		var coll Value
+		var n int
+		if err := unpackArgs(th, args, &coll, &n); err != nil {
 			return nil, err
 		}
-		return nextSeq(th, args[0], n)
+		return nextSeq(th, coll, n)
 	})
 	// doall and dorun compute a lazy sequence's elements (the others are
 	// computed already).
@@ -188,19 +179,20 @@ func lazyOnly(name, instead string) builtinFn {
 	}
 }
 
-func builtinExInfo(_ *Thread, args []Value) (Value, error) {
-	msg, err := toText(1, args[0])
-	if err != nil {
+func builtinExInfo(th *Thread, args []Value) (Value, error) {
+	var msg string
+	var data, cause Value
+	if err := unpackArgs(th, args, &msg, &data, &cause); err != nil {
 		return nil, err
 	}
-	switch args[1].(type) {
+	switch data.(type) {
 	case *Map, NilType:
 	default:
-		return nil, argTypeError(2, "a map of data", args[1])
+		return nil, argTypeError(2, "a map of data", data)
 	}
-	kvs := []Value{Keyword("type"), Keyword("error"), Keyword("message"), String(msg), Keyword("data"), args[1]}
-	if len(args) == 3 {
-		kvs = append(kvs, Keyword("cause"), args[2])
+	kvs := []Value{Keyword("type"), Keyword("error"), Keyword("message"), String(msg), Keyword("data"), data}
+	if cause != nil {
+		kvs = append(kvs, Keyword("cause"), cause)
 	}
 	return MapOf(kvs...), nil
 }
@@ -236,9 +228,9 @@ func builtinAssert(th *Thread, args []Value) (Value, error) {
 }
 
 func floatFn(f func(float64) float64) builtinFn {
-	return func(_ *Thread, args []Value) (Value, error) {
-		x, err := toFloat(1, args[0])
-		if err != nil {
+	return func(th *Thread, args []Value) (Value, error) {
+		var x float64
+		if err := unpackArgs(th, args, &x); err != nil {
 			return nil, err
 		}
 		return Float(f(x)), nil
@@ -246,29 +238,27 @@ func floatFn(f func(float64) float64) builtinFn {
 }
 
 // builtinRound is Clojure's round: half up (toward +Inf on a tie), an int.
-func builtinRound(_ *Thread, args []Value) (Value, error) {
-	switch x := args[0].(type) {
-	case Int:
-		return x, nil
-	case Float:
-		r := math.Floor(float64(x) + 0.5)
-		if math.IsNaN(r) || r >= math.MaxInt64 || r < math.MinInt64 {
-			return nil, fmt.Errorf("%s does not round to an int", x)
-		}
-		return Int(r), nil
+func builtinRound(th *Thread, args []Value) (Value, error) {
+	var x Value
+	if err := unpackArgs(th, args, number(&x)); err != nil {
+		return nil, err
 	}
-	return nil, typeError("a number", args[0])
+	if n, ok := x.(Int); ok {
+		return n, nil
+	}
+	r := math.Floor(float64(x.(Float)) + 0.5)
+	if math.IsNaN(r) || r >= math.MaxInt64 || r < math.MinInt64 {
+		return nil, fmt.Errorf("%s does not round to an int", x)
+	}
+	return Int(r), nil
 }
 
 // builtinRoundTo is (round-to x n): x rounded half up to n decimal places,
 // a float, so that averages print as 18.55 rather than 18.549999999999997.
-func builtinRoundTo(_ *Thread, args []Value) (Value, error) {
-	x, err := toFloat(1, args[0])
-	if err != nil {
-		return nil, err
-	}
-	n, err := toInt(2, args[1])
-	if err != nil {
+func builtinRoundTo(th *Thread, args []Value) (Value, error) {
+	var x float64
+	var n int64
+	if err := unpackArgs(th, args, &x, &n); err != nil {
 		return nil, err
 	}
 	if n < 0 || n > 15 {
@@ -292,8 +282,9 @@ func intPred(f func(Int) bool) builtinFn {
 // builtinFormat is the part of java.util.Formatter that people use: %s %d
 // %f %e %x %o %b %% %n, a width, a precision, and the flags - and 0.
 func builtinFormat(th *Thread, args []Value) (Value, error) {
-	f, err := toText(1, args[0])
-	if err != nil {
+	var f string
+	var vals []Value
+	if err := unpackArgs(th, args, &f, rest(&vals)); err != nil {
 		return nil, err
 	}
 	var b strings.Builder
@@ -327,10 +318,10 @@ func builtinFormat(th *Thread, args []Value) (Value, error) {
 		if strings.Contains(spec, "#") || strings.ContainsAny(spec, "+ ,") && !strings.ContainsRune("dfeEg", rune(conv)) {
 			return nil, fmt.Errorf("format: the flag %s is not supported with %%%c (in %%%s%c)", flagsIn(spec), conv, spec, conv)
 		}
-		if next >= len(args) {
-			return nil, fmt.Errorf("format: %%%s%c has no argument (%d given)", spec, conv, len(args)-1)
+		if next > len(vals) {
+			return nil, fmt.Errorf("format: %%%s%c has no argument (%d given)", spec, conv, len(vals))
 		}
-		a := args[next]
+		a := vals[next-1]
 		next++
 		if err := formatOne(th, &b, spec, conv, a, next-1); err != nil {
 			return nil, err
@@ -425,8 +416,8 @@ func addCljStringBuiltins(t builtinTable) {
 	t.add("trimr", 1, 1, strMap(func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) }))
 	t.add("trim-newline", 1, 1, strMap(func(s string) string { return strings.TrimRight(s, "\r\n") }))
 	t.add("split-lines", 1, 1, func(th *Thread, args []Value) (Value, error) {
-		s, err := toText(1, args[0])
-		if err != nil {
+		var s string
+		if err := unpackArgs(th, args, &s); err != nil {
 			return nil, err
 		}
 		lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
@@ -448,8 +439,8 @@ func addCljStringBuiltins(t builtinTable) {
 		if done, v, err := replacePattern(th, args, false); done {
 			return v, err
 		}
-		s, old, repl, err := threeTexts(args)
-		if err != nil {
+		var s, old, repl string
+		if err := unpackArgs(th, args, &s, &old, &repl); err != nil {
 			return nil, err
 		}
 		out := strings.Replace(s, old, repl, 1)
@@ -479,12 +470,9 @@ func addCljStringBuiltins(t builtinTable) {
 
 func stringIndex(last bool) builtinFn {
 	return func(th *Thread, args []Value) (Value, error) {
-		s, err := toText(1, args[0])
-		if err != nil {
-			return nil, err
-		}
-		sub, err := toText(2, args[1])
-		if err != nil {
+		var s, sub string
+		var i int64 = -1
+		if err := unpackArgs(th, args, &s, &sub, &i); err != nil {
 			return nil, err
 		}
 		if err := th.scanText(len(s)); err != nil {
@@ -493,10 +481,6 @@ func stringIndex(last bool) builtinFn {
 		n := utf8.RuneCountInString(s)
 		from := -1
 		if len(args) == 3 {
-			i, err := toInt(3, args[2])
-			if err != nil {
-				return nil, err
-			}
 			from = int(min(max(i, 0), int64(n)))
 		}
 		at := -1
@@ -591,9 +575,9 @@ func builtinFlatten(th *Thread, args []Value) (Value, error) {
 
 // builtinDedupe drops consecutive duplicates.
 func builtinDedupe(th *Thread, args []Value) (Value, error) {
-	elems, err := seqSlice(th, args[0])
-	if err != nil {
-		return nil, seqErr(err, typeError("a collection", args[0]))
+	var elems []Value
+	if err := unpackArgs(th, args, &elems); err != nil {
+		return nil, err
 	}
 	out := elems[:0]
 	m := meter{th: th}
@@ -607,13 +591,10 @@ func builtinDedupe(th *Thread, args []Value) (Value, error) {
 
 // builtinSplitAt is (split-at n coll): [(take n coll) (drop n coll)].
 func builtinSplitAt(th *Thread, args []Value) (Value, error) {
-	n, err := toCount(1, args[0], true)
-	if err != nil {
+	var n int
+	var elems []Value
+	if err := unpackArgs(th, args, &n, &elems); err != nil {
 		return nil, err
-	}
-	elems, err := seqSlice(th, args[1])
-	if err != nil {
-		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
 	}
 	n = min(n, len(elems))
 	return NewVector(listOwned(elems[:n:n]), listOwned(elems[n:])), nil
@@ -622,19 +603,20 @@ func builtinSplitAt(th *Thread, args []Value) (Value, error) {
 // builtinTakeNth is (take-nth n coll): every nth element from the first, a
 // list; over a lazy sequence, the lazy sequence of them (in the prelude).
 func builtinTakeNth(th *Thread, args []Value) (Value, error) {
-	n, err := toInt(1, args[0])
-	if err != nil {
+	var n int64
+	var coll Value
+	if err := unpackArgs(th, args, &n, &coll); err != nil {
 		return nil, err
 	}
 	if n < 1 {
 		return nil, fmt.Errorf("argument 1: expected a positive int, got %d", n)
 	}
-	if _, ok := args[1].(*Lazy); ok {
-		return nil, th.redirectTo("%lazy-take-nth", args[0], args[1])
+	if _, ok := coll.(*Lazy); ok {
+		return nil, th.redirectTo("%lazy-take-nth", args[0], coll)
 	}
-	elems, err := seqSlice(th, args[1])
+	elems, err := toElems(th, 2, coll)
 	if err != nil {
-		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
+		return nil, err
 	}
 	size := (len(elems) + int(min(n, int64(len(elems)+1))) - 1) / int(min(n, int64(len(elems)+1)))
 	if err := th.build(size); err != nil {

@@ -60,16 +60,19 @@ func addConvBuiltins(t builtinTable) {
 		return Keyword(args[0].Kind().String()), nil
 	})
 	t.add("int", 1, 1, builtinInt)
-	t.add("float", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		f, err := toFloat(1, args[0])
-		return Float(f), err
+	t.add("float", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		var f float64
+		if err := unpackArgs(th, args, &f); err != nil {
+			return nil, err
+		}
+		return Float(f), nil
 	})
 	t.alias("double", "float")
 	t.add("parse-int", 1, 1, builtinParseInt)
 	t.add("parse-float", 1, 1, builtinParseFloat)
 	t.add("parse-json", 1, 1, func(th *Thread, args []Value) (Value, error) {
-		s, err := toText(1, args[0])
-		if err != nil {
+		var s string
+		if err := unpackArgs(th, args, &s); err != nil {
 			return nil, err
 		}
 		// A JSON document of n bytes builds at most about n values.
@@ -106,12 +109,8 @@ func addConvBuiltins(t builtinTable) {
 // two-argument (keyword ns name) form, which builds a string; "" for nil.
 func qualifiedName(th *Thread, args []Value) (string, error) {
 	if len(args) == 2 {
-		ns, err := toText(1, args[0])
-		if err != nil {
-			return "", err
-		}
-		name, err := toText(2, args[1])
-		if err != nil {
+		var ns, name string
+		if err := unpackArgs(th, args, &ns, &name); err != nil {
 			return "", err
 		}
 		if err := th.buildText(len(ns) + 1 + len(name)); err != nil {
@@ -145,26 +144,27 @@ func builtinKeyword(th *Thread, args []Value) (Value, error) {
 
 // builtinInt converts to an int: floats truncate toward zero (a float
 // outside the int range, NaN or infinity is an error).
-func builtinInt(_ *Thread, args []Value) (Value, error) {
-	switch x := args[0].(type) {
-	case Int:
-		return x, nil
-	case Float:
-		f := math.Trunc(float64(x))
-		if f != f || f >= 9.223372036854775807e18 || f < -9.223372036854775808e18 {
-			return nil, fmt.Errorf("%s is out of the int range", x)
-		}
-		return Int(f), nil
+func builtinInt(th *Thread, args []Value) (Value, error) {
+	var x Value
+	if err := unpackArgs(th, args, number(&x)); err != nil {
+		return nil, err
 	}
-	return nil, typeError("a number", args[0])
+	if n, ok := x.(Int); ok {
+		return n, nil
+	}
+	f := math.Trunc(float64(x.(Float)))
+	if f != f || f >= 9.223372036854775807e18 || f < -9.223372036854775808e18 {
+		return nil, fmt.Errorf("%s is out of the int range", x)
+	}
+	return Int(f), nil
 }
 
 // builtinParseInt parses a base-10 integer with an optional sign; like
 // Clojure's parse-long it returns nil when the string is not one (or is
 // out of range). A non-string argument is an error.
 func builtinParseInt(th *Thread, args []Value) (Value, error) {
-	s, err := toText(1, args[0])
-	if err != nil {
+	var s string
+	if err := unpackArgs(th, args, &s); err != nil {
 		return nil, err
 	}
 	if err := th.scanText(len(s)); err != nil {
@@ -181,8 +181,8 @@ func builtinParseInt(th *Thread, args []Value) (Value, error) {
 // Infinity, -Infinity; nil when the string is not one. A non-string
 // argument is an error.
 func builtinParseFloat(th *Thread, args []Value) (Value, error) {
-	s, err := toText(1, args[0])
-	if err != nil {
+	var s string
+	if err := unpackArgs(th, args, &s); err != nil {
 		return nil, err
 	}
 	if err := th.scanText(len(s)); err != nil {

@@ -39,20 +39,17 @@ func addMathBuiltins(t builtinTable) {
 		t.add("clojure.math/"+name, 2, 2, floatFn2(f))
 	}
 	t.add("clojure.math/round", 1, 1, builtinJavaRound)
-	t.add("clojure.math/get-exponent", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		x, err := toFloat(1, args[0])
-		if err != nil {
+	t.add("clojure.math/get-exponent", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		var x float64
+		if err := unpackArgs(th, args, &x); err != nil {
 			return nil, err
 		}
 		return Int(getExponent(x)), nil
 	})
-	t.add("clojure.math/scalb", 2, 2, func(_ *Thread, args []Value) (Value, error) {
-		x, err := toFloat(1, args[0])
-		if err != nil {
-			return nil, err
-		}
-		n, err := toInt(2, args[1])
-		if err != nil {
+	t.add("clojure.math/scalb", 2, 2, func(th *Thread, args []Value) (Value, error) {
+		var x float64
+		var n int64
+		if err := unpackArgs(th, args, &x, &n); err != nil {
 			return nil, err
 		}
 		return Float(math.Ldexp(x, int(max(min(n, 2100), -2100)))), nil
@@ -87,14 +84,15 @@ func addMathBuiltins(t builtinTable) {
 	t.add("unchecked-multiply", 2, 2, uncheckedFn2(func(a, b int64) int64 { return a * b }, opMul))
 	t.add("unchecked-inc", 1, 1, uncheckedFn1(func(a int64) int64 { return a + 1 }, 1))
 	t.add("unchecked-dec", 1, 1, uncheckedFn1(func(a int64) int64 { return a - 1 }, -1))
-	t.add("unchecked-negate", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		switch x := args[0].(type) {
-		case Int:
-			return -x, nil
-		case Float:
-			return -x, nil
+	t.add("unchecked-negate", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		var x Value
+		if err := unpackArgs(th, args, number(&x)); err != nil {
+			return nil, err
 		}
-		return nil, typeError("a number", args[0])
+		if n, ok := x.(Int); ok {
+			return -n, nil
+		}
+		return -x.(Float), nil
 	})
 	// The -int forms take ints (32 bits; a long out of that range is an
 	// error, as Clojure's int cast) and wrap around at 32 bits.
@@ -175,13 +173,9 @@ func cutPrefix(s, prefix string) (string, bool) {
 }
 
 func floatFn2(f func(float64, float64) float64) builtinFn {
-	return func(_ *Thread, args []Value) (Value, error) {
-		x, err := toFloat(1, args[0])
-		if err != nil {
-			return nil, err
-		}
-		y, err := toFloat(2, args[1])
-		if err != nil {
+	return func(th *Thread, args []Value) (Value, error) {
+		var x, y float64
+		if err := unpackArgs(th, args, &x, &y); err != nil {
 			return nil, err
 		}
 		return Float(f(x, y)), nil
@@ -189,9 +183,9 @@ func floatFn2(f func(float64, float64) float64) builtinFn {
 }
 
 func longFn1(f func(int64) (Value, error)) builtinFn {
-	return func(_ *Thread, args []Value) (Value, error) {
-		a, err := toInt(1, args[0])
-		if err != nil {
+	return func(th *Thread, args []Value) (Value, error) {
+		var a int64
+		if err := unpackArgs(th, args, &a); err != nil {
 			return nil, err
 		}
 		return f(a)
@@ -199,13 +193,9 @@ func longFn1(f func(int64) (Value, error)) builtinFn {
 }
 
 func longFn2(f func(int64, int64) (Value, error)) builtinFn {
-	return func(_ *Thread, args []Value) (Value, error) {
-		a, err := toInt(1, args[0])
-		if err != nil {
-			return nil, err
-		}
-		b, err := toInt(2, args[1])
-		if err != nil {
+	return func(th *Thread, args []Value) (Value, error) {
+		var a, b int64
+		if err := unpackArgs(th, args, &a, &b); err != nil {
 			return nil, err
 		}
 		return f(a, b)
@@ -261,19 +251,20 @@ func javaLong(f float64) int64 {
 // builtinJavaRound is Java's Math.round of a double: the closest long,
 // ties toward positive infinity ((round -2.5) is -2), NaN 0, clamped to
 // the long range. A long is itself.
-func builtinJavaRound(_ *Thread, args []Value) (Value, error) {
-	switch x := args[0].(type) {
-	case Int:
-		return x, nil
-	case Float:
-		f := float64(x)
-		fl := math.Floor(f)
-		if f-fl >= 0.5 {
-			fl++
-		}
-		return Int(javaLong(fl)), nil
+func builtinJavaRound(th *Thread, args []Value) (Value, error) {
+	var x Value
+	if err := unpackArgs(th, args, number(&x)); err != nil {
+		return nil, err
 	}
-	return nil, typeError("a number", args[0])
+	if n, ok := x.(Int); ok {
+		return n, nil
+	}
+	f := float64(x.(Float))
+	fl := math.Floor(f)
+	if f-fl >= 0.5 {
+		fl++
+	}
+	return Int(javaLong(fl)), nil
 }
 
 func signum(x float64) float64 {

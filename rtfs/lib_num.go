@@ -194,20 +194,21 @@ func intDivBuiltin(op arithOp) builtinFn {
 	}
 }
 
-func builtinAbs(_ *Thread, args []Value) (Value, error) {
-	switch x := args[0].(type) {
-	case Int:
-		if x == math.MinInt64 {
-			return nil, errIntOverflow
-		}
-		if x < 0 {
-			return -x, nil
-		}
-		return x, nil
-	case Float:
-		return Float(math.Abs(float64(x))), nil
+func builtinAbs(th *Thread, args []Value) (Value, error) {
+	var x Value
+	if err := unpackArgs(th, args, number(&x)); err != nil {
+		return nil, err
 	}
-	return nil, typeError("a number", args[0])
+	n, ok := x.(Int)
+	switch {
+	case !ok:
+		return Float(math.Abs(float64(x.(Float)))), nil
+	case n == math.MinInt64:
+		return nil, errIntOverflow
+	case n < 0:
+		return -n, nil
+	}
+	return n, nil
 }
 
 // numbersOf returns the numbers to aggregate: the arguments, or the

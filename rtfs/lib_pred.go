@@ -47,30 +47,34 @@ func addPredBuiltins(t builtinTable) {
 	t.add("neg?", 1, 1, signPred(func(f float64) bool { return f < 0 }))
 	t.add("even?", 1, 1, parityPred(0))
 	t.add("odd?", 1, 1, parityPred(1))
-	t.add("nan?", 1, 1, func(_ *Thread, args []Value) (Value, error) {
-		f, err := toFloat(1, args[0])
-		return Bool(math.IsNaN(f)), err
+	t.add("nan?", 1, 1, func(th *Thread, args []Value) (Value, error) {
+		var f float64
+		if err := unpackArgs(th, args, &f); err != nil {
+			return nil, err
+		}
+		return Bool(math.IsNaN(f)), nil
 	})
 }
 
 func signPred(ok func(float64) bool) builtinFn {
-	return func(_ *Thread, args []Value) (Value, error) {
-		switch x := args[0].(type) {
-		case Int:
-			return Bool(ok(float64(max(min(x, 1), -1)))), nil
-		case Float:
-			return Bool(ok(float64(x))), nil
+	return func(th *Thread, args []Value) (Value, error) {
+		var x Value
+		if err := unpackArgs(th, args, number(&x)); err != nil {
+			return nil, err
 		}
-		return nil, typeError("a number", args[0])
+		if n, isInt := x.(Int); isInt {
+			return Bool(ok(float64(max(min(n, 1), -1)))), nil
+		}
+		return Bool(ok(float64(x.(Float)))), nil
 	}
 }
 
 func parityPred(want int64) builtinFn {
-	return func(_ *Thread, args []Value) (Value, error) {
-		n, ok := args[0].(Int)
-		if !ok {
-			return nil, typeError("an int", args[0])
+	return func(th *Thread, args []Value) (Value, error) {
+		var n int64
+		if err := unpackArgs(th, args, &n); err != nil {
+			return nil, err
 		}
-		return Bool(int64(n)&1 == want), nil
+		return Bool(n&1 == want), nil
 	}
 }

@@ -27,7 +27,7 @@ func addSeqBuiltins(t builtinTable) {
 	t.add("nth", 2, 3, builtinNth)
 	t.add("take", 1, 2, xformArity(1, "%xf-take", builtinTake))
 	t.add("drop", 1, 2, xformArity(1, "%xf-drop", func(th *Thread, args []Value) (Value, error) {
-		n, err := toCount(1, args[0], true)
+		n, err := toCount(1, args[0])
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func addSeqBuiltins(t builtinTable) {
 		if len(args) == 1 {
 			return dropLast(th, args[0], 1)
 		}
-		n, err := toCount(1, args[0], true)
+		n, err := toCount(1, args[0])
 		if err != nil {
 			return nil, err
 		}
@@ -376,7 +376,7 @@ func builtinNth(th *Thread, args []Value) (Value, error) {
 
 // builtinTake is (take n coll): a list of the first n elements.
 func builtinTake(th *Thread, args []Value) (Value, error) {
-	n, err := toCount(1, args[0], true)
+	n, err := toCount(1, args[0])
 	if err != nil {
 		return nil, err
 	}
@@ -527,7 +527,7 @@ func dropLast(th *Thread, v Value, n int) (Value, error) {
 // builtinTakeLast is (take-last n coll): a list of the last n elements, nil
 // when that is empty (as in Clojure).
 func builtinTakeLast(th *Thread, args []Value) (Value, error) {
-	n, err := toCount(1, args[0], true)
+	n, err := toCount(1, args[0])
 	if err != nil {
 		return nil, err
 	}
@@ -548,7 +548,7 @@ func builtinRepeat(th *Thread, args []Value) (Value, error) {
 	if len(args) == 1 {
 		return &Lazy{kind: lzRepeat, inf: true, origin: "(repeat x)", a: args[0]}, nil
 	}
-	n, err := toCount(1, args[0], true)
+	n, err := toCount(1, args[0])
 	if err != nil {
 		return nil, err
 	}

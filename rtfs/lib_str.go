@@ -16,8 +16,8 @@ func addStrBuiltins(t builtinTable) {
 	t.add("subs", 2, 3, builtinSubs)
 	t.alias("substring", "subs")
 	t.add("string-length", 1, 1, func(th *Thread, args []Value) (Value, error) {
-		s, err := toText(1, args[0])
-		if err != nil {
+		var s string
+		if err := unpackArgs(th, args, &s); err != nil {
 			return nil, err
 		}
 		return Int(utf8.RuneCountInString(s)), th.scanText(len(s))
@@ -37,11 +37,8 @@ func addStrBuiltins(t builtinTable) {
 	t.alias("string-contains", "includes?")
 	t.alias("string-contains?", "includes?")
 	t.add("blank?", 1, 1, func(th *Thread, args []Value) (Value, error) {
-		if args[0] == Nil {
-			return True, nil
-		}
-		s, err := toText(1, args[0])
-		if err != nil {
+		var s string // nil is blank
+		if err := unpackArgs(th, args, orNil(&s)); err != nil {
 			return nil, err
 		}
 		return Bool(strings.TrimSpace(s) == ""), th.scanText(len(s))
@@ -50,8 +47,8 @@ func addStrBuiltins(t builtinTable) {
 		if done, v, err := replacePattern(th, args, true); done {
 			return v, err
 		}
-		s, old, repl, err := threeTexts(args)
-		if err != nil {
+		var s, old, repl string
+		if err := unpackArgs(th, args, &s, &old, &repl); err != nil {
 			return nil, err
 		}
 		if old == "" {
@@ -116,8 +113,8 @@ func builtinStr(th *Thread, args []Value) (Value, error) {
 // the string and builds the result.
 func strMap(f func(string) string) builtinFn {
 	return func(th *Thread, args []Value) (Value, error) {
-		s, err := toText(1, args[0])
-		if err != nil {
+		var s string
+		if err := unpackArgs(th, args, &s); err != nil {
 			return nil, err
 		}
 		if err := th.scanText(len(s)); err != nil {
@@ -132,12 +129,8 @@ func strMap(f func(string) string) builtinFn {
 // reads up to the whole of the first.
 func strPred(f func(s, sub string) bool) builtinFn {
 	return func(th *Thread, args []Value) (Value, error) {
-		s, err := toText(1, args[0])
-		if err != nil {
-			return nil, err
-		}
-		sub, err := toText(2, args[1])
-		if err != nil {
+		var s, sub string
+		if err := unpackArgs(th, args, &s, &sub); err != nil {
 			return nil, err
 		}
 		if err := th.scanText(len(s)); err != nil {
@@ -147,36 +140,19 @@ func strPred(f func(s, sub string) bool) builtinFn {
 	}
 }
 
-func threeTexts(args []Value) (a, b, c string, err error) {
-	if a, err = toText(1, args[0]); err != nil {
-		return
-	}
-	if b, err = toText(2, args[1]); err != nil {
-		return
-	}
-	c, err = toText(3, args[2])
-	return
-}
-
 // builtinSubs is (subs s start [end]): the code points start..end-1.
 func builtinSubs(th *Thread, args []Value) (Value, error) {
-	s, err := toText(1, args[0])
-	if err != nil {
+	var s string
+	var start, end int64
+	if err := unpackArgs(th, args, &s, &start, &end); err != nil {
 		return nil, err
 	}
 	if err := th.scanText(len(s)); err != nil {
 		return nil, err
 	}
 	n := utf8.RuneCountInString(s)
-	start, err := toInt(2, args[1])
-	if err != nil {
-		return nil, err
-	}
-	end := int64(n)
-	if len(args) == 3 {
-		if end, err = toInt(3, args[2]); err != nil {
-			return nil, err
-		}
+	if len(args) < 3 {
+		end = int64(n)
 	}
 	if start < 0 || end > int64(n) || start > end {
 		return nil, indexError("range %d..%d out of bounds for string of length %d", start, end, n)
@@ -206,26 +182,21 @@ func runeOffset(s string, i int) int {
 // empty pieces dropped unless a limit is given, at most limit pieces when
 // it is positive. An empty sep splits into code points.
 func builtinSplit(th *Thread, args []Value) (Value, error) {
-	s, err := toText(1, args[0])
-	if err != nil {
+	var s string
+	var sep Value
+	var n int64
+	if err := unpackArgs(th, args, &s, &sep, &n); err != nil {
 		return nil, err
 	}
-	limit := 0
-	if len(args) == 3 {
-		n, err := toInt(3, args[2])
-		if err != nil {
-			return nil, err
-		}
-		limit = int(max(min(n, 1<<30), -1))
-	}
+	limit := int(max(min(n, 1<<30), -1))
 	var re *regexp.Regexp
-	switch sep := args[1].(type) {
+	switch sep := sep.(type) {
 	case *Regex:
 		re = sep.re
 	case String:
 		re = regexp.MustCompile(regexp.QuoteMeta(string(sep)))
 	default:
-		return nil, argTypeError(2, "a regex or a string", args[1])
+		return nil, argTypeError(2, "a regex or a string", sep)
 	}
 	parts, err := splitRegex(th, re, s, limit)
 	if err != nil {
@@ -258,17 +229,14 @@ func dropTrailingEmpty(parts []string) []string {
 // builtinJoin is (join coll) or (join sep coll): the str of each element,
 // separated by sep.
 func builtinJoin(th *Thread, args []Value) (Value, error) {
-	sep, coll := "", args[0]
-	if len(args) == 2 {
-		s, err := toText(1, args[0])
-		if err != nil {
-			return nil, err
-		}
-		sep, coll = s, args[1]
+	var sep string
+	var elems []Value
+	dst := []any{&sep, &elems}
+	if len(args) == 1 {
+		dst = dst[1:] // (join coll)
 	}
-	elems, err := seqSlice(th, coll)
-	if err != nil {
-		return nil, seqErr(err, argTypeError(len(args), "a collection", coll))
+	if err := unpackArgs(th, args, dst...); err != nil {
+		return nil, err
 	}
 	var b strings.Builder
 	m := meter{th: th}
