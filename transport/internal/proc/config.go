@@ -2,7 +2,9 @@
 // program (stdio, exec): the start keys they share and their parsing
 // (Config), starting the program in a process group of its own with a
 // minimal environment, under a keeper that kills the group when the host
-// dies (Start, keeper_unix.go), reading its output bounded in memory
+// dies (Start, keeper_unix.go) and, on Linux, in a cgroup leaf of its own
+// that is killed whole when the keeper exits (cgroup_linux.go), reading
+// its output bounded in memory
 // (LineReader), keeping the tail of its stderr for errors (Tail), stopping
 // it so that no process of its group and no zombie survives (Process.Stop),
 // and ending a group that a crashed host left running (EndStale).

@@ -1,14 +1,11 @@
 package proc
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,26 +87,20 @@ func TestEscaperDiesWithStream(t *testing.T) {
 }
 
 // TestEscaperDiesWithHost: the same descendant is gone 2 s after its host
-// is killed with SIGKILL.
+// is killed with SIGKILL; the keeper's leaf, left behind empty, is removed
+// by the next host's sweep.
 func TestEscaperDiesWithHost(t *testing.T) {
+	home := requireCgroups(t)
 	mark := 36000 + os.Getpid()%1000
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), hostEnv+"=escaper", "RTFSHOST_PROC_TEST_SCRIPT="+escaperScript(mark))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if !strings.HasPrefix(line, "group ") {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("the host said %q", line)
-	}
+	cmd, leafDir := startTestHost(t, escaperScript(mark))
 	waitSleeper(t, mark)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	noSurvivor(t, mark, "the host was killed")
+	if home == nil {
+		return
+	}
+	if n, err := sweep(home); err != nil || n < 1 || pathExists(leafDir) {
+		t.Errorf("sweep removed %d leaves (%v); the killed host's %s exists: %v", n, err, leafDir, pathExists(leafDir))
+	}
 }

@@ -91,11 +91,17 @@ func killDescendants() {
 // from outside (the host ending the stream, SIGKILL to the group), the
 // kernel kills every process of the namespace. Without the namespace a
 // descendant that left the group and killed the keeper would outlive the
-// stream and the host. pidNamespaces says whether to try; a start refused
-// for want of privilege clears it and the keeper runs as before.
+// stream and the host, unless the keeper's cgroup leaf (cgroup_linux.go)
+// holds it. pidNamespaces says whether to try: as root, unless
+// RTFSHOST_CHILD_PIDNS is "off" (for a program that must see the host's
+// pids); a start refused for want of privilege clears it and the keeper
+// runs as before.
 var pidNamespaces atomic.Bool
 
-func init() { pidNamespaces.Store(os.Geteuid() == 0) }
+// pidnsEnv set to "off" turns the keepers' PID namespaces off.
+const pidnsEnv = "RTFSHOST_CHILD_PIDNS"
+
+func init() { pidNamespaces.Store(os.Geteuid() == 0 && os.Getenv(pidnsEnv) != "off") }
 
 // nsInit reports whether the keeper is the init of its own PID namespace.
 func nsInit() bool { return os.Getpid() == 1 }

@@ -40,11 +40,16 @@ import (
 // package initialization allocates).
 
 // keeperArg0 is the keeper's argv[0]. Its command line is then the host's
-// pid, the program's resolved path and the program's argv.
+// pid, its cgroup leaf ("-" for none, "v2:<dir>", "v1:<dir>"), the
+// program's resolved path and the program's argv.
 const keeperArg0 = "rtfshost-keeper"
 
+// keeperCgroupErr begins the report of a keeper that could not move
+// itself into its cgroup leaf: the host then starts it again without one.
+const keeperCgroupErr = "cgroup "
+
 func init() {
-	if len(os.Args) >= 4 && os.Args[0] == keeperArg0 {
+	if len(os.Args) >= 5 && os.Args[0] == keeperArg0 {
 		// syscall.Exit rather than os.Exit: the keeper has nothing to
 		// flush, and os.Exit(0) in a -race build sleeps a second first.
 		syscall.Exit(keep(os.Args[1:]))
@@ -61,6 +66,13 @@ func keep(args []string) int {
 		return 2
 	}
 	syscall.CloseOnExec(3)
+	// In a cgroup v1 leaf, the keeper moves itself in before it starts the
+	// program, which inherits it; a cgroup2 leaf it was started into.
+	leafDir, err := joinLeaf(args[1])
+	if err != nil {
+		report("err " + keeperCgroupErr + strings.ReplaceAll(err.Error(), "\n", " "))
+		return 2
+	}
 	// dying is closed when the keeper starts killing: the program's end
 	// then must not let the keeper exit before the killing is done.
 	dying := make(chan struct{})
@@ -71,7 +83,9 @@ func keep(args []string) int {
 	ns := nsInit()
 	killGroup := func() {
 		dyingOnce.Do(func() { close(dying) })
-		if !ns {
+		// In a cgroup2 leaf, every process of the leaf is killed, the
+		// keeper included: the program, its group and what left it.
+		if !killLeaf(leafDir) && !ns {
 			killDescendants() // those that left the group (Linux); /proc is the host's
 		}
 		_ = syscall.Kill(0, syscall.SIGKILL) // the keeper's own group, the keeper included (not as init)
@@ -86,7 +100,7 @@ func keep(args []string) int {
 	if !ns {
 		becomeSubreaper() // init is the namespace's reaper already
 	}
-	proc, err := os.StartProcess(args[1], args[2:], &os.ProcAttr{
+	proc, err := os.StartProcess(args[2], args[3:], &os.ProcAttr{
 		Env:   os.Environ(),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 	})

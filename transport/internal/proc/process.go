@@ -71,6 +71,7 @@ type Process struct {
 	tail   *Tail
 	id     transport.ChildProcess
 	keeper keeperLink // the link to the program's keeper (process_unix.go)
+	leaf   *leaf      // the keeper's cgroup, nil if none (cgroup_linux.go)
 
 	done       chan struct{} // closed when the program has exited and its group is killed
 	exit       string        // how the program ended ("" for status 0), valid after done
@@ -134,7 +135,7 @@ func Start(cfg *Config, opts Options) (*Process, error) {
 		return nil, p.startError(err)
 	}
 	p.Stdin, p.Stdout, p.stderr = inW, outR, errR
-	p.id = identify(cmd.Process.Pid) // before wait reaps it
+	p.id = identify(p.cmd.Process.Pid) // the keeper's, before wait reaps it
 	if opts.Observer != nil {
 		opts.Observer.ChildStarted(p.id)
 	}
@@ -167,6 +168,13 @@ func (p *Process) describe() string {
 func (p *Process) wait() {
 	p.exit = p.reap()
 	p.killGroup(syscall.SIGKILL)
+	if p.leaf != nil {
+		// What left the group (setsid) and outlived the keeper, the
+		// keeper's own killing included, is still in the leaf.
+		if err := p.leaf.end(); err != nil && p.opts.Logger != nil {
+			p.opts.Logger.Warn("process cgroup", "stream", p.opts.StreamID, "command", p.cfg.Name(), "err", err)
+		}
+	}
 	if p.opts.Observer != nil {
 		p.opts.Observer.ChildExited(p.id)
 	}
@@ -206,7 +214,8 @@ func (p *Process) readStderr() {
 	}
 }
 
-// Done is closed when the program has exited and its group was killed.
+// Done is closed when the program has exited and its group was killed
+// (and its cgroup leaf, if it has one, killed and removed).
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // ExitError describes how the program ended, after Done: nil for exit

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,56 +24,128 @@ type keeperLink struct {
 }
 
 // start starts p.cmd's program under a keeper: it runs this executable
-// again as the leader of a new process group, with the command line of the
-// program (whose path p.cmd resolved with the host's PATH) and its end of a
-// socket; the keeper starts the program in its group and reports "ok", or
-// why it could not. The error is then the program's start error.
+// again as the leader of a new process group (on Linux, when it may, as
+// the init of a PID namespace, and in a cgroup leaf of its own), with the
+// command line of the program (whose path p.cmd resolved with the host's
+// PATH) and its end of a socket; the keeper starts the program in its
+// group and reports "ok", or why it could not. The error is then the
+// program's start error. A keeper that the kernel refuses to start in a
+// PID namespace, or into its leaf, is started without it, and the host
+// goes on without it from then on.
 func (p *Process) start() error {
-	cmd := p.cmd
-	if cmd.Err != nil { // the program was not found
-		return cmd.Err
+	if p.cmd.Err != nil { // the program was not found
+		return p.cmd.Err
 	}
 	self, err := selfExecutable()
 	if err != nil {
 		return fmt.Errorf("the process keeper: %w", err)
 	}
+	ns := pidNamespaces.Load()
+	l := childLeaf(p.opts.Logger)
+	type try struct {
+		ns bool
+		l  *leaf
+	}
+	tries := []try{{ns, l}}
+	if l != nil {
+		tries = append(tries, try{ns, nil})
+	}
+	if ns {
+		tries = append(tries, try{false, l})
+		if l != nil {
+			tries = append(tries, try{false, nil})
+		}
+	}
+	var first error
+	for _, t := range tries {
+		var retry bool
+		retry, err = p.launch(self, t.ns, t.l)
+		if first == nil {
+			first = err
+		}
+		if err == nil {
+			if ns && !t.ns {
+				pidNamespaces.Store(false) // no PID namespace for this process: the keeper alone, from now on
+			}
+			if l != nil && t.l == nil {
+				dropCgroups(p.opts.Logger, first)
+			}
+			break
+		}
+		if !retry {
+			break
+		}
+	}
+	if l != nil && (err != nil || p.leaf == nil) {
+		_ = l.remove()
+	}
+	return err
+}
+
+// launch starts the keeper, in a PID namespace of its own if ns and in the
+// leaf l if not nil, and waits for its report. retry says that the error
+// may come from the namespace or the leaf: the kernel refused the start,
+// or the keeper could not move itself into its leaf.
+func (p *Process) launch(self string, ns bool, l *leaf) (retry bool, err error) {
+	prog := p.cmd
 	host, child, err := socketPair()
 	if err != nil {
-		return fmt.Errorf("the process keeper's socket: %w", err)
+		return false, fmt.Errorf("the process keeper's socket: %w", err)
 	}
-	args := append([]string{keeperArg0, strconv.Itoa(os.Getpid()), cmd.Path}, cmd.Args...)
-	cmd.Path, cmd.Args = self, args
-	cmd.ExtraFiles = []*os.File{child} // fd 3 in the keeper
-	ns := pidNamespaces.Load()
+	cmd := &exec.Cmd{
+		Path:       self,
+		Args:       append([]string{keeperArg0, strconv.Itoa(os.Getpid()), l.keeperArg(), prog.Path}, prog.Args...),
+		Env:        prog.Env,
+		Dir:        prog.Dir,
+		Stdin:      prog.Stdin,
+		Stdout:     prog.Stdout,
+		Stderr:     prog.Stderr,
+		ExtraFiles: []*os.File{child}, // fd 3 in the keeper
+	}
 	cmd.SysProcAttr = keeperAttr(ns)
-	err = cmd.Start()
-	if err != nil && ns && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
-		// No PID namespace for this process: the keeper alone, from now on.
-		pidNamespaces.Store(false)
-		cmd.SysProcAttr = keeperAttr(false)
-		cmd.Process, err = nil, cmd.Start()
+	dirFile, err := intoLeaf(cmd.SysProcAttr, l)
+	if err == nil {
+		err = cmd.Start()
+	}
+	if dirFile != nil {
+		dirFile.Close()
 	}
 	child.Close()
 	if err != nil {
 		host.Close()
-		return err
+		return refused(err), err
 	}
-	p.keeper = keeperLink{f: host, r: bufio.NewReader(host)}
-	line, err := p.keeper.r.ReadString('\n')
+	link := keeperLink{f: host, r: bufio.NewReader(host)}
+	line, err := link.r.ReadString('\n')
 	if line == "ok\n" {
-		return nil
+		p.cmd, p.keeper, p.leaf = cmd, link, l
+		return false, nil
 	}
 	// The keeper could not start the program, or died: reap it.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	werr := cmd.Wait()
 	host.Close()
 	if msg, ok := strings.CutPrefix(line, "err "); ok {
-		return errors.New(strings.TrimSuffix(msg, "\n"))
+		msg = strings.TrimSuffix(msg, "\n")
+		return strings.HasPrefix(msg, keeperCgroupErr), errors.New(msg)
 	}
 	if err == nil || errors.Is(err, io.EOF) {
 		err = fmt.Errorf("it %s", exitStatus(werr))
 	}
-	return fmt.Errorf("the process keeper ended before starting the program: %w", err)
+	return false, fmt.Errorf("the process keeper ended before starting the program: %w", err)
+}
+
+// refused reports whether a start error is the kernel's refusal of
+// something a keeper is started with (a PID namespace, a cgroup), rather
+// than of the start itself.
+func refused(err error) bool {
+	for _, e := range []error{syscall.EPERM, syscall.EINVAL, syscall.EACCES, syscall.EBUSY, syscall.EBADF,
+		syscall.ENOSYS, syscall.EOPNOTSUPP, syscall.ENOENT, syscall.EROFS} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // reap waits for the keeper and returns how the program ended, as the

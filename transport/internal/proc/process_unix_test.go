@@ -115,7 +115,7 @@ func hostMain(mode string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		fmt.Printf("group %d\n", p.ID().PID)
+		fmt.Printf("group %d %s\n", p.ID().PID, p.leaf.keeperArg())
 		select {}
 	}
 	if mode != "thread" {
