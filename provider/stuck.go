@@ -7,6 +7,8 @@ import "fmt"
 type StuckStream struct {
 	StreamID string
 	Reason   string // e.g. "paused with no :resume-after-ms, and its source has ended"
+	// Failure is what holds a failed stream (a copy); nil for a paused one.
+	Failure *Failure
 }
 
 // Stuck returns the streams that are paused with no :resume-after-ms timer
@@ -27,18 +29,19 @@ func (p *Provider) Stuck() []StuckStream {
 	for _, s := range order {
 		s.mu.Lock()
 		if s.st == StateFailed && s.failure != nil {
-			out = append(out, StuckStream{s.id, failedReason(s.failure)})
+			f := *s.failure
+			out = append(out, StuckStream{StreamID: s.id, Reason: failedReason(&f), Failure: &f})
 		}
 		if s.st == StatePaused && s.resumeAt.IsZero() && !s.pausedByRequest {
 			switch {
 			case s.srcDone:
-				out = append(out, StuckStream{s.id, "paused with no :resume-after-ms, and its source has ended"})
+				out = append(out, StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and its source has ended"})
 			case s.queue.len() >= s.def.capacity:
-				out = append(out, StuckStream{s.id, fmt.Sprintf("paused with no :resume-after-ms, and its queue is full (%d chunks), so its source is held back", s.def.capacity)})
+				out = append(out, StuckStream{StreamID: s.id, Reason: fmt.Sprintf("paused with no :resume-after-ms, and its queue is full (%d chunks), so its source is held back", s.def.capacity)})
 			case !s.taskPresent:
-				out = append(out, StuckStream{s.id, "paused with no :resume-after-ms, and it has no source connected"})
+				out = append(out, StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and it has no source connected"})
 			case !s.sentCtrl:
-				out = append(out, StuckStream{s.id, "paused with no :resume-after-ms, and its source sends no control chunk that could resume it (it has sent none)"})
+				out = append(out, StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and its source sends no control chunk that could resume it (it has sent none)"})
 			}
 		}
 		s.mu.Unlock()

@@ -106,17 +106,23 @@ func (a *app) manageStreams(ctx context.Context, o controlOptions, verb string, 
 func (a *app) manageOn(ctx context.Context, d desk, o controlOptions, verb string, ids []string) error {
 	failed := false
 	for _, id := range ids {
-		was, now, err := a.manageOne(ctx, d, verb, id, o.force)
+		in, now, err := a.manageOne(ctx, d, verb, id, o.force)
+		was := in.Status.State
 		switch {
 		case err != nil:
 			failed = true
 			a.tellManageErr(o.json, id, err)
 		case o.json && verb == "rm":
 			writeJSONLine(a.stdout, jsonLine{Type: "removed", Stream: id, Was: string(was)})
+		case o.json && verb == "skip":
+			seq := in.Failure.Seq
+			writeJSONLine(a.stdout, jsonLine{Type: "status", Stream: id, State: string(now), Was: string(was), Seq: &seq, Message: skipNote(in)})
 		case o.json:
 			writeJSONLine(a.stdout, jsonLine{Type: "status", Stream: id, State: string(now), Was: string(was)})
 		case verb == "rm":
 			fmt.Fprintf(a.stdout, "%s: removed (was %s)\n", id, was)
+		case verb == "skip":
+			fmt.Fprintf(a.stdout, "%s: %s (was %s); %s\n", id, now, was, skipNote(in))
 		default:
 			fmt.Fprintf(a.stdout, "%s: %s (was %s)\n", id, now, was)
 		}
@@ -140,33 +146,38 @@ func (a *app) tellManageErr(asJSON bool, id string, err error) {
 	fmt.Fprintf(a.stderr, "rtfshost: %s: %v\n", id, err)
 }
 
-// manageOne is manageStreams for one id.
-func (a *app) manageOne(ctx context.Context, d desk, verb, id string, force bool) (was, now provider.State, err error) {
-	in, err := d.info(ctx, id, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
+// manageOne is manageStreams for one id: it returns the stream as it was
+// before, and its state after.
+func (a *app) manageOne(ctx context.Context, d desk, verb, id string, force bool) (in provider.StreamInfo, now provider.State, err error) {
+	in, err = d.info(ctx, id, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
 	if err != nil {
-		return "", "", err
+		return in, "", err
 	}
-	was = in.Status.State
+	was := in.Status.State
 	ended := was.Terminal()
 	switch {
 	case verb == "rm":
 		if !ended && !force {
-			return was, "", fmt.Errorf("stream %q is %s, not ended: cancel it first, or remove it with --force (its progress is lost)", id, was)
+			return in, "", fmt.Errorf("stream %q is %s, not ended: cancel it first, or remove it with --force (its progress is lost)", id, was)
 		}
-		return was, "", d.remove(ctx, id)
+		return in, "", d.remove(ctx, id)
+	case verb == "skip":
+		if err := skippable(id, in); err != nil {
+			return in, "", err
+		}
 	case verb == "resume":
 		if err := resumable(id, in); err != nil {
-			return was, "", err
+			return in, "", err
 		}
 	case was == provider.StateUnrecoverable:
-		return was, "", fmt.Errorf("stream %q is unrecoverable (%s): rtfshost upgrade gives it a processor again, rtfshost rm --force removes it", id, in.Status.Message)
+		return in, "", fmt.Errorf("stream %q is unrecoverable (%s): rtfshost upgrade gives it a processor again, rtfshost rm --force removes it", id, in.Status.Message)
 	case ended && verb == "cancel":
-		return was, was, nil // nothing to cancel
+		return in, was, nil // nothing to cancel
 	case ended:
-		return was, "", fmt.Errorf("stream %q has ended (%s): it cannot be %s; rtfshost rm removes it", id, was, pastOf[verb])
+		return in, "", fmt.Errorf("stream %q has ended (%s): it cannot be %s; rtfshost rm removes it", id, was, pastOf[verb])
 	}
 	now, err = d.apply(ctx, verb, id)
-	return was, now, err
+	return in, now, err
 }
 
 var pastOf = map[string]string{"pause": "paused", "resume": "resumed", "cancel": "cancelled"}

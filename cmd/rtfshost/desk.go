@@ -12,7 +12,8 @@ import (
 )
 
 // A desk is where the stream-management commands (streams, inspect,
-// pause, cancel, resume ID, rm) find the streams: the data directory
+// pause, cancel, resume ID, resume ID --skip, rm, dead-letters) find the
+// streams: the data directory
 // itself when no process holds it (storeDesk), the process that holds it,
 // through its control socket (holderDesk, holder.go), or a running serve,
 // through its MCP tools (serverDesk). The commands apply one policy on
@@ -26,8 +27,12 @@ type desk interface {
 	infos(ctx context.Context, opts provider.InspectOptions) ([]provider.StreamInfo, error)
 	info(ctx context.Context, id string, opts provider.InspectOptions) (provider.StreamInfo, error)
 	// apply pauses, resumes or cancels stream id (verb), which has not
-	// ended, and returns its state after.
+	// ended, or sets aside the chunk a failed one is held on (skip), and
+	// returns its state after.
 	apply(ctx context.Context, verb, id string) (provider.State, error)
+	// deadLetters returns the chunks stream id set aside, oldest first
+	// (deadletters.go), or an error wrapping errNoStream.
+	deadLetters(ctx context.Context, id string) ([]provider.DeadLetter, error)
 	// remove deletes every record of stream id, ended or not.
 	remove(ctx context.Context, id string) error
 	close()
@@ -107,6 +112,11 @@ func (d *storeDesk) info(_ context.Context, id string, opts provider.InspectOpti
 }
 
 func (d *storeDesk) apply(ctx context.Context, verb, id string) (provider.State, error) {
+	if verb == "skip" {
+		// A stored stream's held chunk is set aside by the stream once
+		// it is loaded: resume ID --skip recovers it, then skips.
+		return "", fmt.Errorf("stream %q: rtfshost resume %s --skip sets its chunk aside", id, id)
+	}
 	to := map[string]provider.State{"pause": provider.StatePaused, "resume": provider.StateActive, "cancel": provider.StateCancelled}[verb]
 	if _, err := provider.SetStoredState(ctx, d.st, id, to); err != nil {
 		return "", err

@@ -87,6 +87,8 @@ func TestCLI(t *testing.T) {
 		t.Run("resume-truth", c.testResumeTruth)
 		t.Run("recovery-held", c.testRecoveryHeld)
 		t.Run("recovery-exec", c.testRecoveryExec)
+		t.Run("recovery-skip", c.testRecoverySkip)
+		t.Run("recovery-skip-held", c.testRecoverySkipHeld)
 		t.Run("examples", c.testExamples)
 		t.Run("docs", c.testDocs)
 		t.Run("record-replay", c.testRecordReplay)

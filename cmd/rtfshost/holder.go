@@ -14,8 +14,9 @@ package main
 //	GET    /v1/hello                the holder: its process, command, profile
 //	GET    /v1/streams              every stream's snapshot (live and stored)
 //	GET    /v1/streams/{id}         one stream's
-//	POST   /v1/streams/{id}/{verb}  pause, resume or cancel it: {"state": S}
+//	POST   /v1/streams/{id}/{verb}  pause, resume, skip or cancel it: {"state": S}
 //	POST   /v1/streams/{id}/upgrade give it a new processor (upgradeRequest)
+//	GET    /v1/streams/{id}/dead-letters  the chunks it set aside
 //	DELETE /v1/streams/{id}         remove it
 //	POST   /v1/run                  run a program as a job of the holder
 //
@@ -189,6 +190,7 @@ func (a *app) serveHolder(h *host.Host, o *owners) (*holder, error) {
 	mux.HandleFunc("GET /v1/streams/{id}", hd.oneStream)
 	mux.HandleFunc("POST /v1/streams/{id}/{verb}", hd.applyStream)
 	mux.HandleFunc("POST /v1/streams/{id}/upgrade", hd.upgradeStream)
+	mux.HandleFunc("GET /v1/streams/{id}/dead-letters", hd.deadLettersOf)
 	mux.HandleFunc("DELETE /v1/streams/{id}", hd.removeStream)
 	mux.HandleFunc("POST /v1/run", hd.run)
 	hd.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -322,8 +324,8 @@ func (hd *holder) oneStream(w http.ResponseWriter, r *http.Request) {
 
 func (hd *holder) applyStream(w http.ResponseWriter, r *http.Request) {
 	id, verb := r.PathValue("id"), r.PathValue("verb")
-	if verb == "resume" {
-		st, err := hd.resume(r.Context(), id)
+	if verb == "resume" || verb == "skip" {
+		st, err := hd.resume(r.Context(), id, verb == "skip")
 		if err != nil {
 			replyError(w, err)
 			return
@@ -335,7 +337,7 @@ func (hd *holder) applyStream(w http.ResponseWriter, r *http.Request) {
 	op := map[string]func(string) (provider.Status, error){"pause": p.Pause, "resume": p.Resume, "cancel": p.Cancel}[verb]
 	to := map[string]provider.State{"pause": provider.StatePaused, "resume": provider.StateActive, "cancel": provider.StateCancelled}[verb]
 	if op == nil {
-		replyJSON(w, http.StatusNotFound, map[string]string{"error": "unknown operation " + verb + "; use pause, resume or cancel"})
+		replyJSON(w, http.StatusNotFound, map[string]string{"error": "unknown operation " + verb + "; use pause, resume, skip or cancel"})
 		return
 	}
 	if _, err := p.Status(id); err == nil {

@@ -21,12 +21,13 @@ import (
 )
 
 // resume resumes stream id on the holder's host and returns its state
-// after. A stream the host runs is resumed there (Provider.Resume). One the
-// directory only stores (interrupted, or paused) is loaded and run by the
-// host, as "rtfshost resume ID" runs it on a directory nobody holds. Either
-// way the stream is the catch-all job's from then on: the holder waits for
-// it to end.
-func (hd *holder) resume(ctx context.Context, id string) (provider.State, error) {
+// after; with skip, it sets aside the chunk the failed stream is held on
+// and goes on (Provider.Skip). A stream the host runs is resumed there
+// (Provider.Resume). One the directory only stores (interrupted, paused or
+// failed) is loaded and run by the host, as "rtfshost resume ID" runs it on
+// a directory nobody holds. Either way the stream is the catch-all job's
+// from then on: the holder waits for it to end.
+func (hd *holder) resume(ctx context.Context, id string, skip bool) (provider.State, error) {
 	p := hd.h.Provider()
 	if _, err := p.Status(id); err != nil {
 		view, err := hd.stored(ctx)
@@ -38,6 +39,11 @@ func (hd *holder) resume(ctx context.Context, id string) (provider.State, error)
 		if err != nil {
 			return "", fmt.Errorf("stream %q: %w", id, errNoStream)
 		}
+		if skip {
+			if err := skippable(id, interrupted([]provider.StreamInfo{in})[0]); err != nil {
+				return "", err // before anything is loaded or changed
+			}
+		}
 		if in.Status.State == provider.StatePaused {
 			if _, err := provider.SetStoredState(ctx, hd.h.Store(), id, provider.StateActive); err != nil {
 				return "", err
@@ -48,7 +54,11 @@ func (hd *holder) resume(ctx context.Context, id string) (provider.State, error)
 		}
 	}
 	hd.owners.release(id)
-	st, err := p.Resume(id)
+	op := p.Resume
+	if skip {
+		op = p.Skip
+	}
+	st, err := op(id)
 	return st.State, err
 }
 

@@ -73,6 +73,12 @@ func (a *app) inspect(ctx context.Context, o inspectOptions) error {
 			fmt.Fprintf(a.stdout, "%s\n", in.JSON())
 		} else {
 			printInspectMap(a.stdout, in.Value(), a.rt.limits().OutputLimit())
+			if in.Status.State == stateFailed {
+				fmt.Fprintf(a.stdout, "(%s has failed: %s)\n", in.StreamID, shortRepairs(in))
+			}
+			if in.DeadLetters.Count > 0 {
+				fmt.Fprintf(a.stdout, "(%d dead letter%s: rtfshost dead-letters %s)\n", in.DeadLetters.Count, plural(int(in.DeadLetters.Count)), in.StreamID)
+			}
 		}
 		return unreadable(d)
 	}
@@ -113,30 +119,50 @@ type inspectSummary struct {
 	Where   string                `json:"where"`
 }
 
-// printStreamTable prints the streams as a table, one per row.
+// printStreamTable prints the streams as a table, one per row (DEAD
+// counts the chunks each set aside), and then, for each stream that needs
+// a hand (failed, unrecoverable), what holds it and the commands that move
+// it on.
 func printStreamTable(w io.Writer, infos []provider.StreamInfo) {
 	if len(infos) == 0 {
 		fmt.Fprintln(w, "no streams")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STREAM\tSTATE\tPROCESSED\tQUEUED\tAGE\tCURSOR\tENDED\tRESULT / MESSAGE")
-	interrupted := false
+	fmt.Fprintln(tw, "STREAM\tSTATE\tPROCESSED\tQUEUED\tAGE\tCURSOR\tENDED\tDEAD\tRESULT / MESSAGE")
+	interrupted, dead := false, false
 	for _, in := range infos {
 		interrupted = interrupted || in.Status.State == StateInterrupted
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", in.StreamID, in.Status.State, in.Stats.ProcessedChunks, in.Stats.QueuedChunks,
-			age(in), clip(cursorText(in), 28), in.Status.EndReason, clip(outcome(in), 60))
+		dead = dead || in.DeadLetters.Count > 0
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%s\n", in.StreamID, in.Status.State, in.Stats.ProcessedChunks, in.Stats.QueuedChunks,
+			age(in), clip(cursorText(in), 28), in.Status.EndReason, in.DeadLetters.Count, clip(outcome(in), 60))
 	}
 	tw.Flush()
 	if interrupted {
 		fmt.Fprintln(w, "(interrupted streams carry on with: rtfshost resume)")
 	}
+	if dead {
+		fmt.Fprintln(w, "(the chunks a stream set aside, DEAD: rtfshost dead-letters ID)")
+	}
 	for _, in := range infos {
-		if in.Status.State == provider.StateUnrecoverable {
+		switch in.Status.State {
+		case provider.StateUnrecoverable:
 			fmt.Fprintf(w, "%s is unrecoverable: %s\n  (give it a processor again: rtfshost upgrade %s --program FILE; or drop it: rtfshost rm --force %s)\n",
 				in.StreamID, in.Status.Message, in.StreamID, in.StreamID)
+		case stateFailed:
+			fmt.Fprintf(w, "%s has failed: %s\n  (%s)\n", in.StreamID, clip(failureSummary(failureOfState(in.Status.State, in.Failure)), 200), shortRepairs(in))
 		}
 	}
+}
+
+// shortRepairs names the commands that move the failed stream in on, as
+// the stream table says them.
+func shortRepairs(in provider.StreamInfo) string {
+	id := in.StreamID
+	if f := in.Failure; f != nil && f.Kind != provider.FailureProcessor {
+		return fmt.Sprintf("carry it on %s: rtfshost resume %s; or end it: rtfshost cancel %s", onceBack(f.Kind), id, id)
+	}
+	return fmt.Sprintf("retry the chunk: rtfshost resume %[1]s; with a fixed processor: rtfshost upgrade %[1]s --program FIXED.rtfs, then resume; set it aside: rtfshost resume %[1]s --skip; or end it: rtfshost cancel %[1]s", id)
 }
 
 // age is how long the stream has run since it was first started, up to
@@ -169,10 +195,14 @@ func cursorText(in provider.StreamInfo) string {
 	return *in.Cursor
 }
 
-// outcome is the result of a completed stream, or the status message.
+// outcome is the result of a completed stream, the failure of a failed
+// one in short, or the status message.
 func outcome(in provider.StreamInfo) string {
 	if in.Result.V != nil && in.Result.V != rtfs.Nil {
 		return rtfs.Excerpt(in.Result.V, 240)
+	}
+	if in.Status.State == stateFailed && in.Failure != nil {
+		return failureSummary(in.Failure)
 	}
 	return in.Status.Message
 }

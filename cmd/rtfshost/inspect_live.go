@@ -67,11 +67,16 @@ func infoLive(ctx context.Context, server, id string, o provider.InspectOptions)
 }
 
 // statusLive pauses, resumes or cancels (verb) stream id of a running
-// serve and returns its status after.
+// serve, or sets aside the chunk it is held on (skip: mcp.stream.resume
+// with skip), and returns its status after.
 func statusLive(ctx context.Context, server, verb, id string) (provider.StatusInfo, error) {
-	tool := map[string]string{"pause": mcpserver.ToolPause, "resume": mcpserver.ToolResume, "cancel": mcpserver.ToolCancel}[verb]
+	tool := map[string]string{"pause": mcpserver.ToolPause, "resume": mcpserver.ToolResume, "skip": mcpserver.ToolResume, "cancel": mcpserver.ToolCancel}[verb]
+	args := map[string]any{"stream-id": id}
+	if verb == "skip" {
+		args["skip"] = true
+	}
 	var st provider.StatusInfo
-	text, err := callServer(ctx, server, tool, map[string]any{"stream-id": id})
+	text, err := callServer(ctx, server, tool, args)
 	if err != nil {
 		return st, err
 	}

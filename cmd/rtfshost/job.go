@@ -470,7 +470,7 @@ func (j *job) keepSources(stuck []provider.StuckStream) bool {
 		j.mu.Unlock()
 		if !told {
 			j.rep.log("", fmt.Sprintf("waiting: stream %s is %s; its source %s would end with this run, so the run keeps it and waits (Ctrl-C stops it). From another shell: %s",
-				s.StreamID, strings.TrimSuffix(s.Reason, "."), j.sourceName(s.StreamID), j.opts.hints.repairs(s.StreamID, j.failed(s.StreamID))))
+				s.StreamID, strings.TrimSuffix(s.Reason, "."), j.sourceName(s.StreamID), j.opts.hints.repairs(s.StreamID, j.failure(s.StreamID))))
 		}
 	}
 	return keep
@@ -485,10 +485,13 @@ func (j *job) sourceName(id string) string {
 	return "(:" + in.Transport.Kind + ")"
 }
 
-// failed reports whether stream id is held by a failure.
-func (j *job) failed(id string) bool {
+// failure is the failure stream id is held by; nil when it is not failed.
+func (j *job) failure(id string) *provider.Failure {
 	st, err := j.p.Status(id)
-	return err == nil && st.State == stateFailed
+	if err != nil {
+		return nil
+	}
+	return failureOfState(st.State, st.Failure)
 }
 
 // liveCount counts the job's streams that have not ended.

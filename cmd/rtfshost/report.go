@@ -277,7 +277,11 @@ func (r *jsonReporter) fail(f failure) {
 		}
 	case failStuck:
 		for _, s := range f.Stuck {
-			r.write(jsonLine{Type: "error", Stream: s.StreamID, Message: "stuck: " + s.Reason})
+			msg := "stuck: " + s.Reason
+			if s.Failure != nil {
+				msg += "; " + r.hints.repairs(s.StreamID, s.Failure)
+			}
+			r.write(jsonLine{Type: "error", Stream: s.StreamID, Message: msg})
 		}
 		return
 	case failTimeout, failInterrupted:
@@ -392,11 +396,28 @@ func tellFailure(w io.Writer, f failure, sources map[string][]byte, h hints) {
 	var b strings.Builder
 	switch f.Kind {
 	case failStuck:
-		b.WriteString("rtfshost: stopped waiting: every live stream is paused, and nothing can resume it:\n")
+		paused := 0
+		for _, s := range f.Stuck {
+			if s.Failure == nil {
+				paused++
+			}
+		}
+		if paused == len(f.Stuck) {
+			b.WriteString("rtfshost: stopped waiting: every live stream is paused, and nothing can resume it:\n")
+		} else {
+			b.WriteString("rtfshost: stopped waiting: every live stream is paused or failed, and nothing here can move it on:\n")
+		}
 		for _, s := range f.Stuck {
 			fmt.Fprintf(&b, "  %s: %s\n", s.StreamID, s.Reason)
 		}
-		fmt.Fprintf(&b, "rtfshost: %s.\n", h.stuck())
+		for _, s := range f.Stuck {
+			if s.Failure != nil {
+				fmt.Fprintf(&b, "rtfshost: %s stays failed in %s: %s.\n", s.StreamID, h.dataDir, h.repairs(s.StreamID, s.Failure))
+			}
+		}
+		if paused > 0 {
+			fmt.Fprintf(&b, "rtfshost: %s.\n", h.stuck())
+		}
 	case failTimeout, failInterrupted:
 		fmt.Fprintf(&b, "rtfshost: %s.\nrtfshost: %s.\n", f.Message, h.resume())
 		if len(f.SourceEnds) > 0 {

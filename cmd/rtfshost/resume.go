@@ -15,6 +15,7 @@ import (
 
 func (a *app) resumeCmd() *cobra.Command {
 	var o runOptions
+	var skip bool
 	cmd := &cobra.Command{
 		Use:   "resume [ID...]",
 		Short: "Resume every unfinished stream persisted in the data directory",
@@ -33,8 +34,13 @@ reported again. When nothing needed resuming it says so and exits 0.
 
 Given stream ids, resume resumes exactly those: an interrupted stream carries
 on, a paused one (paused with "rtfshost pause", or for good by its
-processor) is un-paused, and it runs them until they end. Programs parked on
-other streams stay parked until a resume without ids.
+processor) is un-paused, a failed one retries the chunk it is held on (with
+the processor it has then: "rtfshost upgrade" it first to fix a bug), and
+it runs them until they end. With --skip, each failed stream sets the chunk
+it is held on aside as a dead letter instead ("rtfshost dead-letters ID"
+lists them) and goes on with the next; --skip on a stream that is not
+failed on a chunk is an error. Programs parked on other streams stay parked
+until a resume without ids.
 
 When another process holds the data directory, resume acts there through its
 control socket: resume ID resumes the stream in that process (which then
@@ -46,6 +52,7 @@ Output and exit codes are those of run.`,
 		Example: `  rtfshost run examples/backpressure.rtfs   # press Ctrl-C midway
   rtfshost resume
   rtfshost resume stuck-1
+  rtfshost resume sensor-1 --skip
   rtfshost resume --data /var/lib/rtfshost --json
   rtfshost resume --server http://127.0.0.1:7070 s1`,
 		Args: cobra.ArbitraryArgs,
@@ -53,17 +60,25 @@ Output and exit codes are those of run.`,
 			if err := a.rt.resolve(cmd); err != nil {
 				return withCode(exitProgramError, err)
 			}
+			verb := "resume"
+			if skip {
+				verb = "skip"
+				if len(ids) == 0 {
+					return withCode(exitProgramError, fmt.Errorf("resume --skip needs the ids of the failed streams whose held chunk to set aside (rtfshost streams lists them)"))
+				}
+			}
 			if o.server != "" {
 				if len(ids) == 0 {
 					return withCode(exitProgramError, fmt.Errorf("resume --server needs the ids of the streams to resume"))
 				}
-				return a.manageStreams(cmd.Context(), controlOptions{server: o.server, json: o.json}, "resume", ids)
+				return a.manageStreams(cmd.Context(), controlOptions{server: o.server, json: o.json}, verb, ids)
 			}
-			return a.resumeStreams(cmd.Context(), o, ids)
+			return a.resumeStreams(cmd.Context(), o, ids, verb)
 		},
 	}
 	cmd.Flags().StringVar(&o.server, "server", "", "resume the given live streams of the rtfshost serve at this URL instead")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line (docs/cli.md has the format)")
+	cmd.Flags().BoolVar(&skip, "skip", false, "set aside the chunk each failed stream ID is held on, as a dead letter, and go on with the next")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop after this long (0: no limit)")
 	cmd.Flags().BoolVar(&o.waitPaused, "wait-paused", false, "keep waiting when every live stream is paused for good (by default resume reports them and exits 1)")
 	a.addRuntimeFlags(cmd, false)
@@ -75,8 +90,9 @@ Output and exit codes are those of run.`,
 // to resume (all the interrupted ones, or exactly those named) run as one
 // job on a host of its own until they end, with the programs parked on
 // them. When another process holds the directory, they are resumed there
-// instead, through its control socket.
-func (a *app) resumeStreams(ctx context.Context, o runOptions, ids []string) error {
+// instead, through its control socket. verb is "skip" for resume ID
+// --skip: the failed streams named set their held chunk aside.
+func (a *app) resumeStreams(ctx context.Context, o runOptions, ids []string, verb string) error {
 	d, err := a.openDesk(ctx, "")
 	if err != nil {
 		return err
@@ -84,18 +100,19 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions, ids []string) err
 	if hd, ok := d.(*holderDesk); ok {
 		defer d.close()
 		if len(ids) > 0 {
-			return a.manageOn(ctx, hd, controlOptions{json: o.json}, "resume", ids)
+			return a.manageOn(ctx, hd, controlOptions{json: o.json}, verb, ids)
 		}
 		return a.resumeThere(ctx, hd, o)
 	}
 	// Take stock of the directory before anything runs.
 	infos, err := d.infos(ctx, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
 	var stock resumeStock
-	var picked []string // resume ID: the ids that can be resumed
+	var picked []string         // resume ID: the ids that can be resumed
+	var holding map[string]bool // those held as failed
 	failed := false
 	if err == nil {
 		if len(ids) > 0 {
-			picked, failed = a.pickResumed(ctx, d, ids, o.json)
+			picked, holding, failed = a.pickResumed(ctx, d, ids, o.json, verb)
 		}
 		stock = stockOf(infos, picked)
 	}
@@ -142,8 +159,22 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions, ids []string) err
 	if len(ids) > 0 {
 		// Exactly those: the programs parked on them stay parked.
 		var errs []error
+		p := s.h.Provider()
 		for _, id := range picked {
-			if err := s.h.Provider().RecoverStream(ctx, id); err != nil {
+			if err := p.RecoverStream(ctx, id); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if !holding[id] {
+				continue
+			}
+			// A failed stream is loaded held again: it retries its chunk,
+			// or sets it aside, as it would live.
+			op := p.Resume
+			if verb == "skip" {
+				op = p.Skip
+			}
+			if _, err := op(id); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -187,14 +218,20 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions, ids []string) err
 	return a.endSession(ctx, s, rep, code, o.json)
 }
 
-// pickResumed checks each id of resume ID... on the data directory d, as
-// the other commands check theirs, prints "ID: active (was STATE)" for each
-// that can be resumed (a paused one is un-paused in its records) and the
-// error of each that cannot, and returns the first.
-func (a *app) pickResumed(ctx context.Context, d desk, ids []string, asJSON bool) (picked []string, failed bool) {
+// pickResumed checks each id of resume ID... (verb "resume") or resume
+// ID... --skip ("skip") on the data directory d, as the other commands
+// check theirs, prints "ID: active (was STATE)" for each that can be
+// resumed (a paused one is un-paused in its records) and the error of each
+// that cannot, and returns the first, with those held as failed (the
+// session resumes or skips them once loaded).
+func (a *app) pickResumed(ctx context.Context, d desk, ids []string, asJSON bool, verb string) (picked []string, held map[string]bool, failed bool) {
+	held = map[string]bool{}
 	for _, id := range ids {
 		in, err := d.info(ctx, id, provider.InspectOptions{OmitState: true, OmitInitialState: true, OmitQueue: true})
-		if err == nil {
+		switch {
+		case err == nil && verb == "skip":
+			err = skippable(id, in)
+		case err == nil:
 			err = resumable(id, in)
 		}
 		if err == nil && in.Status.State == provider.StatePaused {
@@ -206,13 +243,22 @@ func (a *app) pickResumed(ctx context.Context, d desk, ids []string, asJSON bool
 			continue
 		}
 		picked = append(picked, id)
-		if asJSON {
-			writeJSONLine(a.stdout, jsonLine{Type: "status", Stream: id, State: string(provider.StateActive), Was: string(in.Status.State)})
-		} else {
+		held[id] = in.Status.State == stateFailed
+		l := jsonLine{Type: "status", Stream: id, State: string(provider.StateActive), Was: string(in.Status.State)}
+		if verb == "skip" {
+			seq := in.Failure.Seq
+			l.Seq, l.Message = &seq, skipNote(in)
+		}
+		switch {
+		case asJSON:
+			writeJSONLine(a.stdout, l)
+		case verb == "skip":
+			fmt.Fprintf(a.stdout, "%s: %s (was %s); %s\n", id, provider.StateActive, in.Status.State, l.Message)
+		default:
 			fmt.Fprintf(a.stdout, "%s: %s (was %s)\n", id, provider.StateActive, in.Status.State)
 		}
 	}
-	return picked, failed
+	return picked, held, failed
 }
 
 // resumable says why stream id, as in shows it, cannot be resumed (nil
@@ -293,10 +339,10 @@ func (st resumeStock) tell(rep reporter, h hints, byID bool) {
 		rep.log("", fmt.Sprintf("resuming %d interrupted stream%s: %s", n, plural(n), strings.Join(st.interrupted, ", ")))
 	}
 	for _, id := range st.paused {
-		rep.log("", fmt.Sprintf("stream %s is paused, and stays so: %s", id, h.repairs(id, false)))
+		rep.log("", fmt.Sprintf("stream %s is paused, and stays so: %s", id, h.repairs(id, nil)))
 	}
 	for _, in := range st.failed {
-		rep.log("", fmt.Sprintf("stream %s has failed (%s), and stays so until it is repaired: %s", in.StreamID, in.Status.Message, h.repairs(in.StreamID, true)))
+		rep.log("", fmt.Sprintf("stream %s has failed (%s), and stays so until it is repaired: %s", in.StreamID, in.Status.Message, h.repairs(in.StreamID, failureOfState(in.Status.State, in.Failure))))
 	}
 	if len(st.interrupted) == 0 {
 		rep.log("", fmt.Sprintf("nothing to resume in %s: no stream was interrupted (%s)", h.dataDir, st.counts()))
