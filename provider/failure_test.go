@@ -590,3 +590,20 @@ func TestRemoveStoredManyDeadLetters(t *testing.T) {
 		t.Errorf("a small stream removed in %d commits, want 1", n)
 	}
 }
+
+// Starting a stream under the id of a failed stream of the store names the
+// repairs of the chunk it is held on.
+func TestStartRefusesFailedID(t *testing.T) {
+	ps := newPersisted(t, persistence.NewMemStore())
+	var broken atomic.Bool
+	var calls atomic.Int64
+	broken.Store(true)
+	id := ps.f.start(StartRequest{StreamID: "held", goProc: flaky(2, &broken, &calls)})
+	ps.f.send(id, `{"n":1}`)
+	ps.f.send(id, `{"n":2}`)
+	ps.f.waitState(id, StateFailed)
+	must(t, ps.f.p.Close())
+	ps.open()
+	_, err := ps.f.p.Start(StartRequest{StreamID: "held", Endpoint: "e", Transport: "mock", goProc: counter()})
+	wantErrContains(t, err, `a stream with id "held" exists in the store, failed on chunk 2 (processor go-proc failed on chunk 2: sensor offline): rtfshost resume held retries the chunk (upgrade it first to fix the processor), rtfshost resume held --skip sets the chunk aside and goes on`)
+}

@@ -676,6 +676,9 @@ func takenID(ctx context.Context, st persistence.Store, id string) error {
 	if state := State(r.status); state.Terminal() {
 		return fmt.Errorf("a stream with id %q exists in the store, ended (%s): give another :stream-id (or none, for a fresh one), or remove the old one first with rtfshost rm %s", id, state, id)
 	}
+	if r.status == string(StateFailed) && r.failure != nil && r.failure.Kind == FailureProcessor {
+		return fmt.Errorf("a stream with id %q exists in the store, failed on chunk %d (%s): rtfshost resume %s retries the chunk (upgrade it first to fix the processor), rtfshost resume %s --skip sets the chunk aside and goes on; give another :stream-id to start a new one", id, r.failure.Seq, r.failure.Error, id, id)
+	}
 	return fmt.Errorf("a stream with id %q exists in the store and has not ended (%s): rtfshost resume %s carries it on; give another :stream-id to start a new one", id, r.status, id)
 }
 

@@ -73,6 +73,7 @@ func TestCLI(t *testing.T) {
 		t.Run("awaited-error", c.testAwaitedError)
 		t.Run("side-by-side", c.testSideBySide)
 		t.Run("agree", c.testAgree)
+		t.Run("agree-failed", c.testAgreeFailed)
 		t.Run("json", c.testJSONEverywhere)
 		t.Run("pty-interrupt", c.testPTYInterrupt)
 		t.Run("stuck-slow-source", c.testStuckSlowSource)
