@@ -39,8 +39,8 @@ gave it), the attempts that failed on it, when it was set aside, and the
 error. --json prints one JSON object per dead letter, with the chunk and
 its metadata as the processor got them.
 
-A stream that set none aside says so and exits 0; an unknown stream is an
-error (exit 1). The data directory is only read.` + whereDoc,
+A stream that set none aside says so (--json: no line) and exits 0; an
+unknown stream is an error (exit 1). The data directory is only read.` + whereDoc,
 		Example: `  rtfshost dead-letters sensor-1
   rtfshost dead-letters --data /var/lib/rtfshost --json sensor-1
   rtfshost dead-letters --server http://127.0.0.1:7070 s1`,

@@ -2,8 +2,9 @@ package main
 
 // The process that holds a data directory (a run, a resume or a serve that
 // opened it) serves a control socket in it, so that other commands on the
-// same directory work while it runs: streams, inspect, pause, cancel, rm
-// and resume ID see and act on its live streams, and a second run hands its
+// same directory work while it runs: streams, inspect, dead-letters, pause,
+// cancel, rm, upgrade and resume ID (--skip too) see and act on its live
+// streams, and a second run hands its
 // program to it, which runs it on its own host as a job of its own while
 // the second run prints that job's lines in its own terminal
 // (docs/runs-side-by-side.md has the design and why).

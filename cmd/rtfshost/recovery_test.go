@@ -337,6 +337,18 @@ func (c *cli) testRecoverySkip(t *testing.T) {
 		t.Errorf("streams --json of a failed stream: %+v", s)
 	}
 
+	in := c.runIn(t, dir, "inspect", "--data", data, "--stream", "sk")
+	wantCode(t, in, exitOK)
+	if !strings.Contains(in.stdout, "\n(sk has failed: retry the chunk: rtfshost resume sk; ") || strings.Contains(in.stdout, "dead letter") {
+		t.Errorf("inspect --stream of a failed stream:\n%s", in)
+	}
+	// resume without ids leaves it failed, and says what repairs it.
+	r = c.runIn(t, dir, "resume", "--data", data, "--server-url", c.serverURL)
+	wantCode(t, r, exitOK)
+	if !regexp.MustCompile(`^stream sk has failed \(processor p failed on chunk 3: \S+ boom on purpose\), and stays so until it is repaired: "rtfshost resume --data \S+ sk" retries chunk 3, .*"rtfshost resume --data \S+ sk --skip" sets it aside as a dead letter and goes on \("rtfshost dead-letters --data \S+ sk" lists them\), "rtfshost cancel --data \S+ sk" ends it\nnothing to resume in \S+: no stream was interrupted \(1 failed; rtfshost streams lists them\)\n$`).MatchString(r.stdout) {
+		t.Errorf("resume without ids, a failed stream in the directory:\n%s", r)
+	}
+
 	r = c.runIn(t, dir, "dead-letters", "--data", data, "sk")
 	wantCode(t, r, exitOK)
 	if r.stdout != "stream sk has no dead letters: it set no chunk aside\n" {
@@ -395,6 +407,9 @@ func (c *cli) testRecoverySkip(t *testing.T) {
 	}
 	if s := c.inspected(t, dir, data, "sk"); s.Status.State != "completed" || s.Failure != nil || s.DeadLetters.Count != 1 {
 		t.Errorf("streams --json after the skip: %+v", s)
+	}
+	if in := c.runIn(t, dir, "inspect", "--data", data, "--stream", "sk"); !strings.HasSuffix(in.stdout, "\n(1 dead letter: rtfshost dead-letters sk)\n") {
+		t.Errorf("inspect --stream after the skip:\n%s", in)
 	}
 	st = c.runIn(t, dir, "streams", "--data", data)
 	if !regexp.MustCompile(`(?m)^sk\s+completed\s+5\s+0\s.*source-ended\s+1\s+5$`).MatchString(st.stdout) ||
