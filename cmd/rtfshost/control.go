@@ -236,23 +236,3 @@ func (a *app) findDesk(ctx context.Context, server string, open func(*slog.Logge
 // holderWait is how long a command waits for the process that holds the
 // data directory to answer on its control socket.
 const holderWait = 5 * time.Second
-
-// control runs op on each id, printing "ID: outcome" or the error as the
-// management commands do; the exit code is 1 if any failed. upgrade uses
-// it.
-func (a *app) control(ctx context.Context, ids []string, op func(ctx context.Context, id string) (string, error)) error {
-	failed := false
-	for _, id := range ids {
-		out, err := op(ctx, id)
-		if err != nil {
-			failed = true
-			a.tellManageErr(false, id, err)
-			continue
-		}
-		fmt.Fprintf(a.stdout, "%s: %s\n", id, out)
-	}
-	if failed {
-		return printedWithCode(exitStreamFailed)
-	}
-	return nil
-}

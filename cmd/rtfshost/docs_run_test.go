@@ -49,8 +49,8 @@ import (
 // any number of lines, "..." within a line for any text, a line ending
 // with a backslash goes on at the next line's first non-blank character,
 // and what changes from run to run (docVolatile: stream ids' random
-// suffixes, session and event ids, times, durations, Go versions, the
-// scratch directory) matches any value of its kind. Such a value shown in
+// suffixes, session and event ids, times, durations, Go versions, short
+// program hashes, the scratch directory) matches any value of its kind. Such a value shown in
 // an output stands, in the page's later commands, for the value the
 // program printed in its place: a session id copied from a reply works
 // as it would for the reader. Other blocks (RTFS, Go, PromQL,
@@ -433,6 +433,7 @@ var docVolatile = []*regexp.Regexp{
 	regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s|m|h)\b`),                           // durations
 	regexp.MustCompile(`\b[0-9a-f]{40}\b`),                                          // revisions
 	regexp.MustCompile(`\b[0-9A-Z]{26}(_|\b)`),                                      // MCP session and SSE stream ids
+	regexp.MustCompile(`\([0-9a-f]{12}\)`),                                          // short program hashes (they follow the compiler and prelude)
 }
 
 // A docPat is a line of an output as a pattern: its "..."s match any

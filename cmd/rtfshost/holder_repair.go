@@ -93,7 +93,7 @@ func (hd *holder) upgradeStream(w http.ResponseWriter, r *http.Request) {
 	if _, serr := p.Status(id); serr == nil {
 		res, err = p.Upgrade(r.Context(), u)
 	} else {
-		res, err = provider.UpgradeStored(r.Context(), hd.h.Store(), u)
+		res, err = upgradeStored(r.Context(), hd.h.Store(), u)
 		err = storedErr(id, err)
 	}
 	if err != nil {

@@ -131,8 +131,16 @@ func (c *cli) testRecoveryHeld(t *testing.T) {
 	writeProgram(t, dir, "fixed.rtfs", `(defn tally [n chunk meta] {:state (+ n 1000) :output {:n (+ n 1000)}})`)
 	r = c.runIn(t, dir, "upgrade", "later", "--program", "fixed.rtfs")
 	wantCode(t, r, exitOK)
-	if !regexp.MustCompile(`^later: tally of fixed.rtfs \(\w+\) replaces tally of \S+later.rtfs \(\w+\); state kept, stream active\n$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`^later: tally of fixed.rtfs \(\w+\) replaces tally of \S+later.rtfs \(\w+\); state kept, stream interrupted\n$`).MatchString(r.stdout) {
 		t.Errorf("upgrade through the socket:\n%s", r)
+	}
+	// --json through the socket: the result's fields and the same sentence.
+	r = c.runIn(t, dir, "upgrade", "other", "--program", "fixed.rtfs", "--processor", "tally", "--json")
+	wantCode(t, r, exitOK)
+	if up := upgradedLine(t, r.stdout, "other"); up.From == nil || up.From.Processor != "tally2" || up.To.Processor != "tally" || up.To.File != "fixed.rtfs" ||
+		!regexp.MustCompile(`^tally of fixed.rtfs \(\w{12}\) replaces tally2 of \S+later.rtfs \(\w{12}\); state kept, stream interrupted$`).MatchString(up.Message) ||
+		up.State != "interrupted" || r.stderr != "" {
+		t.Errorf("upgrade --json through the socket:\n%s", r)
 	}
 	r = c.runIn(t, dir, "resume", "later")
 	wantCode(t, r, exitOK)

@@ -200,6 +200,9 @@ type jsonLine struct {
 	Value    json.RawMessage        `json:"value,omitempty"`
 	Line     int                    `json:"line,omitempty"`
 	Col      int                    `json:"col,omitempty"`
+	// From and To are an upgraded line's programs (provider.UpgradeResult).
+	From *provider.ProgramVersion `json:"from,omitempty"`
+	To   *provider.ProgramVersion `json:"to,omitempty"`
 }
 
 // jsonReporter writes one JSON object per line:

@@ -162,13 +162,18 @@ func TestUpgradeOnDataDirectory(t *testing.T) {
 	if code != exitStreamFailed || !strings.Contains(errOut, `no function named "step" is defined in `+bad) {
 		t.Fatalf("upgrade to a program without the processor: exit %d\n%s", code, errOut)
 	}
+	code, out, errOut := cliRun("upgrade", "up", "--program", bad, "--data", data, "--json")
+	if code != exitStreamFailed || errOut != "" || !strings.HasPrefix(out, `{"type":"error","stream":"up","message":"`) ||
+		!strings.Contains(out, `no function named \"step\" is defined in `) || strings.Count(out, "\n") != 1 {
+		t.Fatalf("upgrade --json to a program without the processor: exit %d\n%s%s", code, out, errOut)
+	}
 	if dumpDir(t, data) != before {
 		t.Fatal("a refused upgrade changed the data directory")
 	}
 
 	good := filepath.Join(dir, "new.rtfs")
 	must(t, os.WriteFile(good, []byte(newLogged), 0o600))
-	code, out, errOut := cliRun("upgrade", "up", "--program", good, "--data", data)
+	code, out, errOut = cliRun("upgrade", "up", "--program", good, "--data", data)
 	if code != exitOK || !strings.Contains(out, "up: step of "+good) || !strings.Contains(out, "replaces step of old.rtfs") ||
 		!strings.Contains(out, "state kept, stream paused") {
 		t.Fatalf("upgrade: exit %d\n%s%s", code, out, errOut)
@@ -260,13 +265,33 @@ func TestUnrecoverableStreamListed(t *testing.T) {
 	// A new processor makes it recoverable again, its state kept.
 	fixed := filepath.Join(t.TempDir(), "fixed.rtfs")
 	must(t, os.WriteFile(fixed, []byte(`(defn p [s c m] {:state (inc s)})`), 0o600))
-	if code, out, errOut := cliRun("upgrade", "lost", "--program", fixed, "--data", data); code != exitOK {
+	code, out, errOut = cliRun("upgrade", "lost", "--program", fixed, "--data", data, "--json")
+	if code != exitOK {
 		t.Fatalf("upgrade of the unrecoverable stream: exit %d\n%s%s", code, out, errOut)
+	}
+	up := upgradedLine(t, out, "lost")
+	if up.State != "interrupted" || up.To.File != fixed || up.To.Processor != "p" || up.From == nil || up.From.File != "lost.rtfs" ||
+		up.From.Hash != prog.Hash() || up.To.Hash == "" || up.To.Compiler != rtfs.CompileVersion() ||
+		up.Message != "p of "+fixed+" ("+up.To.Hash[:12]+") replaces p of lost.rtfs ("+prog.Hash()[:12]+"); state kept, stream interrupted" {
+		t.Fatalf("upgrade --json: %s", out)
 	}
 	// Unfinished in a directory nothing runs: interrupted, which resume carries on.
 	if st := inspectStream(t, data, "lost")["status"].(map[string]any); st["state"] != "interrupted" {
 		t.Fatalf("the upgraded stream: %v", st)
 	}
+}
+
+// upgradedLine decodes upgrade --json's output, one "upgraded" line for
+// stream id.
+func upgradedLine(t *testing.T, out, id string) jsonLine {
+	t.Helper()
+	var l jsonLine
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil || strings.Count(out, "\n") != 1 || l.Type != "upgraded" || l.Stream != id || l.To == nil {
+		t.Fatalf("upgrade --json printed %q (%v), not one upgraded line for %s", out, err, id)
+	}
+	return l
 }
 
 // inspectStream2 is inspectStream for a data directory with an
@@ -326,7 +351,7 @@ func TestUpgradeLiveServer(t *testing.T) {
 		t.Fatalf("upgrade to a program with a host call: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = cliRun("upgrade", "--server", base, "live-1", "--program", good)
-	if code != exitOK || !strings.Contains(out, `"file":"by-ten.rtfs"`) || !strings.Contains(out, `"state":"active"`) {
+	if code != exitOK || !regexp.MustCompile(`^live-1: count-chunks of by-ten.rtfs \(\w{12}\) replaces count-chunks of \S+ \(\w{12}\); state kept, stream active\n$`).MatchString(out) {
 		t.Fatalf("upgrade --server: exit %d\n%s%s", code, out, errOut)
 	}
 	send(2)
@@ -335,5 +360,19 @@ func TestUpgradeLiveServer(t *testing.T) {
 	must(t, err)
 	if len(in.Programs) != 2 || in.Programs[1].File != "by-ten.rtfs" || in.Processor != "count-chunks" {
 		t.Fatalf("programs %+v, processor %s", in.Programs, in.Processor)
+	}
+	// --json: the result's fields and the same sentence; an error line.
+	code, out, errOut = cliRun("upgrade", "--server", base, "live-1", "--program", good, "--json")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("upgrade --server --json: exit %d\n%s%s", code, out, errOut)
+	}
+	up := upgradedLine(t, out, "live-1")
+	if up.State != "active" || up.From == nil || up.From.Hash != in.Programs[1].Hash || up.From.File != "by-ten.rtfs" || up.To.File != "by-ten.rtfs" || up.To.Hash != in.Programs[1].Hash ||
+		up.Message != upgradeOutcome(provider.UpgradeResult{StreamID: "live-1", From: *up.From, To: *up.To, State: provider.StateActive}) {
+		t.Fatalf("upgrade --server --json: %s (programs before: %+v)", out, in.Programs)
+	}
+	code, out, errOut = cliRun("upgrade", "--server", base, "nope", "--program", good, "--json")
+	if code != exitStreamFailed || errOut != "" || !strings.HasPrefix(out, `{"type":"error","stream":"nope","message":"`) || strings.Count(out, "\n") != 1 {
+		t.Fatalf("upgrade --server --json of an unknown stream: exit %d\n%s%s", code, out, errOut)
 	}
 }
