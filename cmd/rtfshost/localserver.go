@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -12,7 +13,7 @@ import (
 
 func (a *app) localserverCmd() *cobra.Command {
 	var listen string
-	var stdio bool
+	var stdio, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "localserver",
 		Short: "Run the reference streaming server alone",
@@ -32,6 +33,9 @@ streams with :transport :stdio.`,
 			if err != nil {
 				return err
 			}
+			if stdio && asJSON {
+				return withCode(exitProgramError, errors.New("localserver: --stdio and --json: on stdio, stdout carries MCP messages and nothing else"))
+			}
 			srv := localserver.New(localserver.Options{Logger: logger})
 			if stdio {
 				defer srv.Close()
@@ -43,13 +47,18 @@ streams with :transport :stdio.`,
 			if err := srv.Start(listen); err != nil {
 				return withCode(exitStreamFailed, err)
 			}
-			fmt.Fprintf(a.stdout, "reference server listening on %s (raw SSE under %s/sse/, MCP on %s/mcp)\n", srv.URL(), srv.URL(), srv.URL())
+			if asJSON {
+				writeListening(a.stdout, listeningLine{URL: srv.URL()})
+			} else {
+				fmt.Fprintf(a.stdout, "reference server listening on %s (raw SSE under %s/sse/, MCP on %s/mcp)\n", srv.URL(), srv.URL(), srv.URL())
+			}
 			<-cmd.Context().Done()
 			return closeServer(cmd.Context(), srv)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", defaultLocalAddr, "loopback address to listen on")
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "serve the MCP tools on stdin/stdout instead of listening")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print where it listens as one JSON object, and errors as JSON lines")
 	return cmd
 }
 

@@ -3,13 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/cluster"
 	"github.com/rtfshost/rtfshost/persistence"
@@ -180,4 +185,97 @@ func TestCheckReportsEveryProblem(t *testing.T) {
 		!strings.Contains(stderr.String(), f+":2:2: add: expected 2 arguments, got 1") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
+}
+
+// TestServersJSON: serve, localserver and natsd with --json print one
+// listening line, whose URLs answer, in place of their sentences; they
+// stop with exit 0 when their context ends (Ctrl-C), and --json with
+// --stdio is refused as an error line.
+func TestServersJSON(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args  []string
+		check func(t *testing.T, l listeningLine)
+	}{
+		{[]string{"serve", "--json", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "serve")}, func(t *testing.T, l listeningLine) {
+			base := strings.TrimSuffix(l.URL, "/mcp")
+			if !strings.HasPrefix(base, "http://127.0.0.1:") || base+"/mcp" != l.URL || l.SSE != base+"/sse" || l.Dashboard != base+"/ui/" ||
+				l.Metrics != base+"/metrics" || l.Live != base+"/healthz" || l.Ready != base+"/readyz" || l.OAuthIssuer != "" {
+				t.Errorf("serve --json: %+v", l)
+			}
+			for _, u := range []string{l.Live, l.Ready} {
+				if code, body := httpGet(t, u); code != http.StatusOK {
+					t.Errorf("GET %s: %d %s", u, code, body)
+				}
+			}
+		}},
+		{[]string{"localserver", "--json", "--listen", "127.0.0.1:0"}, func(t *testing.T, l listeningLine) {
+			if code, body := httpGet(t, l.URL+"/sse/counter.v1?limit=1"); code != http.StatusOK || !strings.Contains(body, `"seq":1`) {
+				t.Errorf("localserver --json %+v: GET counter.v1: %d %s", l, code, body)
+			}
+		}},
+		{[]string{"natsd", "--json", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "nats")}, func(t *testing.T, l listeningLine) {
+			// Port 0 is a port of its own, not nats-server's default 4222.
+			addr := strings.TrimPrefix(l.URL, "nats://")
+			if !strings.HasPrefix(l.URL, "nats://127.0.0.1:") || strings.HasSuffix(l.URL, ":4222") || l.Data != filepath.Join(dir, "nats") {
+				t.Errorf("natsd --json: %+v", l)
+			}
+			c := waitCluster(t, addr)
+			c.Close()
+		}},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			var out, errOut lockedWriter
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan int, 1)
+			go func() { done <- newApp(strings.NewReader(""), &out, &errOut).execute(ctx, tc.args) }()
+			deadline := time.Now().Add(30 * time.Second)
+			for !strings.Contains(out.String(), "\n") {
+				select {
+				case code := <-done:
+					t.Fatalf("%s exited %d before listening: %s%s", tc.args[0], code, out.String(), errOut.String())
+				case <-time.After(10 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					cancel()
+					<-done
+					t.Fatalf("%s printed nothing in 30s: %s", tc.args[0], errOut.String())
+				}
+			}
+			var l listeningLine
+			dec := json.NewDecoder(strings.NewReader(out.String()))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&l); err != nil || l.Type != "listening" || strings.Count(out.String(), "\n") != 1 {
+				t.Fatalf("%s --json printed %q (%v), not one listening line", tc.args[0], out.String(), err)
+			}
+			tc.check(t, l)
+			cancel()
+			if code := <-done; code != exitOK {
+				t.Errorf("%s exited %d after its context ended: %s", tc.args[0], code, errOut.String())
+			}
+			if strings.Count(out.String(), "\n") != 1 {
+				t.Errorf("%s --json printed more than its listening line: %s", tc.args[0], out.String())
+			}
+		})
+	}
+	for _, cmd := range []string{"serve", "localserver"} {
+		code, out, errOut := cliRun(cmd, "--stdio", "--json")
+		if code != exitProgramError || errOut != "" || !strings.HasPrefix(out, `{"type":"error","message":"`) || !strings.Contains(out, "--stdio and --json") {
+			t.Errorf("%s --stdio --json: exit %d\n%s%s", cmd, code, out, errOut)
+		}
+	}
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }

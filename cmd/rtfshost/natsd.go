@@ -17,6 +17,7 @@ import (
 // cluster.
 func (a *app) natsdCmd() *cobra.Command {
 	var dataDir, listen string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "natsd",
 		Short: "Run a NATS server with JetStream for a cluster of hosts on one machine",
@@ -41,6 +42,9 @@ on one machine; in production, point the hosts at a real NATS cluster.`,
 			if err != nil {
 				return err
 			}
+			if port == 0 {
+				port = server.RANDOM_PORT // nats-server reads 0 as its default, 4222
+			}
 			s, err := server.NewServer(&server.Options{Host: host, Port: port, JetStream: true, StoreDir: dataDir,
 				SyncAlways: true, NoSigs: true, ServerName: "rtfshost-natsd"})
 			if err != nil {
@@ -54,7 +58,11 @@ on one machine; in production, point the hosts at a real NATS cluster.`,
 				s.WaitForShutdown()
 				return withCode(exitStreamFailed, fmt.Errorf("natsd: nats-server did not start: %w", err))
 			}
-			fmt.Fprintf(a.stdout, "NATS with JetStream listening on %s (data in %s)\n", s.ClientURL(), dataDir)
+			if asJSON {
+				writeListening(a.stdout, listeningLine{URL: s.ClientURL(), Data: dataDir})
+			} else {
+				fmt.Fprintf(a.stdout, "NATS with JetStream listening on %s (data in %s)\n", s.ClientURL(), dataDir)
+			}
 			<-cmd.Context().Done()
 			s.Shutdown()
 			s.WaitForShutdown()
@@ -63,6 +71,7 @@ on one machine; in production, point the hosts at a real NATS cluster.`,
 	}
 	cmd.Flags().StringVar(&dataDir, "data", "", "directory for JetStream's files (required)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "address to listen on")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print where it listens as one JSON object, and errors as JSON lines")
 	return cmd
 }
 

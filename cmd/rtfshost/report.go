@@ -302,6 +302,30 @@ func (r *jsonReporter) close() {}
 // commands that are not runs print under --json.
 func writeJSONLine(w io.Writer, l jsonLine) { newJSONReporter(w, hints{}).write(l) }
 
+// listeningLine is what serve, localserver and natsd print with --json
+// once they listen, in place of their sentences: one object, then nothing
+// until they stop (their errors are error lines).
+type listeningLine struct {
+	Type      string `json:"type"`                // "listening"
+	URL       string `json:"url"`                 // serve: the MCP endpoint; localserver: its base URL; natsd: the client URL
+	SSE       string `json:"sse,omitempty"`       // serve: the legacy HTTP+SSE endpoint
+	Dashboard string `json:"dashboard,omitempty"` // serve, unless --no-ui
+	Metrics   string `json:"metrics,omitempty"`   // serve
+	Live      string `json:"live,omitempty"`      // serve: the liveness probe
+	Ready     string `json:"ready,omitempty"`     // serve: the readiness probe
+	// OAuthIssuer and OAuthMetadata are serve's with --oauth-issuer.
+	OAuthIssuer   string `json:"oauth-issuer,omitempty"`
+	OAuthMetadata string `json:"oauth-metadata,omitempty"`
+	Data          string `json:"data,omitempty"` // natsd: where JetStream keeps its files
+}
+
+func writeListening(w io.Writer, l listeningLine) {
+	l.Type = "listening"
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(l)
+}
+
 // textReporter writes plain lines on out, for a pipe or a file, and tells
 // failures on errw: each once, headed by its position with the source line
 // of the program (sources).

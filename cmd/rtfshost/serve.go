@@ -47,6 +47,7 @@ type serveOptions struct {
 	sessionIdle      time.Duration
 	obs              obsFlags
 	noUI             bool
+	json             bool // print the listening line as JSON
 	cluster          []string
 	node             string
 	leaseTTL         time.Duration
@@ -131,6 +132,7 @@ stdout. The launching client is trusted: there is no token.`,
 	f.IntVar(&o.maxSubscriptions, "max-subscriptions", mcpserver.DefaultMaxSubscriptions, "most resource subscriptions of all MCP sessions together")
 	f.DurationVar(&o.sessionIdle, "session-idle-timeout", mcpserver.DefaultSessionIdleTimeout, "close an MCP session that sends no request for this long, and free what it holds (0: never)")
 	f.BoolVar(&o.noUI, "no-ui", false, "do not serve the web dashboard at /ui/")
+	f.BoolVar(&o.json, "json", false, "print where it listens as one JSON object, and errors as JSON lines (docs/cli.md)")
 	f.StringSliceVar(&o.cluster, "cluster", nil, "join a cluster of hosts on NATS JetStream at these URLs, e.g. nats://127.0.0.1:4222 (comma-separated); records live there instead of --data (docs/cluster.md)")
 	f.StringVar(&o.node, "node", "", "this host's name in the cluster (default: the machine's host name)")
 	f.DurationVar(&o.leaseTTL, "lease-ttl", 5*time.Second, "with --cluster: how long a silent host keeps its streams before another takes them (at least 1s)")
@@ -302,21 +304,39 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "rtfshost MCP server listening on http://%s%s (legacy SSE: http://%s%s)\n",
-		ln.Addr(), mcpserver.PathStreamable, ln.Addr(), mcpserver.PathSSE)
-	if !o.noUI {
-		fmt.Fprintf(a.stdout, "dashboard: http://%s%s  metrics: http://%s/metrics\n", ln.Addr(), dashboard.Prefix, ln.Addr())
-	} else {
-		fmt.Fprintf(a.stdout, "metrics: http://%s/metrics\n", ln.Addr())
-	}
-	fmt.Fprintf(a.stdout, "probes: http://%s%s (live)  http://%s%s (ready)\n", ln.Addr(), mcpserver.PathHealth, ln.Addr(), mcpserver.PathReady)
-	if oa := mopts.OAuth; oa != nil {
-		fmt.Fprintf(a.stdout, "OAuth: access tokens of %s for %s (metadata: %s)\n", oa.Issuer, oa.Resource, oa.MetadataURL())
-	}
+	a.tellServing(o, ln.Addr().String(), mopts.OAuth)
 	if err := srv.Serve(cmd.Context(), ln); err != nil {
 		return withCode(exitStreamFailed, err)
 	}
 	return nil
+}
+
+// tellServing prints where serve listens at addr: its sentences, or with
+// --json one listening line.
+func (a *app) tellServing(o serveOptions, addr string, oa *mcpserver.OAuth) {
+	base := "http://" + addr
+	l := listeningLine{URL: base + mcpserver.PathStreamable, SSE: base + mcpserver.PathSSE, Metrics: base + "/metrics",
+		Live: base + mcpserver.PathHealth, Ready: base + mcpserver.PathReady}
+	if !o.noUI {
+		l.Dashboard = base + dashboard.Prefix
+	}
+	if oa != nil {
+		l.OAuthIssuer, l.OAuthMetadata = oa.Issuer, oa.MetadataURL()
+	}
+	if o.json {
+		writeListening(a.stdout, l)
+		return
+	}
+	fmt.Fprintf(a.stdout, "rtfshost MCP server listening on %s (legacy SSE: %s)\n", l.URL, l.SSE)
+	if l.Dashboard != "" {
+		fmt.Fprintf(a.stdout, "dashboard: %s  metrics: %s\n", l.Dashboard, l.Metrics)
+	} else {
+		fmt.Fprintf(a.stdout, "metrics: %s\n", l.Metrics)
+	}
+	fmt.Fprintf(a.stdout, "probes: %s (live)  %s (ready)\n", l.Live, l.Ready)
+	if oa != nil {
+		fmt.Fprintf(a.stdout, "OAuth: access tokens of %s for %s (metadata: %s)\n", oa.Issuer, oa.Resource, l.OAuthMetadata)
+	}
 }
 
 // checkListen refuses, before anything listens, a non-loopback --listen
@@ -372,7 +392,7 @@ func (d *deliveryFlags) check() error {
 func checkServeFlags(cmd *cobra.Command, o *serveOptions) error {
 	changed := cmd.Flags().Changed
 	if o.stdio {
-		for _, f := range []string{"listen", "token", "allow-origin", "public-url", "oauth-issuer", "oauth-audience", "oauth-private-issuer", "no-ui"} {
+		for _, f := range []string{"listen", "token", "allow-origin", "public-url", "oauth-issuer", "oauth-audience", "oauth-private-issuer", "no-ui", "json"} {
 			if changed(f) {
 				return fmt.Errorf("--stdio and --%s: a server on stdio does not listen, and trusts the client that launched it (docs/mcp-server.md)", f)
 			}
