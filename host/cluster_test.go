@@ -124,17 +124,17 @@ func TestClusterHandover(t *testing.T) {
 	if o, err := b.Cluster().OwnerOf(context.Background(), "sums"); err != nil || o.Node != "a" || !o.Alive {
 		t.Fatalf("owner %+v %v, want a", o, err)
 	}
-	if st, err := b.Provider().Pause("sums"); err != nil || st.State != provider.StatePaused {
+	if st, err := b.Provider().Pause(t.Context(), "sums"); err != nil || st.State != provider.StatePaused {
 		t.Fatalf("pause from b: %+v %v", st, err)
 	}
-	if st, _ := a.Provider().Status("sums"); st.State != provider.StatePaused {
+	if st, _ := a.Provider().Status(t.Context(), "sums"); st.State != provider.StatePaused {
 		t.Fatalf("a's stream is %s after b paused it", st.State)
 	}
 	v, err := b.Provider().Inspect("sums", provider.InspectOptions{})
 	if err != nil || get(v, "status", "state") != rtfs.Keyword("paused") {
 		t.Fatalf("inspect from b: %v %v", v, err)
 	}
-	if st, err := b.Provider().Resume("sums"); err != nil || st.State != provider.StateActive {
+	if st, err := b.Provider().Resume(t.Context(), "sums"); err != nil || st.State != provider.StateActive {
 		t.Fatalf("resume from b: %+v %v", st, err)
 	}
 	waitUntil(t, "a to process 100 chunks", func() bool { return processed(t, a, "sums") >= 100 })
@@ -380,7 +380,7 @@ func TestClusterBalancedPlacement(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Through any host: placement may be moving it already.
-		waitUntil(t, id+" paused", func() bool { _, err := hosts[0].Provider().Pause(id); return err == nil })
+		waitUntil(t, id+" paused", func() bool { _, err := hosts[0].Provider().Pause(t.Context(), id); return err == nil })
 	}
 	waitUntil(t, "the streams to spread", func() bool {
 		for _, h := range hosts {
@@ -392,7 +392,7 @@ func TestClusterBalancedPlacement(t *testing.T) {
 	})
 	for i := range n {
 		id := fmt.Sprintf("p%02d", i)
-		waitUntil(t, id+" resumed", func() bool { _, err := hosts[0].Provider().Resume(id); return err == nil })
+		waitUntil(t, id+" resumed", func() bool { _, err := hosts[0].Provider().Resume(t.Context(), id); return err == nil })
 	}
 	for i := range n {
 		awaitSums(t, hosts[0], fmt.Sprintf("p%02d", i), limit)
@@ -420,7 +420,7 @@ func BenchmarkFailover(b *testing.B) {
 		a.kill()
 		killed := time.Now()
 		total += takenOver(b, h, id).Sub(killed)
-		if _, err := h.Provider().Cancel(id); err != nil {
+		if _, err := h.Provider().Cancel(b.Context(), id); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -548,7 +548,7 @@ func TestClusterStatusOfKilledOwner(t *testing.T) {
 	waitUntil(t, "a to process 30 chunks", func() bool { return processed(t, b, "k") >= 30 })
 	a.kill()
 	killed := time.Now()
-	st, err := b.Provider().Status("k")
+	st, err := b.Provider().Status(t.Context(), "k")
 	if err != nil {
 		t.Fatalf("status of the stream of a killed host, within its lease: %v", err)
 	}
@@ -566,11 +566,11 @@ func TestClusterStatusOfKilledOwner(t *testing.T) {
 	if v := get(in.Value(), "stale", "owner"); v != rtfs.String("a") {
 		t.Fatalf("the inspect map's :stale :owner is %v", v)
 	}
-	if _, err := b.Provider().Pause("k"); err == nil || !strings.Contains(err.Error(), "owner a does not answer") {
+	if _, err := b.Provider().Pause(t.Context(), "k"); err == nil || !strings.Contains(err.Error(), "owner a does not answer") {
 		t.Fatalf("pause within the lease: %v, want an error naming the owner", err)
 	}
 	takenOver(t, b, "k")
-	if st, err := b.Provider().Status("k"); err != nil || st.Stale != nil {
+	if st, err := b.Provider().Status(t.Context(), "k"); err != nil || st.Stale != nil {
 		t.Fatalf("status after the takeover: %+v %v, want fresh", st, err)
 	}
 	awaitSums(t, b, "k", limit)

@@ -112,12 +112,12 @@ func Example_durable() {
 	}
 	fmt.Println("state:", info.Status.State, "processed:", info.Stats.ProcessedChunks, "current:", info.CurrentState.V)
 
-	st, err := h.Provider().Pause("orders")
+	st, err := h.Provider().Pause(ctx, "orders")
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("paused:", st.State)
-	if st, err = h.Provider().Resume("orders"); err != nil {
+	if st, err = h.Provider().Resume(ctx, "orders"); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("resumed:", st.State)

@@ -246,7 +246,7 @@ func TestSpecBackpressureProcessor(t *testing.T) {
 	if q, ok := get(full, "current-state", "queue").(*rtfs.Vector); !ok || q.Len() != 1002 {
 		t.Errorf("the chunk was not buffered in the state")
 	}
-	if _, err := p.Cancel("full"); err != nil {
+	if _, err := p.Cancel(t.Context(), "full"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -255,7 +255,7 @@ func waitState(t *testing.T, p *provider.Provider, id string, want provider.Stat
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := p.Status(id)
+		st, err := p.Status(t.Context(), id)
 		if err == nil && st.State == want {
 			v, _ := p.Inspect(id, provider.InspectOptions{})
 			return v
@@ -404,7 +404,7 @@ func TestAwaitHonoursContext(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "mcp.stream.await") {
 		t.Fatalf("Run = %v", err)
 	}
-	st, _ := r.h.Provider().Status("never")
+	st, _ := r.h.Provider().Status(ctx, "never")
 	if st.State != provider.StateActive {
 		t.Errorf("the stream was affected by the caller's context: %+v", st)
 	}
@@ -428,7 +428,7 @@ func TestWaitForProgramStreams(t *testing.T) {
 	if !errors.As(err, &se) || se.StreamID != "b" || !strings.Contains(err.Error(), "invalid shape") {
 		t.Fatalf("Wait = %v", err)
 	}
-	if st, _ := r.h.Provider().Status("a"); st.State != provider.StateCompleted {
+	if st, _ := r.h.Provider().Status(t.Context(), "a"); st.State != provider.StateCompleted {
 		t.Errorf("a = %+v", st)
 	}
 }
@@ -536,7 +536,7 @@ func TestAwaitStaysParkedWhileFailed(t *testing.T) {
 	p := r.h.Provider()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, _ := p.Status("parked")
+		st, _ := p.Status(t.Context(), "parked")
 		if st.State == provider.StateFailed {
 			if st.Failure.Seq != 2 || !strings.Contains(st.Failure.Error, "lookup service unavailable") {
 				t.Fatalf("failure %+v", st.Failure)
@@ -552,7 +552,7 @@ func TestAwaitStaysParkedWhileFailed(t *testing.T) {
 		t.Fatalf("%d programs parked, want the awaiting one", n)
 	}
 	broken.Store(false)
-	if _, err := p.Resume("parked"); err != nil {
+	if _, err := p.Resume(t.Context(), "parked"); err != nil {
 		t.Fatal(err)
 	}
 	res, err := wait()

@@ -47,7 +47,7 @@ func TestHostCallIdentity(t *testing.T) {
 		cancel()
 	}
 	f.waitState(id, StateFailed)
-	if _, err := f.p.Resume(id); err != nil {
+	if _, err := f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	f.processed(id, 3)

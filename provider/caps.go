@@ -242,9 +242,9 @@ func (p *Provider) capInspect(_ context.Context, c *capabilities.Call) (capabili
 	return capabilities.Now(v), nil
 }
 
-func (p *Provider) capControl(op func(string) (Status, error)) capabilities.Handler {
-	return func(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
-		st, err := op(stringField(argMap(c), "stream-id"))
+func (p *Provider) capControl(op func(context.Context, string) (Status, error)) capabilities.Handler {
+	return func(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+		st, err := op(ctx, stringField(argMap(c), "stream-id"))
 		if err != nil {
 			return capabilities.Answer{}, &capabilities.Error{Capability: c.ID, Key: "stream-id", Msg: err.Error()}
 		}

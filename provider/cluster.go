@@ -107,13 +107,13 @@ func (p *Provider) Answer(ctx context.Context, req Request) (Answer, error) {
 	case "status":
 		st = s.status()
 	case "pause":
-		st, err = p.Pause(req.StreamID)
+		st, err = p.Pause(ctx, req.StreamID)
 	case "resume":
-		st, err = p.Resume(req.StreamID)
+		st, err = p.Resume(ctx, req.StreamID)
 	case "skip":
-		st, err = p.Skip(req.StreamID)
+		st, err = p.Skip(ctx, req.StreamID)
 	case "cancel":
-		st, err = p.Cancel(req.StreamID)
+		st, err = p.Cancel(ctx, req.StreamID)
 	case "inspect":
 		in := s.info(req.Inspect, time.Now())
 		return Answer{Status: s.status(), Info: &in, Inspect: in.Value()}, nil
@@ -198,7 +198,7 @@ func (s *stream) release() {
 // host, which takes it over from its cursor.
 func (p *Provider) place(s *stream) {
 	defer p.wg.Done()
-	ctx, cancel := context.WithTimeout(p.ctx, forwardTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, DefaultForwardTimeout)
 	defer cancel()
 	to, err := p.opts.Cluster.Place(ctx, s.id)
 	if err != nil {

@@ -128,7 +128,7 @@ func TestClusterFencedStreamMoves(t *testing.T) {
 	if !slices.Equal(claimed, []string{id}) || len(released) != 0 || !slices.Equal(forgot, []string{id}) {
 		t.Fatalf("claimed %v released %v forgot %v", claimed, released, forgot)
 	}
-	st, err := f.p.Status(id)
+	st, err := f.p.Status(t.Context(), id)
 	if err != nil || st.State != StateActive {
 		t.Fatalf("status, forwarded: %+v %v", st, err)
 	}
@@ -165,7 +165,7 @@ func TestClusterFencedStreamMoves(t *testing.T) {
 // hold is an error that names it.
 func TestClusterForwardUnknown(t *testing.T) {
 	f := newFixture(t, Options{Store: persistence.NewMemStore(), Cluster: &fakeCluster{}})
-	if _, err := f.p.Status("nowhere"); err == nil || !errors.Is(err, ErrNotPersisted) {
+	if _, err := f.p.Status(t.Context(), "nowhere"); err == nil || !errors.Is(err, ErrNotPersisted) {
 		t.Fatalf("status of an unknown stream: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,47 +10,103 @@ import (
 )
 
 // Status returns the status of stream id. With Options.Cluster, a stream
-// another host runs is asked there.
-func (p *Provider) Status(id string) (Status, error) {
+// another host runs is asked there, within ctx (see Pause). A ctx already
+// ended gives an error that wraps ctx.Err().
+func (p *Provider) Status(ctx context.Context, id string) (Status, error) {
 	s, err := p.lookupOpen(id)
 	if err != nil {
-		return p.forward(id, "status", err)
+		return p.forward(ctx, id, "status", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return Status{}, fmt.Errorf("status of stream %q: %w", id, err)
 	}
 	return s.status(), nil
 }
 
 // forward runs verb on stream id, which this provider does not run (lookup
 // said so with notHere): on its owner (Options.Cluster), or here once
-// loaded from the store. Without a cluster it returns notHere.
-func (p *Provider) forward(id, verb string, notHere error) (Status, error) {
+// loaded from the store. Without a cluster it returns notHere. The request
+// runs within ctx, bounded by DefaultForwardTimeout when ctx has no
+// deadline, and ends when the provider closes (ErrClosed).
+func (p *Provider) forward(ctx context.Context, id, verb string, notHere error) (Status, error) {
 	if p.opts.Cluster == nil {
 		return Status{}, notHere
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, forwardTimeout)
+	if err := ctx.Err(); err != nil {
+		return Status{}, fmt.Errorf("%s stream %q: %w", verb, id, err)
+	}
+	fctx, cancel := p.forwardContext(ctx)
 	defer cancel()
-	a, s, err := p.remote(ctx, Request{Verb: verb, StreamID: id})
+	a, s, err := p.remote(fctx, Request{Verb: verb, StreamID: id})
 	switch {
 	case err != nil:
-		return Status{}, err
+		return Status{}, forwardErr(fctx, verb, id, err)
 	case s == nil:
 		return a.Status, nil
 	case verb == "status":
 		return s.status(), nil
 	case verb == "cancel":
-		return p.Cancel(id)
+		return p.Cancel(ctx, id)
 	}
-	return p.control(id, verb, nil)
+	return p.control(ctx, id, verb, nil)
 }
 
-// forwardTimeout bounds a request forwarded to another host.
-const forwardTimeout = 10 * time.Second
+// DefaultForwardTimeout bounds a request forwarded to the host that runs
+// the stream (Options.Cluster) when the caller's context has no deadline.
+const DefaultForwardTimeout = 10 * time.Second
+
+// forwardContext is the context a request forwarded to another host runs
+// in: ctx, bounded by DefaultForwardTimeout when it has no deadline, and
+// ended with cause ErrClosed when the provider closes.
+func (p *Provider) forwardContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	stopTimer := context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		ctx, stopTimer = context.WithTimeout(ctx, DefaultForwardTimeout)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(p.ctx, func() { cancel(ErrClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+		stopTimer()
+	}
+}
+
+// forwardErr is the error of a forwarded request that failed with err:
+// when its context ended, it wraps why (the caller's ctx.Err(), the
+// default timeout's DeadlineExceeded, or ErrClosed), whatever err the
+// transport made of it.
+func forwardErr(ctx context.Context, verb, id string, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%s stream %q: %w (%w)", verb, id, cause, err)
+	}
+	return err
+}
 
 // Pause pauses stream id: its worker stops taking chunks from the queue (the
 // transport blocks once the queue is full); control chunks are still
 // processed. Pausing a paused stream changes nothing; pausing an ended one is
 // an error.
-func (p *Provider) Pause(id string) (Status, error) {
-	return p.control(id, "pause", pauseChange)
+//
+// Pause, Resume, Skip, Cancel and Status take effect within ctx, and never
+// take effect halfway:
+//   - On a stream this provider runs, the change is made under the
+//     stream's lock (held only for short state changes, never across a
+//     processor call or I/O) and the call returns without waiting for the
+//     worker to act on it. A ctx that has ended when the lock is taken
+//     changes nothing and gives an error wrapping ctx.Err(); a change
+//     made is kept, and returned, even if ctx ends just after.
+//   - With Options.Cluster, a stream another host runs is asked there:
+//     ctx bounds the request (DefaultForwardTimeout when ctx has no
+//     deadline). When ctx ends first, the error wraps ctx.Err() (or
+//     context.DeadlineExceeded for the default bound, ErrClosed when the
+//     provider closes); the owner applies the request whole or not at
+//     all, but it may have applied it before its answer was lost: ask
+//     Status. Pause, Resume and Cancel may be repeated safely (each
+//     changes nothing the second time); a repeated Skip is refused unless
+//     the stream failed again on its next chunk.
+func (p *Provider) Pause(ctx context.Context, id string) (Status, error) {
+	return p.control(ctx, id, "pause", pauseChange)
 }
 
 func pauseChange(s *stream) error {
@@ -69,9 +126,10 @@ func pauseChange(s *stream) error {
 // processed again, from the state after the chunk before, by the processor
 // it has now (after an Upgrade, the new one); a stream whose source gave
 // up connects it again from its cursor. Resuming an active stream changes
-// nothing; resuming an ended one is an error.
-func (p *Provider) Resume(id string) (Status, error) {
-	return p.control(id, "resume", resumeChange)
+// nothing; resuming an ended one is an error. ctx bounds it as it bounds
+// Pause.
+func (p *Provider) Resume(ctx context.Context, id string) (Status, error) {
+	return p.control(ctx, id, "resume", resumeChange)
 }
 
 func resumeChange(s *stream) error {
@@ -91,13 +149,18 @@ func resumeChange(s *stream) error {
 
 // Cancel cancels stream id: its transport stops, its queued chunks are
 // dropped and counted, its status becomes :cancelled. Cancelling an ended
-// stream changes nothing and returns its status.
-func (p *Provider) Cancel(id string) (Status, error) {
+// stream changes nothing and returns its status. ctx bounds it as it
+// bounds Pause.
+func (p *Provider) Cancel(ctx context.Context, id string) (Status, error) {
 	s, err := p.lookupOpen(id)
 	if err != nil {
-		return p.forward(id, "cancel", err)
+		return p.forward(ctx, id, "cancel", err)
 	}
 	s.mu.Lock()
+	if err := ctx.Err(); err != nil {
+		s.mu.Unlock()
+		return Status{}, fmt.Errorf("cancel stream %q: %w", id, err)
+	}
 	if s.dormant || s.upgrade != nil {
 		defer s.mu.Unlock()
 		return Status{}, errDormant(s, "cancel")
@@ -126,15 +189,22 @@ func errDormant(s *stream, verb string) error {
 	return fmt.Errorf("cannot %s stream %q: it was loaded from the store without running (manual connect); inspect only", verb, s.id)
 }
 
-func (p *Provider) control(id, verb string, change func(*stream) error) (Status, error) {
+// control makes change (verb's) to stream id under its lock, or forwards
+// verb to the stream's owner; ctx is checked once the lock is held (Pause
+// says why).
+func (p *Provider) control(ctx context.Context, id, verb string, change func(*stream) error) (Status, error) {
 	if change == nil {
 		change = map[string]func(*stream) error{"pause": pauseChange, "resume": resumeChange, "skip": skipChange}[verb]
 	}
 	s, err := p.lookupOpen(id)
 	if err != nil {
-		return p.forward(id, verb, err)
+		return p.forward(ctx, id, verb, err)
 	}
 	s.mu.Lock()
+	if err := ctx.Err(); err != nil {
+		s.mu.Unlock()
+		return Status{}, fmt.Errorf("%s stream %q: %w", verb, id, err)
+	}
 	if s.dormant || s.upgrade != nil || s.swapping {
 		defer s.mu.Unlock()
 		return Status{}, errDormant(s, verb)

@@ -19,7 +19,7 @@ import (
 func TestGoControl(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter(), QueueCapacity: 8})
-	st, err := f.p.Pause(id)
+	st, err := f.p.Pause(t.Context(), id)
 	if err != nil || st.State != StatePaused {
 		t.Fatalf("Pause = %+v, %v", st, err)
 	}
@@ -30,17 +30,17 @@ func TestGoControl(t *testing.T) {
 	if m := f.inspect(id); path(m, "stats", "processed-chunks") != rtfs.Int(0) {
 		t.Fatalf("a paused stream processed chunks: %v", path(m, "stats"))
 	}
-	if st, err = f.p.Resume(id); err != nil || st.State != StateActive {
+	if st, err = f.p.Resume(t.Context(), id); err != nil || st.State != StateActive {
 		t.Fatalf("Resume = %+v, %v", st, err)
 	}
 	f.waitFor("drain", func() bool { return path(f.inspect(id), "stats", "processed-chunks") == rtfs.Int(3) })
-	if _, err := f.p.Pause(id); err != nil {
+	if _, err := f.p.Pause(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	f.send(id, `{"n":4}`)
 	f.send(id, `{"n":5}`)
 	f.waitFor("queueing", func() bool { return path(f.inspect(id), "stats", "queued-chunks") == rtfs.Int(2) })
-	if st, err = f.p.Cancel(id); err != nil || st.State != StateCancelled || st.EndReason != "request" {
+	if st, err = f.p.Cancel(t.Context(), id); err != nil || st.State != StateCancelled || st.EndReason != "request" {
 		t.Fatalf("Cancel = %+v, %v", st, err)
 	}
 	f.await(id)
@@ -50,14 +50,14 @@ func TestGoControl(t *testing.T) {
 	if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, ints(1, 3)) {
 		t.Errorf("seen = %v", got)
 	}
-	if _, err := f.p.Resume(id); err == nil || !strings.Contains(err.Error(), `cannot resume stream "`+id+`": it is cancelled`) {
+	if _, err := f.p.Resume(t.Context(), id); err == nil || !strings.Contains(err.Error(), `cannot resume stream "`+id+`": it is cancelled`) {
 		t.Errorf("Resume after cancel = %v", err)
 	}
-	if st, err := f.p.Cancel(id); err != nil || st.State != StateCancelled {
+	if st, err := f.p.Cancel(t.Context(), id); err != nil || st.State != StateCancelled {
 		t.Errorf("second Cancel = %+v, %v; want the status unchanged", st, err)
 	}
-	for name, op := range map[string]func(string) (Status, error){"pause": f.p.Pause, "resume": f.p.Resume, "cancel": f.p.Cancel, "status": f.p.Status} {
-		if _, err := op("missing-stream"); err == nil || err.Error() != `no stream with id "missing-stream"` {
+	for name, op := range map[string]func(context.Context, string) (Status, error){"pause": f.p.Pause, "resume": f.p.Resume, "cancel": f.p.Cancel, "status": f.p.Status} {
+		if _, err := op(t.Context(), "missing-stream"); err == nil || err.Error() != `no stream with id "missing-stream"` {
 			t.Errorf("%s of a missing stream = %v", name, err)
 		}
 	}
@@ -115,11 +115,11 @@ func TestCloseInterruptsStreams(t *testing.T) {
 	// Nothing acts on a stream after Close, and nothing says it did:
 	// every control call and every report of its live state is ErrClosed.
 	for name, op := range map[string]func() error{
-		"Pause":   func() error { _, err := f.p.Pause(id); return err },
-		"Resume":  func() error { _, err := f.p.Resume(id); return err },
-		"Cancel":  func() error { _, err := f.p.Cancel(id); return err },
-		"Skip":    func() error { _, err := f.p.Skip(id); return err },
-		"Status":  func() error { _, err := f.p.Status(id); return err },
+		"Pause":   func() error { _, err := f.p.Pause(t.Context(), id); return err },
+		"Resume":  func() error { _, err := f.p.Resume(t.Context(), id); return err },
+		"Cancel":  func() error { _, err := f.p.Cancel(t.Context(), id); return err },
+		"Skip":    func() error { _, err := f.p.Skip(t.Context(), id); return err },
+		"Status":  func() error { _, err := f.p.Status(t.Context(), id); return err },
 		"Info":    func() error { _, err := f.p.Info(id, InspectOptions{}); return err },
 		"Inspect": func() error { _, err := f.p.Inspect(id, InspectOptions{}); return err },
 	} {
@@ -387,7 +387,7 @@ func TestDeclaredConfigTypeRunsAsWritten(t *testing.T) {
 		v, _ := f.p.Inspect(id, InspectOptions{})
 		return path(v, "stats", "processed-chunks") == rtfs.Int(1)
 	})
-	if st, _ := f.p.Status(id); st.State != StateActive {
+	if st, _ := f.p.Status(t.Context(), id); st.State != StateActive {
 		t.Fatalf("the processor failed: %+v", st)
 	}
 	if out := path(f.inspect(id), "last-output"); out != rtfs.Int(3) {
@@ -405,7 +405,7 @@ func TestRemove(t *testing.T) {
 	if was, err := f.p.Remove(ctx, id, true); err != nil || was != StateActive {
 		t.Fatalf("forced remove: %v %v", was, err)
 	}
-	if _, err := f.p.Status(id); err == nil {
+	if _, err := f.p.Status(ctx, id); err == nil {
 		t.Fatal("the removed stream is still known")
 	}
 	f.start(StartRequest{StreamID: "r1", goProc: counter()}) // the id is free again

@@ -80,7 +80,7 @@ func runHeldCrash(t *testing.T, role string) {
 	if err := p.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := p.Status(crashStream)
+	st, err := p.Status(ctx, crashStream)
 	if err != nil || st.State != StateFailed || st.Failure == nil || st.Failure.Seq != heldBad {
 		t.Fatalf("recovered status %+v, %v", st, err)
 	}
@@ -90,7 +90,7 @@ func runHeldCrash(t *testing.T, role string) {
 		go func() { feedDone <- feedHeld(feedCtx, mk.Source(crashStream)) }()
 		defer func() { cancel(); <-feedDone }()
 	}
-	if _, err := p.Resume(crashStream); err != nil {
+	if _, err := p.Resume(ctx, crashStream); err != nil {
 		t.Fatal(err)
 	}
 	awaitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -254,7 +254,7 @@ func procFinalOf(p *Provider) (procFinal, error) {
 	if err != nil {
 		return procFinal{}, err
 	}
-	st, err := p.Status(crashStream)
+	st, err := p.Status(context.Background(), crashStream)
 	if err != nil {
 		return procFinal{}, err
 	}

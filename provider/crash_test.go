@@ -243,7 +243,7 @@ func crashChildMain(role, dir, url string) error {
 			return err
 		}
 	}
-	if st, _ := p.Status(crashStream); role == "mock" && !st.State.Terminal() {
+	if st, _ := p.Status(ctx, crashStream); role == "mock" && !st.State.Terminal() {
 		feedCtx, cancel := context.WithCancel(ctx)
 		feedDone := make(chan error, 1)
 		go func() { feedDone <- feedCounter(feedCtx, mk.Source(crashStream)) }()

@@ -53,7 +53,7 @@ func TestPauseBlocksProducerAndResumeDrainsInOrder(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter(), QueueCapacity: 4})
 	f.send(id, `{"n":0,"reply":"pause"}`)
-	f.waitFor("pause", func() bool { st, _ := f.p.Status(id); return st.State == StatePaused })
+	f.waitFor("pause", func() bool { st, _ := f.p.Status(t.Context(), id); return st.State == StatePaused })
 	for n := 1; n <= 5; n++ { // 4 fill the queue, the 5th is held by the blocked Deliver
 		f.send(id, fmt.Sprintf(`{"n":%d}`, n))
 	}
@@ -70,7 +70,7 @@ func TestPauseBlocksProducerAndResumeDrainsInOrder(t *testing.T) {
 	if q := path(m, "queue").(*rtfs.Vector); q.Len() != 4 || !rtfs.Equal(path(q.Index(0), "chunk", "n"), rtfs.Int(1)) {
 		t.Fatalf("queue = %v", q)
 	}
-	if _, err := f.p.Resume(id); err != nil {
+	if _, err := f.p.Resume(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	f.send(id, `{"n":6}`)
@@ -94,7 +94,7 @@ func TestControlChunkJumpsQueueWhilePaused(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter(), QueueCapacity: 2})
 	f.send(id, `{"n":0,"reply":"pause"}`)
-	f.waitFor("pause", func() bool { st, _ := f.p.Status(id); return st.State == StatePaused })
+	f.waitFor("pause", func() bool { st, _ := f.p.Status(t.Context(), id); return st.State == StatePaused })
 	f.send(id, `{"n":1}`)
 	f.send(id, `{"n":2}`)
 	f.send(id, `{"n":99,"action":"resume"}`) // the queue is full: it is accepted anyway
@@ -114,7 +114,7 @@ func TestCancelControlChunkDropsAndCounts(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter(), QueueCapacity: 3})
 	f.send(id, `{"n":0,"reply":"pause"}`)
-	f.waitFor("pause", func() bool { st, _ := f.p.Status(id); return st.State == StatePaused })
+	f.waitFor("pause", func() bool { st, _ := f.p.Status(t.Context(), id); return st.State == StatePaused })
 	for n := 1; n <= 3; n++ {
 		f.send(id, fmt.Sprintf(`{"n":%d}`, n))
 	}
@@ -281,10 +281,10 @@ func TestSourceEndAndFailureAfterBacklog(t *testing.T) {
 	f.send(id, `{"n":2}`)
 	f.mock.Source(id).Close()
 	f.waitFor("transport end", func() bool { return path(f.inspect(id), "transport", "task-active") == rtfs.False })
-	if st, _ := f.p.Status(id); st.State != StatePaused {
+	if st, _ := f.p.Status(t.Context(), id); st.State != StatePaused {
 		t.Fatalf("status after the source ended = %+v, want still paused with a backlog", st)
 	}
-	if _, err := f.p.Resume(id); err != nil {
+	if _, err := f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.await(id); st.State != StateCompleted || !reflect.DeepEqual(seenInts(f.stateOf(id)), ints(0, 2)) {

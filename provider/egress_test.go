@@ -368,7 +368,7 @@ func TestMaxStreams(t *testing.T) {
 		t.Fatalf("third stream: %v", err)
 	}
 	// Once one ends there is room again.
-	if _, err := f.p.Cancel(a); err != nil {
+	if _, err := f.p.Cancel(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
 	f.await(a)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -247,8 +248,9 @@ func (s *stream) failSourceLocked(err error) bool {
 // stream recovered after a restart whose held chunk has not come back from
 // its source yet sets it aside when it comes. It is an error for a stream
 // that is not held on a chunk (not StateFailed, or held by its source).
-func (p *Provider) Skip(id string) (Status, error) {
-	return p.control(id, "skip", nil)
+// ctx bounds it as it bounds Pause.
+func (p *Provider) Skip(ctx context.Context, id string) (Status, error) {
+	return p.control(ctx, id, "skip", nil)
 }
 
 // skipChange is Skip's change; s.mu is held and s is not terminal.

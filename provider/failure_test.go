@@ -40,7 +40,7 @@ func (f *fixture) waitState(id string, want State) Status {
 	f.t.Helper()
 	var st Status
 	f.waitFor("state "+string(want), func() bool {
-		st, _ = f.p.Status(id)
+		st, _ = f.p.Status(context.Background(), id)
 		return st.State == want
 	})
 	return st
@@ -90,19 +90,19 @@ func TestFailureHoldsThenResumeRetries(t *testing.T) {
 				t.Fatalf("Await returned while the stream is failed: %v", err)
 			default:
 			}
-			if _, err := f.p.Pause(id); err == nil {
+			if _, err := f.p.Pause(t.Context(), id); err == nil {
 				t.Fatal("Pause of a failed stream succeeded")
 			}
 			// A Resume while it is still broken fails again: attempts add up.
-			if _, err := f.p.Resume(id); err != nil {
+			if _, err := f.p.Resume(t.Context(), id); err != nil {
 				t.Fatal(err)
 			}
 			f.waitFor("a second attempt", func() bool {
-				st, _ := f.p.Status(id)
+				st, _ := f.p.Status(t.Context(), id)
 				return st.State == StateFailed && st.Failure.Attempts == 2
 			})
 			broken.Store(false)
-			if _, err := f.p.Resume(id); err != nil {
+			if _, err := f.p.Resume(t.Context(), id); err != nil {
 				t.Fatal(err)
 			}
 			f.processed(id, 5)
@@ -112,7 +112,7 @@ func TestFailureHoldsThenResumeRetries(t *testing.T) {
 			if calls.Load() != 3 {
 				t.Fatalf("chunk 3 was tried %d times, want 3", calls.Load())
 			}
-			if st, _ := f.p.Status(id); st.State != StateActive || st.Failure != nil || st.Message != "" {
+			if st, _ := f.p.Status(t.Context(), id); st.State != StateActive || st.Failure != nil || st.Message != "" {
 				t.Fatalf("status after the repair %+v", st)
 			}
 			f.mock.Source(id).Close()
@@ -134,14 +134,14 @@ func TestFailureSkipKeepsDeadLetter(t *testing.T) {
 	var calls atomic.Int64
 	broken.Store(true)
 	id := ps.f.start(StartRequest{StreamID: "skip", goProc: flaky(3, &broken, &calls)})
-	if _, err := ps.f.p.Skip(id); err == nil || !strings.Contains(err.Error(), "not failed on a chunk") {
+	if _, err := ps.f.p.Skip(t.Context(), id); err == nil || !strings.Contains(err.Error(), "not failed on a chunk") {
 		t.Fatalf("Skip of an active stream = %v", err)
 	}
 	for n := 1; n <= 5; n++ {
 		ps.f.send(id, `{"n":`+itoa(int64(n))+`,"why":"reading"}`)
 	}
 	ps.f.waitState(id, StateFailed)
-	if _, err := ps.f.p.Skip(id); err != nil {
+	if _, err := ps.f.p.Skip(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	ps.f.processed(id, 4)
@@ -318,7 +318,7 @@ func TestFailureRepairedByUpgradeJournal(t *testing.T) {
 	if st.Failure == nil || st.Failure.Seq != 7 {
 		t.Fatalf("after the upgrade: %+v", st)
 	}
-	if _, err := f.p.Resume("bug"); err != nil {
+	if _, err := f.p.Resume(t.Context(), "bug"); err != nil {
 		t.Fatal(err)
 	}
 	f.processed("bug", 10)
@@ -350,7 +350,7 @@ func TestFailureRepairedByUpgradeSSE(t *testing.T) {
 	if _, err := f.p.Upgrade(context.Background(), Upgrade{StreamID: "sse-bug", Program: newProgram(t, fixedProcSrc)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.p.Resume("sse-bug"); err != nil {
+	if _, err := f.p.Resume(t.Context(), "sse-bug"); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.await("sse-bug"); st.State != StateCompleted {
@@ -394,7 +394,7 @@ func TestFailureSurvivesRestart(t *testing.T) {
 				t.Fatalf("failure after recovery %+v, before %+v", st.Failure, before.Failure)
 			}
 			if skip {
-				if _, err := ps.f.p.Skip("bug"); err != nil {
+				if _, err := ps.f.p.Skip(t.Context(), "bug"); err != nil {
 					t.Fatal(err)
 				}
 				ps.f.processed("bug", 8)
@@ -408,7 +408,7 @@ func TestFailureSurvivesRestart(t *testing.T) {
 				}
 				return
 			}
-			if _, err := ps.f.p.Resume("bug"); err != nil {
+			if _, err := ps.f.p.Resume(t.Context(), "bug"); err != nil {
 				t.Fatal(err)
 			}
 			ps.f.processed("bug", 9)
@@ -445,7 +445,7 @@ func TestFailureRepairedByUpgradeExec(t *testing.T) {
 	if in := f.inspect("lines"); path(in, "programs").(*rtfs.Vector).Len() != 2 {
 		t.Fatalf("programs after the swap: %v", path(in, "programs"))
 	}
-	if _, err := f.p.Resume("lines"); err != nil {
+	if _, err := f.p.Resume(t.Context(), "lines"); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.await("lines"); st.State != StateCompleted {
@@ -481,7 +481,7 @@ func TestSourceGaveUpHeldThenResumed(t *testing.T) {
 	if st.Failure == nil || st.Failure.Kind != FailureSource || st.Failure.Seq != 0 || !strings.Contains(st.Failure.Error, "gave up after 1 retries") {
 		t.Fatalf("status %+v, failure %+v", st, st.Failure)
 	}
-	if _, err := f.p.Skip("gone"); err == nil {
+	if _, err := f.p.Skip(t.Context(), "gone"); err == nil {
 		t.Fatal("Skip of a stream held by its source succeeded")
 	}
 	back := localserver.New(localserver.Options{})
@@ -489,7 +489,7 @@ func TestSourceGaveUpHeldThenResumed(t *testing.T) {
 		t.Fatalf("the server cannot come back on %s: %v", addr, err)
 	}
 	defer back.Close()
-	if _, err := f.p.Resume("gone"); err != nil {
+	if _, err := f.p.Resume(t.Context(), "gone"); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.await("gone"); st.State != StateCompleted {
@@ -534,7 +534,7 @@ func TestRemoveStoredManyDeadLetters(t *testing.T) {
 		ps.f.send(id, `{"n":`+itoa(int64(n))+`}`)
 	}
 	ps.f.waitState(id, StateFailed)
-	if _, err := ps.f.p.Skip(id); err != nil {
+	if _, err := ps.f.p.Skip(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	ps.f.processed(id, 3)

@@ -54,7 +54,7 @@ func TestStoredFixtureExecV1(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = p.Await(ctx, "fixture")
-	st, _ := p.Status("fixture")
+	st, _ := p.Status(ctx, "fixture")
 	if st.State != StateError || st.EndReason != "source-lost" {
 		t.Fatalf("Await: %v; status %+v, want error (source-lost)", err, st)
 	}

@@ -115,10 +115,10 @@ func (f *fixture) await(id string) Status {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		st, _ := f.p.Status(id)
+		st, _ := f.p.Status(context.Background(), id)
 		f.t.Fatalf("stream %s did not end; status %+v", id, st)
 	}
-	st, _ := f.p.Status(id)
+	st, _ := f.p.Status(context.Background(), id)
 	return st
 }
 

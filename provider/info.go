@@ -155,7 +155,7 @@ func (p *Provider) Info(id string, opts InspectOptions) (StreamInfo, error) {
 		if p.opts.Cluster == nil {
 			return StreamInfo{}, err
 		}
-		ctx, cancel := context.WithTimeout(p.ctx, forwardTimeout)
+		ctx, cancel := context.WithTimeout(p.ctx, DefaultForwardTimeout)
 		defer cancel()
 		a, s, err := p.remote(ctx, Request{Verb: "inspect", StreamID: id, Inspect: opts})
 		switch {

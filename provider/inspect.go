@@ -27,7 +27,7 @@ func (p *Provider) Inspect(id string, opts InspectOptions) (rtfs.Value, error) {
 		if p.opts.Cluster == nil {
 			return nil, err
 		}
-		ctx, cancel := context.WithTimeout(p.ctx, forwardTimeout)
+		ctx, cancel := context.WithTimeout(p.ctx, DefaultForwardTimeout)
 		defer cancel()
 		a, s, err := p.remote(ctx, Request{Verb: "inspect", StreamID: id, Inspect: opts})
 		switch {

@@ -169,7 +169,7 @@ func TestRecoverOtherCompilerLegacy(t *testing.T) {
 	err := ps.f.p.Recover(context.Background())
 	wantErrContains(t, err, `recover stream "unknown"`)
 	wantErrContains(t, err, "host call 1, :test.answer at start.rtfs:1:8: its answer was not kept by the release that stored the run")
-	st, _ := ps.f.p.Status("unknown")
+	st, _ := ps.f.p.Status(t.Context(), "unknown")
 	if st.State != StateUnrecoverable || !strings.Contains(st.Message, "its answer was not kept") {
 		t.Fatalf("unknown: %+v", st)
 	}
@@ -310,7 +310,7 @@ func TestUpgradeReleasesRunJournal(t *testing.T) {
 	if n := countPrefix(t, mem, runJournalPrefix); n != 2 {
 		t.Fatalf("%d journal keys, want the segment and the stream's reference", n)
 	}
-	if _, err := ps.f.p.Pause("u"); err != nil {
+	if _, err := ps.f.p.Pause(t.Context(), "u"); err != nil {
 		t.Fatal(err)
 	}
 	must(t, ps.f.p.Close())

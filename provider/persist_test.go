@@ -161,11 +161,11 @@ func TestPersistFinishedStreamsInspectable(t *testing.T) {
 	ps.f.await(done)
 	cancelled := startCount(ps.f, g, "cancelled", rtfs.Symbol("proc"))
 	ps.f.send(cancelled, `{"action":"pause"}`)
-	ps.f.waitFor("paused", func() bool { st, _ := ps.f.p.Status(cancelled); return st.State == StatePaused })
+	ps.f.waitFor("paused", func() bool { st, _ := ps.f.p.Status(t.Context(), cancelled); return st.State == StatePaused })
 	ps.f.send(cancelled, `{"n":3}`)
 	ps.f.send(cancelled, `{"n":4}`)
 	ps.f.waitFor("2 queued", func() bool { return path(ps.f.inspect(cancelled), "stats", "queued-chunks") == rtfs.Int(2) })
-	if _, err := ps.f.p.Cancel(cancelled); err != nil {
+	if _, err := ps.f.p.Cancel(t.Context(), cancelled); err != nil {
 		t.Fatal(err)
 	}
 	ps.f.await(cancelled)
@@ -175,7 +175,7 @@ func TestPersistFinishedStreamsInspectable(t *testing.T) {
 	if err != nil || !rtfs.Equal(v, rtfs.MapOf(rtfs.Keyword("total"), rtfs.Int(1))) {
 		t.Fatalf("Await(done) = %v, %v", v, err)
 	}
-	st, _ := ps.f.p.Status(cancelled)
+	st, _ := ps.f.p.Status(t.Context(), cancelled)
 	if st.State != StateCancelled || st.EndReason != "request" {
 		t.Fatalf("cancelled stream: %+v", st)
 	}
@@ -209,7 +209,7 @@ func TestPersistJournalReplaysQueuedChunks(t *testing.T) {
 	id := startCount(ps.f, g, "journal", rtfs.Symbol("proc"))
 	ps.f.send(id, `{"n":1}`)
 	ps.f.send(id, `{"action":"pause"}`)
-	ps.f.waitFor("paused", func() bool { st, _ := ps.f.p.Status(id); return st.State == StatePaused })
+	ps.f.waitFor("paused", func() bool { st, _ := ps.f.p.Status(t.Context(), id); return st.State == StatePaused })
 	for n := 2; n <= 4; n++ {
 		ps.f.send(id, fmt.Sprintf(`{"n":%d}`, n))
 	}
@@ -224,7 +224,7 @@ func TestPersistJournalReplaysQueuedChunks(t *testing.T) {
 	if q.Len() != 3 || path(q.Index(0), "chunk", "n") != rtfs.Int(2) || path(q.Index(2), "metadata", "seq") != rtfs.Int(5) {
 		t.Fatalf("queue after recovery: %v", q)
 	}
-	if _, err := ps.f.p.Resume(id); err != nil {
+	if _, err := ps.f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	ps.f.send(id, `{"n":5,"done":true}`)
@@ -286,7 +286,7 @@ func TestPersistStoreErrorFailsStream(t *testing.T) {
 	}
 	fs.Heal()
 	ps.restart()
-	st, _ = ps.f.p.Status(id)
+	st, _ = ps.f.p.Status(t.Context(), id)
 	if st.State != StateActive {
 		t.Fatalf("after restart: %+v, want the last committed (active) status", st)
 	}
@@ -356,11 +356,11 @@ func TestPersistBadRecordsReported(t *testing.T) {
 	}
 	// The two bad ones are listed, unrecoverable, with the reason.
 	for id, want := range map[string]string{"future": "format version 2", "corrupt": `"stream/corrupt\x00d"`} {
-		st, err := ps.f.p.Status(id)
+		st, err := ps.f.p.Status(ctx, id)
 		if err != nil || st.State != StateUnrecoverable || !strings.Contains(st.Message, want) {
 			t.Errorf("%s: %+v, %v; want unrecoverable, saying %s", id, st, err, want)
 		}
-		if _, err := ps.f.p.Pause(id); err == nil {
+		if _, err := ps.f.p.Pause(ctx, id); err == nil {
 			t.Errorf("%s: an unrecoverable stream was paused", id)
 		}
 	}
@@ -418,7 +418,7 @@ func TestPersistManualConnectLoadsDormant(t *testing.T) {
 	if path(f.inspect(id), "transport", "task-present") != rtfs.False {
 		t.Errorf("a dormant stream has a transport task")
 	}
-	_, err := f.p.Pause(id)
+	_, err := f.p.Pause(t.Context(), id)
 	wantErrContains(t, err, "inspect only")
 	wantErrContains(t, f.p.Deliver(context.Background(), id, rtfsChunk(1)), "has ended")
 	_, err = f.p.Await(context.Background(), id)
@@ -520,7 +520,7 @@ func TestPersistProcessorErrorKeepsState(t *testing.T) {
 		t.Fatalf("status = %+v", want)
 	}
 	ps.restart()
-	if got, _ := ps.f.p.Status(id); !reflect.DeepEqual(got, want) {
+	if got, _ := ps.f.p.Status(t.Context(), id); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after restart %+v, want %+v", got, want)
 	}
 	if c := path(ps.f.stateOf(id), "count"); c != rtfs.Int(1) {

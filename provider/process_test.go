@@ -150,7 +150,7 @@ func TestExecJournalAndSourceLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, _ = p.Await(ctx, "lost")
-	st, _ := p.Status("lost")
+	st, _ := p.Status(ctx, "lost")
 	if st.State != StateError || st.EndReason != "source-lost" || !strings.Contains(st.Message, "restart :on-failure") {
 		t.Fatalf("lost: %+v", st)
 	}
@@ -162,7 +162,7 @@ func TestExecJournalAndSourceLost(t *testing.T) {
 		v, err := p.Inspect("again", InspectOptions{})
 		return err == nil && strings.Contains(v.String(), `:lines ["one" "two" "one" "two"]`)
 	})
-	if _, err := p.Cancel("again"); err != nil {
+	if _, err := p.Cancel(ctx, "again"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -94,7 +94,7 @@ func TestPauseWhileDrainingFillsQueue(t *testing.T) {
 		m := f.inspect(id)
 		return path(m, "status", "state") == rtfs.Keyword("paused") && path(m, "stats", "queued-chunks") == rtfs.Int(8)
 	})
-	if _, err := f.p.Resume(id); err != nil {
+	if _, err := f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	f.mock.Source(id).Close()

@@ -35,7 +35,7 @@ func TestRecordAndReplayFiles(t *testing.T) {
 		}
 	}
 	f.waitFor("two chunks processed", func() bool { return path(f.inspect(id), "stats", "processed-chunks") == rtfs.Int(2) })
-	if _, err := f.p.Cancel(id); err != nil {
+	if _, err := f.p.Cancel(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(rec)

@@ -70,7 +70,7 @@ func TestInspectedChunksNotReused(t *testing.T) {
 	g := compileGlobals(t, `(defn reads [s c] {:state (+ s (:n c))})`)
 	f := newFixture(t, Options{QueueCapacity: 8})
 	id := f.start(StartRequest{Processor: rtfs.Symbol("reads"), Globals: g, InitialState: rtfs.Int(0)})
-	if _, err := f.p.Pause(id); err != nil {
+	if _, err := f.p.Pause(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 3; i++ {
@@ -87,7 +87,7 @@ func TestInspectedChunksNotReused(t *testing.T) {
 	if len(shown) != 3 {
 		t.Fatalf("inspect shows %d queued chunks, want 3", len(shown))
 	}
-	if _, err := f.p.Resume(id); err != nil {
+	if _, err := f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	for i := 4; i <= 200; i++ {

@@ -153,7 +153,7 @@ func TestTransportRunsDoNotOverlap(t *testing.T) {
 			t.Fatalf("offered while %d runs of its transport were in progress", running)
 		}
 		f.waitFor("the stream to run here again", func() bool { s, _, _ := l.counts("h"); return s == 2 })
-		if st, err := f.p.Status("h"); err != nil || st.State != StateActive {
+		if st, err := f.p.Status(t.Context(), "h"); err != nil || st.State != StateActive {
 			t.Fatalf("after the failed hand-over: %+v %v", st, err)
 		}
 		if _, _, overlaps := l.counts("h"); overlaps != 0 {

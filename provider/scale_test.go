@@ -43,7 +43,7 @@ func TestThousandStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		st, _ := f.p.Status(id)
+		st, _ := f.p.Status(t.Context(), id)
 		got := seenInts(f.stateOf(id))
 		if st.State != StateCompleted || len(got) != chunks || got[0] != 1 || got[chunks-1] != chunks {
 			t.Fatalf("%s: %+v seen %v", id, st, got)

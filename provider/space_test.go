@@ -27,7 +27,7 @@ func TestLowDiskHoldsStream(t *testing.T) {
 	ps.f.send(id, `{"n":3}`)
 	var st Status
 	waitUntil(t, "the stream to be held for lack of space", func() bool {
-		st, _ = ps.f.p.Status(id)
+		st, _ = ps.f.p.Status(t.Context(), id)
 		return st.State == StateFailed
 	})
 	if st.Failure == nil || st.Failure.Kind != FailureStore || !strings.Contains(st.Message, "no space left") {
@@ -40,16 +40,16 @@ func TestLowDiskHoldsStream(t *testing.T) {
 		t.Fatalf("%d commits failed: holding must come before any refusal", failures)
 	}
 	// Still short: Resume holds it again at once.
-	if _, err := ps.f.p.Resume(id); err != nil {
+	if _, err := ps.f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the stream to be held again", func() bool {
-		st, _ = ps.f.p.Status(id)
+		st, _ = ps.f.p.Status(t.Context(), id)
 		return st.State == StateFailed
 	})
 
 	fs.SetLowSpace(false)
-	if _, err := ps.f.p.Resume(id); err != nil {
+	if _, err := ps.f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	ps.f.processed(id, 3)

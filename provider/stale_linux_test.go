@@ -49,7 +49,7 @@ func TestRecoveryEndsStaleGroup(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_, _ = p.Await(ctx, "fixture")
-			if st, _ := p.Status("fixture"); st.EndReason != "source-lost" {
+			if st, _ := p.Status(ctx, "fixture"); st.EndReason != "source-lost" {
 				t.Fatalf("status %+v, want the stream ended with source-lost", st)
 			}
 			alive := group.alive()
@@ -145,7 +145,7 @@ func TestChildRecordFollowsTheProgram(t *testing.T) {
 	if st, ok := statOf(int(rec.pid)); !ok || st != rec.start {
 		t.Fatalf("the recorded start time %d is not the leader's (%d, %v)", rec.start, st, ok)
 	}
-	_, err := f.p.Cancel(id)
+	_, err := f.p.Cancel(t.Context(), id)
 	must(t, err)
 	f.waitFor("the record's deletion", func() bool {
 		_, err := store.Get(context.Background(), key)

@@ -173,7 +173,7 @@ func (p *Provider) Remove(ctx context.Context, id string, force bool) (State, er
 		if !force {
 			return st.State, fmt.Errorf("stream %q is %s, not ended: cancel it first, or remove it with force (its progress is lost)", id, st.State)
 		}
-		if _, err := p.Cancel(id); err != nil {
+		if _, err := p.Cancel(ctx, id); err != nil {
 			return st.State, err
 		}
 	}

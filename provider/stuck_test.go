@@ -22,11 +22,11 @@ func TestStuck(t *testing.T) {
 	f.send(talker, `{"action":"continue"}`)  // a control chunk: this source may resume it
 	f.send(talker, `{"n":2,"reply":"pause"}`)
 	f.send(asked, `{"n":1}`)
-	if _, err := f.p.Pause(asked); err != nil {
+	if _, err := f.p.Pause(t.Context(), asked); err != nil {
 		t.Fatal(err)
 	}
 	paused := func(id string) func() bool {
-		return func() bool { st, _ := f.p.Status(id); return st.State == StatePaused }
+		return func() bool { st, _ := f.p.Status(t.Context(), id); return st.State == StatePaused }
 	}
 	for _, id := range []string{quiet, talker, asked} {
 		f.waitFor(id+" paused", paused(id))

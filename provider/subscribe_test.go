@@ -278,10 +278,10 @@ func TestChangeEvents(t *testing.T) {
 		f.send("ch", fmt.Sprintf(`{"n":%d}`, n))
 	}
 	waitUntil(t, "the three chunks", func() bool { return len(changes.events()) >= 4 })
-	if _, err := f.p.Pause("ch"); err != nil {
+	if _, err := f.p.Pause(t.Context(), "ch"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.p.Resume("ch"); err != nil {
+	if _, err := f.p.Resume(t.Context(), "ch"); err != nil {
 		t.Fatal(err)
 	}
 	f.mock.Source("ch").Close()
@@ -328,13 +328,13 @@ func TestStreamIDBounded(t *testing.T) {
 	check("Start", err)
 	_, err = f.p.Subscribe(long, SubscribeOptions{Pending: true})
 	check("Subscribe (pending)", err)
-	_, err = f.p.Status(long)
+	_, err = f.p.Status(t.Context(), long)
 	check("Status", err)
 	_, err = f.p.Info(long, InspectOptions{})
 	check("Info", err)
-	_, err = f.p.Pause(long)
+	_, err = f.p.Pause(t.Context(), long)
 	check("Pause", err)
-	_, err = f.p.Cancel(long)
+	_, err = f.p.Cancel(t.Context(), long)
 	check("Cancel", err)
 	_, err = f.p.Remove(context.Background(), long, true)
 	check("Remove", err)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -15,9 +16,9 @@ func TestTimeline(t *testing.T) {
 	id := f.start(StartRequest{goProc: counter(), InitialState: rtfs.MapOf()})
 	f.send(id, `{"n":1}`)
 	f.send(id, `{"action":"pause"}`)
-	f.waitFor("paused", func() bool { st, _ := f.p.Status(id); return st.State == StatePaused })
-	for _, op := range []func(string) (Status, error){f.p.Resume, f.p.Resume, f.p.Cancel} {
-		if _, err := op(id); err != nil {
+	f.waitFor("paused", func() bool { st, _ := f.p.Status(t.Context(), id); return st.State == StatePaused })
+	for _, op := range []func(context.Context, string) (Status, error){f.p.Resume, f.p.Resume, f.p.Cancel} {
+		if _, err := op(t.Context(), id); err != nil {
 			t.Fatal(err)
 		}
 	}

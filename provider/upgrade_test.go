@@ -83,7 +83,7 @@ func TestUpgradeStoredPausedStream(t *testing.T) {
 		must(t, sendN(t, ps.f.mock, "s", n))
 	}
 	ps.f.processed("s", 3)
-	if _, err := ps.f.p.Pause("s"); err != nil {
+	if _, err := ps.f.p.Pause(t.Context(), "s"); err != nil {
 		t.Fatal(err)
 	}
 	must(t, ps.f.p.Close())
@@ -96,14 +96,14 @@ func TestUpgradeStoredPausedStream(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	ps.restart()
-	if st, _ := ps.f.p.Status("s"); st.State != StatePaused {
+	if st, _ := ps.f.p.Status(t.Context(), "s"); st.State != StatePaused {
 		t.Fatalf("after the swap the stream is %s, want still paused", st.State)
 	}
 	progs := path(ps.f.inspect("s"), "programs").(*rtfs.Vector)
 	if progs.Len() != 2 || path(progs.Index(1), "hash") != rtfs.String(res.To.Hash) || path(progs.Index(0), "hash") != rtfs.String(res.From.Hash) {
 		t.Fatalf(":programs = %v", progs)
 	}
-	if _, err := ps.f.p.Resume("s"); err != nil {
+	if _, err := ps.f.p.Resume(t.Context(), "s"); err != nil {
 		t.Fatal(err)
 	}
 	for n := 4; n <= 5; n++ {
@@ -124,11 +124,11 @@ func TestUpgradeStoredRefusals(t *testing.T) {
 	g := compileGlobals(t, oldProcSrc)
 	fn, _ := g.Get("proc")
 	ps.f.start(StartRequest{StreamID: "fn-state", Processor: rtfs.Symbol("proc"), Globals: g, InitialState: rtfs.MapOf(rtfs.Keyword("f"), fn)})
-	if _, err := ps.f.p.Pause("fn-state"); err != nil {
+	if _, err := ps.f.p.Pause(t.Context(), "fn-state"); err != nil {
 		t.Fatal(err)
 	}
 	ended := ps.f.start(StartRequest{StreamID: "ended", Processor: rtfs.Symbol("proc"), Globals: compileGlobals(t, oldProcSrc)})
-	if _, err := ps.f.p.Cancel(ended); err != nil {
+	if _, err := ps.f.p.Cancel(t.Context(), ended); err != nil {
 		t.Fatal(err)
 	}
 	ps.f.await(ended)
@@ -212,7 +212,7 @@ func TestUpgradeLiveStream(t *testing.T) {
 		t.Fatalf("the swap came after chunk %d", k)
 	}
 	checkLog(t, state, k, last)
-	if _, err := f.p.Cancel("live"); err != nil {
+	if _, err := f.p.Cancel(t.Context(), "live"); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-awaited; err == nil || !strings.Contains(err.Error(), "cancelled") {

@@ -296,7 +296,7 @@ func (hd *holder) listStreams(w http.ResponseWriter, r *http.Request) {
 	}
 	defer view.Close()
 	for _, in := range interrupted(view.Infos(opts)) {
-		if _, err := p.Status(in.StreamID); err != nil {
+		if _, err := p.Status(r.Context(), in.StreamID); err != nil {
 			infos = append(infos, in)
 		}
 	}
@@ -335,14 +335,14 @@ func (hd *holder) applyStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := hd.h.Provider()
-	op := map[string]func(string) (provider.Status, error){"pause": p.Pause, "resume": p.Resume, "cancel": p.Cancel}[verb]
+	op := map[string]func(context.Context, string) (provider.Status, error){"pause": p.Pause, "resume": p.Resume, "cancel": p.Cancel}[verb]
 	to := map[string]provider.State{"pause": provider.StatePaused, "resume": provider.StateActive, "cancel": provider.StateCancelled}[verb]
 	if op == nil {
 		replyJSON(w, http.StatusNotFound, map[string]string{"error": "unknown operation " + verb + "; use pause, resume, skip or cancel"})
 		return
 	}
-	if _, err := p.Status(id); err == nil {
-		st, err := op(id)
+	if _, err := p.Status(r.Context(), id); err == nil {
+		st, err := op(r.Context(), id)
 		if err != nil {
 			replyError(w, err)
 			return
@@ -364,7 +364,7 @@ func (hd *holder) removeStream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	p := hd.h.Provider()
 	var err error
-	if _, serr := p.Status(id); serr == nil {
+	if _, serr := p.Status(r.Context(), id); serr == nil {
 		_, err = p.Remove(r.Context(), id, true)
 	} else {
 		_, err = provider.RemoveStored(r.Context(), hd.h.Store(), id, true)

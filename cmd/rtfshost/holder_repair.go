@@ -29,7 +29,7 @@ import (
 // from then on: the holder waits for it to end.
 func (hd *holder) resume(ctx context.Context, id string, skip bool) (provider.State, error) {
 	p := hd.h.Provider()
-	if _, err := p.Status(id); err != nil {
+	if _, err := p.Status(ctx, id); err != nil {
 		view, err := hd.stored(ctx)
 		if err != nil {
 			return "", err
@@ -58,7 +58,7 @@ func (hd *holder) resume(ctx context.Context, id string, skip bool) (provider.St
 	if skip {
 		op = p.Skip
 	}
-	st, err := op(id)
+	st, err := op(ctx, id)
 	return st.State, err
 }
 
@@ -90,7 +90,7 @@ func (hd *holder) upgradeStream(w http.ResponseWriter, r *http.Request) {
 	u := provider.Upgrade{StreamID: id, Program: prog, Processor: req.Processor, Limits: hd.a.rt.limits()}
 	p := hd.h.Provider()
 	var res provider.UpgradeResult
-	if _, serr := p.Status(id); serr == nil {
+	if _, serr := p.Status(r.Context(), id); serr == nil {
 		res, err = p.Upgrade(r.Context(), u)
 	} else {
 		res, err = upgradeStored(r.Context(), hd.h.Store(), u)

@@ -99,7 +99,7 @@ func TestInspectLiveServer(t *testing.T) {
 			t.Errorf("%v: want %q, got %q %q", step.args, step.want, stdout.String(), stderr.String())
 		}
 	}
-	if _, err := h.Provider().Status("live-1"); err == nil {
+	if _, err := h.Provider().Status(t.Context(), "live-1"); err == nil {
 		t.Error("rm --server left the stream known to the serve")
 	}
 }

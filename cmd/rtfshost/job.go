@@ -189,8 +189,8 @@ func (j *job) has(id string) bool {
 // adopt makes a stream the program is about to start the job's, with its
 // processor's lines routed to the job's reporter. A stream id another job
 // runs is left to the start call to refuse.
-func (j *job) adopt(id string) {
-	if _, err := j.p.Status(id); err == nil {
+func (j *job) adopt(ctx context.Context, id string) {
+	if _, err := j.p.Status(ctx, id); err == nil {
 		return // a duplicate: the start fails
 	}
 	if !j.owner.take(id, j) {
@@ -206,13 +206,13 @@ func (j *job) adopt(id string) {
 // before sees each host call of the job's program: a start gets its
 // stream id first, and the job adopts that stream before it starts; an
 // await counts as waiting (the program does not compute meanwhile).
-func (j *job) before(_ context.Context, c *capabilities.Call) (func(error), error) {
+func (j *job) before(ctx context.Context, c *capabilities.Call) (func(error), error) {
 	switch strings.TrimPrefix(c.ID, ":") {
 	case provider.CapStart:
 		var id string
 		c.Args, id = j.p.WithStreamID(c.Args)
 		if id != "" {
-			j.adopt(id)
+			j.adopt(ctx, id)
 		}
 	case provider.CapAwait:
 		j.awaiting.Add(1)
@@ -280,7 +280,7 @@ func (j *job) conclude(ctx context.Context, watch *stuckWatch, outcome func() in
 	stuck := watch.stop()
 	var sourceEnds []string
 	if ctx.Err() != nil {
-		sourceEnds = j.comesBackNot()
+		sourceEnds = j.comesBackNot(context.WithoutCancel(ctx))
 		j.detach()
 	}
 	j.finish()
@@ -345,7 +345,7 @@ func (j *job) detach() {
 	defer cancel()
 	j.sendStats()
 	for _, id := range j.streams() {
-		if st, err := j.p.Status(id); err == nil && !st.State.Terminal() {
+		if st, err := j.p.Status(ctx, id); err == nil && !st.State.Terminal() {
 			_ = j.p.Detach(ctx, id) // at worst its last chunks are processed again on resume
 		}
 	}
@@ -424,7 +424,7 @@ func (j *job) watch(ctx context.Context, cancel context.CancelCauseFunc) *stuckW
 			}
 			live := 0
 			for _, id := range j.streams() {
-				if st, err := j.p.Status(id); err == nil && !st.State.Terminal() {
+				if st, err := j.p.Status(wctx, id); err == nil && !st.State.Terminal() {
 					live++
 				}
 			}
@@ -437,7 +437,7 @@ func (j *job) watch(ctx context.Context, cancel context.CancelCauseFunc) *stuckW
 			if live == 0 || len(stuck) < live {
 				continue
 			}
-			if j.keepSources(stuck) {
+			if j.keepSources(wctx, stuck) {
 				continue
 			}
 			w.stuck = stuck
@@ -454,7 +454,7 @@ func (j *job) watch(ctx context.Context, cancel context.CancelCauseFunc) *stuckW
 // ending would lose what that program has not printed yet, so the job
 // waits for the stream to be moved on from another shell (through the
 // control socket), and says so once per stream.
-func (j *job) keepSources(stuck []provider.StuckStream) bool {
+func (j *job) keepSources(ctx context.Context, stuck []provider.StuckStream) bool {
 	keep := false
 	for _, s := range stuck {
 		if back, err := j.p.SourceComesBack(s.StreamID); err != nil || back {
@@ -470,7 +470,7 @@ func (j *job) keepSources(stuck []provider.StuckStream) bool {
 		j.mu.Unlock()
 		if !told {
 			j.rep.log("", fmt.Sprintf("waiting: stream %s is %s; its source %s would end with this run, so the run keeps it and waits (Ctrl-C stops it). From another shell: %s",
-				s.StreamID, strings.TrimSuffix(s.Reason, "."), j.sourceName(s.StreamID), j.opts.hints.repairs(s.StreamID, j.failure(s.StreamID))))
+				s.StreamID, strings.TrimSuffix(s.Reason, "."), j.sourceName(s.StreamID), j.opts.hints.repairs(s.StreamID, j.failure(ctx, s.StreamID))))
 		}
 	}
 	return keep
@@ -486,8 +486,8 @@ func (j *job) sourceName(id string) string {
 }
 
 // failure is the failure stream id is held by; nil when it is not failed.
-func (j *job) failure(id string) *provider.Failure {
-	st, err := j.p.Status(id)
+func (j *job) failure(ctx context.Context, id string) *provider.Failure {
+	st, err := j.p.Status(ctx, id)
 	if err != nil {
 		return nil
 	}
@@ -495,10 +495,10 @@ func (j *job) failure(id string) *provider.Failure {
 }
 
 // liveCount counts the job's streams that have not ended.
-func (j *job) liveCount() int {
+func (j *job) liveCount(ctx context.Context) int {
 	n := 0
 	for _, id := range j.streams() {
-		if st, err := j.p.Status(id); err == nil && !st.State.Terminal() {
+		if st, err := j.p.Status(ctx, id); err == nil && !st.State.Terminal() {
 			n++
 		}
 	}
@@ -507,10 +507,10 @@ func (j *job) liveCount() int {
 
 // comesBackNot returns the job's streams that have not ended and whose
 // source would not come back once the job ends.
-func (j *job) comesBackNot() []string {
+func (j *job) comesBackNot(ctx context.Context) []string {
 	var ids []string
 	for _, id := range j.streams() {
-		st, err := j.p.Status(id)
+		st, err := j.p.Status(ctx, id)
 		if err != nil || st.State.Terminal() {
 			continue
 		}

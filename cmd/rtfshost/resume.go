@@ -174,7 +174,7 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions, ids []string, ver
 			if verb == "skip" {
 				op = p.Skip
 			}
-			if _, err := op(id); err != nil {
+			if _, err := op(ctx, id); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -394,7 +394,7 @@ func (a *app) awaitResumed(ctx context.Context, s *session, j *job) []error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if running := s.h.ResumedRunning(); j.liveCount() == 0 && (running == 0 || s.h.Parked() >= running) {
+		if running := s.h.ResumedRunning(); j.liveCount(ctx) == 0 && (running == 0 || s.h.Parked() >= running) {
 			return errs
 		}
 		select {

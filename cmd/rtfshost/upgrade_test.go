@@ -145,7 +145,7 @@ func TestUpgradeOnDataDirectory(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	h := startLogged(t, data, srv.URL()+"/sse", "up", 10)
-	if _, err := h.Provider().Pause("up"); err != nil {
+	if _, err := h.Provider().Pause(t.Context(), "up"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond) // a chunk being processed when the pause came

@@ -219,7 +219,7 @@ func (d *Dashboard) control(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	var op func(string) (provider.Status, error)
+	var op func(context.Context, string) (provider.Status, error)
 	switch r.PathValue("op") {
 	case "pause":
 		op = d.p.Pause
@@ -233,7 +233,7 @@ func (d *Dashboard) control(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown operation " + r.PathValue("op") + "; use pause, resume, skip or cancel"})
 		return
 	}
-	st, err := op(id)
+	st, err := op(r.Context(), id)
 	if err != nil {
 		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
 		return

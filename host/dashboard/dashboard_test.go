@@ -191,7 +191,7 @@ func TestAPI(t *testing.T) {
 	if code := post("cancel", strings.Repeat("0", 32)); code != http.StatusForbidden {
 		t.Errorf("cancel with a wrong CSRF token: %d, want 403", code)
 	}
-	if st, _ := r.h.Provider().Status("s0001"); st.State != provider.StateActive {
+	if st, _ := r.h.Provider().Status(t.Context(), "s0001"); st.State != provider.StateActive {
 		t.Fatalf("a refused cancel changed the stream: %+v", st)
 	}
 	for _, c := range []struct {
@@ -202,7 +202,7 @@ func TestAPI(t *testing.T) {
 		if code := post(c.op, sess.CSRF); code != c.code {
 			t.Errorf("%s: %d, want %d", c.op, code, c.code)
 		}
-		if st, _ := r.h.Provider().Status("s0001"); st.State != c.state {
+		if st, _ := r.h.Provider().Status(t.Context(), "s0001"); st.State != c.state {
 			t.Errorf("after %s: %s, want %s", c.op, st.State, c.state)
 		}
 	}

@@ -107,11 +107,15 @@ func (c *call) sendLogs() {
 	}
 }
 
-// cancelStreams cancels every stream of the call that has not ended.
+// cancelStreams cancels every stream of the call that has not ended. It
+// runs once the call has ended, often because the client cancelled it, so
+// it asks without the call's cancellation (each request to another host
+// bounded by provider.DefaultForwardTimeout).
 func (c *call) cancelStreams() {
+	ctx := context.WithoutCancel(c.ctx)
 	for _, id := range c.w.streams() {
-		if st, err := c.s.prov.Status(id); err == nil && !st.State.Terminal() {
-			_, _ = c.s.prov.Cancel(id)
+		if st, err := c.s.prov.Status(ctx, id); err == nil && !st.State.Terminal() {
+			_, _ = c.s.prov.Cancel(ctx, id)
 		}
 	}
 }
@@ -176,7 +180,11 @@ func (c *call) settled(ends map[string]provider.Status) bool {
 		if _, ok := ends[id]; ok {
 			continue
 		}
-		if st, err := c.s.prov.Status(id); err == nil && st.State.Terminal() {
+		st, err := c.s.prov.Status(c.ctx, id)
+		if c.ctx.Err() != nil {
+			return false // the pump ends with the call
+		}
+		if err == nil && st.State.Terminal() {
 			return false
 		}
 	}

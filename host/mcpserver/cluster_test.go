@@ -69,7 +69,7 @@ func TestTasksInCluster(t *testing.T) {
 		t.Fatalf("tasks/cancel on b = %v, %v", got, e)
 	}
 	waitFor(t, "a's stream to be cancelled", func() bool {
-		st, err := a.host.Provider().Status("ct2")
+		st, err := a.host.Provider().Status(t.Context(), "ct2")
 		return err == nil && st.State == provider.StateCancelled
 	})
 	if ids := b.host.Provider().Live(); len(ids) != 0 {
@@ -178,7 +178,7 @@ func TestListInCluster(t *testing.T) {
 	for node, id := range map[string]string{"a": "l-a2", "c": "l-c1"} {
 		hosts[node].feed(context.Background(), id, end)
 		waitFor(t, id+" to end", func() bool {
-			st, err := hosts[node].host.Provider().Status(id)
+			st, err := hosts[node].host.Provider().Status(t.Context(), id)
 			return err == nil && st.State == provider.StateCompleted
 		})
 	}
@@ -259,7 +259,7 @@ func TestTaskOfStreamEndedAfterServerClosed(t *testing.T) {
 	a.srv.Close()
 	a.feed(context.Background(), id, append(values(2), end)...)
 	waitFor(t, "the stream to end on a", func() bool {
-		st, err := a.host.Provider().Status(id)
+		st, err := a.host.Provider().Status(t.Context(), id)
 		return err == nil && st.State == provider.StateCompleted
 	})
 	a.shutDown()

@@ -100,7 +100,7 @@ func TestEvalTimeout(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(t, res), "timed out after 40 ms") {
 		t.Errorf("eval = %s (isError %v)", text(t, res), res.IsError)
 	}
-	if st, err := f.host.Provider().Status("ev2"); err != nil || st.State != "cancelled" {
+	if st, err := f.host.Provider().Status(ctx, "ev2"); err != nil || st.State != "cancelled" {
 		t.Errorf("stream after the timeout: %+v %v", st, err)
 	}
 }

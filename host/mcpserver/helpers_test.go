@@ -389,7 +389,7 @@ func (f *fixture) cancelledEnds(t *testing.T, cancel context.CancelFunc, ch <-ch
 	case <-time.After(hangGuard):
 		t.Fatal("the stream did not end after notifications/cancelled")
 	}
-	st, _ := f.host.Provider().Status(id)
+	st, _ := f.host.Provider().Status(t.Context(), id)
 	if st.State != provider.StateCancelled || st.EndReason != "request" {
 		t.Errorf("stream status %+v, want cancelled by request", st)
 	}

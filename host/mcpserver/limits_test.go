@@ -66,7 +66,7 @@ func TestCallsPerSessionCap(t *testing.T) {
 	first := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": program}})
 	deadline := time.Now().Add(hangGuard)
 	for {
-		if _, err := f.host.Provider().Status("cap1"); err == nil {
+		if _, err := f.host.Provider().Status(ctx, "cap1"); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -180,7 +180,7 @@ func TestStreamOutputWithinTheOutputLimit(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	st, err := f.host.Provider().Status("big1")
+	st, err := f.host.Provider().Status(ctx, "big1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestPrintedLinesReachTheCaller(t *testing.T) {
 				}
 			}
 			ch := callAsync(ctx, cs, params)
-			waitFor(t, "the stream p1", func() bool { _, err := f.host.Provider().Status("p1"); return err == nil })
+			waitFor(t, "the stream p1", func() bool { _, err := f.host.Provider().Status(ctx, "p1"); return err == nil })
 			f.feed(ctx, "p1", map[string]any{"value": 1}, map[string]any{"value": 2}, end)
 			r := await(t, ch)
 			if r.err != nil || r.res.IsError {
@@ -127,7 +127,7 @@ func TestDuplicateStartKeepsTheLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: ToolEval, Arguments: map[string]any{"program": printingProgram}})
-	waitFor(t, "the stream p1", func() bool { _, err := f.host.Provider().Status("p1"); return err == nil })
+	waitFor(t, "the stream p1", func() bool { _, err := f.host.Provider().Status(ctx, "p1"); return err == nil })
 	other := f.connectSession(ctx, nil, nil)
 	res, err := other.CallTool(ctx, &mcp.CallToolParams{Name: ToolStart, Arguments: startArgs("p1")})
 	if err != nil || !res.IsError || !strings.Contains(text(t, res), `"p1"`) {

@@ -611,7 +611,7 @@ func TestCloseEndsCalls(t *testing.T) {
 	if r := await(t, ch); r.err == nil {
 		t.Errorf("the call in flight returned %+v after Close", r.res)
 	}
-	st, err := f.host.Provider().Status("cl")
+	st, err := f.host.Provider().Status(ctx, "cl")
 	if err != nil || st.State != provider.StateCancelled {
 		t.Errorf("stream after Close: %+v %v", st, err)
 	}

@@ -149,7 +149,7 @@ func TestStreamResources(t *testing.T) {
 					t.Errorf("resources/read %s = %+v, %v; want error %s naming the URI", uri, res, err, era.notFound)
 				}
 			}
-			_, _ = f.host.Provider().Cancel("res 1")
+			_, _ = f.host.Provider().Cancel(ctx, "res 1")
 		})
 	}
 }
@@ -219,7 +219,7 @@ func TestResourceSubscription(t *testing.T) {
 				t.Errorf("%d updates of %s after unsubscribing", got-before, uri)
 			}
 			for _, id := range []string{"sub1", "sub2"} {
-				_, _ = f.host.Provider().Cancel(id)
+				_, _ = f.host.Provider().Cancel(ctx, id)
 			}
 		})
 	}

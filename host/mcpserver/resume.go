@@ -229,7 +229,7 @@ func (s *Server) follow(k streamKey, l streamLog, id json.RawMessage, c *call, r
 	case <-ctx.Done():
 		return
 	}
-	if _, err := s.prov.Status(l.streamID); err != nil {
+	if _, err := s.prov.Status(ctx, l.streamID); err != nil {
 		s.appendEvent(k, rpcAnswer(id, resultJSON(textResult(fmt.Sprintf("%s: the stream %s was not recovered after the server restarted", ToolStart, l.streamID), true)), nil))
 		return
 	}

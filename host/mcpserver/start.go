@@ -65,7 +65,7 @@ func (c *call) start(a args) (*mcp.CallToolResult, error) {
 		if c.ctx.Err() != nil {
 			return nil, c.ctx.Err() // the client cancelled: no result is sent
 		}
-		st, _ := c.s.prov.Status(id)
+		st, _ := c.s.prov.Status(c.ctx, id)
 		res := c.streamResult(st)
 		res.Error = timeoutMessage(a)
 		return jsonResult(res, true), nil

@@ -142,7 +142,7 @@ func TestStructuredResults(t *testing.T) {
 				body, err := post(ToolStart, startArgs("s1"))
 				started <- answer{body, err}
 			}()
-			waitFor(t, "the stream's start", func() bool { _, err := f.host.Provider().Status("s1"); return err == nil })
+			waitFor(t, "the stream's start", func() bool { _, err := f.host.Provider().Status(ctx, "s1"); return err == nil })
 			call(ToolPause, map[string]any{"stream-id": "s1"})
 			call(ToolUpgrade, map[string]any{"stream-id": "s1", "program": counterProgram, "filename": "again.rtfs"})
 			call(ToolResume, map[string]any{"stream-id": "s1"})

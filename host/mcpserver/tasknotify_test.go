@@ -192,7 +192,7 @@ func TestLegacyTaskNotifications(t *testing.T) {
 	if got := get.matching("notifications/progress", progressOf("tok-2")); len(got) != 1 {
 		t.Errorf("the cancelled task sent %d progress notifications, want 1 (none after cancel): %v", len(got), got)
 	}
-	_, _ = f.host.Provider().Cancel("n3")
+	_, _ = f.host.Provider().Cancel(ctx, "n3")
 	if n := sent(); n["notifications/progress"] < 4 || n["notifications/message"] < 3 {
 		t.Errorf("sent %v, want the progress and log notifications counted", n)
 	}

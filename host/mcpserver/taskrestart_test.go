@@ -91,7 +91,7 @@ func taskOutputsAcrossRestart(t *testing.T, lose bool) {
 	}
 	f2.feed(ctx, "r1", append(values(2), end)...)
 	waitFor(t, "the recovered stream's end", func() bool {
-		st, err := f2.host.Provider().Status("r1")
+		st, err := f2.host.Provider().Status(ctx, "r1")
 		return err == nil && st.State.Terminal()
 	})
 	url = f2.ts.URL + PathStreamable

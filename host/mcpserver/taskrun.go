@@ -141,7 +141,7 @@ func (t *tasks) followLocked(e *taskEntry, start args, recovered <-chan struct{}
 				return
 			}
 			if t.cancelled(e) { // tasks/cancel came while the stream started
-				_, _ = t.s.prov.Cancel(id)
+				_, _ = t.s.prov.Cancel(ctx, id)
 			}
 			t.setMessage(e, "the stream is running")
 		} else {
@@ -154,7 +154,7 @@ func (t *tasks) followLocked(e *taskEntry, start args, recovered <-chan struct{}
 			// A stream loaded here, running or ended, is followed here; in
 			// a cluster one that another host runs is left to it.
 			if !t.loadedHere(id) {
-				if _, err := t.s.prov.Status(id); err != nil {
+				if _, err := t.s.prov.Status(ctx, id); err != nil {
 					t.finish(e, taskErrorResult("the task's stream %s was not found after the server restarted", id), provider.StateError)
 					return
 				}
@@ -322,7 +322,9 @@ func (t *tasks) cancelTask(ctx context.Context, id string) (taskRecord, error) {
 	case rec.StreamID != "" && t.clustered() && t.store != nil:
 		t.cancelStream(rec.StreamID)
 	case rec.StreamID != "":
-		_, _ = t.s.prov.Cancel(rec.StreamID)
+		// The task is stored cancelled: its stream is cancelled even if
+		// the request's ctx ends now.
+		_, _ = t.s.prov.Cancel(context.WithoutCancel(ctx), rec.StreamID)
 	case cancel != nil:
 		cancel()
 	}
@@ -335,7 +337,7 @@ func (t *tasks) cancelTask(ctx context.Context, id string) (taskRecord, error) {
 // until it is cancelled or ended, for at most cancelPatience, on a
 // goroutine of the server.
 func (t *tasks) cancelStream(id string) {
-	if _, err := t.s.prov.Cancel(id); err == nil {
+	if _, err := t.s.prov.Cancel(t.s.ctx, id); err == nil {
 		return
 	}
 	t.s.calls.Add(1)
@@ -348,7 +350,7 @@ func (t *tasks) cancelStream(id string) {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			if _, err := t.s.prov.Cancel(id); err == nil {
+			if _, err := t.s.prov.Cancel(t.s.ctx, id); err == nil {
 				return
 			}
 		}

@@ -117,7 +117,7 @@ func TestTasksLegacy(t *testing.T) {
 		t.Fatalf("tasks/cancel = %v, %v", cancelled, e)
 	}
 	waitFor(t, "the stream's cancel", func() bool {
-		st, err := f.host.Provider().Status("t2")
+		st, err := f.host.Provider().Status(ctx, "t2")
 		return err == nil && st.State.Terminal()
 	})
 	if _, e := rpc(t, url, h, methodTasksCancel, map[string]any{"taskId": "t1"}); e == nil || e["code"] != float64(codeInvalidParams) {

@@ -370,7 +370,7 @@ func (t *tasks) wait(ctx context.Context, e *taskEntry) (taskRecord, error) {
 				// ended after its host's server closed, or its host
 				// died), the stream is loaded here, and with it the task
 				// is driven here (streamLoaded).
-				_, _ = t.s.prov.Status(stream)
+				_, _ = t.s.prov.Status(ctx, stream)
 			}
 		case <-ctx.Done():
 			return taskRecord{}, ctx.Err()
@@ -386,12 +386,12 @@ func (t *tasks) wait(ctx context.Context, e *taskEntry) (taskRecord, error) {
 const clusterPoll = 500 * time.Millisecond
 
 // snapshot returns e's record, its message refreshed from its stream.
-func (t *tasks) snapshot(e *taskEntry) taskRecord {
+func (t *tasks) snapshot(ctx context.Context, e *taskEntry) taskRecord {
 	t.mu.Lock()
 	rec := e.rec
 	t.mu.Unlock()
 	if !rec.terminal() && rec.StreamID != "" {
-		if st, err := t.s.prov.Status(rec.StreamID); err == nil && st.State == provider.StatePaused {
+		if st, err := t.s.prov.Status(ctx, rec.StreamID); err == nil && st.State == provider.StatePaused {
 			rec.Message = "the stream is paused"
 		}
 	}

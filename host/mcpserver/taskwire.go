@@ -94,7 +94,7 @@ func (s *Server) taskCall(ctx context.Context, req *message, modern bool, sessio
 		if err != nil {
 			return nil, err
 		}
-		return taskJSON(s.tasks.snapshot(e), false), nil
+		return taskJSON(s.tasks.snapshot(ctx, e), false), nil
 	case methodTasksResult:
 		e, err := s.tasks.lookup(ctx, req.Params.TaskID)
 		if err != nil {
@@ -162,7 +162,7 @@ func (s *Server) modernTaskCall(ctx context.Context, req *message) (any, error) 
 		if err != nil {
 			return nil, err
 		}
-		rec := s.tasks.snapshot(e)
+		rec := s.tasks.snapshot(ctx, e)
 		out = taskJSON(rec, true)
 		if rec.terminal() && rec.Result != nil && rec.Status != taskCancelled {
 			// A tool's failure is an isError result of a completed task:
@@ -177,9 +177,9 @@ func (s *Server) modernTaskCall(ctx context.Context, req *message) (any, error) 
 		if err != nil {
 			return nil, err
 		}
-		if rec := s.tasks.snapshot(e); !rec.terminal() {
+		if rec := s.tasks.snapshot(ctx, e); !rec.terminal() {
 			if _, err := s.tasks.cancelTask(ctx, req.Params.TaskID); err != nil {
-				if rec = s.tasks.snapshot(e); !rec.terminal() { // not that it ended meanwhile
+				if rec = s.tasks.snapshot(ctx, e); !rec.terminal() { // not that it ended meanwhile
 					return nil, err
 				}
 			}

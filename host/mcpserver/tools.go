@@ -393,7 +393,7 @@ func (c *call) remove(a args) (*mcp.CallToolResult, error) {
 // control returns the run function of status, pause, resume or cancel.
 func control(tool string) func(c *call, a args) (*mcp.CallToolResult, error) {
 	return func(c *call, a args) (*mcp.CallToolResult, error) {
-		var op func(string) (provider.Status, error)
+		var op func(context.Context, string) (provider.Status, error)
 		switch tool {
 		case ToolStatus:
 			op = c.s.prov.Status
@@ -407,7 +407,7 @@ func control(tool string) func(c *call, a args) (*mcp.CallToolResult, error) {
 		default:
 			op = c.s.prov.Cancel
 		}
-		st, err := op(a.str("stream-id"))
+		st, err := op(c.ctx, a.str("stream-id"))
 		if err != nil {
 			return textResult(fmt.Sprintf("%s: %v", tool, err), true), nil
 		}

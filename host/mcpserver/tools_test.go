@@ -265,7 +265,7 @@ func TestStartTimeout(t *testing.T) {
 	if !res.IsError || got["state"] != "cancelled" || !strings.Contains(fmt.Sprint(got["error"]), "timed out after 30 ms") {
 		t.Errorf("isError %v, result %v", res.IsError, got)
 	}
-	st, err := f.host.Provider().Status("slow")
+	st, err := f.host.Provider().Status(ctx, "slow")
 	if err != nil || st.State != provider.StateCancelled {
 		t.Errorf("stream status %+v, %v; want cancelled", st, err)
 	}
@@ -444,7 +444,7 @@ func TestRemove(t *testing.T) {
 	if err != nil || res.IsError || !strings.Contains(text(t, res), `"removed":true`) {
 		t.Fatalf("remove: %v %+v", err, res)
 	}
-	if _, err := f.host.Provider().Status("rm-1"); err == nil {
+	if _, err := f.host.Provider().Status(ctx, "rm-1"); err == nil {
 		t.Error("the removed stream is still known")
 	}
 	if res := start(); res.IsError {

@@ -224,7 +224,7 @@ func TestMetricsAfterAKnownRun(t *testing.T) {
 		t.Errorf("paused streams = %v, want 1", got)
 	}
 
-	if _, err := r.h.Provider().Cancel("stopper"); err != nil {
+	if _, err := r.h.Provider().Cancel(ctx, "stopper"); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.h.Wait(ctx); err != nil {
@@ -533,7 +533,7 @@ func TestDirectivesCountWhatHappened(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	for range 2 { // the second pause changes nothing
-		if _, err := r.h.Provider().Pause("plain"); err != nil {
+		if _, err := r.h.Provider().Pause(ctx, "plain"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -575,7 +575,7 @@ func TestFailuresAndDeadLetters(t *testing.T) {
 	r.send("picky", 3)
 	p := r.h.Provider()
 	deadline := time.Now().Add(hangGuard)
-	for st, _ := p.Status("picky"); st.State != provider.StateFailed; st, _ = p.Status("picky") {
+	for st, _ := p.Status(ctx, "picky"); st.State != provider.StateFailed; st, _ = p.Status(ctx, "picky") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the stream did not fail: %+v", st)
 		}
@@ -588,7 +588,7 @@ func TestFailuresAndDeadLetters(t *testing.T) {
 	if got := sum(t, fams, "rtfshost_streams_held_total", map[string]string{"kind": "processor", "transport": "mock"}); got != 1 {
 		t.Errorf("held = %v, want 1", got)
 	}
-	if _, err := p.Skip("picky"); err != nil {
+	if _, err := p.Skip(ctx, "picky"); err != nil {
 		t.Fatal(err)
 	}
 	for in, _ := p.Info("picky", provider.InspectOptions{}); in.Stats.ProcessedChunks != 2; in, _ = p.Info("picky", provider.InspectOptions{}) {
