@@ -404,7 +404,7 @@ func TestAwaitHonoursContext(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "mcp.stream.await") {
 		t.Fatalf("Run = %v", err)
 	}
-	st, _ := r.h.Provider().Status(ctx, "never")
+	st, _ := r.h.Provider().Status(t.Context(), "never")
 	if st.State != provider.StateActive {
 		t.Errorf("the stream was affected by the caller's context: %+v", st)
 	}

@@ -70,7 +70,7 @@ func TestPauseBlocksProducerAndResumeDrainsInOrder(t *testing.T) {
 	if q := path(m, "queue").(*rtfs.Vector); q.Len() != 4 || !rtfs.Equal(path(q.Index(0), "chunk", "n"), rtfs.Int(1)) {
 		t.Fatalf("queue = %v", q)
 	}
-	if _, err := f.p.Resume(ctx, id); err != nil {
+	if _, err := f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	f.send(id, `{"n":6}`)
