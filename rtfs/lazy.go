@@ -550,15 +550,16 @@ func intrEagerCount(th *Thread, args []Value) (Value, error) {
 // intrItemsN is (%items-n coll n): the first n elements of coll (fewer if
 // it has fewer) as a vector.
 func intrItemsN(th *Thread, args []Value) (Value, error) {
-	n, err := toCount(2, args[1])
-	if err != nil {
+	var coll Value
+	var n int
+	if err := unpackArgs(th, args, &coll, &n); err != nil {
 		return nil, err
 	}
-	if l, ok := args[0].(*Lazy); ok {
+	if l, ok := coll.(*Lazy); ok {
 		elems, _, err := realize(th, l, n)
 		return vectorOwned(elems), err
 	}
-	xs, err := items(th, args[0])
+	xs, err := items(th, coll)
 	if err != nil {
 		return nil, err
 	}

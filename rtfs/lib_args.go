@@ -37,6 +37,7 @@ import (
 //	*Keyword    a Keyword ("a keyword")
 //	**Map       a map ("a map")
 //	**Vector    a vector ("a vector")
+//	**Set       a set ("a set")
 //	**Regex     a regex ("a regex (#\"...\" or re-pattern)")
 //	*[]Value    the elements of a collection, charged to th as seqSlice
 //	            does ("a collection"; a lazy sequence asks for its
@@ -85,6 +86,8 @@ func unpackArg(th *Thread, i int, a Value, dst any) (err error) {
 		*p, err = toMap(i, a)
 	case **Vector:
 		*p, err = toVector(i, a)
+	case **Set:
+		*p, err = toSet(i, a)
 	case **Regex:
 		*p, err = toRegex(i, a)
 	case *[]Value:
@@ -227,6 +230,14 @@ func toVector(i int, v Value) (*Vector, error) {
 		return x, nil
 	}
 	return nil, argTypeError(i, "a vector", v)
+}
+
+// toSet returns v if it is a set.
+func toSet(i int, v Value) (*Set, error) {
+	if s, ok := v.(*Set); ok {
+		return s, nil
+	}
+	return nil, argTypeError(i, "a set", v)
 }
 
 // toRegex returns v if it is a regex.

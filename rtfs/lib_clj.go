@@ -148,9 +148,9 @@ func addCljBuiltins(t builtinTable) {
 	// rtfs-compile-2 programs call this iterate (the prelude's is lazy).
 	t.add("iterate", 2, 2, lazyOnly("iterate", "(iterate-n n f x), the first n values of x, (f x), (f (f x)) ..."))
 	t.add("cycle", 1, 1, func(th *Thread, args []Value) (Value, error) {
-		elems, err := seqSlice(th, args[0])
-		if err != nil {
-			return nil, seqErr(err, typeError("a collection", args[0]))
+		var elems []Value
+		if err := unpackArgs(th, args, &elems); err != nil {
+			return nil, err
 		}
 		if len(elems) == 0 {
 			return emptyList, nil

@@ -51,8 +51,8 @@ func numChain(ok func(c int) bool) builtinFn {
 	return func(_ *Thread, args []Value) (Value, error) {
 		result := true
 		for i, a := range args {
-			if !isNumber(a) {
-				return nil, argTypeError(i+1, "a number", a)
+			if _, err := toNumber(i+1, a); err != nil {
+				return nil, err
 			}
 			if f, isF := a.(Float); isF && math.IsNaN(float64(f)) {
 				result = false

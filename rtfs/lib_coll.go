@@ -41,9 +41,9 @@ func addCollBuiltins(t builtinTable) {
 		if s, ok := args[0].(*Set); ok {
 			return s, nil
 		}
-		elems, err := seqSlice(th, args[0])
-		if err != nil {
-			return nil, seqErr(err, typeError("a collection", args[0]))
+		var elems []Value
+		if err := unpackArgs(th, args, &elems); err != nil {
+			return nil, err
 		}
 		s, err := th.setOf(elems)
 		return s, err
@@ -81,9 +81,9 @@ func builtinVec(th *Thread, args []Value) (Value, error) {
 			return x.vec, nil
 		}
 	}
-	elems, err := seqSlice(th, args[0])
-	if err != nil {
-		return nil, seqErr(err, typeError("a collection", args[0]))
+	var elems []Value
+	if err := unpackArgs(th, args, &elems); err != nil {
+		return nil, err
 	}
 	return vectorOwned(elems), nil
 }
@@ -209,9 +209,9 @@ func builtinCons(th *Thread, args []Value) (Value, error) {
 	case *Lazy:
 		return lazyCons(args[0], c), nil
 	}
-	elems, err := seqSlice(th, args[1])
+	elems, err := toElems(th, 2, args[1])
 	if err != nil {
-		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
+		return nil, err
 	}
 	return listOwned(elems).Cons(args[0]), th.checkSize(len(elems) + 1)
 }
@@ -244,9 +244,9 @@ func builtinConcat(th *Thread, args []Value) (Value, error) {
 }
 
 func builtinReverse(th *Thread, args []Value) (Value, error) {
-	elems, err := seqSlice(th, args[0])
-	if err != nil {
-		return nil, seqErr(err, typeError("a collection", args[0]))
+	var elems []Value
+	if err := unpackArgs(th, args, &elems); err != nil {
+		return nil, err
 	}
 	slices.Reverse(elems)
 	return listOwned(elems), nil
@@ -255,9 +255,9 @@ func builtinReverse(th *Thread, args []Value) (Value, error) {
 // builtinSort sorts by Compare (stable); elements that cannot be compared
 // are an error naming them.
 func builtinSort(th *Thread, args []Value) (Value, error) {
-	elems, err := seqSlice(th, args[0])
-	if err != nil {
-		return nil, seqErr(err, typeError("a collection", args[0]))
+	var elems []Value
+	if err := unpackArgs(th, args, &elems); err != nil {
+		return nil, err
 	}
 	if err := sortValues(th, elems); err != nil {
 		return nil, err
@@ -285,9 +285,9 @@ func (s valueSet) add(v Value, m *meter) bool {
 }
 
 func builtinDistinct(th *Thread, args []Value) (Value, error) {
-	elems, err := seqSlice(th, args[0])
-	if err != nil {
-		return nil, seqErr(err, typeError("a collection", args[0]))
+	var elems []Value
+	if err := unpackArgs(th, args, &elems); err != nil {
+		return nil, err
 	}
 	seen := make(valueSet, len(elems))
 	out := elems[:0]
@@ -309,9 +309,9 @@ func builtinDistinct(th *Thread, args []Value) (Value, error) {
 // builtinFrequencies maps each distinct element to its number of
 // occurrences, in order of first appearance.
 func builtinFrequencies(th *Thread, args []Value) (Value, error) {
-	elems, err := seqSlice(th, args[0])
-	if err != nil {
-		return nil, seqErr(err, typeError("a collection", args[0]))
+	var elems []Value
+	if err := unpackArgs(th, args, &elems); err != nil {
+		return nil, err
 	}
 	// Count in a scratch index from hash to positions in kvs, then build
 	// the map at once.
@@ -352,23 +352,23 @@ func builtinPartition(th *Thread, args []Value) (Value, error) { return partitio
 func builtinPartitionAll(th *Thread, args []Value) (Value, error) { return partitionBy(th, args, true) }
 
 func partitionBy(th *Thread, args []Value, all bool) (Value, error) {
-	n, err := toInt(1, args[0])
-	if err != nil {
+	var n, step int64
+	var pad []Value
+	var collArg Value
+	dst := []any{&n, &step, &pad, &collArg}
+	switch len(args) {
+	case 2: // (partition n coll)
+		dst = []any{&n, &collArg}
+	case 3: // (partition n step coll)
+		dst = []any{&n, &step, &collArg}
+	}
+	if err := unpackArgs(th, args, dst...); err != nil {
 		return nil, err
 	}
-	step, collArg := n, args[len(args)-1]
-	if len(args) >= 3 {
-		if step, err = toInt(2, args[1]); err != nil {
-			return nil, err
-		}
+	if len(args) == 2 {
+		step = n
 	}
-	var pad []Value
 	padded := len(args) == 4 // (partition n step pad coll): the last group is filled from pad
-	if padded {
-		if pad, err = seqSlice(th, args[2]); err != nil {
-			return nil, seqErr(err, argTypeError(3, "a collection", args[2]))
-		}
-	}
 	if n <= 0 || step <= 0 {
 		return nil, fmt.Errorf("size and step must be positive, got %d and %d", n, step)
 	}
@@ -379,9 +379,9 @@ func partitionBy(th *Thread, args []Value, all bool) (Value, error) {
 	if ok, err := th.lazyRedirect(collArg, "%lazy-partition", Int(n), Int(step), padArg, Bool(padded), Bool(all), collArg); ok {
 		return nil, err
 	}
-	elems, err := seqSlice(th, collArg)
+	elems, err := toElems(th, len(args), collArg)
 	if err != nil {
-		return nil, seqErr(err, argTypeError(len(args), "a collection", collArg))
+		return nil, err
 	}
 	var groups []Value
 	m := meter{th: th}
@@ -416,17 +416,13 @@ func builtinRange(th *Thread, args []Value) (Value, error) {
 	if len(args) == 0 {
 		return newRange(Int(0), Int(1)), nil
 	}
-	start, end, step := Value(Int(0)), args[0], Value(Int(1))
-	if len(args) >= 2 {
-		start, end = args[0], args[1]
+	start, end, step := Value(Int(0)), Value(nil), Value(Int(1))
+	dst := []any{number(&start), number(&end), number(&step)}
+	if len(args) == 1 {
+		dst = dst[1:] // (range end)
 	}
-	if len(args) == 3 {
-		step = args[2]
-	}
-	for i, a := range args {
-		if !isNumber(a) {
-			return nil, argTypeError(i+1, "a number", a)
-		}
+	if err := unpackArgs(th, args, dst...); err != nil {
+		return nil, err
 	}
 	if s, ok := step.(Int); ok && s == 0 || step == Float(0) {
 		return nil, errors.New("step must not be zero")
@@ -542,19 +538,13 @@ func rangeLen(a, b, s float64) int {
 
 // builtinSubvec is (subvec v start [end]): a vector of elements start..end-1.
 func builtinSubvec(th *Thread, args []Value) (Value, error) {
-	v, ok := args[0].(*Vector)
-	if !ok {
-		return nil, argTypeError(1, "a vector", args[0])
-	}
-	start, err := toInt(2, args[1])
-	if err != nil {
+	var v *Vector
+	var start, end int64
+	if err := unpackArgs(th, args, &v, &start, &end); err != nil {
 		return nil, err
 	}
-	end := int64(v.cnt)
-	if len(args) == 3 {
-		if end, err = toInt(3, args[2]); err != nil {
-			return nil, err
-		}
+	if len(args) < 3 {
+		end = int64(v.cnt)
 	}
 	if start < 0 || end > int64(v.cnt) || start > end {
 		return nil, indexError("range %d..%d out of bounds for vector of length %d", start, end, v.cnt)
@@ -577,9 +567,9 @@ func builtinInto(th *Thread, args []Value) (Value, error) {
 	default:
 		return nil, argTypeError(1, "a collection", to)
 	}
-	elems, err := seqSlice(th, args[1])
+	elems, err := toElems(th, 2, args[1])
 	if err != nil {
-		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
+		return nil, err
 	}
 	// Into an empty set or map, the elements are built at once (a sorted
 	// one keeps its order: conjOne below).
@@ -690,9 +680,9 @@ func builtinListStar(th *Thread, args []Value) (Value, error) {
 		}
 		return s, nil
 	}
-	elems, err := seqSlice(th, last)
+	elems, err := toElems(th, len(args), last)
 	if err != nil {
-		return nil, seqErr(err, argTypeError(len(args), "a collection", last))
+		return nil, err
 	}
 	if len(args) == 1 && len(elems) == 0 {
 		return Nil, nil

@@ -566,11 +566,12 @@ func intrOutEnd(th *Thread, args []Value) (Value, error) {
 // which (cmap c) is not nil replaced by (str (cmap c)). A map is looked up
 // here; a function is called by the prelude (%escape).
 func builtinEscape(th *Thread, args []Value) (Value, error) {
-	s, err := toText(1, args[0])
-	if err != nil {
+	var s string
+	var cmapArg Value
+	if err := unpackArgs(th, args, &s, &cmapArg); err != nil {
 		return nil, err
 	}
-	cmap, ok := args[1].(*Map)
+	cmap, ok := cmapArg.(*Map)
 	if !ok {
 		if isFn(args[1]) {
 			return nil, th.redirectTo("%escape", args...)

@@ -204,31 +204,29 @@ func assocIn(th *Thread, coll Value, path []Value, v Value, m *meter) (Value, er
 }
 
 func builtinDissoc(th *Thread, args []Value) (Value, error) {
-	switch m := args[0].(type) {
-	case NilType:
-		return Nil, nil
-	case *Map:
-		mt := meter{th: th}
-		for _, k := range args[1:] {
-			m = m.dissoc(k, &mt)
-		}
-		return m, mt.done()
+	var m *Map
+	var keys []Value
+	if err := unpackArgs(th, args, orNil(&m), rest(&keys)); err != nil || m == nil {
+		return Nil, err
 	}
-	return nil, argTypeError(1, "a map", args[0])
+	mt := meter{th: th}
+	for _, k := range keys {
+		m = m.dissoc(k, &mt)
+	}
+	return m, mt.done()
 }
 
 func builtinDisj(th *Thread, args []Value) (Value, error) {
-	switch s := args[0].(type) {
-	case NilType:
-		return Nil, nil
-	case *Set:
-		m := meter{th: th}
-		for _, x := range args[1:] {
-			s = s.disj(x, &m)
-		}
-		return s, m.done()
+	var s *Set
+	var xs []Value
+	if err := unpackArgs(th, args, orNil(&s), rest(&xs)); err != nil || s == nil {
+		return Nil, err
 	}
-	return nil, argTypeError(1, "a set", args[0])
+	m := meter{th: th}
+	for _, x := range xs {
+		s = s.disj(x, &m)
+	}
+	return s, m.done()
 }
 
 // builtinMerge merges maps left to right (later keys win), skipping nils;
@@ -332,11 +330,12 @@ func builtinZipmap(th *Thread, args []Value) (Value, error) {
 }
 
 func builtinSelectKeys(th *Thread, args []Value) (Value, error) {
-	m, ok := args[0].(*Map)
-	if !ok && args[0] != Nil {
-		return nil, argTypeError(1, "a map", args[0])
+	var m *Map
+	var keys Value
+	if err := unpackArgs(th, args, orNil(&m), &keys); err != nil {
+		return nil, err
 	}
-	ks, err := keyPath(th, 2, args[1])
+	ks, err := keyPath(th, 2, keys)
 	if err != nil {
 		return nil, err
 	}

@@ -187,8 +187,8 @@ func floatArith(op arithOp, a, b float64) (Value, error) {
 
 func intDivBuiltin(op arithOp) builtinFn {
 	return func(_ *Thread, args []Value) (Value, error) {
-		if !isNumber(args[0]) {
-			return nil, argTypeError(1, "a number", args[0])
+		if _, err := toNumber(1, args[0]); err != nil {
+			return nil, err
 		}
 		return arith(op, 2, args[0], args[1])
 	}
@@ -222,8 +222,8 @@ func numbersOf(th *Thread, args []Value) ([]Value, error) {
 		args = elems
 	}
 	for i, a := range args {
-		if !isNumber(a) {
-			return nil, argTypeError(i+1, "a number", a)
+		if _, err := toNumber(i+1, a); err != nil {
+			return nil, err
 		}
 	}
 	return args, nil

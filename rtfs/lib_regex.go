@@ -83,7 +83,8 @@ func addRegexBuiltins(t builtinTable) {
 		if r, ok := args[0].(*Regex); ok {
 			return r, nil
 		}
-		s, err := toText(1, args[0])
+		var s string
+		err := unpackArgs(th, args, &s)
 		if err == nil {
 			err = th.scanRegex(len(s)) // compiling reads the pattern a few times
 		}
@@ -176,15 +177,10 @@ func (th *Thread) findAll(re *regexp.Regexp, s string, n int) ([][]int, error) {
 
 // regexArgs reads (f re s): a pattern and the string it searches.
 func regexArgs(th *Thread, args []Value) (*Regex, string, error) {
-	re, ok := args[0].(*Regex)
-	if !ok {
-		return nil, "", argTypeError(1, "a regex (#\"...\" or re-pattern)", args[0])
-	}
-	s, err := toText(2, args[1])
-	if err != nil {
-		return nil, "", err
-	}
-	return re, s, nil
+	var re *Regex
+	var s string
+	err := unpackArgs(th, args, &re, &s)
+	return re, s, err
 }
 
 // matchResult is what re-find and friends return for one match: nil for

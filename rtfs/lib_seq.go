@@ -27,11 +27,12 @@ func addSeqBuiltins(t builtinTable) {
 	t.add("nth", 2, 3, builtinNth)
 	t.add("take", 1, 2, xformArity(1, "%xf-take", builtinTake))
 	t.add("drop", 1, 2, xformArity(1, "%xf-drop", func(th *Thread, args []Value) (Value, error) {
-		n, err := toCount(1, args[0])
-		if err != nil {
+		var n int
+		var coll Value
+		if err := unpackArgs(th, args, &n, &coll); err != nil {
 			return nil, err
 		}
-		return dropSeq(th, args[1], n)
+		return dropSeq(th, coll, n)
 	}))
 	t.add("peek", 1, 1, builtinPeek)
 	t.add("pop", 1, 1, builtinPop)
@@ -70,11 +71,12 @@ func addSeqBuiltins(t builtinTable) {
 		if len(args) == 1 {
 			return dropLast(th, args[0], 1)
 		}
-		n, err := toCount(1, args[0])
-		if err != nil {
+		var n int
+		var coll Value
+		if err := unpackArgs(th, args, &n, &coll); err != nil {
 			return nil, err
 		}
-		return dropLast(th, args[1], n)
+		return dropLast(th, coll, n)
 	})
 	t.add("take-last", 2, 2, builtinTakeLast)
 	t.add("repeat", 1, 2, builtinRepeat)
@@ -339,25 +341,26 @@ func builtinLast(th *Thread, args []Value) (Value, error) {
 // builtinNth is (nth coll i [default]): an index out of range is an error
 // unless a default is given; nil gives nil (or the default).
 func builtinNth(th *Thread, args []Value) (Value, error) {
-	i, err := toInt(2, args[1])
-	if err != nil {
+	var coll, def Value
+	var i int64
+	if err := unpackArgs(th, args, &coll, &i, &def); err != nil {
 		return nil, err
 	}
-	switch args[0].(type) {
+	switch coll.(type) {
 	case NilType, *List, *Vector, String, *Lazy:
 	default:
-		return nil, argTypeError(1, "a list, vector or string", args[0])
+		return nil, argTypeError(1, "a list, vector or string", coll)
 	}
-	if len(args) == 3 {
+	if def != nil {
 		if i < 0 {
-			return args[2], nil
+			return def, nil
 		}
-		return nthOr(th, args[0], int(min(i, int64(maxInt))), args[2])
+		return nthOr(th, coll, int(min(i, int64(maxInt))), def)
 	}
-	if args[0] == Nil {
+	if coll == Nil {
 		return Nil, nil
 	}
-	if l, ok := args[0].(*Lazy); ok {
+	if l, ok := coll.(*Lazy); ok {
 		elems, _, err := realize(th, l, int(min(max(i, 0), int64(maxInt-1)))+1)
 		if err != nil {
 			return nil, err
@@ -367,20 +370,21 @@ func builtinNth(th *Thread, args []Value) (Value, error) {
 		}
 		return elems[i], nil
 	}
-	n, _ := countOf(th, args[0])
+	n, _ := countOf(th, coll)
 	if i < 0 || i >= int64(n) {
-		return nil, indexError("index %d out of bounds for %s of length %d", i, args[0].Kind(), n)
+		return nil, indexError("index %d out of bounds for %s of length %d", i, coll.Kind(), n)
 	}
-	return nthOr(th, args[0], int(i), Nil)
+	return nthOr(th, coll, int(i), Nil)
 }
 
 // builtinTake is (take n coll): a list of the first n elements.
 func builtinTake(th *Thread, args []Value) (Value, error) {
-	n, err := toCount(1, args[0])
-	if err != nil {
+	var n int
+	var coll Value
+	if err := unpackArgs(th, args, &n, &coll); err != nil {
 		return nil, err
 	}
-	switch x := args[1].(type) {
+	switch x := coll.(type) {
 	case *List:
 		if n >= x.n {
 			return x, nil
@@ -408,9 +412,9 @@ func builtinTake(th *Thread, args []Value) (Value, error) {
 		elems, _, err := realize(th, x, n)
 		return listOwned(elems), err
 	}
-	elems, err := seqSlice(th, args[1])
+	elems, err := toElems(th, 2, coll)
 	if err != nil {
-		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
+		return nil, err
 	}
 	return listOwned(elems[:min(n, len(elems))]), nil
 }
@@ -527,13 +531,10 @@ func dropLast(th *Thread, v Value, n int) (Value, error) {
 // builtinTakeLast is (take-last n coll): a list of the last n elements, nil
 // when that is empty (as in Clojure).
 func builtinTakeLast(th *Thread, args []Value) (Value, error) {
-	n, err := toCount(1, args[0])
-	if err != nil {
+	var n int
+	var elems []Value
+	if err := unpackArgs(th, args, &n, &elems); err != nil {
 		return nil, err
-	}
-	elems, err := seqSlice(th, args[1])
-	if err != nil {
-		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
 	}
 	if n == 0 || len(elems) == 0 {
 		return Nil, nil
@@ -548,22 +549,24 @@ func builtinRepeat(th *Thread, args []Value) (Value, error) {
 	if len(args) == 1 {
 		return &Lazy{kind: lzRepeat, inf: true, origin: "(repeat x)", a: args[0]}, nil
 	}
-	n, err := toCount(1, args[0])
-	if err != nil {
+	var n int
+	var x Value
+	if err := unpackArgs(th, args, &n, &x); err != nil {
 		return nil, err
 	}
 	if err := th.build(n); err != nil {
 		return nil, err
 	}
-	return listOwned(slices.Repeat([]Value{args[1]}, n)), nil
+	return listOwned(slices.Repeat([]Value{x}, n)), nil
 }
 
 // builtinInterpose is (interpose sep coll): a list of coll's elements with
 // sep between each two.
 func builtinInterpose(th *Thread, args []Value) (Value, error) {
-	elems, err := seqSlice(th, args[1])
-	if err != nil {
-		return nil, seqErr(err, argTypeError(2, "a collection", args[1]))
+	var sep Value
+	var elems []Value
+	if err := unpackArgs(th, args, &sep, &elems); err != nil {
+		return nil, err
 	}
 	if len(elems) < 2 {
 		return listOwned(elems), nil
@@ -574,7 +577,7 @@ func builtinInterpose(th *Thread, args []Value) (Value, error) {
 	out := make([]Value, 0, 2*len(elems)-1)
 	for i, e := range elems {
 		if i > 0 {
-			out = append(out, args[0])
+			out = append(out, sep)
 		}
 		out = append(out, e)
 	}
