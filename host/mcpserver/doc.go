@@ -69,6 +69,7 @@
 //	sep1699.go     the priming event's retry, coalesced flushes, events stored before sent
 //	observe.go     the request id for spans, and the metrics and span of a call
 //	tools.go       the tool specs (input, output, hints, task mode) and their handler
+//	outputs.go     the tools' answers as Go types, and the output schemas generated from them
 //	args.go        a call's arguments, checked against the tool's input
 //	call.go        one call in flight: the streams it watches, its results
 //	start.go       mcp.stream.start

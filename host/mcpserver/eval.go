@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,7 +55,7 @@ func (c *call) eval(a args) (*mcp.CallToolResult, error) {
 			return c.evalResult(textResult(fmt.Sprintf("%s: the program's value is too large to send: %v (its JSON, where a value that shares structure is written in full; the limit is the smaller of serve's --max-output-bytes and --max-memory)", ToolEval, err), true)), nil
 		}
 		res := textResult(string(v), false)
-		res.StructuredContent = map[string]json.RawMessage{"value": v}
+		res.StructuredContent = evalResult{Value: v}
 		return c.evalResult(res), nil
 	case ctx.Err() != nil:
 		// Cancelled by the client or timed out, whichever goroutine saw it.

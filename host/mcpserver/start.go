@@ -53,7 +53,7 @@ func (c *call) start(a args) (*mcp.CallToolResult, error) {
 		return textResult(fmt.Sprintf("%s: %v", ToolStart, err), true), nil
 	}
 	if a.bool("detach", false) {
-		return jsonResult(map[string]string{"stream-id": req.StreamID, "endpoint": req.Endpoint, "status": string(provider.StateActive)}, false), nil
+		return jsonResult(startHandle{StreamID: req.StreamID, Endpoint: req.Endpoint, Status: provider.StateActive}, false), nil
 	}
 	id := req.StreamID
 	ends, err := c.pump(ctx, nil, func(ends map[string]provider.Status) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -61,6 +62,9 @@ func TestStructuredResults(t *testing.T) {
 					continue
 				}
 				schemas[name] = resolveSchema(t, name, out)
+				if err := closedObjects(out); err != nil {
+					t.Errorf("%s: outputSchema: %v", name, err)
+				}
 				ann, _ := tool["annotations"].(map[string]any)
 				readOnly := name == ToolInspect || name == ToolStatus || name == ToolDeadLetters
 				if (ann["readOnlyHint"] == true) != readOnly {
@@ -95,8 +99,10 @@ func TestStructuredResults(t *testing.T) {
 				body, err := io.ReadAll(resp.Body)
 				return string(body), err
 			}
+			checked := map[string]bool{}
 			check := func(name, body string) {
 				t.Helper()
+				checked[name] = true
 				res, e := decodeResponse(t, name, body)
 				if e != nil {
 					t.Fatalf("%s: %v", name, e)
@@ -159,8 +165,38 @@ func TestStructuredResults(t *testing.T) {
 			call(ToolDeadLetters, map[string]any{"stream-id": "s1"})
 			call(ToolCancel, map[string]any{"stream-id": "s1"})
 			call(ToolRemove, map[string]any{"stream-id": "s1"})
+			for name := range schemas {
+				if !checked[name] {
+					t.Errorf("%s was not called: its outputSchema is not checked against an answer", name)
+				}
+			}
 		})
 	}
+}
+
+// closedObjects checks that a tool's outputSchema (decoded JSON) describes
+// its answer: an object with its properties and no others, or any of such
+// objects, never a bare {"type": "object"}.
+func closedObjects(schema any) error {
+	s, _ := schema.(map[string]any)
+	if s["type"] != "object" {
+		return fmt.Errorf("type %v, want object", s["type"])
+	}
+	if alts, ok := s["anyOf"].([]any); ok {
+		for _, alt := range alts {
+			if err := closedObjects(alt); err != nil {
+				return fmt.Errorf("anyOf: %w", err)
+			}
+		}
+		return nil
+	}
+	if props, _ := s["properties"].(map[string]any); len(props) == 0 {
+		return fmt.Errorf("no properties")
+	}
+	if s["additionalProperties"] != false {
+		return fmt.Errorf("additionalProperties %v, want false", s["additionalProperties"])
+	}
+	return nil
 }
 
 func resolveSchema(t *testing.T, name string, v any) *jsonschema.Resolved {

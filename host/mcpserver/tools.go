@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/host/observe"
@@ -37,7 +38,7 @@ type toolSpec struct {
 	readOnly          bool
 	// output is the JSON schema of the tool's structuredContent (its
 	// outputSchema); hints are its annotations besides readOnly.
-	output map[string]any
+	output *jsonschema.Schema
 	hints  mcp.ToolAnnotations
 	run    func(c *call, a args) (*mcp.CallToolResult, error)
 	// task says whether the tool runs as an MCP task when a client asks,
@@ -120,7 +121,7 @@ func (s *Server) toolSpecs() []toolSpec {
 	return []toolSpec{
 		{name: ToolStart, title: "Start an RTFS stream processor", desc: startDesc, input: s.startInput(), run: (*call).start,
 			output: startOutput, task: taskOfStream, hints: mcp.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes}},
-		{name: ToolInspect, title: "Inspect streams", readOnly: true, scope: scopeRead, input: s.input(provider.CapInspect, nil, listKeys()...), run: (*call).inspect, output: objectOutput,
+		{name: ToolInspect, title: "Inspect streams", readOnly: true, scope: scopeRead, input: s.input(provider.CapInspect, nil, listKeys()...), run: (*call).inspect, output: inspectOutput,
 			desc: "Returns the inspect map of one stream (with stream-id) or the summary of the streams, a page at a time in stream-id order (in a cluster those of every host): status, stats, queue, current and initial state, last output, result, cursor; a summary that is not the last page has next-cursor, which cursor takes to get the next. Keywords appear as strings without the colon."},
 		{name: ToolStatus, title: "Stream status", readOnly: true, scope: scopeRead, input: s.input(ToolStatus, nil), run: control(ToolStatus), output: statusOutput,
 			desc: "Returns a stream's status: {stream-id, state (active, paused, failed, completed, cancelled or error), message, end-reason, result, failure}."},
@@ -144,47 +145,6 @@ func (s *Server) toolSpecs() []toolSpec {
 			desc: "Lists the chunks a stream set aside (mcp.stream.resume with skip, or :on-error {:then :skip}), oldest first: {stream-id, count, dead-letters: [{seq, chunk, metadata, kind, error, attempts, at-epoch-ms}]}."},
 	}
 }
-
-// The tools' output schemas: every successful result carries
-// structuredContent of its tool's schema, beside the same JSON as text.
-var (
-	objectOutput = map[string]any{"type": "object"}
-	startOutput  = map[string]any{"type": "object", "required": []string{"stream-id"}, "properties": map[string]any{
-		"stream-id":              map[string]any{"type": "string"},
-		"state":                  map[string]any{"type": "string", "enum": []string{"active", "paused", "failed", "completed", "cancelled", "error"}},
-		"status":                 map[string]any{"type": "string"},
-		"endpoint":               map[string]any{"type": "string"},
-		"end-reason":             map[string]any{"type": "string"},
-		"message":                map[string]any{"type": "string"},
-		"error":                  map[string]any{"type": "string"},
-		"result":                 map[string]any{},
-		"outputs":                map[string]any{"type": "array"},
-		"output-count":           map[string]any{"type": "integer"},
-		"outputs-truncated":      map[string]any{"type": "integer"},
-		"outputs-lost":           map[string]any{"type": "integer"},
-		"progress-notifications": map[string]any{"type": "integer"},
-		"coalesced":              map[string]any{"type": "integer"},
-		"dropped-outputs":        map[string]any{"type": "integer"},
-		"delivery-cut":           map[string]any{"type": "string"},
-	}}
-	statusOutput = map[string]any{"type": "object", "required": []string{"stream-id", "state"}, "properties": map[string]any{
-		"stream-id":  map[string]any{"type": "string"},
-		"state":      map[string]any{"type": "string", "enum": []string{"active", "paused", "failed", "completed", "cancelled", "error"}},
-		"failure":    map[string]any{"type": "object", "description": "why a failed stream is held: {kind, seq, error, attempts, at-epoch-ms}"},
-		"message":    map[string]any{"type": []string{"string", "null"}},
-		"end-reason": map[string]any{"type": []string{"string", "null"}},
-		"result":     map[string]any{},
-		"stale":      map[string]any{"type": "object", "description": "set when the stream's host did not answer: the status is read from the stream's stored records; {owner, since-epoch-ms}"},
-	}}
-	evalOutput = map[string]any{"type": "object", "required": []string{"value"}, "properties": map[string]any{
-		"value": map[string]any{"description": "the program's value as JSON"},
-	}}
-	removeOutput = map[string]any{"type": "object", "required": []string{"stream-id", "removed"}, "properties": map[string]any{
-		"stream-id": map[string]any{"type": "string"},
-		"removed":   map[string]any{"type": "boolean"},
-		"was":       map[string]any{"type": "string"},
-	}}
-)
 
 const startDesc = `Starts a stream whose chunks are processed by an RTFS function and waits for it to end. ` +
 	`program is RTFS source that defines the processor, e.g. (defn step [state chunk meta] {:state (inc state) :output chunk}); ` +
@@ -361,12 +321,6 @@ func (c *call) inspect(a args) (*mcp.CallToolResult, error) {
 	return structured(in.JSON(), false), nil // the typed snapshot, as the CLI decodes it
 }
 
-var deadLettersOutput = map[string]any{"type": "object", "required": []string{"stream-id", "count", "dead-letters"}, "properties": map[string]any{
-	"stream-id":    map[string]any{"type": "string"},
-	"count":        map[string]any{"type": "integer"},
-	"dead-letters": map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
-}}
-
 // deadLetters runs mcp.stream.dead-letters.
 func (c *call) deadLetters(a args) (*mcp.CallToolResult, error) {
 	id := a.str("stream-id")
@@ -377,7 +331,7 @@ func (c *call) deadLetters(a args) (*mcp.CallToolResult, error) {
 	if dls == nil {
 		dls = []provider.DeadLetter{}
 	}
-	return jsonResult(map[string]any{"stream-id": id, "count": len(dls), "dead-letters": dls}, false), nil
+	return jsonResult(deadLettersResult{StreamID: id, Count: len(dls), DeadLetters: dls}, false), nil
 }
 
 // remove runs mcp.stream.remove.
@@ -387,7 +341,7 @@ func (c *call) remove(a args) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return textResult(fmt.Sprintf("%s: %v", ToolRemove, err), true), nil
 	}
-	return jsonResult(map[string]any{"stream-id": id, "removed": true, "was": was}, false), nil
+	return jsonResult(removeResult{StreamID: id, Removed: true, Was: was}, false), nil
 }
 
 // control returns the run function of status, pause, resume or cancel.

@@ -24,13 +24,6 @@ func upgradeKeys() []capabilities.Key {
 	}
 }
 
-var upgradeOutput = map[string]any{"type": "object", "required": []string{"stream-id", "state", "to"}, "properties": map[string]any{
-	"stream-id": map[string]any{"type": "string"},
-	"state":     map[string]any{"type": "string"},
-	"from":      map[string]any{"type": "object"},
-	"to":        map[string]any{"type": "object"},
-}}
-
 // upgrade serves mcp.stream.upgrade: it compiles the program and has the
 // provider swap the stream's processor.
 func (c *call) upgrade(a args) (*mcp.CallToolResult, error) {
