@@ -49,8 +49,8 @@ import (
 // any number of lines, "..." within a line for any text, a line ending
 // with a backslash goes on at the next line's first non-blank character,
 // and what changes from run to run (docVolatile: stream ids' random
-// suffixes, session and event ids, times, durations, Go versions, short
-// program hashes, the scratch directory) matches any value of its kind. Such a value shown in
+// suffixes, session and event ids, times, epoch milliseconds, durations,
+// Go versions, short program hashes, the scratch directory) matches any value of its kind. Such a value shown in
 // an output stands, in the page's later commands, for the value the
 // program printed in its place: a session id copied from a reply works
 // as it would for the reader. Other blocks (RTFS, Go, PromQL,
@@ -243,12 +243,13 @@ func (p *docPage) scratch() {
 	}
 }
 
-// close stops the page's shell and servers.
+// close stops the page's shell, then its servers, the last started first
+// (a cluster's hosts before the NATS they use).
 func (p *docPage) close() {
 	if p.sh != nil {
 		p.sh.close(p.t)
 	}
-	for _, s := range p.servers {
+	for _, s := range slices.Backward(p.servers) {
 		s.stop(p.t)
 	}
 }
@@ -269,23 +270,29 @@ func (p *docPage) env() []string {
 	return append(childEnv(), "PATH="+p.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
-// docAddr is an address on the loopback interface in a command or output.
-var docAddr = regexp.MustCompile(`127\.0\.0\.1:(\d+)`)
+// docAddr is an address on the loopback interface in an output, and
+// docListen the address a server's command line gives it.
+var (
+	docAddr   = regexp.MustCompile(`127\.0\.0\.1:\d+`)
+	docListen = regexp.MustCompile(`--listen[= ](127\.0\.0\.1:\d+)`)
+)
 
 // startServer starts the server cmdline (a session's command that ended
-// with "&") on port 0 in place of the one it names, and checks its first
-// lines against want.
+// with "&") on port 0 in place of the one its --listen names, and checks
+// its first lines against want; the first address they show is where it
+// listens.
 func (p *docPage) startServer(where, cmdline string, want []string) {
 	t := p.t
-	shownAddr := docAddr.FindString(cmdline)
-	if shownAddr == "" {
+	m := docListen.FindStringSubmatch(cmdline)
+	if m == nil {
 		t.Errorf("%s: %s: a server the documentation starts names its address (--listen 127.0.0.1:PORT), so that the page's commands can reach it", where, cmdline)
 		return
 	}
+	shownAddr := m[1]
+	cmdline = strings.Replace(cmdline, m[0], "--listen 127.0.0.1:0", 1)
 	for _, v := range p.shown {
 		cmdline = strings.ReplaceAll(cmdline, v.doc, v.real)
 	}
-	cmdline = strings.ReplaceAll(cmdline, shownAddr, "127.0.0.1:0")
 	s := startDocServer(t, where, p.work, p.env(), cmdline, len(want))
 	p.servers = append(p.servers, s)
 	real := docAddr.FindString(strings.Join(s.first, "\n"))
@@ -433,6 +440,7 @@ var docVolatile = []*regexp.Regexp{
 	regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s|m|h)\b`),                           // durations
 	regexp.MustCompile(`\b[0-9a-f]{40}\b`),                                          // revisions
 	regexp.MustCompile(`\b[0-9A-Z]{26}(_|\b)`),                                      // MCP session and SSE stream ids
+	regexp.MustCompile(`\b1\d{12}\b`),                                               // epoch milliseconds
 	regexp.MustCompile(`\([0-9a-f]{12}\)`),                                          // short program hashes (they follow the compiler and prelude)
 }
 
@@ -699,5 +707,65 @@ func (s *docServer) stop(t *testing.T) {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 		t.Errorf("%s was still running %v after SIGTERM:\n%s", s.cmdline, childTimeout, s.rest)
+	}
+}
+
+// TestDocMatching pins the rules testDocs compares outputs by and splits
+// sessions by.
+func TestDocMatching(t *testing.T) {
+	pats := func(want ...string) []*docPat {
+		var ps []*docPat
+		for _, w := range joinWrapped(want) {
+			ps = append(ps, docPattern(w))
+		}
+		return ps
+	}
+	for _, tc := range []struct {
+		got  []string
+		want []string
+		ok   bool
+		seen []docValue
+	}{
+		{[]string{"Mcp-Session-Id: GZAETSAJU6XGFT3TM4G22Z724H"}, []string{"Mcp-Session-Id: 4WMGBD6BML3F2NR2MCKXPJGTXX"}, true,
+			[]docValue{{"4WMGBD6BML3F2NR2MCKXPJGTXX", "GZAETSAJU6XGFT3TM4G22Z724H"}}},
+		{[]string{`{"id":2,"t":1,"s":"w-be9f664c","n":3}`}, []string{`{"id":2,...,"s":"w-68a87abb",...}`}, true,
+			[]docValue{{"-68a87abb", "-be9f664c"}}},
+		{[]string{`{"id":2,"n":3}`}, []string{`{"id":2,...,"n":4}`}, false, nil},
+		{[]string{`{"a":1,`, `"b":2}`}, []string{`{"a":1,"b":2}`}, false, nil},
+		{[]string{`{"a":1,"b":2}`}, []string{`{"a":1,\`, `     "b":2}`}, true, nil},
+		{[]string{"a", "x", "y", "b"}, []string{"a", "...", "b"}, true, nil},
+		{[]string{"a", "b"}, []string{"a", "...", "b"}, true, nil},
+		{[]string{"a", "x"}, []string{"a", "...", "b"}, false, nil},
+		{[]string{"took 1.5ms at 2026-01-02T03:04:05Z"}, []string{"took 3s at 2025-12-31T23:59:59.5Z"}, true,
+			[]docValue{{"3s", "1.5ms"}, {"2025-12-31T23:59:59.5Z", "2026-01-02T03:04:05Z"}}},
+		{[]string{"a.b"}, []string{"a*b"}, false, nil},
+	} {
+		var seen []docValue
+		ok := matchLines(tc.got, pats(tc.want...), &seen)
+		if ok != tc.ok || (ok && !slices.Equal(seen, tc.seen)) {
+			t.Errorf("%q against %q: %v %v, want %v %v", tc.got, tc.want, ok, seen, tc.ok, tc.seen)
+		}
+	}
+	for cmd, whole := range map[string]bool{
+		`curl -d '{"a":1}'`:               true,
+		"curl -d '{\n  \"a\":1}'":         true,
+		`curl -d '{`:                      false,
+		`echo "it's"`:                     true,
+		`true # the server's reply`:       true,
+		`echo a\`:                         false,
+		`echo 'a\'`:                       true,
+		`printf '%s' "$(echo ")")"`:       true,
+		`H+=(-H "Mcp-Session-Id: $SID" \`: false,
+	} {
+		if shellComplete(cmd) != whole {
+			t.Errorf("shellComplete(%q) = %v", cmd, !whole)
+		}
+	}
+	steps, err := sessionSteps("$ curl -d '{\n  \"a\":1}'\nout 1\n$ echo b\nb")
+	if err != nil || len(steps) != 2 || steps[0].cmd != "curl -d '{\n  \"a\":1}'" || !slices.Equal(steps[0].want, []string{"out 1"}) || steps[1].cmd != "echo b" {
+		t.Errorf("sessionSteps: %q, %v", steps, err)
+	}
+	if _, err := sessionSteps("$ echo '\nno end"); err == nil {
+		t.Errorf("sessionSteps of an open quote: no error")
 	}
 }
