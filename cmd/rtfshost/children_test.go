@@ -72,6 +72,7 @@ func TestChildrenDieWithHost(t *testing.T) {
 		checkChildrenDie(t, host, nil)
 	})
 	t.Run("resume", testResumeEndsStaleChildren)
+	t.Run("cgroup", testCgroupLeaves)
 	t.Run("serve", func(t *testing.T) {
 		dir := t.TempDir()
 		host := startHost(t, dir, "serve", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
@@ -193,6 +194,76 @@ func testResumeEndsStaleChildren(t *testing.T) {
 	checkChildrenDie(t, resumed, nil)
 }
 
+// testCgroupLeaves: with the PID namespaces turned off, the keepers'
+// cgroup leaves alone hold the descendants that left their group: none
+// survives a SIGKILL of the host by 2 s. The killed host's leaves are
+// left, empty, and the next host to start a program removes them; a
+// program that ends normally leaves no leaf. Not as root, the host runs
+// without cgroups and says why once.
+func testCgroupLeaves(t *testing.T) {
+	dir := t.TempDir()
+	file := childrenProgram(t, dir, "", true)
+	noNamespace := []string{"RTFSHOST_CHILD_PIDNS=off"}
+	host := startHostEnv(t, dir, noNamespace, "run", "--data", filepath.Join(dir, "data"), file)
+	host.escapers = true
+	var leaves []string
+	for _, p := range waitForChildren(t, host) {
+		if f := strings.Fields(p.cmdline); len(f) > 3 && f[0] == "rtfshost-keeper" {
+			if _, leaf, ok := strings.Cut(f[2], ":"); ok {
+				leaves = append(leaves, leaf)
+			}
+		}
+	}
+	if os.Geteuid() != 0 && len(leaves) == 0 {
+		checkChildrenDie(t, host, nil)
+		if n := strings.Count(host.errs.String(), "children run without a cgroup of their own"); n != 1 || !strings.Contains(host.errs.String(), "why=") {
+			t.Fatalf("not root, the host said %d times that it runs its children without cgroups, want once with why:\n%s", n, host.errs)
+		}
+		return
+	}
+	if want := len(hostChildren) + len(escapers); len(leaves) != want {
+		t.Fatalf("%d keepers run in a cgroup leaf, want %d: %v\n%s", len(leaves), want, leaves, host.errs)
+	}
+	if strings.Contains(host.errs.String(), "without a cgroup") {
+		t.Errorf("the host runs its children without cgroups:\n%s", host.errs)
+	}
+	checkChildrenDie(t, host, nil)
+	for _, leaf := range leaves {
+		if procs, err := os.ReadFile(filepath.Join(leaf, "cgroup.procs")); err != nil || len(bytes.TrimSpace(procs)) != 0 {
+			t.Errorf("the killed host's leaf %s: processes %q, %v; want it left, empty", leaf, procs, err)
+		}
+	}
+
+	// The next host sweeps them; its own program's leaf goes when the
+	// program ends.
+	next := filepath.Join(dir, "next.rtfs")
+	if err := os.WriteFile(next, []byte(`(defn step [s c m] {:state s})
+(call :mcp.stream.start {:transport :exec :command "echo" :args ["hi"] :processor step :initial-state 0})
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h2 := startHostEnv(t, dir, noNamespace, "run", "--data", filepath.Join(dir, "data2"), next)
+	done := make(chan error, 1)
+	go func() { done <- h2.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the next host: %v\n%s", err, h2.errs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the next host did not end\n%s", h2.errs)
+	}
+	for _, leaf := range leaves {
+		if _, err := os.Stat(leaf); err == nil {
+			t.Errorf("the killed host's leaf %s is left after the next host started a program", leaf)
+		}
+	}
+	ownLeaves, _ := filepath.Glob(filepath.Join(filepath.Dir(leaves[0]), fmt.Sprintf("rtfshost-*-%d-*", h2.cmd.Process.Pid)))
+	if len(ownLeaves) != 0 {
+		t.Errorf("the next host left its leaves %v", ownLeaves)
+	}
+}
+
 // waitState waits until process pid is in state (a letter of
 // /proc/PID/stat).
 func waitState(t *testing.T, pid int, state string) {
@@ -220,10 +291,17 @@ type aHost struct {
 // startHost starts this test binary as "rtfshost <args>" in dir.
 func startHost(t *testing.T, dir string, args ...string) *aHost {
 	t.Helper()
+	return startHostEnv(t, dir, nil, args...)
+}
+
+// startHostEnv starts this test binary as "rtfshost <args>" in dir, with
+// the environment variables env added.
+func startHostEnv(t *testing.T, dir string, env []string, args ...string) *aHost {
+	t.Helper()
 	argsJSON, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildrenDieWithHost$")
 	cmd.Dir = dir
-	cmd.Env = append(childEnv(), serveChildEnv+"="+string(argsJSON))
+	cmd.Env = append(append(childEnv(), serveChildEnv+"="+string(argsJSON)), env...)
 	h := &aHost{cmd: cmd, lines: make(chan string, 64), errs: new(bytes.Buffer)}
 	cmd.Stderr = h.errs
 	out, err := cmd.StdoutPipe()
