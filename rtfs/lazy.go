@@ -404,14 +404,15 @@ func intrLzStep1(th *Thread, args []Value) (Value, error) {
 
 // intrLzRun is (%lz-run elems more): the computed elements, then more.
 func intrLzRun(th *Thread, args []Value) (Value, error) {
-	v, ok := args[0].(*Vector)
-	if !ok {
-		return nil, typeError("a vector", args[0])
+	var v *Vector
+	var more Value
+	if err := unpackArgs(th, args, &v, &more); err != nil {
+		return nil, err
 	}
 	if err := th.chargeElems(v.Len()); err != nil {
 		return nil, err
 	}
-	return lazyRun(v.appendTo(nil, 0), args[1]), nil
+	return lazyRun(v.appendTo(nil, 0), more), nil
 }
 
 // intrLzSwap is (%lz-swap args s computed): the arguments of a builtin
@@ -419,16 +420,17 @@ func intrLzRun(th *Thread, args []Value) (Value, error) {
 // whose elements were computed. s must be one of them: a lazy sequence
 // nested inside another argument cannot be replaced, so it is an error
 // rather than a loop.
-func intrLzSwap(_ *Thread, args []Value) (Value, error) {
-	v, ok := args[0].(*Vector)
-	if !ok {
-		return nil, typeError("a vector", args[0])
+func intrLzSwap(th *Thread, args []Value) (Value, error) {
+	var v *Vector
+	var s, computed Value
+	if err := unpackArgs(th, args, &v, &s, &computed); err != nil {
+		return nil, err
 	}
 	out := v.appendTo(nil, 0)
 	swapped := false
 	for i, a := range out {
-		if a == args[1] {
-			out[i] = args[2]
+		if a == s {
+			out[i] = computed
 			swapped = true
 		}
 	}
@@ -440,24 +442,26 @@ func intrLzSwap(_ *Thread, args []Value) (Value, error) {
 
 // intrLazy is (%lazy f): the lazy sequence of the value of f, a function of
 // no arguments (what (lazy-seq body...) compiles to).
-func intrLazy(_ *Thread, args []Value) (Value, error) {
-	if !isFn(args[0]) {
-		return nil, typeError("a function", args[0])
+func intrLazy(th *Thread, args []Value) (Value, error) {
+	var f Value
+	if err := unpackArgs(th, args, fn(&f)); err != nil {
+		return nil, err
 	}
-	return &Lazy{kind: lzThunk, a: args[0]}, nil
+	return &Lazy{kind: lzThunk, a: f}, nil
 }
 
 // intrLazyInf is (%lazy-inf f like): %lazy for a sequence known to be
 // infinite, named like the infinite sequence like (or by the string like).
-func intrLazyInf(_ *Thread, args []Value) (Value, error) {
-	if !isFn(args[0]) {
-		return nil, typeError("a function", args[0])
+func intrLazyInf(th *Thread, args []Value) (Value, error) {
+	var f, like Value
+	if err := unpackArgs(th, args, fn(&f), &like); err != nil {
+		return nil, err
 	}
-	origin := originOf(args[1])
-	if s, ok := args[1].(String); ok {
+	origin := originOf(like)
+	if s, ok := like.(String); ok {
 		origin = string(s)
 	}
-	return &Lazy{kind: lzThunk, inf: true, origin: origin, a: args[0]}, nil
+	return &Lazy{kind: lzThunk, inf: true, origin: origin, a: f}, nil
 }
 
 func isFn(v Value) bool {
@@ -470,24 +474,26 @@ func isFn(v Value) bool {
 
 // intrLazyLike is (%lazy-like s f): %lazy of f for a sequence made from
 // the lazy sequence s, infinite when s is.
-func intrLazyLike(_ *Thread, args []Value) (Value, error) {
-	if !isFn(args[1]) {
-		return nil, typeError("a function", args[1])
+func intrLazyLike(th *Thread, args []Value) (Value, error) {
+	var s, f Value
+	if err := unpackArgs(th, args, &s, fn(&f)); err != nil {
+		return nil, err
 	}
-	return &Lazy{kind: lzThunk, inf: isInfinite(args[0]), origin: originOf(args[0]), a: args[1]}, nil
+	return &Lazy{kind: lzThunk, inf: isInfinite(s), origin: originOf(s), a: f}, nil
 }
 
 // intrLazyLikeAll is (%lazy-like-all ss f): %lazy of f for a sequence made
 // from the lazy sequences ss in step, infinite when they all are.
 func intrLazyLikeAll(th *Thread, args []Value) (Value, error) {
-	if !isFn(args[1]) {
-		return nil, typeError("a function", args[1])
+	var ss, f Value
+	if err := unpackArgs(th, args, &ss, fn(&f)); err != nil {
+		return nil, err
 	}
-	xs, err := items(th, args[0])
+	xs, err := items(th, ss)
 	if err != nil {
 		return nil, err
 	}
-	l := &Lazy{kind: lzThunk, inf: xs.Len() > 0, a: args[1]}
+	l := &Lazy{kind: lzThunk, inf: xs.Len() > 0, a: f}
 	for i := 0; i < xs.Len(); i++ {
 		if !isInfinite(xs.Index(i)) {
 			l.inf = false

@@ -33,6 +33,7 @@ import (
 //	*int        a count: an Int, a negative one as 0 ("an int")
 //	*float64    a number, Int or Float, as a float ("a number")
 //	number(p)   a number, Int or Float, kept as the Value it is ("a number")
+//	fn(p)       a function, a closure or a builtin ("a function")
 //	*string     a String's text ("a string")
 //	*Keyword    a Keyword ("a keyword")
 //	**Map       a map ("a map")
@@ -77,6 +78,8 @@ func unpackArgs(th *Thread, args []Value, dst ...any) error {
 			*p, err = toCount(i+1, a)
 		case numberDst:
 			*p.p, err = toNumber(i+1, a)
+		case fnDst:
+			*p.p, err = toFn(i+1, a)
 		case *[]Value:
 			*p, err = toElems(th, i+1, a)
 		case restArgs:
@@ -121,6 +124,12 @@ type numberDst struct{ p *Value }
 
 // number is the destination p of a number: an Int or a Float, kept as it is.
 func number(p *Value) any { return numberDst{p} }
+
+// A fnDst is the destination of a function (fn).
+type fnDst struct{ p *Value }
+
+// fn is the destination p of a function: a closure or a builtin.
+func fn(p *Value) any { return fnDst{p} }
 
 // The checks, one per type of argument. i is the argument's position
 // (1-based) in the error.
@@ -206,6 +215,14 @@ func toNumber(i int, v Value) (Value, error) {
 		return v, nil
 	}
 	return nil, argTypeError(i, "a number", v)
+}
+
+// toFn returns v if it is a function (isFn).
+func toFn(i int, v Value) (Value, error) {
+	if isFn(v) {
+		return v, nil
+	}
+	return nil, argTypeError(i, "a function", v)
 }
 
 // toKeyword returns v if it is a Keyword.

@@ -34,6 +34,12 @@ func TestUnpackArgs(t *testing.T) {
 		t.Errorf("unpacked %v %v %v %v %v %q %v %v %v %v %v", v, i64, n, f, num, s, k, m, vec, elems, more)
 	}
 
+	var g Value
+	inc := lookupBuiltin("inc")
+	if err := unpackArgs(nil, []Value{inc}, fn(&g)); err != nil || g != inc {
+		t.Errorf("fn: %v %v", g, err)
+	}
+
 	// Optional parameters keep their defaults.
 	end := int64(-1)
 	if err := unpackArgs(nil, []Value{String("a")}, &s, &end); err != nil || s != "a" || end != -1 {
@@ -55,6 +61,8 @@ func TestUnpackArgs(t *testing.T) {
 		{[]Value{NewVector()}, []any{&m}, "argument 1: expected a map, got vector []", compile.KindType},
 		{[]Value{Int(1), MapOf()}, []any{&v, &vec}, "argument 2: expected a vector, got map {}", compile.KindType},
 		{[]Value{Int(5)}, []any{&elems}, "argument 1: expected a collection, got int 5", compile.KindType},
+		{[]Value{Int(1), Keyword("f")}, []any{&v, fn(&num)}, "argument 2: expected a function, got keyword :f", compile.KindType},
+		{[]Value{NewVector()}, []any{new(*Set)}, "argument 1: expected a set, got vector []", compile.KindType},
 		{[]Value{Int(1), Int(2)}, []any{&v}, "internal error: 2 arguments unpacked into 1 variables", ""},
 		{[]Value{Int(1)}, []any{new(bool)}, "internal error: argument 1 has a destination unpackArgs does not know", ""},
 	} {
