@@ -119,8 +119,9 @@ func (b docBlock) isSession() bool {
 	return false
 }
 
-// docError is the first line of an error a command prints: FILE:LINE:COL.
-var docError = regexp.MustCompile(`^\S+\.rtfs:\d+:\d+: `)
+// docError is the first line of an error a command prints, FILE:LINE:COL,
+// or of a failed test, FILE:LINE.
+var docError = regexp.MustCompile(`^\S+\.rtfs:\d+(:\d+)?: `)
 
 // docCounts is what testDocs did with the blocks.
 type docCounts struct {
