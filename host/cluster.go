@@ -130,7 +130,7 @@ func (p *peers) Forward(ctx context.Context, req provider.Request) (provider.Ans
 	if err != nil {
 		return provider.Answer{}, err
 	}
-	return decodeAnswer(reply)
+	return decodeAnswer(reply, req)
 }
 
 // wireAnswer is the encoded form of an Answer: values in rtfs's binary
@@ -149,6 +149,9 @@ type wireAnswer struct {
 	// NotRunning: the host asked does not run the stream (it stopped
 	// between the asker's look at the owner and the answer).
 	NotRunning bool `json:"not-running,omitempty"`
+	// Ended: the error is a *provider.EndedError of a stream in this
+	// state (its id and verb are the request's).
+	Ended provider.State `json:"ended,omitempty"`
 }
 
 // encodeAnswer encodes a's answer, or err, for the wire. Values that cannot
@@ -163,14 +166,18 @@ func encodeAnswer(a provider.Answer, err error) []byte {
 	}
 	if err != nil {
 		w = wireAnswer{Err: err.Error(), NotRunning: errors.Is(err, provider.ErrNotRunning)}
+		var ended *provider.EndedError
+		if errors.As(err, &ended) {
+			w.Ended = ended.State
+		}
 	}
 	out, _ := json.Marshal(w)
 	return out
 }
 
-// decodeAnswer decodes what encodeAnswer made; an error answer becomes the
-// error.
-func decodeAnswer(data []byte) (provider.Answer, error) {
+// decodeAnswer decodes what encodeAnswer made of the answer to req; an
+// error answer becomes the error.
+func decodeAnswer(data []byte, req provider.Request) (provider.Answer, error) {
 	var w wireAnswer
 	if err := json.Unmarshal(data, &w); err != nil {
 		return provider.Answer{}, fmt.Errorf("decode a host's answer: %w", err)
@@ -178,6 +185,8 @@ func decodeAnswer(data []byte) (provider.Answer, error) {
 	switch {
 	case w.NotRunning:
 		return provider.Answer{}, fmt.Errorf("%w: %s", provider.ErrNotRunning, w.Err)
+	case w.Ended != "":
+		return provider.Answer{}, &provider.EndedError{StreamID: req.StreamID, Verb: req.Verb, State: w.Ended}
 	case w.Err != "":
 		return provider.Answer{}, errors.New(w.Err)
 	}

@@ -619,3 +619,58 @@ func TestClusterUpgradeForwarded(t *testing.T) {
 		t.Fatalf("the stream ended with %v: want every chunk once, the new processor's after the swap", get(v, "current-state"))
 	}
 }
+
+// TestClusterForwardHonoursContext: a request forwarded over NATS to a
+// stream's owner that holds its lease but never answers ends when the
+// caller's context does, with an error matching context.DeadlineExceeded,
+// not at provider.DefaultForwardTimeout; a context already cancelled asks
+// nobody.
+func TestClusterForwardHonoursContext(t *testing.T) {
+	ns := clustertest.Server(t, clustertest.Options{})
+	owner, err := cluster.Connect(t.Context(), cluster.Options{URLs: []string{ns.ClientURL()}, Node: "a", LeaseTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	asked := make(chan string, 4)
+	hang := make(chan struct{})
+	if err := owner.Serve(func(_ context.Context, req []byte) []byte {
+		asked <- string(req)
+		<-hang // the owner never answers while the test runs
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer close(hang) // before owner.Close
+	if err := owner.Claim(t.Context(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	b := clusterHost(t, ns, "b", "")
+	defer b.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = b.Provider().Pause(ctx, "k")
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Pause of a stream whose owner never answers = %v, want context.DeadlineExceeded", err)
+	}
+	if took >= provider.DefaultForwardTimeout/2 {
+		t.Fatalf("Pause returned after %v: the caller's 500ms deadline did not bound it", took)
+	}
+	if req := <-asked; !strings.Contains(req, `"pause"`) {
+		t.Fatalf("the owner was asked %s, want the pause", req)
+	}
+
+	ended, cancel2 := context.WithCancel(t.Context())
+	cancel2()
+	if _, err := b.Provider().Status(ended, "k"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Status with a cancelled context = %v, want context.Canceled", err)
+	}
+	select {
+	case req := <-asked:
+		t.Fatalf("a cancelled context still asked the owner %s", req)
+	case <-time.After(100 * time.Millisecond):
+	}
+}

@@ -560,3 +560,25 @@ func TestAwaitStaysParkedWhileFailed(t *testing.T) {
 		t.Fatalf("program result %v, %v; want 13 (1 + 10 + 2)", res, err)
 	}
 }
+
+// A program's control call on a stream that has ended fails with an error
+// a Go caller can branch on (provider.ErrEnded), naming the capability
+// once; one on a stream nobody has matches provider.ErrNoStream.
+func TestControlCallErrorsTyped(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.run(`(call :mcp.stream.start {:endpoint "e" :transport :mock :stream-id "s" :processor (fn [s c m] {:state s})})`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.h.Provider().Cancel(t.Context(), "s"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.run(`(call :mcp.stream.resume {:stream-id "s"})`)
+	if !errors.Is(err, provider.ErrEnded) || strings.Count(err.Error(), "mcp.stream.resume") != 1 ||
+		!strings.HasSuffix(err.Error(), `capability :mcp.stream.resume: key :stream-id: cannot resume stream "s": it is cancelled`) {
+		t.Fatalf("resume of a cancelled stream = %v, want provider.ErrEnded, the capability named once", err)
+	}
+	_, err = r.run(`(call :mcp.stream.pause {:stream-id "nobody"})`)
+	if !errors.Is(err, provider.ErrNoStream) || errors.Is(err, provider.ErrNoStoredStream) {
+		t.Fatalf("pause of a stream nobody has = %v, want provider.ErrNoStream", err)
+	}
+}

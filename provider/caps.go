@@ -246,7 +246,7 @@ func (p *Provider) capControl(op func(context.Context, string) (Status, error)) 
 	return func(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
 		st, err := op(ctx, stringField(argMap(c), "stream-id"))
 		if err != nil {
-			return capabilities.Answer{}, &capabilities.Error{Capability: c.ID, Key: "stream-id", Msg: err.Error()}
+			return capabilities.Answer{}, &capabilities.Error{Capability: c.ID, Key: "stream-id", Err: err}
 		}
 		return capabilities.Now(StatusValue(st)), nil
 	}

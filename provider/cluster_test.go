@@ -24,6 +24,9 @@ type fakeCluster struct {
 	released []string
 	forgot   []string
 	remote   func(Request) (Answer, error)
+	// forward, when set, answers Forward in its place, with the request's
+	// context.
+	forward func(context.Context, Request) (Answer, error)
 	// place answers Place (nil: every stream stays here); offer answers
 	// Offer (nil: accepted).
 	place func(ctx context.Context, id string) string
@@ -50,7 +53,10 @@ func (c *fakeCluster) Forget(id string) {
 	c.forgot = append(c.forgot, id)
 }
 
-func (c *fakeCluster) Forward(_ context.Context, req Request) (Answer, error) {
+func (c *fakeCluster) Forward(ctx context.Context, req Request) (Answer, error) {
+	if c.forward != nil {
+		return c.forward(ctx, req)
+	}
 	if c.remote == nil {
 		return Answer{}, fmt.Errorf("fake: %w", ErrNotRunning)
 	}

@@ -176,6 +176,28 @@ func (p *Provider) Cancel(ctx context.Context, id string) (Status, error) {
 	return st, nil
 }
 
+// ErrEnded is matched (errors.Is) by the error of Pause, Resume or Skip
+// of a stream that has ended (completed, cancelled or errored): nothing
+// carries it on. The error is an *EndedError, which says the state.
+var ErrEnded = errors.New("the stream has ended")
+
+// An EndedError is the error of a request that needs a stream not ended,
+// made of one that has: "cannot resume stream "s": it is cancelled". It
+// matches ErrEnded. A request forwarded to another host of a cluster
+// gives it too.
+type EndedError struct {
+	StreamID string
+	Verb     string // the request: "pause", "resume" or "skip"
+	State    State  // the stream's state, terminal
+}
+
+func (e *EndedError) Error() string {
+	return fmt.Sprintf("cannot %s stream %q: it is %s", e.Verb, e.StreamID, e.State)
+}
+
+// Is reports whether target is ErrEnded.
+func (e *EndedError) Is(target error) bool { return target == ErrEnded }
+
 // errDormant reports a request to a stream that was recovered without
 // connecting (Options.ManualConnect), or could not be recovered, or is
 // stopped for an upgrade: it can be inspected, not driven. s.mu is held.
@@ -212,7 +234,7 @@ func (p *Provider) control(ctx context.Context, id, verb string, change func(*st
 	if s.st.Terminal() {
 		st := s.st
 		s.mu.Unlock()
-		return Status{}, fmt.Errorf("cannot %s stream %q: it is %s", verb, id, st)
+		return Status{}, &EndedError{StreamID: id, Verb: verb, State: st}
 	}
 	if err := change(s); err != nil {
 		s.mu.Unlock()

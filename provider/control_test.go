@@ -50,14 +50,17 @@ func TestGoControl(t *testing.T) {
 	if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, ints(1, 3)) {
 		t.Errorf("seen = %v", got)
 	}
-	if _, err := f.p.Resume(t.Context(), id); err == nil || !strings.Contains(err.Error(), `cannot resume stream "`+id+`": it is cancelled`) {
-		t.Errorf("Resume after cancel = %v", err)
+	_, err = f.p.Resume(t.Context(), id)
+	var ended *EndedError
+	if !errors.Is(err, ErrEnded) || !errors.As(err, &ended) || ended.State != StateCancelled || ended.Verb != "resume" ||
+		err.Error() != `cannot resume stream "`+id+`": it is cancelled` {
+		t.Errorf("Resume after cancel = %v, want an *EndedError (ErrEnded) of a cancelled stream", err)
 	}
 	if st, err := f.p.Cancel(t.Context(), id); err != nil || st.State != StateCancelled {
 		t.Errorf("second Cancel = %+v, %v; want the status unchanged", st, err)
 	}
 	for name, op := range map[string]func(context.Context, string) (Status, error){"pause": f.p.Pause, "resume": f.p.Resume, "cancel": f.p.Cancel, "status": f.p.Status} {
-		if _, err := op(t.Context(), "missing-stream"); err == nil || err.Error() != `no stream with id "missing-stream"` {
+		if _, err := op(t.Context(), "missing-stream"); !errors.Is(err, ErrNoStream) || errors.Is(err, ErrNoStoredStream) || err.Error() != `no stream with id "missing-stream"` {
 			t.Errorf("%s of a missing stream = %v", name, err)
 		}
 	}
