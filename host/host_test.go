@@ -548,8 +548,16 @@ func TestAwaitStaysParkedWhileFailed(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if n := r.h.Parked(); n != 1 {
-		t.Fatalf("%d programs parked, want the awaiting one", n)
+	// The program may reach its await after the stream failed: it parks
+	// then, and stays parked while the stream is held.
+	for r.h.Parked() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d programs parked, want the awaiting one", r.h.Parked())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if st, _ := p.Status(t.Context(), "parked"); st.State != provider.StateFailed {
+		t.Fatalf("the stream is %s while its awaiting program is parked, want failed", st.State)
 	}
 	broken.Store(false)
 	if _, err := p.Resume(t.Context(), "parked"); err != nil {
