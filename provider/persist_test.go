@@ -805,6 +805,13 @@ func testJournalEntriesGroup(t *testing.T, st persistence.Store, store *entering
 	for n := 2; n <= 5; n++ {
 		send(f, id, n)
 	}
+	// Send returns once the mock source holds a chunk, before the stream
+	// has it: the commit stays held until chunks 2-5 are queued, which
+	// they are only once journaled.
+	waitUntil(t, "chunks 2-5 queued", func() bool {
+		in, err := f.p.Info(id, InspectOptions{})
+		return err == nil && in.Stats.QueuedChunks == 4
+	})
 	store.held.Store(false)
 	close(store.open)
 	must(t, f.p.Close())
