@@ -567,8 +567,10 @@ func joinLeaf(arg string) (v2 string, err error) {
 	if dir, ok := strings.CutPrefix(arg, "v1:"); ok {
 		return "", writeCgroup(dir, "cgroup.procs", "0")
 	}
-	v2, _ = strings.CutPrefix(arg, "v2:")
-	return v2, nil
+	if dir, ok := strings.CutPrefix(arg, "v2:"); ok {
+		return dir, nil
+	}
+	return "", nil
 }
 
 // killLeaf kills every process of the cgroup2 leaf dir, the caller

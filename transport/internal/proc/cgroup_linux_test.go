@@ -372,6 +372,56 @@ func TestCgroupV1Fallback(t *testing.T) {
 	}
 }
 
+// withoutCgroups starts the test's programs without cgroup leaves: the
+// keeper alone then holds them.
+func withoutCgroups(t *testing.T) {
+	hostCgroups(nil) // found, so that it is not found again
+	was := cgroups.home.Swap(nil)
+	t.Cleanup(func() { cgroups.home.Store(was) })
+}
+
+// With neither a PID namespace nor a cgroup, the keeper alone ends what
+// left the program's group: when the program ends by itself, and when
+// Stop ends a program that ignores SIGTERM (the keeper, told that the
+// host lets go, kills what it holds). Neither leaves a descendant that
+// would hold the program's stderr open, so Stop returns.
+func TestKeeperAloneEndsWhatLeftTheGroup(t *testing.T) {
+	withoutPIDNamespaces(t)
+	withoutCgroups(t)
+	for i, script := range []string{
+		"setsid sh -c 'exec sleep %d' & sleep 0.3",
+		"trap '' TERM; setsid sh -c 'exec sleep %d' & while :; do sleep 0.05; done",
+	} {
+		mark := 40000 + 2*i + os.Getpid()%1000*4
+		p, err := Start(&Config{Command: "sh", Args: []string{"-c", fmt.Sprintf(script, mark)}}, Options{Grace: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitSleeper(t, mark)
+		if p.leaf != nil {
+			t.Errorf("%s: the keeper runs in the cgroup %s", script, p.leaf.dir)
+		}
+		if i == 0 {
+			<-p.Done()
+			if left := sleepers(mark); len(left) > 0 {
+				t.Errorf("%s: the descendant %v that left the group runs after the program's end was reported", script, left)
+			}
+		}
+		stopped := make(chan struct{})
+		go func() { p.Stop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(10 * time.Second):
+			for _, pid := range sleepers(mark) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			<-stopped
+			t.Errorf("%s: Stop did not return while the descendant that left the group ran", script)
+		}
+		noSurvivor(t, mark, "the stream ended")
+	}
+}
+
 func pathExists(path string) bool {
 	_, err := os.Stat(path)
 	return !errors.Is(err, os.ErrNotExist)

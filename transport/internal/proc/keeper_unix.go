@@ -138,6 +138,13 @@ func keep(args []string) int {
 		select {} // killGroup ends the keeper
 	default:
 	}
+	if !ns && leafDir == "" {
+		// The program is gone: what it left running outside its group
+		// (setsid, a double fork) dies with what is left of the group, as
+		// it would hold the program's output open. (A PID namespace
+		// ends with the keeper; the host kills a cgroup leaf.)
+		killDescendants()
+	}
 	if err != nil {
 		report("err " + fmt.Sprint(err))
 		return 1

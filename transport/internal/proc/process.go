@@ -269,6 +269,10 @@ func waitStatus(ws syscall.WaitStatus) string {
 	return fmt.Sprintf("exited with status %d", ws.ExitStatus())
 }
 
+// hangUpWait is how long Stop waits for the keeper to kill what it holds
+// before it sends SIGKILL to the group.
+const hangUpWait = time.Second
+
 // stdinGrace is how long Stop waits for a program to exit after its stdin
 // closed, before SIGTERM.
 const stdinGrace = 50 * time.Millisecond
@@ -276,7 +280,8 @@ const stdinGrace = 50 * time.Millisecond
 // Stop ends the program: it closes stdin (a well-behaved MCP server exits
 // on that), waits up to 50 ms unless stdin was closed already, sends
 // SIGTERM to the process group, waits
-// up to the grace period, then sends SIGKILL to the group. It returns when
+// up to the grace period, then has the keeper kill everything it holds
+// (Unix), and sends SIGKILL to the group if that takes more than a second. It returns when
 // the program is reaped and the Process's goroutines have exited. A second
 // call, from any goroutine, waits for the first to finish.
 func (p *Process) Stop() {
@@ -289,8 +294,13 @@ func (p *Process) Stop() {
 		if !p.waitFor(wait) {
 			p.killGroup(syscall.SIGTERM)
 			if !p.waitFor(p.opts.Grace) {
-				p.killGroup(syscall.SIGKILL)
-				<-p.done
+				// The keeper kills what it holds, what left the group
+				// included; SIGKILL to the group if it does not.
+				p.hangUp()
+				if !p.waitFor(hangUpWait) {
+					p.killGroup(syscall.SIGKILL)
+					<-p.done
+				}
 			}
 		}
 		p.Stdout.Close()

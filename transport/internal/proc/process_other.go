@@ -16,6 +16,9 @@ func (p *Process) start() error { return p.cmd.Start() }
 // reap waits for the program and returns how it ended.
 func (p *Process) reap() string { return exitStatus(p.cmd.Wait()) }
 
+// hangUp does nothing: there is no keeper.
+func (p *Process) hangUp() {}
+
 // killGroup ends the program: this OS cannot send it SIGTERM, so any
 // signal kills it.
 func (p *Process) killGroup(syscall.Signal) { _ = p.cmd.Process.Kill() }

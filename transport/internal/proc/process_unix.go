@@ -166,6 +166,15 @@ func (p *Process) reap() string {
 	return exitStatus(werr)
 }
 
+// hangUp shuts down the host's side of the link to the keeper, which
+// then reads end of file as if the host had died: it kills every process
+// it holds, those that left the group included, and itself.
+func (p *Process) hangUp() {
+	if rc, err := p.keeper.f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_WR) })
+	}
+}
+
 // killGroup sends sig to every process of the group.
 func (p *Process) killGroup(sig syscall.Signal) {
 	if pid := p.cmd.Process.Pid; pid > 0 {
