@@ -22,11 +22,12 @@ import (
 // On Linux, when the host can make one, each program's keeper starts in a
 // cgroup of its own, a leaf, and so do the program and every descendant,
 // whatever they do (setsid, double fork, killing the keeper): a process
-// leaves its process group at will, never its cgroup. When the keeper
-// exits, for whatever reason, the host kills every process of the leaf and
-// removes it (Process.wait); when the host dies, the keeper kills its leaf
-// (keeper_unix.go). Where the host is the kernel's PID namespace init's
-// parent (keeper_linux.go) both hold the program; without the namespace
+// leaves its process group at will, but its cgroup only by writing to
+// another cgroup's cgroup.procs, which needs write access there. When the
+// keeper exits, for whatever reason, the host kills every process of the
+// leaf and removes it (Process.wait); when the host dies, the keeper kills
+// its leaf (keeper_unix.go). Where the keeper is also the init of a PID
+// namespace (keeper_linux.go) both hold the program; without the namespace
 // (no privilege, or RTFSHOST_CHILD_PIDNS=off) the leaf alone holds a
 // descendant that killed its keeper, killed by the host when it sees the
 // keeper die.
