@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -266,8 +267,13 @@ func cgroupMounts() ([]cgroupMount, error) {
 		return nil, fmt.Errorf("the mounts: %w", err)
 	}
 	defer f.Close()
+	return parseMountinfo(f)
+}
+
+// parseMountinfo reads the cgroup mounts of a mountinfo file.
+func parseMountinfo(r io.Reader) ([]cgroupMount, error) {
 	var out []cgroupMount
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		// id parent dev root point options [optional...] - fstype source superoptions
 		pre, post, ok := strings.Cut(sc.Text(), " - ")

@@ -422,6 +422,30 @@ func TestKeeperAloneEndsWhatLeftTheGroup(t *testing.T) {
 	}
 }
 
+// The hierarchies are found in mountinfo by filesystem type and, for v1,
+// super options, with optional fields and escaped paths.
+func TestParseMountinfo(t *testing.T) {
+	in := `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory
+37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime shared:11 - cgroup cgroup rw,freezer
+39 31 0:36 /ctr /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,nsdelegate,pids
+41 31 0:38 /a\040b /sys/fs/cgroup/uni\040fied rw,relatime shared:15 master:2 - cgroup2 cgroup2 rw
+42 31 0:39 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct
+`
+	got, err := parseMountinfo(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []cgroupMount{
+		{kind: cgroupFreezer, point: "/sys/fs/cgroup/freezer", root: "/"},
+		{kind: cgroupPids, point: "/sys/fs/cgroup/pids", root: "/ctr"},
+		{kind: cgroupV2, point: "/sys/fs/cgroup/uni fied", root: "/a b"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
 func pathExists(path string) bool {
 	_, err := os.Stat(path)
 	return !errors.Is(err, os.ErrNotExist)
