@@ -268,7 +268,7 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, er
 	if err == nil || !errors.Is(err, ErrNotRunning) {
 		return a, nil, err
 	}
-	if err := p.RecoverStream(ctx, req.StreamID); err != nil && !p.has(req.StreamID) {
+	if err := p.recoverDetached(ctx, req.StreamID); err != nil && !p.has(req.StreamID) {
 		var owned *OwnedError
 		switch {
 		case errors.Is(err, ErrNotPersisted):
@@ -284,6 +284,35 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, er
 	}
 	s, err := p.lookup(req.StreamID)
 	return Answer{}, s, err
+}
+
+// recoverDetached is RecoverStream for a request on a stream no live host
+// runs. Loading it claims it, and a claim whose stream never loaded would
+// keep it from every other host while this one lives: so the claim and the
+// load run whole, on a goroutine of the provider bounded by
+// DefaultForwardTimeout and Close, whatever ctx does. ctx bounds only the
+// wait for them; the stream may be loaded after ctx ended.
+func (p *Provider) recoverDetached(ctx context.Context, id string) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return fmt.Errorf("stream %q: %w", id, ErrClosed)
+	}
+	p.wg.Add(1)
+	p.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		defer p.wg.Done()
+		rctx, cancel := context.WithTimeout(p.ctx, DefaultForwardTimeout)
+		defer cancel()
+		done <- p.RecoverStream(rctx, id)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("stream %q: loading it from the store goes on: %w", id, context.Cause(ctx))
+	}
 }
 
 // storedAnswer answers a status or inspect request on a stream whose owner

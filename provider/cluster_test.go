@@ -27,13 +27,20 @@ type fakeCluster struct {
 	// forward, when set, answers Forward in its place, with the request's
 	// context.
 	forward func(context.Context, Request) (Answer, error)
+	// claim, when set, runs first in Claim.
+	claim func(ctx context.Context, id string) error
 	// place answers Place (nil: every stream stays here); offer answers
 	// Offer (nil: accepted).
 	place func(ctx context.Context, id string) string
 	offer func(id, to string) error
 }
 
-func (c *fakeCluster) Claim(_ context.Context, id string) error {
+func (c *fakeCluster) Claim(ctx context.Context, id string) error {
+	if c.claim != nil {
+		if err := c.claim(ctx, id); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.claimed = append(c.claimed, id)

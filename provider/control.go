@@ -104,7 +104,9 @@ func forwardErr(ctx context.Context, verb, id string, err error) error {
 //     all, but it may have applied it before its answer was lost: ask
 //     Status. Pause, Resume and Cancel may be repeated safely (each
 //     changes nothing the second time); a repeated Skip is refused unless
-//     the stream failed again on its next chunk.
+//     the stream failed again on its next chunk. A stream no live host
+//     runs is claimed and loaded here from the store: that runs whole,
+//     even when ctx ends first (the request is then not applied).
 func (p *Provider) Pause(ctx context.Context, id string) (Status, error) {
 	return p.control(ctx, id, "pause", pauseChange)
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,4 +120,55 @@ func TestForwardedControlContext(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("Cancel in flight when the provider closed = %v, want ErrClosed", err)
 	}
+}
+
+// TestForwardedControlLoadsWhole: a request on a stream no live host runs
+// loads it here from the store, claiming it; when the caller's context
+// ends during the claim, the request fails with the context's error and
+// changes nothing, but the claim and the load go on whole (a claim left
+// without its stream would keep it from every host), and the stream runs
+// here.
+func TestForwardedControlLoadsWhole(t *testing.T) {
+	store := persistence.NewMemStore()
+	a := newFixture(t, Options{Store: store})
+	g := compileGlobals(t, countSrc)
+	id := startCount(a, g, "orphan", rtfs.Symbol("proc"))
+	a.send(id, `{"n":1}`)
+	a.processed(id, 1)
+	if err := a.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	claiming, release := make(chan struct{}), make(chan struct{})
+	c := &fakeCluster{claim: func(ctx context.Context, _ string) error {
+		close(claiming)
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+	b := newFixture(t, Options{Store: store, Cluster: c})
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.p.Pause(ctx, id)
+		errc <- err
+	}()
+	<-claiming
+	if err := <-errc; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Pause while the stream's claim is slow = %v, want context.DeadlineExceeded", err)
+	}
+	close(release)
+	b.waitFor("the stream to load", func() bool { return slices.Contains(b.p.StreamIDs(), id) })
+	if st, err := b.p.Status(t.Context(), id); err != nil || st.State != StateActive {
+		t.Fatalf("the loaded stream: %+v, %v; want active (the expired Pause changed nothing)", st, err)
+	}
+	if _, released, _ := c.log(); len(released) != 0 {
+		t.Fatalf("the claim was given up: %v", released)
+	}
+	b.send(id, `{"n":2}`)
+	b.processed(id, 2)
 }
