@@ -202,19 +202,37 @@ func TestResourceSubscription(t *testing.T) {
 				defer f.srv.resources.mu.Unlock()
 				return len(f.srv.resources.streams) == 0 && len(f.srv.resources.sessions) == 0
 			})
-			before := log.count(uri)
-			// A second stream's update is a barrier: the first's would come
-			// before it.
+			// The notifier may have sent an update of uri just before the
+			// unsubscribe took the session out of go-sdk's table: it travels
+			// on the session's standalone stream, which the unsubscribe's
+			// answer does not wait for. A second stream's update, sent by the
+			// same notifier after it, is a barrier: once it has arrived, so
+			// has every update sent before the unsubscribe.
 			barrier := streamURI("sub2")
 			unsubscribe2 := subscribe(ctx, t, cs, f, barrier)
 			defer unsubscribe2()
-			f.feed(ctx, "sub1", values(2)...)
 			args = startArgs("sub2")
 			args["detach"] = true
 			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolStart, Arguments: args}); err != nil {
 				t.Fatal(err)
 			}
 			log.waitFor(t, barrier, 1)
+			before := log.count(uri)
+			// sub1 changes again; sub2's next update is sent after any of
+			// those would be.
+			processed := func() int64 {
+				in, err := f.host.Provider().Info("sub1", provider.InspectOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return in.Stats.ProcessedChunks
+			}
+			n := processed()
+			f.feed(ctx, "sub1", values(2)...)
+			waitFor(t, "sub1 to process two more chunks", func() bool { return processed() >= n+2 })
+			barriers := log.count(barrier)
+			f.feed(ctx, "sub2", values(1)...)
+			log.waitFor(t, barrier, barriers+1)
 			if got := log.count(uri); got != before {
 				t.Errorf("%d updates of %s after unsubscribing", got-before, uri)
 			}
