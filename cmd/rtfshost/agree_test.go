@@ -100,19 +100,7 @@ func (c *cli) testAgree(t *testing.T) {
 	wantCode(t, run.wait(t), exitOK)
 
 	// A serve.
-	srv := c.start(t, t.TempDir(), "serve", "--listen", "127.0.0.1:0", "--server-url", c.serverURL)
-	if !srv.lines.Scan() {
-		t.Fatalf("serve printed nothing\n%s", srv.stderr)
-	}
-	m := regexp.MustCompile(`listening on (http://[^ ]+)/mcp `).FindStringSubmatch(srv.lines.Text())
-	if m == nil {
-		t.Fatalf("serve's first line: %q", srv.lines.Text())
-	}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "agree-test", Version: "1"}, nil)
-	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: m[1] + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, cs, m := c.serveSession(t, ctx)
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp.stream.start", Arguments: map[string]any{
 		"program": "(defn stop [n chunk meta] {:state (inc n) :action :pause})", "processor": "stop", "endpoint": "counter.v1", "transport": "sse",
@@ -227,19 +215,7 @@ func (c *cli) testAgreeFailed(t *testing.T) {
 	}
 	wantCode(t, run.wait(t), exitOK)
 
-	srv := c.start(t, t.TempDir(), "serve", "--listen", "127.0.0.1:0", "--server-url", c.serverURL)
-	if !srv.lines.Scan() {
-		t.Fatalf("serve printed nothing\n%s", srv.stderr)
-	}
-	m := regexp.MustCompile(`listening on (http://[^ ]+)/mcp `).FindStringSubmatch(srv.lines.Text())
-	if m == nil {
-		t.Fatalf("serve's first line: %q", srv.lines.Text())
-	}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "agree-test", Version: "1"}, nil)
-	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: m[1] + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, cs, m := c.serveSession(t, ctx)
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp.stream.start", Arguments: map[string]any{
 		"program":   `(defn p [s chunk meta] (if (= 3 (get-in chunk [:chunk :n])) (throw "boom on purpose") {:state (inc s) :output (inc s)}))`,
@@ -281,4 +257,25 @@ func (c *cli) testAgreeFailed(t *testing.T) {
 	if !strings.Contains(stored[4].stdout, `{"type":"dead-letter","stream-id":"agree-f","seq":3,"chunk":{"endpoint":"counter.v1","seq":3,"chunk":{"n":3}`) {
 		t.Errorf("dead-letters --json: %+v", stored[4])
 	}
+}
+
+// serveSession starts a serve on a port of its own, with the test's
+// reference server, and connects an MCP client to it; m[1] is its base URL.
+// The caller closes the session and stops the serve.
+func (c *cli) serveSession(t *testing.T, ctx context.Context) (*started, *mcp.ClientSession, []string) {
+	t.Helper()
+	srv := c.start(t, t.TempDir(), "serve", "--listen", "127.0.0.1:0", "--server-url", c.serverURL)
+	if !srv.lines.Scan() {
+		t.Fatalf("serve printed nothing\n%s", srv.stderr)
+	}
+	m := regexp.MustCompile(`listening on (http://[^ ]+)/mcp `).FindStringSubmatch(srv.lines.Text())
+	if m == nil {
+		t.Fatalf("serve's first line: %q", srv.lines.Text())
+	}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "agree-test", Version: "1"}, nil)
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: m[1] + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, cs, m
 }
