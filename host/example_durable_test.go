@@ -125,7 +125,15 @@ func Example_durable() {
 	fmt.Println("output:", (<-sub.C()).Output)
 
 	// The process stops before the stream ends: the program stays parked
-	// on its await, the stream's state and cursor stay in the store.
+	// on its await, the stream's state and cursor stay in the store. The
+	// program parks (is stored) when it reaches the await, which it may do
+	// after the stream's outputs: stopping before then would end the run.
+	for h.Parked() == 0 {
+		if ctx.Err() != nil {
+			log.Fatal("the program never parked: ", ctx.Err())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if err := h.Close(); err != nil {
 		log.Fatal(err)
 	}
