@@ -543,11 +543,17 @@ func TestClusterStatusOfKilledOwner(t *testing.T) {
 	const limit, ttl = 400, 5 * time.Second
 	a := startClusterChild(t, childSpec{NATS: ns.ClientURL(), Node: "a", Src: url, Transport: ":sse",
 		IDs: []string{"k"}, Limit: limit, Interval: 3, LeaseTTL: ttl})
+	ofA := ns.NumClients() // a's connections: b has none yet
 	b := clusterHost(t, ns, "b", url)
 	defer b.Close()
 	waitUntil(t, "a to process 30 chunks", func() bool { return processed(t, b, "k") >= 30 })
+	all := ns.NumClients()
 	a.kill()
 	killed := time.Now()
+	// A request that NATS routes to a's connection before it has seen that
+	// connection close gets no answer until the forward timeout; once it
+	// has, the owner's absence is known at once (no responders).
+	waitUntil(t, "NATS to drop a's connections", func() bool { return ns.NumClients() <= all-ofA })
 	st, err := b.Provider().Status(t.Context(), "k")
 	if err != nil {
 		t.Fatalf("status of the stream of a killed host, within its lease: %v", err)
