@@ -546,16 +546,7 @@ func newHolderClient(path string) *holderClient {
 // other than 200 is an error with the holder's message, wrapping
 // errNoStream for 404.
 func (c *holderClient) call(ctx context.Context, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://rtfshost"+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	return decodeAnswer(resp, out)
+	return c.send(ctx, method, path, nil, out)
 }
 
 func decodeAnswer(resp *http.Response, out any) error {

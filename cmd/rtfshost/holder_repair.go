@@ -118,13 +118,19 @@ func (d *holderDesk) upgrade(ctx context.Context, id, file string, src []byte, p
 	return res, err
 }
 
-// send is call with a JSON body.
+// send is call with a JSON body (none when body is nil).
 func (c *holderClient) send(ctx context.Context, method, path string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://rtfshost"+path, bytes.NewReader(body))
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://rtfshost"+path, r)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err
