@@ -155,6 +155,9 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions, ids []string, ver
 	for _, id := range stock.asideIDs() {
 		s.owners.take(id, setAside)
 	}
+	// Said before anything runs: a resumed stream's first outputs come
+	// after the line that names it.
+	stock.tell(rep, h, len(ids) > 0)
 	var recErr error
 	if len(ids) > 0 {
 		// Exactly those: the programs parked on them stay parked.
@@ -185,7 +188,6 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions, ids []string, ver
 		// (rtfshost inspect), named at the end, and make the exit code 1.
 		recErr = s.h.Recover(ctx)
 	}
-	stock.tell(rep, h, len(ids) > 0)
 	watch := j.watch(ctx, stuck)
 	waitErrs := a.awaitResumed(ctx, s, j)
 	code := j.conclude(ctx, watch, func() int {
