@@ -94,6 +94,7 @@ type Host struct {
 	cancel   context.CancelFunc
 	programs programSet   // programs resumed by Recover
 	parked   atomic.Int64 // programs of Run waiting on a parked host call (await)
+	awaiting awaitingSet  // the same programs, by the stream they await
 
 	closeStore func() error // closes the store Open opened; nil otherwise
 
@@ -107,6 +108,47 @@ type Host struct {
 // stuck (Provider.Stuck) and every running program parked knows that
 // nothing will move again.
 func (h *Host) Parked() int { return int(h.parked.Load()) }
+
+// ParkedOn returns how many programs are waiting on an await of one of
+// the streams ids right now: a program whose stream has just ended counts
+// until its await returns. A command that resumed only some streams uses
+// it with ResumedRunning to tell when the programs left wait on streams
+// nothing runs. Safe for concurrent use; it costs a lock and a pass over
+// ids.
+func (h *Host) ParkedOn(ids []string) int {
+	h.awaiting.mu.Lock()
+	defer h.awaiting.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		n += h.awaiting.n[id]
+	}
+	return n
+}
+
+// awaitingSet counts the programs waiting on an await by the stream
+// they await (ParkedOn).
+type awaitingSet struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// add counts a program awaiting stream id; the function it returns
+// uncounts it.
+func (s *awaitingSet) add(id string) (done func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[string]int{}
+	}
+	s.n[id]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.n[id]--; s.n[id] == 0 {
+			delete(s.n, id)
+		}
+	}
+}
 
 // LogCapability is the id of the capability that println and log call.
 const LogCapability = capabilities.LogCapability
@@ -306,6 +348,9 @@ func (h *Host) wait(ctx context.Context, call *capabilities.Call, ans capabiliti
 		h.log.Debug("program parked", "capability", call.ID, "pos", call.Pos.String())
 		h.parked.Add(1)
 		defer h.parked.Add(-1)
+		if strings.TrimPrefix(call.ID, ":") == provider.CapAwait {
+			defer h.awaiting.add(awaitedStream(call.Args))()
+		}
 	}
 	v, err := ans.Wait(ctx)
 	if err != nil {

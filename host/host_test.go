@@ -559,6 +559,9 @@ func TestAwaitStaysParkedWhileFailed(t *testing.T) {
 	if st, _ := p.Status(t.Context(), "parked"); st.State != provider.StateFailed {
 		t.Fatalf("the stream is %s while its awaiting program is parked, want failed", st.State)
 	}
+	if on, off := r.h.ParkedOn([]string{"other", "parked"}), r.h.ParkedOn([]string{"other"}); on != 1 || off != 0 {
+		t.Fatalf("ParkedOn counts %d programs awaiting parked and %d awaiting other; want 1 and 0", on, off)
+	}
 	broken.Store(false)
 	if _, err := p.Resume(t.Context(), "parked"); err != nil {
 		t.Fatal(err)
@@ -566,6 +569,9 @@ func TestAwaitStaysParkedWhileFailed(t *testing.T) {
 	res, err := wait()
 	if err != nil || res != rtfs.Int(13) {
 		t.Fatalf("program result %v, %v; want 13 (1 + 10 + 2)", res, err)
+	}
+	if n := r.h.ParkedOn([]string{"parked"}); n != 0 {
+		t.Fatalf("ParkedOn counts %d programs awaiting parked after the program ended", n)
 	}
 }
 

@@ -189,7 +189,7 @@ func (a *app) resumeStreams(ctx context.Context, o runOptions, ids []string, ver
 		recErr = s.h.Recover(ctx)
 	}
 	watch := j.watch(ctx, stuck)
-	waitErrs := a.awaitResumed(ctx, s, j)
+	waitErrs := a.awaitResumed(ctx, s, j, stock.asideIDs())
 	code := j.conclude(ctx, watch, func() int {
 		if after, err := s.h.ResumedPrograms(ctx); err == nil {
 			for _, rp := range after[min(len(before), len(after)):] {
@@ -376,10 +376,11 @@ func plural(n int) string {
 }
 
 // awaitResumed waits until the resumed streams (the job's) have ended and
-// the resumed programs have finished, or wait only on streams that were
-// not resumed, or ctx ends; it returns the failures of the job's streams,
-// each once.
-func (a *app) awaitResumed(ctx context.Context, s *session, j *job) []error {
+// the resumed programs have finished, or wait only on the streams aside
+// (not resumed), or ctx ends; it returns the failures of the job's
+// streams, each once. A program whose resumed stream has just ended
+// still awaits it for a moment: it is waited for, not told as parked.
+func (a *app) awaitResumed(ctx context.Context, s *session, j *job, aside []string) []error {
 	told := map[string]bool{}
 	var errs []error
 	for {
@@ -396,7 +397,7 @@ func (a *app) awaitResumed(ctx context.Context, s *session, j *job) []error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if running := s.h.ResumedRunning(); j.liveCount(ctx) == 0 && (running == 0 || s.h.Parked() >= running) {
+		if running := s.h.ResumedRunning(); j.liveCount(ctx) == 0 && (running == 0 || s.h.ParkedOn(aside) >= running) {
 			return errs
 		}
 		select {
