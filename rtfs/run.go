@@ -78,25 +78,16 @@ func (th *Thread) Call(ctx context.Context, g *Globals, fn Value, args ...Value)
 			err = th.panicked(r)
 		}
 	}()
-	if cl, ok := fn.(*Closure); ok && cl.fn.prog != nil && cl.fn.prog.hash != g.prog.hash {
+	cl, isClosure := fn.(*Closure)
+	if isClosure && cl.fn.prog != g.prog && cl.fn.prog != nil && cl.fn.prog.hash != g.prog.hash {
 		return Outcome{}, fmt.Errorf("rtfs: Call: function %s belongs to program %s, globals to %s",
 			fnName(cl.fn), cl.fn.prog.name, g.prog.name)
 	}
 	th.start(ctx, g.prog)
 	th.globals, th.gsnap = g.values, g
-	n := len(args)
-	th.ensureStack(n + 1)
-	th.stack[0] = fn
-	for i, a := range args {
-		if a == nil {
-			a = Nil // a Go nil counts as RTFS nil
-		}
-		th.stack[1+i] = a
-	}
-	th.sp = n + 1
-	cl, ok := fn.(*Closure)
-	if !ok {
-		if err := th.callValue(n); err != nil {
+	if !isClosure {
+		th.pushArgs(fn, args)
+		if err := th.callValue(len(args)); err != nil {
 			return Outcome{}, th.fail(err)
 		}
 		if len(th.frames) > 0 { // a builtin redirected to the prelude
@@ -104,12 +95,70 @@ func (th *Thread) Call(ctx context.Context, g *Globals, fn Value, args ...Value)
 		}
 		v := th.stack[0]
 		th.clearStack()
+		th.ctx, th.done = nil, nil
 		return Outcome{Value: v, Globals: g}, nil
 	}
-	if err := th.pushFrame(cl, n); err != nil {
+	if err := th.enter(cl, args); err != nil {
 		return Outcome{}, th.fail(err)
 	}
-	return th.finish(th.run(nil))
+	v, err := th.run(nil)
+	if err != nil || th.call != nil {
+		return th.finish(v, err)
+	}
+	// The common end, built here rather than copied out of finish's
+	// result: a call that returned a value.
+	g = th.snapshot() // a def in the call made new globals
+	th.clearStack()
+	th.ctx, th.done = nil, nil
+	return Outcome{Value: v, Globals: g}, nil
+}
+
+// pushArgs puts fn and args on the empty stack, a Go nil as Nil.
+func (th *Thread) pushArgs(fn Value, args []Value) {
+	n := len(args)
+	th.ensureStack(n + 1)
+	stack := th.stack[:n+1]
+	stack[0] = fn
+	for i, a := range args {
+		if a == nil {
+			a = Nil // a Go nil counts as RTFS nil
+		}
+		stack[1+i] = a
+	}
+	th.sp = n + 1
+}
+
+// enter starts the run of cl with args on the empty stack: cl, then args,
+// then cl's frame over them. It is pushArgs and pushFrame in one, for the
+// closure of fixed arity that a host calls (a stream's processor); any
+// other goes through them.
+func (th *Thread) enter(cl *Closure, args []Value) error {
+	fi := cl.fn
+	c := fi.code
+	n := len(args)
+	if fi.arities != nil || c.Variadic || n != c.NumParams {
+		th.pushArgs(cl, args)
+		return th.pushFrame(cl, n)
+	}
+	// The frame's locals start at 1, above cl; the depth limit is at
+	// least 1 (NewThread), so an empty call stack is within it.
+	top := 1 + c.NumLocals + c.MaxStack + 1
+	th.ensureStack(top)
+	stack := th.stack[:top]
+	stack[0] = cl
+	for i, a := range args {
+		if a == nil {
+			a = Nil // a Go nil counts as RTFS nil
+		}
+		stack[1+i] = a
+	}
+	for i := 1 + n; i < 1+c.NumLocals; i++ {
+		stack[i] = nil
+	}
+	th.hw = max(th.hw, top)
+	th.frames = append(th.frames, frame{fn: fi, cl: cl, base: 1})
+	th.sp = 1 + c.NumLocals
+	return nil
 }
 
 // Resume continues a suspended run, with v as the result of its host call.
@@ -156,11 +205,25 @@ func (th *Thread) start(ctx context.Context, p *Program) {
 		ctx = context.Background()
 	}
 	th.ctx, th.done, th.prog = ctx, ctx.Done(), p
-	th.steps, th.nextCheck, th.call = 0, 0, nil
+	th.steps, th.call = 0, nil
 	th.work, th.mem, th.unpolled = 0, 0, 0
 	th.out = th.out[:0]
+	// The run loop checks the limits and the context at its first
+	// instruction, then every checkInterval. At the first, with nothing
+	// run or charged yet, only a context that is already cancelled or a
+	// time limit (which may be as short as a nanosecond) can stop it: the
+	// check of the rest is done here, without entering checkpoint.
+	th.nextCheck = min(checkInterval, th.limits.MaxSteps)
 	if th.limits.MaxDuration > 0 {
 		th.started = time.Now()
+		th.nextCheck = 0
+	}
+	if th.done != nil {
+		select {
+		case <-th.done:
+			th.nextCheck = 0
+		default:
+		}
 	}
 	th.sp = 0
 	th.frames = th.frames[:0]
