@@ -38,5 +38,6 @@
 // chunk for a given endpoint, seq and size is always the same bytes; only
 // generated_at changes (see Options.Now). The datasets' default interval is
 // 150 ms, so a demo shows live progress; interval_ms=0 streams as fast as the
-// client reads, writing in 32 KiB batches.
+// client reads, writing in 32 KiB batches whose events carry one
+// generated_at.
 package localserver

@@ -21,6 +21,14 @@ type encoder struct {
 	prefix []byte // {"endpoint":"<name>","seq":
 	pad    []byte // the "pad" field's value: size bytes of 'x'
 	now    func() time.Time
+	at     []byte // generated_at, formatted by stamp; empty: read now per chunk
+}
+
+// stamp reads the clock once for the chunks appended until the next stamp:
+// a batch written in one go carries the time it was generated. Without it
+// every chunk reads the clock.
+func (e *encoder) stamp() {
+	e.at = e.now().UTC().AppendFormat(e.at[:0], time.RFC3339Nano)
 }
 
 func newEncoder(d *dataset, size int, now func() time.Time) *encoder {
@@ -50,7 +58,11 @@ func (e *encoder) appendData(dst []byte, seq, target int) []byte {
 		dst = append(dst, '"')
 	}
 	dst = append(dst, `},"generated_at":"`...)
-	dst = e.now().UTC().AppendFormat(dst, time.RFC3339Nano)
+	if len(e.at) > 0 {
+		dst = append(dst, e.at...)
+	} else {
+		dst = e.now().UTC().AppendFormat(dst, time.RFC3339Nano)
+	}
 	dst = append(dst, '"')
 	dst = append(dst, traceJSON...)
 	if target > 0 {

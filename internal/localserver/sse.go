@@ -79,7 +79,9 @@ func parseLastEventID(raw string, limit int) (int, error) {
 
 // sseStream writes one SSE response. Events are built into buf and written
 // when the next event is not immediately available or buf is large, so a
-// fast stream costs one write per flushThreshold bytes, not per event.
+// fast stream costs one write per flushThreshold bytes, not per event. The
+// events of one write carry one generated_at, read when the first of them
+// is built.
 type sseStream struct {
 	w     http.ResponseWriter
 	rc    *http.ResponseController
@@ -93,6 +95,9 @@ type sseStream struct {
 	buf    []byte
 	timer  *time.Timer
 	sent   int
+	// flushed records a flush since the last stamp: the next chunk starts
+	// a new batch.
+	flushed bool
 }
 
 // run streams chunks after+1..limit, then the terminal status event. It
@@ -112,6 +117,10 @@ func (st *sseStream) run(ctx context.Context, p streamParams, after int) {
 	for seq := after + 1; seq <= p.limit; seq++ {
 		if !st.pause(ctx, seq > after+1, p.interval) {
 			return
+		}
+		if seq == after+1 || st.flushed {
+			st.enc.stamp()
+			st.flushed = false
 		}
 		st.appendChunk(seq, st.f.Oversized)
 		if st.dropDue() {
@@ -170,6 +179,7 @@ func (st *sseStream) flush(ctx context.Context) bool {
 		}
 		st.buf = st.buf[:0]
 	}
+	st.flushed = true
 	return st.rc.Flush() == nil
 }
 

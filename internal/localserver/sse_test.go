@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -314,4 +316,53 @@ func TestSSEWithInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStream(t, evs, "weather.monitor.v1", 1, 0)
+}
+
+// TestSSEGeneratedAtPerWrite: the events of one write carry one
+// generated_at, the time the first of them was built; with an interval
+// every event is a write of its own and reads the clock.
+func TestSSEGeneratedAtPerWrite(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	tick := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		return fixedNow().Add(time.Duration(calls) * time.Second)
+	}
+	s, c := startServer(t, Options{Now: tick})
+	const n = 2000 // about 12 writes of 32 KiB
+	evs, err := stream(t, c, s.URL()+"/sse/counter.v1?limit="+strconv.Itoa(n)+"&size=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs := checkStream(t, evs, "counter.v1", 1, n)
+	stamps := map[string]int{}
+	for i, e := range envs {
+		if i > 0 && e.GeneratedAt < envs[i-1].GeneratedAt {
+			t.Fatalf("chunk %d: generated_at %s before chunk %d's %s", i+1, e.GeneratedAt, i, envs[i-1].GeneratedAt)
+		}
+		stamps[e.GeneratedAt]++
+	}
+	mu.Lock()
+	got := calls
+	mu.Unlock()
+	if writes := n * 300 / flushThreshold; len(stamps) != got || got < writes/2 || got > 2*writes {
+		t.Fatalf("%d chunks in about %d writes: %d distinct generated_at, %d clock readings", n, writes, len(stamps), got)
+	}
+
+	mu.Lock()
+	calls = 0
+	mu.Unlock()
+	paced, err := stream(t, c, s.URL()+"/sse/counter.v1?limit=5&interval_ms=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamps = map[string]int{}
+	for _, e := range checkStream(t, paced, "counter.v1", 1, 5) {
+		stamps[e.GeneratedAt]++
+	}
+	if len(stamps) != 5 {
+		t.Fatalf("5 paced chunks carry %d distinct generated_at, want 5", len(stamps))
+	}
 }

@@ -33,6 +33,8 @@ type session struct {
 	rd         *sseread.Reader
 	pos        position      // the stream's position: last event id and id-less count
 	lastName   string        // the last event name seen, reused to avoid allocating
+	reads      uint64        // rd.Reads() when at was read
+	at         time.Time     // when the read that brought the last event returned
 	retryAfter time.Duration // a Retry-After from the last response, 0 if none
 }
 
@@ -261,12 +263,22 @@ func (s *session) stream(ctx context.Context) (progressed bool, err error) {
 			continue
 		}
 		s.pos = cur
-		c := transport.Chunk{Data: ev.Data, Event: s.eventName(ev.Name), ID: cur.cursor(), ReceivedAt: s.clk.Now()}
+		c := transport.Chunk{Data: ev.Data, Event: s.eventName(ev.Name), ID: cur.cursor(), ReceivedAt: s.receivedAt()}
 		if err := s.sink.Deliver(ctx, c); err != nil {
 			return progressed, sinkError{err}
 		}
 		progressed = true
 	}
+}
+
+// receivedAt is when the event Next just returned was read from the
+// connection: the clock is read once per read of the body, not per event,
+// since every event a read completes arrived with it.
+func (s *session) receivedAt() time.Time {
+	if n := s.rd.Reads(); n != s.reads {
+		s.reads, s.at = n, s.clk.Now()
+	}
+	return s.at
 }
 
 func (s *session) eventName(b []byte) string {

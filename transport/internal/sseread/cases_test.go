@@ -46,6 +46,8 @@ func TestReaderCases(t *testing.T) {
 		{"simple", "event: message\nid: 7\ndata: {}\n\n", []parsed{{"message", "{}", "7", true, 0}}, nil},
 		{"multi-line data", "data: a\ndata: b\ndata\n\n", []parsed{{"", "a\nb\n", "", false, 0}}, nil},
 		{"CRLF", "id: x\r\ndata: y\r\n\r\n", []parsed{{"", "y", "x", true, 0}}, nil},
+		{"LF lines then CR and CRLF ones", "data: a\n\ndata: b\r\rid: 1\ndata: c\r\n\r\ndata: d\n\n",
+			[]parsed{{"", "a", "", false, 0}, {"", "b", "", false, 0}, {"", "c", "1", true, 0}, {"", "d", "", false, 0}}, nil},
 		{"no space after colon", "data:z\n\n", []parsed{{"", "z", "", false, 0}}, nil},
 		{"two spaces keep one", "data:  z\n\n", []parsed{{"", " z", "", false, 0}}, nil},
 		{"comments and blank lines", ": hi\n\n\n\ndata: d\n\n", []parsed{{"", "d", "", false, 0}}, nil},

@@ -28,7 +28,11 @@ const DefaultBufSize = 16 << 10
 const keepCap = 1 << 20
 
 // An Event is one dispatched SSE event block. Its slices belong to the
-// Reader and are valid until the next call to Next.
+// Reader and are valid until the next call to Next: they point into the
+// read buffer when the field arrived in one piece, and into the Reader's own
+// storage otherwise, so an event is copied only when its bytes must outlive
+// the buffer's contents (a field continued, or a read that refills the buffer
+// in the middle of the event).
 type Event struct {
 	Data    []byte // data lines joined with "\n"
 	Name    []byte // the event field ("" when absent)
@@ -58,12 +62,25 @@ type Reader struct {
 	inNote bool   // inside a comment line, whose bytes are being discarded
 	noteLF bool   // the skipLF is a comment's: its LF does not count either
 	bomOK  bool   // the stream's first bytes were checked for a BOM
+	crFree int    // buf[r:crFree] holds no CR (when crFree > r): lines before it end with a plain LF
 	long   []byte // a line that did not fit in buf, being accumulated
 	max    int    // limit on one event's raw size
 	size   int    // raw bytes of the current event so far
 	ev     Event  // the event being built
+	lent   uint8  // which of ev's slices point into buf (lentData, lentName, lentID)
+	data   []byte // storage for ev.Data when it does not point into buf
+	name   []byte // storage for ev.Name, likewise
+	id     []byte // storage for ev.ID, likewise
+	reads  uint64 // reads from src that returned bytes
 	retry  int64  // last valid retry field in milliseconds, -1 if none
 }
+
+// The bits of Reader.lent.
+const (
+	lentData = 1 << iota
+	lentName
+	lentID
+)
 
 // minBufSize keeps room for the BOM check and a useful amount of input.
 const minBufSize = 16
@@ -98,11 +115,17 @@ func (rd *Reader) partial() bool {
 	return rd.size > 0 || len(rd.long) > 0 || (!rd.inNote && rd.r < rd.w)
 }
 
+// Reads returns how many reads from the source have returned bytes since the
+// Reader was made. An event returned by Next arrived with the latest of them,
+// so a caller that stamps events with their arrival time need read its clock
+// only when Reads has changed since its last event.
+func (rd *Reader) Reads() uint64 { return rd.reads }
+
 // Reset prepares the reader for a new connection. The retry value survives: it
 // is the stream's reconnection time, not a property of one response.
 func (rd *Reader) Reset(src io.Reader) {
 	rd.src = src
-	rd.r, rd.w = 0, 0
+	rd.r, rd.w, rd.crFree = 0, 0, 0
 	rd.err = nil
 	rd.skipLF = false
 	rd.inNote = false
@@ -114,9 +137,11 @@ func (rd *Reader) Reset(src io.Reader) {
 }
 
 func (rd *Reader) clearEvent() {
-	rd.ev.Data = shrink(rd.ev.Data)
-	rd.ev.Name = rd.ev.Name[:0]
-	rd.ev.ID = rd.ev.ID[:0]
+	rd.data = shrink(rd.data)
+	rd.ev.Data = rd.data
+	rd.ev.Name = rd.name[:0]
+	rd.ev.ID = rd.id[:0]
+	rd.lent = 0
 	rd.ev.HasData = false
 	rd.ev.HasID = false
 	rd.size = 0
@@ -140,7 +165,7 @@ func (rd *Reader) Next() (*Event, error) {
 		rd.clearEvent() // the event returned by the previous call
 	}
 	for {
-		line, err := rd.readLine()
+		line, inBuf, err := rd.nextLine()
 		if err != nil {
 			if err == io.EOF && rd.partial() {
 				return nil, io.ErrUnexpectedEOF
@@ -148,7 +173,7 @@ func (rd *Reader) Next() (*Event, error) {
 			return nil, err
 		}
 		if len(line) > 0 {
-			rd.field(line)
+			rd.field(line, inBuf)
 			continue
 		}
 		if rd.ev.HasData || rd.ev.HasID {
@@ -158,8 +183,10 @@ func (rd *Reader) Next() (*Event, error) {
 	}
 }
 
-// field interprets one non-empty line.
-func (rd *Reader) field(line []byte) {
+// field interprets one non-empty line. inBuf reports whether line points
+// into buf (and stays there until the next fill), so that a field's value can
+// be lent instead of copied.
+func (rd *Reader) field(line []byte, inBuf bool) {
 	if line[0] == ':' {
 		return
 	}
@@ -170,25 +197,78 @@ func (rd *Reader) field(line []byte) {
 			value = value[1:]
 		}
 	}
+	value = value[:len(value):len(value)] // a caller's append must not write into buf
 	switch string(name) {
 	case "data":
-		if rd.ev.HasData {
-			rd.ev.Data = append(rd.ev.Data, '\n')
+		switch {
+		case rd.ev.HasData:
+			rd.keepData()
+			rd.data = append(rd.data, '\n')
+			rd.data = append(rd.data, value...)
+			rd.ev.Data = rd.data
+		case inBuf:
+			rd.ev.Data = value
+			rd.lent |= lentData
+		default:
+			rd.data = append(rd.data[:0], value...)
+			rd.ev.Data = rd.data
 		}
-		rd.ev.Data = append(rd.ev.Data, value...)
 		rd.ev.HasData = true
 	case "event":
-		rd.ev.Name = append(rd.ev.Name[:0], value...)
-	case "id":
-		if bytes.IndexByte(value, 0) < 0 {
-			rd.ev.ID = append(rd.ev.ID[:0], value...)
-			rd.ev.HasID = true
+		if inBuf {
+			rd.ev.Name = value
+			rd.lent |= lentName
+		} else {
+			rd.name = append(rd.name[:0], value...)
+			rd.ev.Name = rd.name
+			rd.lent &^= lentName
 		}
+	case "id":
+		if bytes.IndexByte(value, 0) >= 0 {
+			break
+		}
+		if inBuf {
+			rd.ev.ID = value
+			rd.lent |= lentID
+		} else {
+			rd.id = append(rd.id[:0], value...)
+			rd.ev.ID = rd.id
+			rd.lent &^= lentID
+		}
+		rd.ev.HasID = true
 	case "retry":
 		if ms, ok := parseRetry(value); ok {
 			rd.retry = ms
 		}
 	}
+}
+
+// keepData makes ev.Data the Reader's own copy, rd.data, if it is lent.
+func (rd *Reader) keepData() {
+	if rd.lent&lentData != 0 {
+		rd.data = append(rd.data[:0], rd.ev.Data...)
+		rd.ev.Data = rd.data
+		rd.lent &^= lentData
+	}
+}
+
+// keep copies the event's lent slices into the Reader's own storage; fill
+// calls it before it overwrites buf. The copies are bounded by max, as the
+// event is.
+func (rd *Reader) keep() {
+	if rd.lent == 0 {
+		return
+	}
+	rd.keepData()
+	if rd.lent&lentName != 0 {
+		rd.name = append(rd.name[:0], rd.ev.Name...)
+		rd.ev.Name = rd.name
+	}
+	if rd.lent&lentID != 0 {
+		rd.id = append(rd.id[:0], rd.ev.ID...)
+		rd.ev.ID = rd.id
+	}
+	rd.lent = 0
 }
 
 // parseRetry accepts a non-empty string of ASCII digits that fits in an int64
@@ -213,10 +293,51 @@ func parseRetry(v []byte) (int64, bool) {
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
 
-// readLine returns the next line without its terminator. The slice is valid
-// until the next call. A line cut off by the end of the input is discarded and
-// the source's error returned.
-func (rd *Reader) readLine() ([]byte, error) {
+// nextLine returns the next line without its terminator, and whether it
+// points into buf. Its fast path takes a line that starts at rd.r in the
+// plain state (no BOM check, comment or CR pending, no long line) and ends
+// with an LF that no CR precedes: one scan for the LF, the buffer's CRs
+// having been looked for once for all its lines. Everything else goes
+// through readLine.
+func (rd *Reader) nextLine() ([]byte, bool, error) {
+	if rd.bomOK && !rd.skipLF && !rd.inNote && len(rd.long) == 0 && rd.r < rd.w && rd.buf[rd.r] != ':' {
+		seg := rd.buf[rd.r:rd.w]
+		if i := bytes.IndexByte(seg, '\n'); i >= 0 && rd.noCR(rd.r+i) {
+			rd.r += i + 1
+			rd.size += i + 1
+			if rd.size > rd.max {
+				return nil, false, rd.tooLarge()
+			}
+			return seg[:i], true, nil
+		}
+	}
+	return rd.readLine()
+}
+
+// noCR reports whether buf[rd.r:end] holds no CR, scanning past crFree
+// only: every byte of the buffer is looked at once however many lines it
+// holds.
+func (rd *Reader) noCR(end int) bool {
+	if rd.crFree < rd.r {
+		rd.crFree = rd.r
+	}
+	if end <= rd.crFree {
+		return true
+	}
+	j := bytes.IndexByte(rd.buf[rd.crFree:rd.w], '\r')
+	if j < 0 {
+		rd.crFree = rd.w
+		return true
+	}
+	rd.crFree += j
+	return end <= rd.crFree
+}
+
+// readLine returns the next line without its terminator, and whether it
+// points into buf (rather than into rd.long). The slice is valid until the
+// next call. A line cut off by the end of the input is discarded and the
+// source's error returned.
+func (rd *Reader) readLine() ([]byte, bool, error) {
 	for {
 		if rd.skipLF && rd.r < rd.w {
 			if rd.buf[rd.r] == '\n' {
@@ -237,15 +358,15 @@ func (rd *Reader) readLine() ([]byte, error) {
 			continue
 		}
 		if rd.bomOK && !rd.inNote {
-			if line, ok, err := rd.cutLine(); ok || err != nil {
-				return line, err
+			if line, inBuf, ok, err := rd.cutLine(); ok || err != nil {
+				return line, inBuf, err
 			}
 		}
 		if rd.err != nil {
-			return nil, rd.err
+			return nil, false, rd.err
 		}
 		if err := rd.fill(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 }
@@ -275,12 +396,13 @@ func (rd *Reader) skipComment() bool {
 	return true
 }
 
-// cutLine takes one complete line from the buffer if there is one.
-func (rd *Reader) cutLine() ([]byte, bool, error) {
+// cutLine takes one complete line from the buffer if there is one, and
+// reports whether the line points into buf.
+func (rd *Reader) cutLine() (line []byte, inBuf, ok bool, err error) {
 	seg := rd.buf[rd.r:rd.w]
 	i := indexEOL(seg)
 	if i < 0 {
-		return nil, false, nil
+		return nil, false, false, nil
 	}
 	n := i + 1
 	if seg[i] == '\r' {
@@ -295,18 +417,18 @@ func (rd *Reader) cutLine() ([]byte, bool, error) {
 	rd.r += n
 	rd.size += n + len(rd.long)
 	if rd.size > rd.max {
-		return nil, false, rd.tooLarge()
+		return nil, false, false, rd.tooLarge()
 	}
 	if len(rd.long) == 0 {
-		return seg[:i], true, nil
+		return seg[:i], true, true, nil
 	}
 	rd.long = append(rd.long, seg[:i]...)
-	line := rd.long
+	line = rd.long
 	rd.long = rd.long[:0]
 	if cap(line) > keepCap {
 		rd.long = nil
 	}
-	return line, true, nil
+	return line, false, true, nil
 }
 
 // indexEOL returns the index of the first CR or LF in seg, or -1.
@@ -325,6 +447,8 @@ func indexEOL(seg []byte) int {
 // fill reads more input, first making room: unread bytes move to the front, and
 // a partial line that fills the whole buffer moves to rd.long.
 func (rd *Reader) fill() error {
+	rd.keep()
+	rd.crFree = 0
 	if rd.r == 0 && rd.w == len(rd.buf) {
 		rd.long = append(rd.long, rd.buf...)
 		rd.r, rd.w = 0, 0
@@ -338,6 +462,9 @@ func (rd *Reader) fill() error {
 	for tries := 0; ; tries++ {
 		n, err := rd.src.Read(rd.buf[rd.w:])
 		rd.w += n
+		if n > 0 {
+			rd.reads++
+		}
 		if err != nil {
 			rd.err = err
 		}

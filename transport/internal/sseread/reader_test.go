@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"unsafe"
 
 	"github.com/rtfshost/rtfshost/transport"
 )
@@ -215,6 +216,60 @@ func TestEventReaderStopsAtNeed(t *testing.T) {
 	}
 	if src.reads != 1 {
 		t.Fatalf("reads = %d after the first event, want 1", src.reads)
+	}
+}
+
+// TestEventReaderLendsAndKeeps: an event read whole from the buffer points
+// into it; an event whose reading refills the buffer midway is copied before
+// the refill, multi-line data included; and a caller's append to an event's
+// slices never writes into the buffer.
+func TestEventReaderLendsAndKeeps(t *testing.T) {
+	in := "id: 1\nevent: e\ndata: one\n\n" + // one read
+		"id: 22\nevent: ee\ndata: two\n" + "data: 2b\n\n" + // split across reads
+		"data: three\n\n"
+	rd := New(1<<20, 64)
+	rd.Reset(&countingReader{chunks: []string{in[:26], in[26:55], in[55:]}})
+	inBuf := func(b []byte) bool {
+		return len(b) > 0 &&
+			uintptr(unsafe.Pointer(&b[0]))-uintptr(unsafe.Pointer(&rd.buf[0])) < uintptr(len(rd.buf))
+	}
+	ev, err := rd.Next()
+	if err != nil || string(ev.Data) != "one" || string(ev.ID) != "1" || string(ev.Name) != "e" {
+		t.Fatalf("event 1 = %+v, %v", ev, err)
+	}
+	if !inBuf(ev.Data) || !inBuf(ev.ID) || !inBuf(ev.Name) {
+		t.Errorf("event 1, read whole from the buffer, was copied")
+	}
+	_ = append(ev.Data, "XXXXXXXXXXXX"...) // must not clobber the next event
+	_ = append(ev.ID, "YYYYYYYYYYYYY"...)
+	ev, err = rd.Next()
+	if err != nil || string(ev.Data) != "two\n2b" || string(ev.ID) != "22" || string(ev.Name) != "ee" {
+		t.Fatalf("event 2 = %+v, %v", ev, err)
+	}
+	if inBuf(ev.Data) || inBuf(ev.ID) || inBuf(ev.Name) {
+		t.Errorf("event 2, split across a refill, still points into the buffer")
+	}
+	ev, err = rd.Next()
+	if err != nil || string(ev.Data) != "three" || string(ev.ID) != "" || ev.HasID {
+		t.Fatalf("event 3 = %+v, %v", ev, err)
+	}
+	if _, err := rd.Next(); err != io.EOF {
+		t.Fatalf("after the last event err = %v, want io.EOF", err)
+	}
+}
+
+// TestEventReaderReads: Reads counts the reads that returned bytes, and
+// an event comes with the read that brought its last line.
+func TestEventReaderReads(t *testing.T) {
+	rd := New(1<<20, 1024)
+	rd.Reset(&countingReader{chunks: []string{"data: a\n\ndata: b\n\ndata: c", "\n\n"}})
+	for i, want := range []uint64{1, 1, 2} {
+		if _, err := rd.Next(); err != nil {
+			t.Fatal(err)
+		}
+		if got := rd.Reads(); got != want {
+			t.Fatalf("event %d: Reads = %d, want %d", i+1, got, want)
+		}
 	}
 }
 
