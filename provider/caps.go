@@ -30,21 +30,26 @@ const (
 // :mcp.stream.await (which parks the caller until the stream ends). The host
 // registers them.
 func (p *Provider) Capabilities() []capabilities.Capability {
+	h := capHandlers{p}
 	idOnly := &capabilities.Schema{Type: "map", Keys: []capabilities.Key{streamIDKey()}}
 	return []capabilities.Capability{
 		{ID: CapStart, Description: "Start a stream whose processor is called for every chunk; returns a handle at once.",
-			Input: startSchema(p.opts.Transports), Effects: []string{":network", ":streaming"}, Handler: p.capStart},
+			Input: startSchema(p.opts.Transports), Effects: []string{":network", ":streaming"}, Handler: h.capStart},
 		{ID: CapInspect, Description: "Inspect one stream, or all streams without :stream-id.",
-			Input: inspectSchema(), Handler: p.capInspect},
-		{ID: CapPause, Description: "Pause a stream.", Input: idOnly, Handler: p.capControl(p.Pause)},
+			Input: inspectSchema(), Handler: h.capInspect},
+		{ID: CapPause, Description: "Pause a stream.", Input: idOnly, Handler: h.capControl(p.Pause)},
 		{ID: CapResume, Description: "Resume a paused stream; retry the chunk a failed one is held on, or with :skip true set it aside as a dead letter.",
-			Input: resumeSchema(), Handler: p.capResume},
-		{ID: CapCancel, Description: "Cancel a stream.", Input: idOnly, Handler: p.capControl(p.Cancel)},
-		{ID: CapStatus, Description: "A stream's status.", Input: idOnly, Handler: p.capControl(p.Status)},
+			Input: resumeSchema(), Handler: h.capResume},
+		{ID: CapCancel, Description: "Cancel a stream.", Input: idOnly, Handler: h.capControl(p.Cancel)},
+		{ID: CapStatus, Description: "A stream's status.", Input: idOnly, Handler: h.capControl(p.Status)},
 		{ID: CapAwait, Description: "Wait for a stream to end; returns its result.",
-			Input: awaitSchema(), Handler: p.capAwait},
+			Input: awaitSchema(), Handler: h.capAwait},
 	}
 }
+
+// capHandlers serve the stream capabilities of p: each turns a call's
+// arguments into a call of p's Go API, and its result into an answer.
+type capHandlers struct{ p *Provider }
 
 func streamIDKey() capabilities.Key {
 	return capabilities.Key{Name: "stream-id", Type: "string", Required: true, Doc: "the stream's id"}
@@ -149,7 +154,7 @@ func (p *Provider) WithStreamID(args []rtfs.Value) ([]rtfs.Value, string) {
 	return []rtfs.Value{m.Assoc(rtfs.Keyword("stream-id"), rtfs.String(id))}, id
 }
 
-func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+func (h capHandlers) capStart(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
 	m := argMap(c)
 	req := StartRequest{
 		Context:      ctx,
@@ -166,17 +171,17 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 	if cfg, ok := field(m, "config").(*rtfs.Map); ok {
 		// It becomes JSON arguments and query parameters: bounded as an
 		// output is, whatever structure it shares.
-		if err := rtfs.CheckOutputSize(cfg, p.opts.Limits.OutputLimit()); err != nil {
+		if err := rtfs.CheckOutputSize(cfg, h.p.opts.Limits.OutputLimit()); err != nil {
 			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: "config", Msg: err.Error()}
 		}
 		req.Config = cfg
 	}
-	for _, u := range p.opts.Transports.Keys() {
+	for _, u := range h.p.opts.Transports.Keys() {
 		v := field(m, u.Name)
 		if v == rtfs.Nil {
 			continue
 		}
-		b, err := rtfs.AppendJSON(nil, v, rtfs.EncodeOptions{MaxBytes: p.opts.Limits.OutputLimit()})
+		b, err := rtfs.AppendJSON(nil, v, rtfs.EncodeOptions{MaxBytes: h.p.opts.Limits.OutputLimit()})
 		if err != nil {
 			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: u.Name, Msg: err.Error()}
 		}
@@ -213,7 +218,7 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 		errors.As(err, &ke)
 		return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: ke.key, Msg: ke.err.Error()}
 	}
-	id, err := p.Start(req)
+	id, err := h.p.Start(req)
 	if err != nil {
 		var ke *keyError
 		if errors.As(err, &ke) {
@@ -224,7 +229,7 @@ func (p *Provider) capStart(ctx context.Context, c *capabilities.Call) (capabili
 	return capabilities.Now(startAnswer(id, req.Endpoint)), nil
 }
 
-func (p *Provider) capInspect(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+func (h capHandlers) capInspect(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
 	m := argMap(c)
 	opts := InspectOptions{
 		OmitState:        field(m, "include-state") == rtfs.False,
@@ -233,16 +238,16 @@ func (p *Provider) capInspect(_ context.Context, c *capabilities.Call) (capabili
 	}
 	id := stringField(m, "stream-id")
 	if id == "" {
-		return capabilities.Now(p.Summary(opts)), nil
+		return capabilities.Now(h.p.Summary(opts)), nil
 	}
-	v, err := p.Inspect(id, opts)
+	v, err := h.p.Inspect(id, opts)
 	if err != nil {
 		return capabilities.Answer{}, &capabilities.Error{Capability: CapInspect, Key: "stream-id", Msg: err.Error()}
 	}
 	return capabilities.Now(v), nil
 }
 
-func (p *Provider) capControl(op func(context.Context, string) (Status, error)) capabilities.Handler {
+func (h capHandlers) capControl(op func(context.Context, string) (Status, error)) capabilities.Handler {
 	return func(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
 		st, err := op(ctx, stringField(argMap(c), "stream-id"))
 		if err != nil {
@@ -259,18 +264,18 @@ func resumeSchema() *capabilities.Schema {
 }
 
 // capResume serves :mcp.stream.resume: Resume, or Skip with :skip true.
-func (p *Provider) capResume(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
-	op := p.Resume
+func (h capHandlers) capResume(ctx context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+	op := h.p.Resume
 	if field(argMap(c), "skip") == rtfs.True {
-		op = p.Skip
+		op = h.p.Skip
 	}
-	return p.capControl(op)(ctx, c)
+	return h.capControl(op)(ctx, c)
 }
 
-func (p *Provider) capAwait(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
+func (h capHandlers) capAwait(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
 	m := argMap(c)
 	id := stringField(m, "stream-id")
-	if _, err := p.lookup(id); err != nil && p.opts.Cluster == nil {
+	if _, err := h.p.lookup(id); err != nil && h.p.opts.Cluster == nil {
 		return capabilities.Answer{}, &capabilities.Error{Capability: CapAwait, Key: "stream-id", Msg: err.Error()}
 	}
 	var timeout time.Duration
@@ -286,7 +291,7 @@ func (p *Provider) capAwait(_ context.Context, c *capabilities.Call) (capabiliti
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
-		v, err := p.Await(ctx, id)
+		v, err := h.p.Await(ctx, id)
 		if errors.Is(err, context.DeadlineExceeded) && timeout > 0 {
 			return nil, fmt.Errorf("stream %q did not end within %d ms: %w", id, timeout.Milliseconds(), err)
 		}

@@ -25,19 +25,19 @@ func (s *stream) AttemptFailed(cause error) error {
 	s.mu.Lock()
 	s.connected, s.failCounted = false, true
 	s.mu.Unlock()
-	s.p.breakers.Failure(s.def.origin, cause)
-	return s.p.breakers.Allow(s.def.origin)
+	s.env.breakers.Failure(s.def.origin, cause)
+	return s.env.breakers.Allow(s.def.origin)
 }
 
 // AllowAttempt implements transport.AttemptGate.
-func (s *stream) AllowAttempt() error { return s.p.breakers.Allow(s.def.origin) }
+func (s *stream) AllowAttempt() error { return s.env.breakers.Allow(s.def.origin) }
 
 // connectedLocked records that a chunk arrived: the origin works. Called
 // with mu held by the first chunk after a start or a failed attempt.
 func (s *stream) connectedLocked() {
 	s.connected, s.failCounted = true, false
 	// The Set's lock is taken under mu, never the other way round.
-	s.p.breakers.Success(s.def.origin)
+	s.env.breakers.Success(s.def.origin)
 }
 
 // runFailed counts the failure for good of the stream's transport that the
@@ -48,5 +48,5 @@ func (s *stream) runFailed(err error) {
 	if err == nil || transport.IsPermanent(err) || errors.Is(err, breaker.ErrOpen) {
 		return
 	}
-	s.p.breakers.Failure(s.def.origin, err)
+	s.env.breakers.Failure(s.def.origin, err)
 }

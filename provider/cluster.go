@@ -165,11 +165,11 @@ func KeyOwner(key []byte) (string, bool) {
 
 // claim makes this host the owner of stream id, when the provider shares
 // its store.
-func (p *Provider) claim(ctx context.Context, id string) error {
-	if p.opts.Cluster == nil {
+func (c *settings) claim(ctx context.Context, id string) error {
+	if c.opts.Cluster == nil {
 		return nil
 	}
-	if err := p.opts.Cluster.Claim(ctx, id); err != nil {
+	if err := c.opts.Cluster.Claim(ctx, id); err != nil {
 		return fmt.Errorf("stream %q: %w", id, err)
 	}
 	return nil
@@ -177,7 +177,7 @@ func (p *Provider) claim(ctx context.Context, id string) error {
 
 // release gives up an ended stream, or forgets one that moved.
 func (s *stream) release() {
-	c := s.p.opts.Cluster
+	c := s.env.cluster
 	if c == nil {
 		return
 	}
@@ -188,7 +188,7 @@ func (s *stream) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Release(ctx, s.id, true); err != nil {
-		s.p.log.Warn("cluster: an ended stream not released", "stream", s.id, "err", err)
+		s.env.log.Warn("cluster: an ended stream not released", "stream", s.id, "err", err)
 	}
 }
 
@@ -220,7 +220,7 @@ func (p *Provider) place(s *stream) {
 	}
 	// The host it goes to starts its transport once this one's returned,
 	// as a run here after a failed offer does (runs.go).
-	err = p.awaitRun(ctx, s.id)
+	err = p.runs.await(ctx, s.id)
 	if err == nil {
 		err = p.ps.com.Flush(ctx)
 	}
@@ -239,15 +239,15 @@ func (p *Provider) place(s *stream) {
 
 // forget removes a stream that moved to another host from this provider,
 // once its goroutines have exited.
-func (p *Provider) forget(s *stream) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.streams[s.id] == s {
-		delete(p.streams, s.id)
+func (r *registry) forget(s *stream) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.streams[s.id] == s {
+		delete(r.streams, s.id)
 	}
-	for i, o := range p.order {
+	for i, o := range r.order {
 		if o == s {
-			p.order = append(p.order[:i:i], p.order[i+1:]...)
+			r.order = append(r.order[:i:i], r.order[i+1:]...)
 			break
 		}
 	}
@@ -323,7 +323,7 @@ func (p *Provider) storedAnswer(ctx context.Context, req Request, owned *OwnedEr
 	wrap := func(err error) error {
 		return fmt.Errorf("stream %q: its owner %s does not answer, and its stored records cannot be read: %w", req.StreamID, owned.Owner, err)
 	}
-	all, err := p.scanStreams(ctx, append([]byte(streamPrefix+req.StreamID), 0))
+	all, err := p.ps.scanStreams(ctx, append([]byte(streamPrefix+req.StreamID), 0))
 	if err != nil {
 		return Answer{}, wrap(err)
 	}

@@ -248,7 +248,7 @@ func (p *Provider) control(ctx context.Context, id, verb string, change func(*st
 	s.reconnect = false
 	s.mu.Unlock()
 	if reconnect {
-		s.p.reconnect(s)
+		s.connectAgain()
 	}
 	s.changed(subs)
 	if s.ps != nil {

@@ -77,7 +77,7 @@ func (d *deadLetters) info() DeadLettersInfo {
 // entry may go.
 func (s *stream) deadLetterLocked(it *item, f *Failure) {
 	now := time.Now()
-	bound := s.p.opts.Limits.OutputLimit()
+	bound := s.env.outputLimit
 	it.shown = true // kept: its map is never reused
 	mb := newMetaBuilder(s.idVal, s.epVal)
 	dl := DeadLetter{StreamID: s.id, Seq: it.number(), Chunk: JSONValue{it.chunk, bound}, Metadata: JSONValue{mb.build(it), bound},
@@ -97,7 +97,7 @@ func (s *stream) deadLetterLocked(it *item, f *Failure) {
 	}
 	s.obs.DeadLettered(dl.Seq)
 	s.noteLocked(TimelineEvent{Kind: "dead-letter", Chunk: dl.Seq, Message: f.Error})
-	s.p.log.Warn("chunk set aside as a dead letter", "stream", s.id, "chunk", dl.Seq, "err", f.Error)
+	s.env.log.Warn("chunk set aside as a dead letter", "stream", s.id, "chunk", dl.Seq, "err", f.Error)
 }
 
 // DeadLetters returns every dead letter of stream id, oldest first: from

@@ -71,7 +71,7 @@ func (s *stream) deliver(ctx context.Context, c transport.Chunk) error {
 	s.seq++
 	if s.rec != nil {
 		if err := s.rec.record(seq+1, c); err != nil {
-			s.p.log.Warn("recording stopped", "stream", s.id, "error", err)
+			s.env.log.Warn("recording stopped", "stream", s.id, "error", err)
 		}
 	}
 	if s.observed {

@@ -222,7 +222,7 @@ func (s *stream) failChunkLocked(it *item, err error, attempts int) {
 func (s *stream) holdLocked(f *Failure) {
 	s.st, s.msg, s.reason, s.failure, s.resumeAt = StateFailed, f.Error, "", f, time.Time{}
 	s.noteLocked(TimelineEvent{Kind: "failed", Source: f.Kind, Chunk: f.Seq, Message: f.Error})
-	s.p.log.Warn("stream held as failed", "stream", s.id, "kind", f.Kind, "chunk", f.Seq, "err", f.Error)
+	s.env.log.Warn("stream held as failed", "stream", s.id, "kind", f.Kind, "chunk", f.Seq, "err", f.Error)
 }
 
 // failSourceLocked holds a stream whose source gave up after its retries
@@ -322,24 +322,17 @@ func (s *stream) succeededLocked() {
 	}
 }
 
-// reconnect connects the source of s again, from the stream's cursor, for
-// Resume of a stream whose source gave up. A stream without a transport
-// here (manual connect) gets its chunks from Deliver as before.
-func (p *Provider) reconnect(s *stream) {
-	if s.def.kind.Transport == nil || !p.cfg.autoConnect {
+// connectAgain connects the source of s again, from the stream's cursor,
+// for Resume of a stream whose source gave up. A stream without a
+// transport here (manual connect) gets its chunks from Deliver as before.
+func (s *stream) connectAgain() {
+	if s.def.kind.Transport == nil || !s.env.autoConnect || !s.env.enter() {
 		return
 	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.wg.Add(1)
-	p.mu.Unlock()
 	tdone := make(chan struct{})
 	s.mu.Lock()
 	s.startCursor = s.cursor
 	s.taskPresent, s.taskActive = true, true
 	s.mu.Unlock()
-	go s.runTransport(s.def.kind.Transport, p.spec(s), p.followRun(s, tdone), tdone)
+	go s.runTransport(s.def.kind.Transport, s.spec(), s.env.runs.follow(s.id, tdone), tdone)
 }

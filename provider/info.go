@@ -188,20 +188,20 @@ func (s *stream) info(opts InspectOptions, now time.Time) StreamInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.statusLocked()
-	bound := s.p.opts.Limits.OutputLimit() // each value shown is bounded
+	bound := s.env.outputLimit // each value shown is bounded
 	in := StreamInfo{
 		StreamID: s.id, Processor: s.def.procName, Endpoint: s.def.endpoint,
 		Status:        StatusInfo{State: st.State, Message: st.Message, EndReason: st.EndReason},
 		QueueCapacity: s.def.capacity,
 		Stats:         s.statsInfoLocked(),
 		Transport: TransportInfo{
-			Kind: s.def.transport, AutoConnect: s.p.cfg.autoConnect,
+			Kind: s.def.transport, AutoConnect: s.env.autoConnect,
 			TaskPresent: s.taskPresent, TaskActive: s.taskActive,
-			TimeoutMs: defaultTimeoutMillis, RetryAttempts: s.p.opts.RetryAttempts,
+			TimeoutMs: defaultTimeoutMillis, RetryAttempts: s.env.retryAttempts,
 			ServerURL: redactURL(s.def.serverURL),
 		},
 		ObservedAtEpochMs: now.UnixMilli(), StartedAtEpochMs: s.started.UnixMilli(),
-		PersistenceEnabled: s.p.ps != nil,
+		PersistenceEnabled: s.env.persistent,
 		LastOutput:         JSONValue{s.lastOut, bound}, Result: JSONValue{s.result, bound},
 		DroppedChunks: s.stats.dropped, Reconnects: s.stats.reconnects,
 		Progress:    s.progressInfoLocked(now),

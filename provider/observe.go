@@ -101,14 +101,14 @@ var actionNames = [...]string{actNone: "none", actContinue: "continue", actPause
 
 // observe asks the provider's observer for s's StreamObserver. Called by
 // launch, with s.mu held, before the stream's goroutines start.
-func (p *Provider) observe(ctx context.Context, s *stream, recovered bool) {
-	if p.opts.Observer == nil {
+func (s *stream) observe(ctx context.Context, recovered bool) {
+	if s.env.observer == nil {
 		return
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	o := p.opts.Observer.StreamStarted(ctx, StreamDesc{
+	o := s.env.observer.StreamStarted(ctx, StreamDesc{
 		ID: s.id, Endpoint: s.def.endpoint, Transport: s.def.transport,
 		Processor: s.def.procName, Recovered: recovered,
 	})
@@ -119,8 +119,8 @@ func (p *Provider) observe(ctx context.Context, s *stream, recovered bool) {
 }
 
 // limitHit reports a limit to the observer, if any.
-func (p *Provider) limitHit(kind string) {
-	if p.opts.Observer != nil {
-		p.opts.Observer.LimitHit(kind)
+func (c *settings) limitHit(kind string) {
+	if c.opts.Observer != nil {
+		c.opts.Observer.LimitHit(kind)
 	}
 }

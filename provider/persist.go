@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"sort"
 	"sync"
@@ -21,6 +22,7 @@ import (
 type persister struct {
 	store persistence.Store
 	com   *persistence.Committer
+	log   *slog.Logger // the provider's
 	// maxDeletes bounds the journal deletes one batch carries, so that a
 	// batch always fits in one store transaction: maxSnapshotDeletes, or
 	// less for a store whose commits hold less (persistence.Limited).
@@ -39,7 +41,7 @@ type persister struct {
 	programs map[string]*rtfs.Program // by hash: saved (or loaded) by this provider
 }
 
-func newPersister(store persistence.Store, obs Observer) *persister {
+func newPersister(store persistence.Store, obs Observer, log *slog.Logger) *persister {
 	var copts persistence.CommitterOptions
 	if obs != nil {
 		copts.OnCommit = obs.StoreCommitted
@@ -52,6 +54,7 @@ func newPersister(store persistence.Store, obs Observer) *persister {
 	}
 	return &persister{
 		store:         store,
+		log:           log,
 		com:           persistence.NewCommitter(store, copts),
 		maxDeletes:    maxDeletes,
 		maxGroupBytes: maxGroupBytes,
@@ -601,7 +604,7 @@ func (sn *snapshot) encode(c codec) ([]byte, error) {
 // provider), the definition, the first progress record, and the origin
 // with the run's journal entries not stored yet; and what to call once the
 // batch has committed (PutRunJournal).
-func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, prog *rtfs.Program) (*persistence.Batch, func(), error) {
+func (ps *persister) startRecords(s *stream, req StartRequest, g *rtfs.Globals, prog *rtfs.Program) (*persistence.Batch, func(), error) {
 	st := s.ps.(*streamStore)
 	c := st.codec
 	def := defRecord{
@@ -643,7 +646,7 @@ func (p *Provider) startRecords(s *stream, req StartRequest, g *rtfs.Globals, pr
 	stored := func() {}
 	if prog != nil {
 		def.progHash = prog.Hash()
-		if _, stored := s.p.ps.program(prog.Hash()); !stored {
+		if _, stored := ps.program(prog.Hash()); !stored {
 			b.Put(programKey(prog.Hash()), (&programRecord{name: prog.Name(), source: prog.Source()}).encode())
 		}
 		var head []byte
@@ -685,20 +688,20 @@ func takenID(ctx context.Context, st persistence.Store, id string) error {
 // commitStart commits a new stream's records. It refuses an id that the
 // store already holds (a persisted stream not recovered). Called with p.mu
 // held, so that two starts of one id cannot both commit.
-func (p *Provider) commitStart(s *stream, b *persistence.Batch) error {
+func (ps *persister) commitStart(s *stream, b *persistence.Batch) error {
 	ctx := context.Background()
-	_, err := p.ps.store.Get(ctx, streamKey(s.id, suffixDef))
+	_, err := ps.store.Get(ctx, streamKey(s.id, suffixDef))
 	switch {
 	case err == nil:
-		return &keyError{"stream-id", takenID(ctx, p.ps.store, s.id)}
+		return &keyError{"stream-id", takenID(ctx, ps.store, s.id)}
 	case !errors.Is(err, persistence.ErrNotFound):
 		return fmt.Errorf("start stream %q: read store: %w", s.id, err)
 	}
-	if err := p.ps.com.Commit(ctx, b); err != nil {
+	if err := ps.com.Commit(ctx, b); err != nil {
 		return fmt.Errorf("start stream %q: persist its definition: %w", s.id, err)
 	}
 	if prog := s.ps.(*streamStore).codec.prog; prog != nil {
-		p.ps.addProgram(prog)
+		ps.addProgram(prog)
 	}
 	return nil
 }

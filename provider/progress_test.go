@@ -45,7 +45,7 @@ func TestResultDeliveryKeys(t *testing.T) {
 	}
 	defer sub.Close()
 	f.start(StartRequest{StreamID: id, Processor: rtfs.Symbol("proc"), Globals: g, Milestones: testMilestones})
-	in := f.p.mustInfo(t, id)
+	in := f.mustInfo(t, id)
 	if p := in.Progress; p == nil || p.Done != 0 || *p.Total != 1 || *p.Fraction != 0 || p.EtaMs == nil || *p.EtaMs > 5000 {
 		t.Fatalf("progress before any milestone: %+v", in.Progress)
 	}
@@ -69,7 +69,7 @@ func TestResultDeliveryKeys(t *testing.T) {
 			t.Errorf("event %d: %q, want %q", i, got, w)
 		}
 	}
-	in = f.p.mustInfo(t, id)
+	in = f.mustInfo(t, id)
 	p := in.Progress
 	if p.Done != 0.9 || *p.Fraction != 0.9 || p.Message != "step 0.9" || p.Milestone != "build" || p.EtaMs == nil {
 		t.Fatalf("progress %+v", p)
@@ -114,7 +114,7 @@ func TestResultDeliveryKeys(t *testing.T) {
 // estimates of the milestones left; 0 once all is done.
 func TestETA(t *testing.T) {
 	f := newFixture(t, Options{})
-	s := newStream(f.p, "x", definition{milestones: testMilestones}, counter())
+	s := newStream(&f.p.env, "x", definition{milestones: testMilestones}, counter())
 	defer s.cancel()
 	now := time.Unix(1000, 0)
 	s.started = now
@@ -165,9 +165,9 @@ func TestProgressSurvivesRestart(t *testing.T) {
 	s.out.outputDropped(PriorityLow, 7)
 	ps.f.send(id, `{"x":1}`) // a snapshot after the drop
 	ps.f.processed(id, 3)
-	before := ps.f.p.mustInfo(t, id).Progress
+	before := ps.f.mustInfo(t, id).Progress
 	ps.restart()
-	after := ps.f.p.mustInfo(t, id)
+	after := ps.f.mustInfo(t, id)
 	if p := after.Progress; p == nil || p.Done != 0.5 || *p.Total != 1 || p.Milestone != "report" || (before.EtaMs == nil) != (p.EtaMs == nil) {
 		t.Fatalf("progress after the restart %+v, before %+v", after.Progress, before)
 	}
@@ -181,7 +181,7 @@ func TestProgressSurvivesRestart(t *testing.T) {
 	ps.f.send(id, `{"m":"scan"}`) // reached already: no change
 	ps.f.send(id, `{"m":"build"}`)
 	ps.f.processed(id, 5)
-	if p := ps.f.p.mustInfo(t, id).Progress; p.Done != 1 || *p.EtaMs != 0 {
+	if p := ps.f.mustInfo(t, id).Progress; p.Done != 1 || *p.EtaMs != 0 {
 		t.Fatalf("progress after the last milestone: %+v", p)
 	}
 }
@@ -198,14 +198,14 @@ const fixtureBeforeProgress = "testdata/store-before-progress.json"
 func TestStoredFixtureBeforeProgress(t *testing.T) {
 	ps := newPersisted(t, loadFixture(t, fixtureBeforeProgress))
 	ps.restart()
-	done := ps.f.p.mustInfo(t, "done")
+	done := ps.f.mustInfo(t, "done")
 	if done.Status.State != StateCompleted || done.Progress != nil || done.Stats.DroppedOutputs != (DroppedOutputsInfo{}) {
 		t.Fatalf("the completed stream: %+v", done)
 	}
 	if got := done.Result.V.String(); got != "{:total 2}" {
 		t.Errorf("its result %s", got)
 	}
-	running := ps.f.p.mustInfo(t, "running")
+	running := ps.f.mustInfo(t, "running")
 	if running.Status.State != StateActive || running.Progress != nil || running.Stats.ProcessedChunks != 3 {
 		t.Fatalf("the running stream: %+v", running)
 	}
@@ -220,9 +220,9 @@ func TestStoredFixtureBeforeProgress(t *testing.T) {
 }
 
 // mustInfo is Info, failing the test on an error.
-func (p *Provider) mustInfo(t *testing.T, id string) StreamInfo {
+func (f *fixture) mustInfo(t *testing.T, id string) StreamInfo {
 	t.Helper()
-	in, err := p.Info(id, InspectOptions{})
+	in, err := f.p.Info(id, InspectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

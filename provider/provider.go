@@ -130,12 +130,39 @@ type Options struct {
 // A Provider manages streams. It is safe for concurrent use. Its zero value is
 // not usable; call New.
 type Provider struct {
-	opts   Options
-	cfg    envConfig
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	settings // Options and the environment, resolved once by New
+	log      *slog.Logger
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	registry // the streams, by id, their goroutines and subscribers
+	// runs records the transport runs in progress, by stream id (runs.go).
+	runs *runTable
+
+	ps *persister // nil without a store
+
+	breakers *breaker.Set // one circuit per origin, shared by the streams
+
+	base    http.RoundTripper // carries every stream's requests
+	ownBase *http.Transport   // base, when the provider made it (closed by Close)
+
+	// env is what the provider's streams reach of it (env.go).
+	env streamEnv
+}
+
+// settings are a provider's Options and what New resolved of them and of
+// the environment; they do not change after New. Its methods read nothing
+// else: they turn a start request into a stream's definition and processor.
+type settings struct {
+	opts Options
+	cfg  envConfig
+}
+
+// A registry holds a provider's streams, by id and in start order, counts
+// their goroutines, and holds the subscriptions that wait for a stream or
+// follow every stream. Its methods reach nothing else of the provider.
+type registry struct {
+	wg sync.WaitGroup // the streams' goroutines, and the provider's own
 
 	mu      sync.Mutex
 	closed  bool
@@ -148,29 +175,15 @@ type Provider struct {
 	// loadWatches are told of the streams loaded from the store
 	// (WatchLoads, recover.go).
 	loadWatches []*loadWatch
+	// pending holds the Pending subscriptions to stream ids no stream has
+	// yet (subscribe.go).
+	pending map[string][]*Subscription
 
 	allSubs atomic.Pointer[[]*Subscription] // subscribers to every stream
 	// changeSubs counts the open subscriptions that asked for EventChange
 	// (SubscribeOptions.Changes): while it is zero, no stream looks for
 	// them.
 	changeSubs atomic.Int64
-	// pending holds the Pending subscriptions to stream ids no stream has
-	// yet (subscribe.go).
-	pending map[string][]*Subscription
-	// runs holds, by stream id, the tdone of the transport goroutine last
-	// launched for a stream of that id while it has not returned: the
-	// next run of that id waits for it (runs.go).
-	runs map[string]chan struct{}
-	// runWaits counts, by stream id, the goroutines waiting for a run in
-	// runs to return.
-	runWaits map[string]int
-
-	ps *persister // nil without a store
-
-	breakers *breaker.Set // one circuit per origin, shared by the streams
-
-	base    http.RoundTripper // carries every stream's requests
-	ownBase *http.Transport   // base, when the provider made it (closed by Close)
 }
 
 // Transports returns the provider's transport catalog (Options.Transports),
@@ -193,14 +206,12 @@ func New(opts Options) *Provider {
 		opts.RetryAttempts = defaultRetryAttempts
 	}
 	p := &Provider{
-		opts:     opts,
-		cfg:      resolveConfig(opts.LookupEnv, opts.ServerURL, !opts.ManualConnect),
+		settings: settings{opts: opts, cfg: resolveConfig(opts.LookupEnv, opts.ServerURL, !opts.ManualConnect)},
 		log:      opts.Logger,
-		streams:  make(map[string]*stream),
 		breakers: breaker.New(opts.Breaker),
-		runs:     make(map[string]chan struct{}),
-		runWaits: make(map[string]int),
+		runs:     newRunTable(),
 	}
+	p.streams = make(map[string]*stream)
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -219,9 +230,10 @@ func New(opts Options) *Provider {
 		p.opts.IdleTimeout = p.cfg.idleTimeout
 	}
 	if opts.Store != nil {
-		p.ps = newPersister(opts.Store, opts.Observer)
+		p.ps = newPersister(opts.Store, opts.Observer, p.log)
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.env = newStreamEnv(p)
 	return p
 }
 
@@ -299,13 +311,13 @@ func CheckStreamID(id string) error {
 
 // lookup returns the stream with the given id, unless it is leaving for
 // another host of the cluster (cluster.go).
-func (p *Provider) lookup(id string) (*stream, error) {
+func (r *registry) lookup(id string) (*stream, error) {
 	if len(id) > MaxStreamIDLength {
 		return nil, CheckStreamID(id)
 	}
-	p.mu.Lock()
-	s, ok := p.streams[id]
-	p.mu.Unlock()
+	r.mu.Lock()
+	s, ok := r.streams[id]
+	r.mu.Unlock()
 	if !ok || s.moved.Load() || s.handingOver.Load() {
 		return nil, &noStreamError{id: id}
 	}
@@ -316,14 +328,14 @@ func (p *Provider) lookup(id string) (*stream, error) {
 // its live state (control, Status, Info): on a closed provider they fail
 // with ErrClosed, since nothing they did would be stored. Await, Done and
 // Timeline still answer after Close, with the stream as Close left it.
-func (p *Provider) lookupOpen(id string) (*stream, error) {
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
+func (r *registry) lookupOpen(id string) (*stream, error) {
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
 	if closed {
 		return nil, fmt.Errorf("stream %q: %w", id, ErrClosed)
 	}
-	return p.lookup(id)
+	return r.lookup(id)
 }
 
 // ErrNoStream is wrapped by the error of a request naming a stream id that
@@ -390,25 +402,25 @@ func (p *Provider) add(s *stream, start *persistence.Batch, fresh bool) ([]*Subs
 		return nil, fmt.Errorf("%w: %d streams are running, the most this host allows", ErrTooManyStreams, p.opts.MaxStreams)
 	}
 	if start != nil {
-		if err := p.commitStart(s, start); err != nil {
+		if err := p.ps.commitStart(s, start); err != nil {
 			return nil, err
 		}
 	}
 	p.streams[s.id] = s
 	p.order = append(p.order, s)
-	p.admitLocked(s)
+	s.admit()
 	return p.attachPendingLocked(s), nil
 }
 
-// admitLocked counts the goroutines launch will start for s, a stream
-// just put in p.streams: its worker, and its transport when it connects.
-// p.mu is held.
-func (p *Provider) admitLocked(s *stream) {
-	connect := s.def.kind.Transport != nil && p.cfg.autoConnect
+// admit counts the goroutines launch will start for s, a stream just put
+// in its provider's registry, whose mu is held: its worker, and its
+// transport when it connects.
+func (s *stream) admit() {
+	connect := s.def.kind.Transport != nil && s.env.autoConnect
 	s.taskPresent, s.taskActive = connect, connect
-	p.wg.Add(1)
+	s.env.wg.Add(1)
 	if connect {
-		p.wg.Add(1)
+		s.env.wg.Add(1)
 	}
 }
 
@@ -417,10 +429,10 @@ func (p *Provider) admitLocked(s *stream) {
 var ErrTooManyStreams = errors.New("too many streams")
 
 // liveLocked returns the ids of the streams that have not ended, in start
-// order. p.mu is held.
-func (p *Provider) liveLocked() []string {
+// order. r.mu is held.
+func (r *registry) liveLocked() []string {
 	var ids []string
-	for _, s := range p.order {
+	for _, s := range r.order {
 		select {
 		case <-s.done:
 		default:

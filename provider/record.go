@@ -66,15 +66,15 @@ func (r *chunkRecorder) close() {
 // recordPath is where a new stream records: its :record, else a file
 // named by its id in Options.RecordDir, else nowhere (""). A :record path
 // must pass the egress policy (a serve's refuses files).
-func (p *Provider) recordPath(req StartRequest, id string) (string, error) {
+func (c *settings) recordPath(req StartRequest, id string) (string, error) {
 	if req.Record != "" {
-		if err := p.opts.Egress.CheckFile(req.Record); err != nil {
+		if err := c.opts.Egress.CheckFile(req.Record); err != nil {
 			return "", &keyError{"record", err}
 		}
 		return req.Record, nil
 	}
-	if p.opts.RecordDir != "" {
-		return filepath.Join(p.opts.RecordDir, id+".ndjson"), nil
+	if c.opts.RecordDir != "" {
+		return filepath.Join(c.opts.RecordDir, id+".ndjson"), nil
 	}
 	return "", nil
 }

@@ -57,7 +57,7 @@ func (p *Provider) Recover(ctx context.Context) error {
 	if p.ps == nil {
 		return errors.New("provider: Recover: no store is configured (Options.Store is nil)")
 	}
-	all, err := p.scanStreams(ctx, []byte(streamPrefix))
+	all, err := p.ps.scanStreams(ctx, []byte(streamPrefix))
 	if err != nil {
 		return fmt.Errorf("provider: Recover: %w", err)
 	}
@@ -74,7 +74,7 @@ func (p *Provider) Recover(ctx context.Context) error {
 			// In a cluster another host may manage it (or later this
 			// one, through RecoverStream): it is not listed here.
 			if p.opts.Cluster == nil && !errors.Is(err, errBusy) && !errors.Is(err, ErrClosed) {
-				p.registerUnrecoverable(l, err)
+				p.registerUnrecoverable(unrecoverableStream(&p.env, l, err))
 			}
 		}
 	}
@@ -91,7 +91,7 @@ func (p *Provider) RecoverStream(ctx context.Context, id string) error {
 	if p.has(id) {
 		return fmt.Errorf("provider: recover stream %q: it is already loaded", id)
 	}
-	all, err := p.scanStreams(ctx, append([]byte(streamPrefix+id), 0))
+	all, err := p.ps.scanStreams(ctx, append([]byte(streamPrefix+id), 0))
 	if err != nil {
 		return fmt.Errorf("provider: recover stream %q: %w", id, err)
 	}
@@ -101,22 +101,22 @@ func (p *Provider) RecoverStream(ctx context.Context, id string) error {
 	return p.restore(ctx, all[0])
 }
 
-func (p *Provider) has(id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, ok := p.streams[id]
+func (r *registry) has(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.streams[id]
 	return ok
 }
 
 // scanStreams reads the stream records under prefix, grouped by stream and
 // sorted by start order. A record that cannot be decoded marks its stream.
-func (p *Provider) scanStreams(ctx context.Context, prefix []byte) ([]*loaded, error) {
+func (ps *persister) scanStreams(ctx context.Context, prefix []byte) ([]*loaded, error) {
 	byID := map[string]*loaded{}
 	var list []*loaded
-	err := p.ps.store.Scan(ctx, prefix, func(key, value []byte) error {
+	err := ps.store.Scan(ctx, prefix, func(key, value []byte) error {
 		id, suffix, seq, ok := parseStreamKey(key)
 		if !ok {
-			p.log.Warn("unexpected key in the store", "key", fmt.Sprintf("%q", key))
+			ps.log.Warn("unexpected key in the store", "key", fmt.Sprintf("%q", key))
 			return nil
 		}
 		l := byID[id]
@@ -270,10 +270,10 @@ func (p *Provider) WatchLoads(f LoadFunc) (stop func()) {
 
 // tellLoad tells the load watches that stream id is being loaded, and
 // returns what they want to be told when it is.
-func (p *Provider) tellLoad(ctx context.Context, id string, ended bool) []func(error) {
-	p.mu.Lock()
-	watches := p.loadWatches
-	p.mu.Unlock()
+func (r *registry) tellLoad(ctx context.Context, id string, ended bool) []func(error) {
+	r.mu.Lock()
+	watches := r.loadWatches
+	r.mu.Unlock()
 	var told []func(error)
 	for _, w := range watches {
 		if f := w.f(ctx, id, ended); f != nil {
@@ -286,7 +286,7 @@ func (p *Provider) tellLoad(ctx context.Context, id string, ended bool) []func(e
 // rebuild makes the stream of l with its processor, state and progress.
 func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	d := l.def
-	prog, err := p.loadProgram(ctx, d.progHash)
+	prog, err := p.ps.loadProgram(ctx, d.progHash)
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	} else if m, ok := cfg.(*rtfs.Map); ok {
 		def.config = m
 	}
-	s := newStream(p, l.id, def, proc)
+	s := newStream(&p.env, l.id, def, proc)
 	s.recovered = true
 	if prog != nil {
 		s.history = origin.historyOf(d, prog.Name())
@@ -376,15 +376,15 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 // program that this build compiles to another hash (another compiler or
 // prelude) is returned all the same: the caller sees the hashes differ and
 // replays it (origin.go).
-func (p *Provider) loadProgram(ctx context.Context, hash string) (*rtfs.Program, error) {
+func (ps *persister) loadProgram(ctx context.Context, hash string) (*rtfs.Program, error) {
 	if hash == "" {
 		return nil, nil
 	}
-	if prog, ok := p.ps.program(hash); ok {
+	if prog, ok := ps.program(hash); ok {
 		return prog, nil
 	}
 	key := programKey(hash)
-	data, err := p.ps.store.Get(ctx, key)
+	data, err := ps.store.Get(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("load program %s: %w", hash, err)
 	}
@@ -397,16 +397,16 @@ func (p *Provider) loadProgram(ctx context.Context, hash string) (*rtfs.Program,
 		return nil, fmt.Errorf("recompile program %s (%s): %w", rec.name, hash, err)
 	}
 	if prog.Hash() != hash {
-		p.ps.addProgramAs(hash, prog)
+		ps.addProgramAs(hash, prog)
 		return prog, nil
 	}
-	p.ps.addProgram(prog)
+	ps.addProgram(prog)
 	return prog, nil
 }
 
 // rebindProcessor finds the stream's processor again: by name among the
 // restored globals, or decoded from its stored value.
-func (p *Provider) rebindProcessor(d *defRecord, prog *rtfs.Program, c codec) (processor, error) {
+func (set *settings) rebindProcessor(d *defRecord, prog *rtfs.Program, c codec) (processor, error) {
 	var g *rtfs.Globals
 	var err error
 	if len(d.globals) > 0 {
@@ -432,7 +432,7 @@ func (p *Provider) rebindProcessor(d *defRecord, prog *rtfs.Program, c codec) (p
 	default:
 		return nil, fmt.Errorf("unknown processor reference %d", d.procRef)
 	}
-	return newRTFSProcessor(d.procName, fn, g, p.opts.Limits, p.opts.Capabilities), nil
+	return newRTFSProcessor(d.procName, fn, g, set.opts.Limits, set.opts.Capabilities), nil
 }
 
 // restoreProgress sets the stream's status, state, stats and cursor from its
@@ -555,7 +555,7 @@ func (p *Provider) registerRecovered(s *stream) error {
 		}
 		queued := s.queue.len()
 		s.recovered = true
-		p.launch(s)
+		s.launch()
 		p.log.Info("stream recovered", "stream", s.id, "cursor", s.startCursor, "journaled", queued)
 		return nil
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // One transport run at a time for a stream id. A provider stops a stream
@@ -19,39 +20,57 @@ import (
 // hand-over wait for the run as well, so that nothing of the stream still
 // runs here when they are done.
 
-// followRun records s's transport run, which launch is about to start, as
-// the current one of its id, and returns the run it must wait for: the
-// previous one's tdone, nil when none is in progress.
-func (p *Provider) followRun(s *stream, tdone chan struct{}) <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	prev := p.runs[s.id]
-	p.runs[s.id] = tdone
+// A runTable records the transport runs in progress, by stream id. It is
+// safe for concurrent use; a provider has one, which its streams share.
+type runTable struct {
+	mu sync.Mutex
+	// runs holds, by stream id, the tdone of the transport goroutine last
+	// launched for a stream of that id while it has not returned: the
+	// next run of that id waits for it.
+	runs map[string]chan struct{}
+	// waits counts, by stream id, the goroutines waiting for a run in
+	// runs to return.
+	waits map[string]int
+}
+
+func newRunTable() *runTable {
+	return &runTable{runs: make(map[string]chan struct{}), waits: make(map[string]int)}
+}
+
+// follow records the transport run of stream id that launch is about to
+// start, whose goroutine closes tdone when it returns, as the current one of
+// its id, and returns the run it must wait for: the previous one's tdone,
+// nil when none is in progress.
+func (r *runTable) follow(id string, tdone chan struct{}) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev := r.runs[id]
+	r.runs[id] = tdone
 	return prev
 }
 
-// runReturned records that s's transport goroutine returned: the next run
-// of its id may start.
-func (p *Provider) runReturned(s *stream, tdone chan struct{}) {
-	p.mu.Lock()
-	if p.runs[s.id] == tdone {
-		delete(p.runs, s.id)
+// returned records that the transport goroutine of stream id whose run
+// tdone is returned: the next run of its id may start.
+func (r *runTable) returned(id string, tdone chan struct{}) {
+	r.mu.Lock()
+	if r.runs[id] == tdone {
+		delete(r.runs, id)
 	}
-	p.mu.Unlock()
+	r.mu.Unlock()
 	close(tdone)
 }
 
-// awaitRun waits until no transport run of stream id is in progress here,
+// await waits until no transport run of stream id is in progress here,
 // or ctx ends.
-func (p *Provider) awaitRun(ctx context.Context, id string) error {
+func (r *runTable) await(ctx context.Context, id string) error {
 	for {
-		p.mu.Lock()
-		run := p.runs[id]
-		p.mu.Unlock()
+		r.mu.Lock()
+		run := r.runs[id]
+		r.mu.Unlock()
 		if run == nil {
 			return nil
 		}
-		if err := p.waitRun(ctx, id, run); err != nil {
+		if err := r.wait(ctx, id, run); err != nil {
 			return fmt.Errorf("stream %q: waiting for its transport to stop: %w", id, err)
 		}
 	}
@@ -61,24 +80,24 @@ func (p *Provider) awaitRun(ctx context.Context, id string) error {
 // has returned. It reports false when s ended first: its transport then
 // does not run at all.
 func (s *stream) awaitPrevious(prev <-chan struct{}) bool {
-	if prev != nil && s.p.waitRun(s.ctx, s.id, prev) != nil {
+	if prev != nil && s.env.runs.wait(s.ctx, s.id, prev) != nil {
 		return false
 	}
 	return s.ctx.Err() == nil
 }
 
-// waitRun waits until run, a transport run of stream id, has returned, or
-// ctx ends; meanwhile runWaits counts it.
-func (p *Provider) waitRun(ctx context.Context, id string, run <-chan struct{}) error {
-	p.mu.Lock()
-	p.runWaits[id]++
-	p.mu.Unlock()
+// wait waits until run, a transport run of stream id, has returned, or
+// ctx ends; meanwhile waits counts it.
+func (r *runTable) wait(ctx context.Context, id string, run <-chan struct{}) error {
+	r.mu.Lock()
+	r.waits[id]++
+	r.mu.Unlock()
 	defer func() {
-		p.mu.Lock()
-		if p.runWaits[id]--; p.runWaits[id] == 0 {
-			delete(p.runWaits, id)
+		r.mu.Lock()
+		if r.waits[id]--; r.waits[id] == 0 {
+			delete(r.waits, id)
 		}
-		p.mu.Unlock()
+		r.mu.Unlock()
 	}()
 	select {
 	case <-run:

@@ -71,10 +71,10 @@ func (l *lingerTransport) counts(id string) (started, running, overlaps int) {
 
 // runWaiting reports whether something waits for a transport run of
 // stream id to return: a stream's next run, Remove or a hand-over.
-func (p *Provider) runWaiting(id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.runWaits[id] > 0
+func (r *runTable) waiting(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.waits[id] > 0
 }
 
 // stopsBeforeNextRun checks, while the Run of stream id, stopped, lingers
@@ -85,7 +85,7 @@ func stopsBeforeNextRun(t *testing.T, f *fixture, l *lingerTransport, id string,
 	t.Helper()
 	f.waitFor("something to wait for the lingering run", func() bool {
 		started, _, _ := l.counts(id)
-		return started > 1 || f.p.runWaiting(id) || done()
+		return started > 1 || f.p.runs.waiting(id) || done()
 	})
 	if started, running, _ := l.counts(id); started > 1 || running == 0 {
 		t.Fatalf("%d runs of %s started, %d in progress: the next one did not wait for the lingering one", started, id, running)

@@ -1,10 +1,6 @@
 package provider
 
-import (
-	"time"
-
-	"github.com/rtfshost/rtfshost/persistence"
-)
+import "time"
 
 // A full disk holds the streams; it does not end them. A store that can
 // tell that its disk is about to refuse writes (persistence.SpaceChecker:
@@ -20,22 +16,13 @@ import (
 // nevertheless (a disk filled faster than the headroom) ends the stream
 // in :error as before.
 
-// spaceChecker returns the store's SpaceChecker, or nil.
-func (p *Provider) spaceChecker() persistence.SpaceChecker {
-	if p.ps == nil {
-		return nil
-	}
-	sc, _ := p.ps.store.(persistence.SpaceChecker)
-	return sc
-}
-
 // holdForSpaceLocked holds the active stream s as failed when its store
 // is about to refuse writes, and reports whether it did. s.mu is held.
 func (s *stream) holdForSpaceLocked() bool {
 	if s.st != StateActive {
 		return false
 	}
-	sc := s.p.spaceChecker()
+	sc := s.env.space
 	if sc == nil {
 		return false
 	}

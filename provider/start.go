@@ -121,9 +121,19 @@ type definition struct {
 // worker goroutine and, with auto-connect, its transport goroutine run until
 // the stream ends or the provider closes. Errors name the offending field.
 func (p *Provider) Start(req StartRequest) (string, error) {
-	s, err := p.newStream(req)
+	def, proc, err := p.define(req)
 	if err != nil {
 		return "", err
+	}
+	id := req.StreamID
+	if id == "" {
+		id = p.NewStreamID(def.name())
+	} else if err := CheckStreamID(id); err != nil {
+		return "", &keyError{"stream-id", err}
+	}
+	s := newStream(&p.env, id, def, proc)
+	if prog := programOf(req.Globals, proc.function()); prog != nil {
+		s.history = []ProgramVersion{versionOf(prog, def.procName, s.started)}
 	}
 	s.startCtx = req.Context
 	if path, err := p.recordPath(req, s.id); err != nil || path != "" {
@@ -154,7 +164,7 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 	var batch *persistence.Batch
 	journalStored := func() {}
 	if p.ps != nil {
-		if batch, journalStored, err = p.persistNew(s, req); err != nil {
+		if batch, journalStored, err = p.ps.persistNew(s, req); err != nil {
 			s.cancel()
 			return "", err
 		}
@@ -179,50 +189,52 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 	}
 	journalStored()
 	launched = true
-	p.launch(s)
-	if claimed && !req.Local && p.startPlacing() {
+	s.launch()
+	if claimed && !req.Local && p.enter() {
 		go p.place(s)
 	}
 	return s.id, nil
 }
 
-// startPlacing counts a placement goroutine in p.wg, unless the provider
-// is closed.
-func (p *Provider) startPlacing() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
+// enter counts a goroutine in r.wg (a placement, a stream's transport run
+// again) and reports true, unless the registry is closed.
+func (r *registry) enter() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return false
 	}
-	p.wg.Add(1)
+	r.wg.Add(1)
 	return true
 }
 
-func (p *Provider) newStream(req StartRequest) (*stream, error) {
+// define resolves the definition and the processor of the stream req
+// starts.
+func (set *settings) define(req StartRequest) (definition, processor, error) {
 	if strings.TrimSpace(req.Endpoint) == "" {
 		// Only a transport that takes no endpoint (:exec) does without.
-		if k, ok := p.opts.Transports.Lookup(strings.TrimSpace(req.Transport)); !ok || k.Endpoint != "" {
+		if k, ok := set.opts.Transports.Lookup(strings.TrimSpace(req.Transport)); !ok || k.Endpoint != "" {
 			what := "an endpoint"
 			if ok {
 				what = k.Endpoint
 			}
-			return nil, &keyError{"endpoint", fmt.Errorf("must not be empty: give %s", what)}
+			return definition{}, nil, &keyError{"endpoint", fmt.Errorf("must not be empty: give %s", what)}
 		}
 	}
-	proc, err := p.processorFor(req)
+	proc, err := set.processorFor(req)
 	if err != nil {
-		return nil, err
+		return definition{}, nil, err
 	}
 	capacity := req.QueueCapacity
 	switch {
 	case capacity < 0:
-		return nil, &keyError{"queue-capacity", fmt.Errorf("must be positive, got %d", capacity)}
+		return definition{}, nil, &keyError{"queue-capacity", fmt.Errorf("must be positive, got %d", capacity)}
 	case capacity == 0:
-		capacity = p.opts.QueueCapacity
+		capacity = set.opts.QueueCapacity
 	}
 	def := definition{
 		endpoint: req.Endpoint, procName: proc.name(), capacity: capacity, config: req.Config,
-		serverURL: p.cfg.serverURL, initial: req.InitialState,
+		serverURL: set.cfg.serverURL, initial: req.InitialState,
 	}
 	if req.ServerURL != "" {
 		def.serverURL = strings.TrimSpace(req.ServerURL)
@@ -240,27 +252,17 @@ func (p *Provider) newStream(req StartRequest) (*stream, error) {
 		d := *req.Delivery
 		def.delivery = &d
 	}
-	if err := p.chooseKind(&def, req.Transport); err != nil {
-		return nil, err
+	if err := set.chooseKind(&def, req.Transport); err != nil {
+		return definition{}, nil, err
 	}
-	if err := p.checkEgress(def); err != nil {
-		return nil, err
+	if err := set.checkEgress(def); err != nil {
+		return definition{}, nil, err
 	}
-	id := req.StreamID
-	if id == "" {
-		id = p.NewStreamID(def.name())
-	} else if err := CheckStreamID(id); err != nil {
-		return nil, &keyError{"stream-id", err}
-	}
-	s := newStream(p, id, def, proc)
-	if prog := programOf(req.Globals, proc.function()); prog != nil {
-		s.history = []ProgramVersion{versionOf(prog, def.procName, s.started)}
-	}
-	return s, nil
+	return def, proc, nil
 }
 
 // processorFor resolves the request's processor.
-func (p *Provider) processorFor(req StartRequest) (processor, error) {
+func (c *settings) processorFor(req StartRequest) (processor, error) {
 	if req.goProc != nil {
 		return req.goProc, nil
 	}
@@ -271,7 +273,7 @@ func (p *Provider) processorFor(req StartRequest) (processor, error) {
 	if err := checkShape(fn, label); err != nil {
 		return nil, &keyError{"processor", err}
 	}
-	return newRTFSProcessor(label, fn, req.Globals, p.opts.Limits, p.opts.Capabilities), nil
+	return newRTFSProcessor(label, fn, req.Globals, c.opts.Limits, c.opts.Capabilities), nil
 }
 
 // checkShape catches a processor of the wrong shape at start, not on the
@@ -317,11 +319,12 @@ func resolveProcessor(v rtfs.Value, g *rtfs.Globals) (rtfs.Value, string, error)
 	return fn, name, nil
 }
 
-// launch starts the stream's goroutines, which register counted in p.wg.
-func (p *Provider) launch(s *stream) {
+// launch starts the stream's goroutines, which the registry counted in its
+// wait group when it admitted s.
+func (s *stream) launch() {
 	s.mu.Lock()
 	connect := s.taskPresent
-	p.observe(s.startCtx, s, s.recovered)
+	s.observe(s.startCtx, s.recovered)
 	start := TimelineEvent{Kind: "start"}
 	if s.recovered {
 		start.Message = "recovered from the store"
@@ -330,9 +333,9 @@ func (p *Provider) launch(s *stream) {
 	s.mu.Unlock()
 	go s.work()
 	if connect {
-		go s.runTransport(s.def.kind.Transport, p.spec(s), p.followRun(s, s.tdone), s.tdone)
+		go s.runTransport(s.def.kind.Transport, s.spec(), s.env.runs.follow(s.id, s.tdone), s.tdone)
 	}
-	p.log.Debug("stream started", "stream", s.id, "endpoint", s.def.endpoint, "transport", s.def.transport)
+	s.env.log.Debug("stream started", "stream", s.id, "endpoint", s.def.endpoint, "transport", s.def.transport)
 }
 
 // target is the URL that chooses a stream's transport when the start call
@@ -371,7 +374,7 @@ func (d *definition) dialURL() (*egress.URL, error) {
 // names, else the one its target URL selects; then checks its transport
 // keys and configures it. Without a catalog entry a stream can still run
 // under manual connect, fed by Deliver.
-func (p *Provider) chooseKind(def *definition, explicit string) error {
+func (c *settings) chooseKind(def *definition, explicit string) error {
 	target := def.target()
 	if egress.IsURL(target) {
 		// Detection reads the URL in the form the rest of the stream's life
@@ -380,9 +383,9 @@ func (p *Provider) chooseKind(def *definition, explicit string) error {
 			target = u.String()
 		}
 	}
-	kind, err := p.opts.Transports.Choose(explicit, target)
+	kind, err := c.opts.Transports.Choose(explicit, target)
 	if err != nil {
-		if p.cfg.autoConnect {
+		if c.cfg.autoConnect {
 			return &keyError{"transport", err}
 		}
 		def.transport = strings.TrimPrefix(strings.TrimSpace(explicit), ":")
@@ -391,7 +394,7 @@ func (p *Provider) chooseKind(def *definition, explicit string) error {
 	def.kind, def.transport = kind, kind.Name
 	for key := range def.keys {
 		if !slices.ContainsFunc(kind.Keys, func(k transport.Key) bool { return k.Name == key }) {
-			return &keyError{key, fmt.Errorf("is not read by :%s%s", kind.Name, p.readersOf(key))}
+			return &keyError{key, fmt.Errorf("is not read by :%s%s", kind.Name, c.readersOf(key))}
 		}
 	}
 	if kind.Configure != nil {
@@ -416,8 +419,8 @@ func (p *Provider) chooseKind(def *definition, explicit string) error {
 }
 
 // readersOf names the transports that read start key key, for an error.
-func (p *Provider) readersOf(key string) string {
-	for _, u := range p.opts.Transports.Keys() {
+func (c *settings) readersOf(key string) string {
+	for _, u := range c.opts.Transports.Keys() {
 		if u.Name == key {
 			return " (it is for :" + strings.Join(u.Transports, ", :") + ")"
 		}
@@ -451,14 +454,14 @@ func streamName(endpoint, executable, transport string) string {
 // checkEgress refuses a stream whose target the egress policy does not
 // allow, naming the key that chose it: a URL for network transports, the
 // executable for process transports.
-func (p *Provider) checkEgress(def definition) error {
+func (c *settings) checkEgress(def definition) error {
 	switch def.kind.Target {
 	case transport.TargetURL:
-		if err := p.opts.Egress.Check(def.dial); err != nil {
+		if err := c.opts.Egress.Check(def.dial); err != nil {
 			// The endpoint is to blame when it is a URL of its own, or a
 			// path that leaves an allowed server URL.
 			key := "server-url"
-			if def.kind.URLEndpoint && (egress.IsURL(def.endpoint) || p.opts.Egress.CheckURL(def.serverURL) == nil) {
+			if def.kind.URLEndpoint && (egress.IsURL(def.endpoint) || c.opts.Egress.CheckURL(def.serverURL) == nil) {
 				key = "endpoint"
 			}
 			return &keyError{key, err}
@@ -468,7 +471,7 @@ func (p *Provider) checkEgress(def definition) error {
 		if !ok {
 			return &keyError{"command", fmt.Errorf(":%s names no program to run", def.transport)}
 		}
-		if err := p.opts.Egress.CheckCommand(sp.Executable(), sp.EnvNames()); err != nil {
+		if err := c.opts.Egress.CheckCommand(sp.Executable(), sp.EnvNames()); err != nil {
 			return &keyError{"command", err}
 		}
 	case transport.TargetFile:
@@ -476,7 +479,7 @@ func (p *Provider) checkEgress(def definition) error {
 		if !ok {
 			return &keyError{"file", fmt.Errorf(":%s names no file to read", def.transport)}
 		}
-		if err := p.opts.Egress.CheckFile(fu.Path()); err != nil {
+		if err := c.opts.Egress.CheckFile(fu.Path()); err != nil {
 			return &keyError{"file", err}
 		}
 	}
@@ -484,10 +487,10 @@ func (p *Provider) checkEgress(def definition) error {
 }
 
 // idleTimeout is the stream's idle timeout, 0 for none.
-func (p *Provider) idleTimeout(def *definition) time.Duration {
-	d := def.idle
+func (s *stream) idleTimeout() time.Duration {
+	d := s.def.idle
 	if d == 0 {
-		d = p.opts.IdleTimeout
+		d = s.env.idleTimeout
 	}
 	return max(d, 0)
 }
@@ -497,15 +500,15 @@ func (p *Provider) idleTimeout(def *definition) time.Duration {
 // and an HTTP client that checks redirects against the egress policy, strips
 // the header on a redirect that leaves that origin, and applies the idle
 // timeout (which Spec.IdleTimeout carries for the other transports).
-func (p *Provider) spec(s *stream) transport.Spec {
+func (s *stream) spec() transport.Spec {
 	sp := transport.Spec{
 		StreamID:      s.id,
 		Endpoint:      s.def.endpoint,
 		Config:        s.def.tconf,
-		RetryAttempts: p.opts.RetryAttempts,
+		RetryAttempts: s.env.retryAttempts,
 		MaxEventBytes: transport.DefaultMaxEventBytes,
-		IdleTimeout:   p.idleTimeout(&s.def),
-		Logger:        p.opts.Logger,
+		IdleTimeout:   s.idleTimeout(),
+		Logger:        s.env.transportLog,
 		Resumed:       s.recovered,
 		Stale:         s.stale,
 	}
@@ -518,12 +521,12 @@ func (p *Provider) spec(s *stream) transport.Spec {
 		sp.HTTP = transport.HTTP{
 			ServerURL: s.def.serverURL,
 			URL:       s.def.dial,
-			Header:    p.cfg.cred.HeaderFor(s.def.dial),
+			Header:    s.env.cred.HeaderFor(s.def.dial),
 			Client: egress.Client(egress.ClientOptions{
-				Base:        p.base,
-				Policy:      p.opts.Egress,
-				Credential:  p.cfg.cred,
-				IdleTimeout: p.idleTimeout(&s.def),
+				Base:        s.env.base,
+				Policy:      s.env.egress,
+				Credential:  s.env.cred,
+				IdleTimeout: s.idleTimeout(),
 			}),
 		}
 		if s.def.config != nil {
@@ -589,16 +592,16 @@ func (e *keyError) Unwrap() error { return e.err }
 // batch of its first records, and what to call once it has committed. A
 // stream whose transport cannot replay (transport.Replayable), or that has
 // no transport, journals its chunks.
-func (p *Provider) persistNew(s *stream, req StartRequest) (*persistence.Batch, func(), error) {
+func (ps *persister) persistNew(s *stream, req StartRequest) (*persistence.Batch, func(), error) {
 	var fn rtfs.Value
 	if rp, ok := s.proc.(*rtfsProcessor); ok {
 		fn = rp.fn
 	}
 	prog := programOf(req.Globals, fn)
-	st := newStreamStore(p.ps, s, codec{prog, p.opts.Limits.OutputLimit()}, !replayable(s.def.kind.Transport))
+	st := newStreamStore(ps, s, codec{prog, s.env.outputLimit}, !replayable(s.def.kind.Transport))
 	st.fresh = true
 	s.ps = st
-	b, stored, err := p.startRecords(s, req, req.Globals, prog)
+	b, stored, err := ps.startRecords(s, req, req.Globals, prog)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start stream %q: %w", s.id, err)
 	}

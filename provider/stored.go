@@ -184,7 +184,7 @@ func (p *Provider) Remove(ctx context.Context, id string, force bool) (State, er
 	}
 	// The id is free once nothing of the stream runs: a stream started
 	// again under it must not meet this one's transport (runs.go).
-	if err := p.awaitRun(ctx, id); err != nil {
+	if err := p.runs.await(ctx, id); err != nil {
 		return st.State, err
 	}
 	if p.opts.Store != nil {

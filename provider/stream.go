@@ -96,7 +96,7 @@ var errEnded = errors.New("stream has ended")
 // (ps is set before the stream's goroutines start); the three parts below
 // mu, and the fields after them, are guarded by mu.
 type stream struct {
-	p       *Provider
+	env     *streamEnv     // what it reaches of its provider (env.go)
 	rec     *chunkRecorder // the stream's recording (record.go); nil: none
 	id      string
 	def     definition
@@ -170,9 +170,9 @@ type stream struct {
 	startCtx context.Context
 }
 
-func newStream(p *Provider, id string, def definition, proc processor) *stream {
+func newStream(env *streamEnv, id string, def definition, proc processor) *stream {
 	s := &stream{
-		p: p, id: id, def: def, proc: proc,
+		env: env, id: id, def: def, proc: proc,
 		idVal: rtfs.String(id), epVal: rtfs.String(def.endpoint),
 		done: make(chan struct{}), tdone: make(chan struct{}), epoch: time.Now(),
 		obs: nopObserver{},
@@ -183,7 +183,7 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 	s.progress = newProgress(def.milestones)
 	s.started = s.epoch
 	s.lowWater = def.capacity - max(1, def.capacity/4)
-	s.ctx, s.cancel = context.WithCancel(p.ctx)
+	s.ctx, s.cancel = context.WithCancel(env.ctx)
 	if rp, ok := proc.(*rtfsProcessor); ok {
 		rp.stream = id // its host calls say which stream made them
 	}
@@ -194,8 +194,8 @@ func newStream(p *Provider, id string, def definition, proc processor) *stream {
 // to the worker. It starts only once prev, the previous transport run of
 // the stream's id, has returned (runs.go).
 func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec, prev <-chan struct{}, tdone chan struct{}) {
-	defer s.p.wg.Done()
-	defer s.p.runReturned(s, tdone)
+	defer s.env.wg.Done()
+	defer s.env.runs.returned(s.id, tdone)
 	var err error
 	if s.awaitPrevious(prev) {
 		ctx := s.obs.TransportStarted(s.ctx)
@@ -205,7 +205,7 @@ func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec,
 		if s.recovered {
 			// A recovered stream reconnects: not to an origin whose
 			// circuit is open (a new stream's start asked already).
-			err = s.p.breakers.Allow(s.def.origin)
+			err = s.env.breakers.Allow(s.def.origin)
 		}
 		if err == nil {
 			err = runGuarded(ctx, tr, spec, cursor, s)

@@ -274,38 +274,38 @@ func (s *stream) unsubscribe(sub *Subscription) {
 // subscribePending keeps sub for the stream that will have id (see
 // attachPendingLocked), or attaches it to the stream registered since the
 // lookup.
-func (p *Provider) subscribePending(id string, sub *Subscription) error {
+func (r *registry) subscribePending(id string, sub *Subscription) error {
 	sub.detach = func(sub *Subscription) {
-		p.mu.Lock()
+		r.mu.Lock()
 		s := sub.stream
 		if s == nil {
-			if list := without(p.pending[id], sub); len(list) > 0 {
-				p.pending[id] = list
+			if list := without(r.pending[id], sub); len(list) > 0 {
+				r.pending[id] = list
 			} else {
-				delete(p.pending, id)
+				delete(r.pending, id)
 			}
 		}
-		p.mu.Unlock()
+		r.mu.Unlock()
 		if s != nil {
 			s.unsubscribe(sub)
 		}
 	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
 		return ErrClosed
 	}
-	s, ok := p.streams[id]
+	s, ok := r.streams[id]
 	if ok && !s.moved.Load() && !s.handingOver.Load() {
 		sub.stream = s
 	} else {
-		if p.pending == nil {
-			p.pending = make(map[string][]*Subscription)
+		if r.pending == nil {
+			r.pending = make(map[string][]*Subscription)
 		}
-		p.pending[id] = append(p.pending[id], sub)
+		r.pending[id] = append(r.pending[id], sub)
 		s = nil
 	}
-	p.mu.Unlock()
+	r.mu.Unlock()
 	if s != nil {
 		s.subscribe(sub)
 	}
@@ -313,35 +313,35 @@ func (p *Provider) subscribePending(id string, sub *Subscription) error {
 }
 
 // attachPendingLocked takes the Pending subscriptions that wait for s's id;
-// p.mu is held. The caller attaches them with s.subscribe once it has
-// released p.mu, before s publishes anything.
-func (p *Provider) attachPendingLocked(s *stream) []*Subscription {
-	subs := p.pending[s.id]
-	delete(p.pending, s.id)
+// r.mu is held. The caller attaches them with s.subscribe once it has
+// released r.mu, before s publishes anything.
+func (r *registry) attachPendingLocked(s *stream) []*Subscription {
+	subs := r.pending[s.id]
+	delete(r.pending, s.id)
 	for _, sub := range subs {
 		sub.stream = s
 	}
 	return subs
 }
 
-func (p *Provider) subscribeAll(sub *Subscription) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
+func (r *registry) subscribeAll(sub *Subscription) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return ErrClosed
 	}
 	var list []*Subscription
-	if old := p.allSubs.Load(); old != nil {
+	if old := r.allSubs.Load(); old != nil {
 		list = append(list, *old...)
 	}
 	list = append(list, sub)
-	p.allSubs.Store(&list)
+	r.allSubs.Store(&list)
 	sub.detach = func(sub *Subscription) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if old := p.allSubs.Load(); old != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if old := r.allSubs.Load(); old != nil {
 			list := without(*old, sub)
-			p.allSubs.Store(&list)
+			r.allSubs.Store(&list)
 		}
 	}
 	return nil
@@ -364,7 +364,7 @@ func (s *stream) hasSubscribers(subs []*Subscription) bool {
 	if len(subs) > 0 {
 		return true
 	}
-	all := s.p.allSubs.Load()
+	all := s.env.allSubs.Load()
 	return all != nil && len(*all) > 0
 }
 
@@ -373,7 +373,7 @@ func (s *stream) publish(ctx context.Context, subs []*Subscription, ev Event) {
 	for _, sub := range subs {
 		sub.send(ctx, ev)
 	}
-	if all := s.p.allSubs.Load(); all != nil {
+	if all := s.env.allSubs.Load(); all != nil {
 		for _, sub := range *all {
 			if sub.streams == nil || sub.streams(ev.StreamID) {
 				sub.send(ctx, ev)
@@ -386,8 +386,8 @@ func (s *stream) publish(ctx context.Context, subs []*Subscription, ev Event) {
 // it (subs, s.subs as read under s.mu), unless no subscription anywhere
 // did: then it costs one atomic load.
 func (s *stream) changed(subs []*Subscription) {
-	if s.p.changeSubs.Load() == 0 {
+	if s.env.changeSubs.Load() == 0 {
 		return
 	}
-	s.publish(s.p.ctx, subs, Event{Kind: EventChange, StreamID: s.id, Seq: -1})
+	s.publish(s.env.ctx, subs, Event{Kind: EventChange, StreamID: s.id, Seq: -1})
 }

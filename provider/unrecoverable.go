@@ -5,26 +5,26 @@ import (
 	"time"
 )
 
-// registerUnrecoverable lists stream l, which could not be restored
-// because of cause, in StateUnrecoverable: inspectable with what its
+// registerUnrecoverable lists s, a stream that could not be restored
+// (unrecoverableStream), in StateUnrecoverable: inspectable with what its
 // records say (its definition, stats, cursor and, when they hold no
 // function, its states), never running, never written. A stream already
-// listed, or a closed provider, is left alone.
-func (p *Provider) registerUnrecoverable(l *loaded, cause error) {
-	s := p.unrecoverableStream(l, cause)
+// listed, or a closed registry, is left alone.
+func (r *registry) registerUnrecoverable(s *stream) {
 	close(s.done)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, dup := p.streams[s.id]; dup || p.closed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.streams[s.id]; dup || r.closed {
 		return
 	}
-	p.streams[s.id] = s
-	p.order = append(p.order, s)
+	r.streams[s.id] = s
+	r.order = append(r.order, s)
 }
 
-// unrecoverableStream makes the stream registerUnrecoverable lists (its
-// done channel still open).
-func (p *Provider) unrecoverableStream(l *loaded, cause error) *stream {
+// unrecoverableStream makes the stream of l, which could not be restored
+// because of cause, for registerUnrecoverable (its done channel still
+// open).
+func unrecoverableStream(env *streamEnv, l *loaded, cause error) *stream {
 	if inner := errors.Unwrap(cause); inner != nil {
 		cause = inner // without "provider: recover stream ...": the stream is named already
 	}
@@ -34,7 +34,7 @@ func (p *Provider) unrecoverableStream(l *loaded, cause error) *stream {
 		def = definition{endpoint: d.endpoint, transport: d.transport, serverURL: d.serverURL, procName: d.procName, capacity: int(d.capacity)}
 		def.initial, _ = c.unmarshalOpt(d.initial)
 	}
-	s := newStream(p, l.id, def, nil)
+	s := newStream(env, l.id, def, nil)
 	if l.def != nil {
 		if l.def.order > 0 {
 			s.started = time.Unix(0, l.def.order)

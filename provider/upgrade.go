@@ -276,7 +276,7 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 	// replaces it would anyway start its own only then: runs.go), so that
 	// when Upgrade returns, nothing of the old stream runs.
 	var res UpgradeResult
-	err = p.awaitRun(ctx, id)
+	err = p.runs.await(ctx, id)
 	if err == nil {
 		if err = p.ps.com.Flush(ctx); err != nil {
 			err = fmt.Errorf("upgrade stream %q: committing its progress: %w", id, err)
@@ -301,7 +301,7 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 // saying why takes old's place.
 func (p *Provider) reload(ctx context.Context, old *stream) error {
 	l := &loaded{id: old.id}
-	all, err := p.scanStreams(ctx, append([]byte(streamPrefix+old.id), 0))
+	all, err := p.ps.scanStreams(ctx, append([]byte(streamPrefix+old.id), 0))
 	if err == nil && len(all) == 0 {
 		err = ErrNotPersisted
 	}
@@ -314,7 +314,7 @@ func (p *Provider) reload(ctx context.Context, old *stream) error {
 		s, err = p.rebuild(ctx, l)
 	}
 	if err != nil {
-		s = p.unrecoverableStream(l, err)
+		s = unrecoverableStream(&p.env, l, err)
 	}
 	run := !s.dormant && !s.st.Terminal() && p.cfg.autoConnect && s.def.kind.Transport != nil
 	if !run && !s.dormant {
@@ -338,7 +338,7 @@ func (p *Provider) reload(ctx context.Context, old *stream) error {
 			}
 		}
 		if run {
-			p.admitLocked(s)
+			s.admit()
 		}
 	} else if run {
 		run = false
@@ -346,7 +346,7 @@ func (p *Provider) reload(ctx context.Context, old *stream) error {
 	}
 	p.mu.Unlock()
 	if run {
-		p.launch(s)
+		s.launch()
 		return err
 	}
 	for _, sub := range subs {

@@ -46,7 +46,7 @@ type worker struct {
 // work is the stream's worker goroutine: it runs until the stream ends or
 // the provider closes.
 func (s *stream) work() {
-	defer s.p.wg.Done()
+	defer s.env.wg.Done()
 	defer s.exit()
 	w := &worker{s: s, meta: newMetaBuilder(s.idVal, s.epVal)}
 	defer w.wait.stop()
@@ -101,7 +101,7 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 		}
 		res, err := callGuarded(s.ctx, s.proc, state, it, meta)
 		if err == nil {
-			err = checkOutput(res, s.p.opts.Limits.OutputLimit())
+			err = checkOutput(res, s.env.outputLimit)
 		}
 		if s.observed {
 			s.obs.ProcessorCalled(it.number(), t0, time.Since(t0), err)
@@ -126,7 +126,7 @@ func (w *worker) run(it *item, state rtfs.Value) step {
 			s.ps.changed()
 		}
 		if ev.Kind != 0 && s.hasSubscribers(subs) {
-			s.publish(s.p.ctx, subs, ev)
+			s.publish(s.env.ctx, subs, ev)
 		}
 		if ev.Kind != EventOutput {
 			s.changed(subs) // processed without an output
@@ -342,9 +342,9 @@ func (s *stream) exit() {
 	switch {
 	case moved:
 		st.Message = "the stream moved to another host of the cluster (this host lost it); ask any host for it"
-		s.publish(s.p.ctx, subs, Event{Kind: EventEnd, StreamID: s.id, Seq: -1, Status: st})
+		s.publish(s.env.ctx, subs, Event{Kind: EventEnd, StreamID: s.id, Seq: -1, Status: st})
 	case st.State.Terminal():
-		s.publish(s.p.ctx, subs, Event{Kind: EventEnd, StreamID: s.id, Seq: -1, Status: st})
+		s.publish(s.env.ctx, subs, Event{Kind: EventEnd, StreamID: s.id, Seq: -1, Status: st})
 	}
 	for _, sub := range subs {
 		sub.Close()
@@ -353,8 +353,8 @@ func (s *stream) exit() {
 		s.release()
 	}
 	if moved {
-		s.p.log.Warn("cluster: another host took the stream over; it stopped here without writing", "stream", s.id, "err", s.storeErr())
-		s.p.forget(s)
+		s.env.log.Warn("cluster: another host took the stream over; it stopped here without writing", "stream", s.id, "err", s.storeErr())
+		s.env.forget(s)
 	}
 	close(s.done)
 }

@@ -1,0 +1,76 @@
+package provider
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/transport/breaker"
+	"github.com/rtfshost/rtfshost/transport/egress"
+)
+
+// A streamEnv is what a stream reaches of the provider that hosts it, and
+// all it reaches: the provider's lifetime, its logger, the shared circuit
+// breakers and run table, the settings a stream reads, the subscribers to
+// every stream, and two callbacks into the provider's registry. A stream
+// holds no pointer to its Provider; the provider talks to a stream through
+// the stream's methods. One env serves all the streams of a provider; it
+// is immutable after New.
+type streamEnv struct {
+	ctx context.Context // ends when the provider closes; a stream's ctx derives from it
+	wg  *sync.WaitGroup // counts the streams' goroutines; Close waits for it
+	log *slog.Logger
+
+	breakers *breaker.Set // one circuit per origin
+	runs     *runTable    // the transport runs in progress, by stream id (runs.go)
+
+	outputLimit   int64 // Options.Limits.OutputLimit(): the bound of what is encoded or shown
+	autoConnect   bool  // streams run their transport
+	retryAttempts int   // Options.RetryAttempts, passed to transports
+	// idleTimeout is the default idle timeout (Options.IdleTimeout).
+	idleTimeout time.Duration
+	// transportLog is Options.Logger, which transports receive (nil: none).
+	transportLog *slog.Logger
+	egress       *egress.Policy    // checks every redirect
+	cred         egress.Credential // the auth header, bound to its origin
+	base         http.RoundTripper // carries every stream's requests
+
+	persistent bool                     // the provider has a store
+	space      persistence.SpaceChecker // the store's, when it can tell; else nil
+	cluster    Cluster                  // Options.Cluster; nil alone
+	observer   Observer                 // Options.Observer; nil observes nothing
+
+	// allSubs are the subscribers to every stream, and changeSubs counts
+	// the open subscriptions that asked for EventChange (subscribe.go).
+	allSubs    *atomic.Pointer[[]*Subscription]
+	changeSubs *atomic.Int64
+
+	// enter counts a goroutine of a stream in wg and reports true, unless
+	// the provider is closed (registry.enter).
+	enter func() bool
+	// forget removes a stream that moved to another host from the
+	// provider, once its goroutines have exited (registry.forget).
+	forget func(*stream)
+}
+
+// newStreamEnv returns the env of p's streams, once New has set p up.
+func newStreamEnv(p *Provider) streamEnv {
+	env := streamEnv{
+		ctx: p.ctx, wg: &p.wg, log: p.log,
+		breakers: p.breakers, runs: p.runs,
+		outputLimit: p.opts.Limits.OutputLimit(), autoConnect: p.cfg.autoConnect,
+		retryAttempts: p.opts.RetryAttempts, idleTimeout: p.opts.IdleTimeout,
+		transportLog: p.opts.Logger, egress: p.opts.Egress, cred: p.cfg.cred, base: p.base,
+		persistent: p.ps != nil, cluster: p.opts.Cluster, observer: p.opts.Observer,
+		allSubs: &p.allSubs, changeSubs: &p.changeSubs,
+		enter: p.enter, forget: p.forget,
+	}
+	if p.ps != nil {
+		env.space, _ = p.ps.store.(persistence.SpaceChecker)
+	}
+	return env
+}
