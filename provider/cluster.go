@@ -274,7 +274,7 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, er
 		case errors.Is(err, ErrNotPersisted):
 			return Answer{}, nil, &noStreamError{id: req.StreamID, err: err}
 		case errors.As(err, &owned) && (req.Verb == "status" || req.Verb == "inspect"):
-			a, err := p.storedAnswer(ctx, req, owned)
+			a, err := p.load.storedAnswer(ctx, req, owned)
 			return a, nil, err
 		case errors.As(err, &owned):
 			return Answer{}, nil, fmt.Errorf("cannot %s stream %q: its owner %s does not answer, and no other host may take it over before its lease expires; try again then: %w",
@@ -293,13 +293,9 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, er
 // DefaultForwardTimeout and Close, whatever ctx does. ctx bounds only the
 // wait for them; the stream may be loaded after ctx ended.
 func (p *Provider) recoverDetached(ctx context.Context, id string) error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	if !p.enter() {
 		return fmt.Errorf("stream %q: %w", id, ErrClosed)
 	}
-	p.wg.Add(1)
-	p.mu.Unlock()
 	done := make(chan error, 1)
 	go func() {
 		defer p.wg.Done()
@@ -319,11 +315,11 @@ func (p *Provider) recoverDetached(ctx context.Context, id string) error {
 // holds its lease but did not answer (owned), from the stream's stored
 // records, marked stale. Cost: a scan of the stream's records and, unless
 // this provider knows it, a compile of its program.
-func (p *Provider) storedAnswer(ctx context.Context, req Request, owned *OwnedError) (Answer, error) {
+func (ld *loader) storedAnswer(ctx context.Context, req Request, owned *OwnedError) (Answer, error) {
 	wrap := func(err error) error {
 		return fmt.Errorf("stream %q: its owner %s does not answer, and its stored records cannot be read: %w", req.StreamID, owned.Owner, err)
 	}
-	all, err := p.ps.scanStreams(ctx, append([]byte(streamPrefix+req.StreamID), 0))
+	all, err := ld.ps.scanStreams(ctx, append([]byte(streamPrefix+req.StreamID), 0))
 	if err != nil {
 		return Answer{}, wrap(err)
 	}
@@ -333,7 +329,7 @@ func (p *Provider) storedAnswer(ctx context.Context, req Request, owned *OwnedEr
 	if err := all[0].complete(); err != nil {
 		return Answer{}, wrap(err)
 	}
-	s, err := p.rebuild(ctx, all[0])
+	s, err := ld.rebuild(ctx, all[0])
 	if err != nil {
 		return Answer{}, wrap(err)
 	}

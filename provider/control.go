@@ -224,10 +224,17 @@ func (p *Provider) control(ctx context.Context, id, verb string, change func(*st
 	if err != nil {
 		return p.forward(ctx, id, verb, err)
 	}
+	return s.control(ctx, verb, change)
+}
+
+// control makes change (verb's) to the stream under its lock, once ctx is
+// checked with the lock held, and publishes, stores and applies what
+// changed.
+func (s *stream) control(ctx context.Context, verb string, change func(*stream) error) (Status, error) {
 	s.mu.Lock()
 	if err := ctx.Err(); err != nil {
 		s.mu.Unlock()
-		return Status{}, fmt.Errorf("%s stream %q: %w", verb, id, err)
+		return Status{}, fmt.Errorf("%s stream %q: %w", verb, s.id, err)
 	}
 	if s.dormant || s.upgrade != nil || s.swapping {
 		defer s.mu.Unlock()
@@ -236,7 +243,7 @@ func (p *Provider) control(ctx context.Context, id, verb string, change func(*st
 	if s.st.Terminal() {
 		st := s.st
 		s.mu.Unlock()
-		return Status{}, &EndedError{StreamID: id, Verb: verb, State: st}
+		return Status{}, &EndedError{StreamID: s.id, Verb: verb, State: st}
 	}
 	if err := change(s); err != nil {
 		s.mu.Unlock()

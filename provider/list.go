@@ -85,10 +85,16 @@ func (p *Provider) List(ctx context.Context, opts ListOptions) (ListPage, error)
 	if err != nil {
 		return ListPage{}, fmt.Errorf("provider: list: cursor %q: %w", opts.Cursor, err)
 	}
-	ids, err := p.listIDs(ctx)
-	if err != nil {
-		return ListPage{}, fmt.Errorf("provider: list: %w", err)
+	ids := p.ids() // and in a cluster those the shared store holds
+	if p.opts.Cluster != nil && p.ps != nil {
+		stored, err := p.ps.streamIDs(ctx)
+		if err != nil {
+			return ListPage{}, fmt.Errorf("provider: list: %w", err)
+		}
+		ids = append(ids, stored...)
 	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
 	start := 0
 	if opts.Cursor != "" {
 		start = sort.SearchStrings(ids, after)
@@ -108,30 +114,35 @@ func (p *Provider) List(ctx context.Context, opts ListOptions) (ListPage, error)
 	return page, nil
 }
 
-// listIDs returns the ids of the streams List shows, sorted: those this
-// provider has, and in a cluster those the shared store holds.
-func (p *Provider) listIDs(ctx context.Context) ([]string, error) {
-	p.mu.Lock()
-	ids := make([]string, 0, len(p.order))
-	for _, s := range p.order {
+// ids returns the ids of the streams r holds that have not left it, in
+// start order.
+func (r *registry) ids() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]string, 0, len(r.order))
+	for _, s := range r.order {
 		if !s.moved.Load() && !s.handingOver.Load() {
 			ids = append(ids, s.id)
 		}
 	}
-	p.mu.Unlock()
-	if p.opts.Cluster != nil && p.ps != nil {
-		err := persistence.ScanKeys(ctx, p.ps.store, []byte(streamPrefix), func(k []byte) error {
-			if id, suffix, _, ok := parseStreamKey(k); ok && suffix == suffixDef {
-				ids = append(ids, id)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("listing the stored streams: %w", err)
+	return ids
+}
+
+// streamIDs returns the ids of the streams the store holds (their
+// definition records), in key order. Cost: a listing of the store's stream
+// keys (persistence.ScanKeys); no value is read.
+func (ps *persister) streamIDs(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := persistence.ScanKeys(ctx, ps.store, []byte(streamPrefix), func(k []byte) error {
+		if id, suffix, _, ok := parseStreamKey(k); ok && suffix == suffixDef {
+			ids = append(ids, id)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the stored streams: %w", err)
 	}
-	slices.Sort(ids)
-	return slices.Compact(ids), nil
+	return ids, nil
 }
 
 // snapshots returns the snapshots of the streams ids, in their order: a

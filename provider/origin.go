@@ -143,7 +143,7 @@ func loadOrigin(ctx context.Context, st persistence.Store, id string) (*originRe
 // run whose final globals hold the processor) and takes the processor and
 // the globals there. The stored globals and function value are another
 // compiler's and are not read.
-func (p *Provider) replayProcessor(ctx context.Context, l *loaded, prog *rtfs.Program, origin *originRecord) (processor, error) {
+func (ld *loader) replayProcessor(ctx context.Context, l *loaded, prog *rtfs.Program, origin *originRecord) (processor, error) {
 	d := l.def
 	if origin != nil && origin.sourceHash != "" && origin.sourceHash != sourceHash(prog.Source()) {
 		return nil, fmt.Errorf("the stored source of %s does not match its hash %s: it is damaged", prog.Name(), origin.sourceHash)
@@ -151,7 +151,7 @@ func (p *Provider) replayProcessor(ctx context.Context, l *loaded, prog *rtfs.Pr
 	var next capabilities.ReplayFunc
 	how := "legacy replay (the release that stored it kept no journal of its host calls)"
 	if origin != nil && len(origin.journal) > 0 {
-		rec, err := loadRunJournal(ctx, p.ps.store, originKey(l.id), origin.journal, &p.ps.journals)
+		rec, err := loadRunJournal(ctx, ld.ps.store, originKey(l.id), origin.journal, &ld.ps.journals)
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +159,7 @@ func (p *Provider) replayProcessor(ctx context.Context, l *loaded, prog *rtfs.Pr
 	} else {
 		next = LegacyReplay(l.id, d.endpoint, func(c *rtfs.HostCall) bool { return startsStream(c, l.id, d.endpoint) })
 	}
-	out, err := capabilities.Replay(ctx, rtfs.NewThread(p.opts.Limits), prog, next)
+	out, err := capabilities.Replay(ctx, rtfs.NewThread(ld.set.opts.Limits), prog, next)
 	if err != nil {
 		return nil, fmt.Errorf("program %s was compiled by another compiler; this one (%s) could not come back to the stream's start by %s: %w", prog.Name(), rtfs.CompileVersion(), how, err)
 	}
@@ -176,8 +176,8 @@ func (p *Provider) replayProcessor(ctx context.Context, l *loaded, prog *rtfs.Pr
 	if err != nil {
 		return nil, fmt.Errorf("program %s, replayed: %w", prog.Name(), err)
 	}
-	p.log.Info("stream's program recompiled by this compiler", "stream", l.id, "program", prog.Name(), "compiler", rtfs.CompileVersion(), "by", how)
-	return newRTFSProcessor(d.procName, fn, out.Globals, p.opts.Limits, p.opts.Capabilities), nil
+	ld.env.log.Info("stream's program recompiled by this compiler", "stream", l.id, "program", prog.Name(), "compiler", rtfs.CompileVersion(), "by", how)
+	return newRTFSProcessor(d.procName, fn, out.Globals, ld.set.opts.Limits, ld.set.opts.Capabilities), nil
 }
 
 // startArgs is the map argument of a :mcp.stream.start call, or nil.

@@ -148,6 +148,8 @@ type Provider struct {
 
 	// env is what the provider's streams reach of it (env.go).
 	env streamEnv
+	// load makes streams from their stored records (recover.go).
+	load loader
 }
 
 // settings are a provider's Options and what New resolved of them and of
@@ -184,6 +186,11 @@ type registry struct {
 	// (SubscribeOptions.Changes): while it is zero, no stream looks for
 	// them.
 	changeSubs atomic.Int64
+
+	// maxStreams bounds the streams running at once (Options.MaxStreams;
+	// 0: no bound), and onLimit tells the observer it refused one.
+	maxStreams int
+	onLimit    func(kind string)
 }
 
 // Transports returns the provider's transport catalog (Options.Transports),
@@ -212,6 +219,7 @@ func New(opts Options) *Provider {
 		runs:     newRunTable(),
 	}
 	p.streams = make(map[string]*stream)
+	p.maxStreams, p.onLimit = opts.MaxStreams, p.limitHit
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -234,6 +242,7 @@ func New(opts Options) *Provider {
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.env = newStreamEnv(p)
+	p.load = loader{set: &p.settings, ps: p.ps, env: &p.env}
 	return p
 }
 
@@ -371,45 +380,47 @@ func (p *Provider) StreamIDs() []string {
 	return ids
 }
 
-// register adds s under its id, or reports a duplicate id or a closed
-// provider. It counts the stream's goroutines in p.wg before Close can wait
-// for them: the worker, and the transport's when the stream connects. A
-// non-nil start batch is committed first (a new persisted stream). The
-// Pending subscriptions to s's id are s's from then on.
-func (p *Provider) register(s *stream, start *persistence.Batch, fresh bool) error {
-	early, err := p.add(s, start, fresh)
+// register adds s under its id, or reports a duplicate id, a closed
+// registry or, for a fresh stream, one stream more than maxStreams. It
+// counts the stream's goroutines in r.wg before Close can wait for them:
+// the worker, and the transport's when the stream connects. A non-nil
+// commit is called first, under r.mu, and its error refuses the stream (a
+// new persisted stream's start records). The Pending subscriptions to s's
+// id are s's from then on.
+func (r *registry) register(s *stream, commit func() error, fresh bool) error {
+	early, err := r.add(s, commit, fresh)
 	for _, sub := range early {
 		s.subscribe(sub)
 		if sub.changes { // the stream it waited for is here
-			sub.send(p.ctx, Event{Kind: EventChange, StreamID: s.id, Seq: -1})
+			sub.send(s.env.ctx, Event{Kind: EventChange, StreamID: s.id, Seq: -1})
 		}
 	}
 	return err
 }
 
 // add is register but for the Pending subscriptions, which it returns.
-func (p *Provider) add(s *stream, start *persistence.Batch, fresh bool) ([]*Subscription, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
+func (r *registry) add(s *stream, commit func() error, fresh bool) ([]*Subscription, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return nil, ErrClosed
 	}
-	if _, dup := p.streams[s.id]; dup {
+	if _, dup := r.streams[s.id]; dup {
 		return nil, &keyError{"stream-id", fmt.Errorf("a stream with id %q already exists", s.id)}
 	}
-	if fresh && p.opts.MaxStreams > 0 && len(p.liveLocked()) >= p.opts.MaxStreams {
-		p.limitHit("max-streams")
-		return nil, fmt.Errorf("%w: %d streams are running, the most this host allows", ErrTooManyStreams, p.opts.MaxStreams)
+	if fresh && r.maxStreams > 0 && len(r.liveLocked()) >= r.maxStreams {
+		r.onLimit("max-streams")
+		return nil, fmt.Errorf("%w: %d streams are running, the most this host allows", ErrTooManyStreams, r.maxStreams)
 	}
-	if start != nil {
-		if err := p.ps.commitStart(s, start); err != nil {
+	if commit != nil {
+		if err := commit(); err != nil {
 			return nil, err
 		}
 	}
-	p.streams[s.id] = s
-	p.order = append(p.order, s)
+	r.streams[s.id] = s
+	r.order = append(r.order, s)
 	s.admit()
-	return p.attachPendingLocked(s), nil
+	return r.attachPendingLocked(s), nil
 }
 
 // admit counts the goroutines launch will start for s, a stream just put

@@ -217,13 +217,15 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 			return wrap(err)
 		}
 	}
-	s, err := p.rebuild(ctx, l)
+	s, err := p.load.rebuild(ctx, l)
 	if err == nil {
 		var told []func(error)
 		if run || State(l.progress.status).Terminal() {
 			told = p.tellLoad(ctx, l.id, !run)
 		}
-		err = p.registerRecovered(s)
+		if err = p.checkTransport(s); err == nil {
+			err = p.registerRecovered(s)
+		}
 		for _, f := range told {
 			f(err)
 		}
@@ -283,26 +285,36 @@ func (r *registry) tellLoad(ctx context.Context, id string, ended bool) []func(e
 	return told
 }
 
+// A loader makes streams from their stored records: for recovery, for a
+// request on a stream no live host runs (cluster.go), and for an upgrade
+// (upgrade.go). It reads the provider's settings and store, and gives the
+// streams it makes the provider's env. A provider has one.
+type loader struct {
+	set *settings
+	ps  *persister // nil without a store: then nothing is loaded
+	env *streamEnv
+}
+
 // rebuild makes the stream of l with its processor, state and progress.
-func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
+func (ld *loader) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	d := l.def
-	prog, err := p.ps.loadProgram(ctx, d.progHash)
+	prog, err := ld.ps.loadProgram(ctx, d.progHash)
 	if err != nil {
 		return nil, err
 	}
-	origin, err := loadOrigin(ctx, p.ps.store, l.id)
+	origin, err := loadOrigin(ctx, ld.ps.store, l.id)
 	if err != nil {
 		return nil, err
 	}
-	c := codec{prog, p.opts.Limits.OutputLimit()}
+	c := codec{prog, ld.set.opts.Limits.OutputLimit()}
 	var proc processor
 	if prog != nil && prog.Hash() != d.progHash {
 		// Another compiler's: its stored values are read, and written
 		// from now on, without functions (origin.go).
-		c = codec{max: p.opts.Limits.OutputLimit()}
-		proc, err = p.replayProcessor(ctx, l, prog, origin)
+		c = codec{max: ld.set.opts.Limits.OutputLimit()}
+		proc, err = ld.replayProcessor(ctx, l, prog, origin)
 	} else {
-		proc, err = p.rebindProcessor(d, prog, c)
+		proc, err = ld.set.rebindProcessor(d, prog, c)
 	}
 	if err != nil {
 		return nil, err
@@ -312,15 +324,15 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	// something there only). The recovering provider's own URL is used when
 	// it is that server, since it may carry the credentials the stored URL
 	// lost; and for records of streams that stored none.
-	if def.serverURL == "" || stripUserInfo(p.cfg.serverURL) == def.serverURL {
-		def.serverURL = p.cfg.serverURL
+	if def.serverURL == "" || stripUserInfo(ld.set.cfg.serverURL) == def.serverURL {
+		def.serverURL = ld.set.cfg.serverURL
 	}
 	if def.capacity <= 0 {
 		return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("queue capacity %d", d.capacity)}
 	}
 	def.idle = time.Duration(d.idleMs) * time.Millisecond
 	def.onError = d.onError
-	dr, err := loadDelivery(ctx, p.ps.store, l.id)
+	dr, err := loadDelivery(ctx, ld.ps.store, l.id)
 	if err != nil {
 		return nil, err
 	}
@@ -332,10 +344,10 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 			return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("transport keys: %v", err)}
 		}
 	}
-	if err := p.chooseKind(&def, d.transport); err != nil {
+	if err := ld.set.chooseKind(&def, d.transport); err != nil {
 		return nil, fmt.Errorf("stream %s: %w", l.id, err)
 	}
-	if err := p.checkEgress(def); err != nil {
+	if err := ld.set.checkEgress(def); err != nil {
 		return nil, fmt.Errorf("stream %s: %w", l.id, err)
 	}
 	if def.initial, err = c.unmarshal(d.initial); err != nil {
@@ -346,7 +358,7 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	} else if m, ok := cfg.(*rtfs.Map); ok {
 		def.config = m
 	}
-	s := newStream(&p.env, l.id, def, proc)
+	s := newStream(ld.env, l.id, def, proc)
 	s.recovered = true
 	if prog != nil {
 		s.history = origin.historyOf(d, prog.Name())
@@ -357,14 +369,14 @@ func (p *Provider) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	if d.order > 0 {
 		s.started = time.Unix(0, d.order)
 	}
-	st := newStreamStore(p.ps, s, c, d.journal)
+	st := newStreamStore(ld.ps, s, c, d.journal)
 	s.ps = st
 	if err := st.restoreProgress(l); err != nil {
 		s.cancel()
 		return nil, err
 	}
 	st.restoreDelivery(dr)
-	if s.dead, err = countDeadLetters(ctx, p.ps.store, l.id); err != nil {
+	if s.dead, err = countDeadLetters(ctx, ld.ps.store, l.id); err != nil {
 		s.cancel()
 		return nil, err
 	}
@@ -541,43 +553,49 @@ func (st *streamStore) restoreJournal(l *loaded) {
 }
 
 // registerRecovered adds a recovered stream: a finished or dormant one
-// without goroutines, an unfinished one running.
-func (p *Provider) registerRecovered(s *stream) error {
-	run := !s.st.Terminal() && p.cfg.autoConnect
-	if run {
-		if s.def.kind.Transport == nil {
-			s.cancel()
-			return fmt.Errorf("no transport :%s in this host (it has :%s)", s.def.transport, strings.Join(p.opts.Transports.Names(), " :"))
-		}
-		if err := p.register(s, nil, false); err != nil {
+// without goroutines, an unfinished one running (its transport is in the
+// catalog: checkTransport).
+func (r *registry) registerRecovered(s *stream) error {
+	if !s.st.Terminal() && s.env.autoConnect {
+		if err := r.register(s, nil, false); err != nil {
 			s.cancel()
 			return err
 		}
 		queued := s.queue.len()
 		s.recovered = true
 		s.launch()
-		p.log.Info("stream recovered", "stream", s.id, "cursor", s.startCursor, "journaled", queued)
+		s.env.log.Info("stream recovered", "stream", s.id, "cursor", s.startCursor, "journaled", queued)
 		return nil
 	}
 	s.dormant = !s.st.Terminal()
 	s.exited = true
 	s.cancel()
 	close(s.done)
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
 		return ErrClosed
 	}
-	if _, dup := p.streams[s.id]; dup {
-		p.mu.Unlock()
+	if _, dup := r.streams[s.id]; dup {
+		r.mu.Unlock()
 		return fmt.Errorf("a stream with id %q already exists", s.id)
 	}
-	p.streams[s.id] = s
-	p.order = append(p.order, s)
-	early := p.attachPendingLocked(s)
-	p.mu.Unlock()
+	r.streams[s.id] = s
+	r.order = append(r.order, s)
+	early := r.attachPendingLocked(s)
+	r.mu.Unlock()
 	for _, sub := range early {
 		s.subscribe(sub) // it has ended: its EventEnd at once
+	}
+	return nil
+}
+
+// checkTransport refuses a recovered stream that would run here without
+// its transport in the catalog.
+func (set *settings) checkTransport(s *stream) error {
+	if !s.st.Terminal() && set.cfg.autoConnect && s.def.kind.Transport == nil {
+		s.cancel()
+		return fmt.Errorf("no transport :%s in this host (it has :%s)", s.def.transport, strings.Join(set.opts.Transports.Names(), " :"))
 	}
 	return nil
 }

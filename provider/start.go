@@ -179,7 +179,11 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 		}
 		claimed = true
 	}
-	if err := p.register(s, batch, true); err != nil {
+	var commit func() error
+	if batch != nil {
+		commit = func() error { return p.ps.commitStart(s, batch) }
+	}
+	if err := p.register(s, commit, true); err != nil {
 		s.cancel()
 		if claimed {
 			// The id is taken (a stored stream): give up the claim.

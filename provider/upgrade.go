@@ -243,7 +243,7 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 		return UpgradeResult{StreamID: id, State: st}, fmt.Errorf("upgrade stream %q: %w: it has ended (%s)", id, ErrCannotUpgrade, st)
 	case !s.dormant && s.def.kind.Target == transport.TargetCommand && s.st == StateFailed && s.ps != nil:
 		s.mu.Unlock()
-		return p.upgradeHeld(ctx, s, u) // swapped in place: its process goes on
+		return p.load.upgradeHeld(ctx, s, u) // swapped in place: its process goes on
 	case !s.dormant && s.def.kind.Target == transport.TargetCommand:
 		s.mu.Unlock()
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w: its source is a process (:%s), which stopping the stream would end; it can be swapped while it is failed", id, ErrCannotUpgrade, s.def.transport)
@@ -311,7 +311,7 @@ func (p *Provider) reload(ctx context.Context, old *stream) error {
 	}
 	var s *stream
 	if err == nil {
-		s, err = p.rebuild(ctx, l)
+		s, err = p.load.rebuild(ctx, l)
 	}
 	if err != nil {
 		s = unrecoverableStream(&p.env, l, err)
@@ -375,7 +375,7 @@ func (s *stream) current() *stream {
 // the snapshots stopped (the stream store's saving lock) so that none
 // written with the old program's codec can follow; then the stream takes
 // the new processor and the values its rewritten progress record holds.
-func (p *Provider) upgradeHeld(ctx context.Context, s *stream, u Upgrade) (UpgradeResult, error) {
+func (ld *loader) upgradeHeld(ctx context.Context, s *stream, u Upgrade) (UpgradeResult, error) {
 	id := s.id
 	s.mu.Lock()
 	if s.st != StateFailed || s.swapping {
@@ -399,18 +399,18 @@ func (p *Provider) upgradeHeld(ctx context.Context, s *stream, u Upgrade) (Upgra
 	ss.flush()
 	ss.saving.Lock()
 	defer ss.saving.Unlock()
-	if err := p.ps.com.Flush(ctx); err != nil {
+	if err := ld.ps.com.Flush(ctx); err != nil {
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: committing its progress: %w", id, err)
 	}
 	if err := ss.err(); err != nil {
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
 	}
-	res, err := UpgradeStored(ctx, p.ps.store, u)
+	res, err := UpgradeStored(ctx, ld.ps.store, u)
 	if err != nil {
 		return res, err
 	}
-	c := codec{prog: u.Program, max: p.opts.Limits.OutputLimit()}
-	r, err := loadProgress(ctx, p.ps.store, id)
+	c := codec{prog: u.Program, max: ld.set.opts.Limits.OutputLimit()}
+	r, err := loadProgress(ctx, ld.ps.store, id)
 	var state, lastOut, result rtfs.Value
 	if err == nil {
 		state, err = c.unmarshal(r.state)
@@ -425,15 +425,15 @@ func (p *Provider) upgradeHeld(ctx context.Context, s *stream, u Upgrade) (Upgra
 		// The records hold the new program: a restart carries it on.
 		return res, fmt.Errorf("upgrade stream %q: its records are swapped but the running stream could not take them (a restart will): %w", id, err)
 	}
-	proc := newRTFSProcessor(name, fn, g, p.opts.Limits, p.opts.Capabilities)
+	proc := newRTFSProcessor(name, fn, g, ld.set.opts.Limits, ld.set.opts.Capabilities)
 	proc.stream = id
-	p.ps.addProgram(u.Program)
+	ld.ps.addProgram(u.Program)
 	s.mu.Lock()
 	s.proc, s.state, s.lastOut, s.result = proc, state, lastOut, result
 	s.def.procName = name
 	s.history = append(s.history, res.To)
 	ss.codec = c
 	s.mu.Unlock()
-	p.log.Info("failed stream's processor swapped in place", "stream", id, "from", res.From.Hash, "to", res.To.Hash, "processor", name)
+	ld.env.log.Info("failed stream's processor swapped in place", "stream", id, "from", res.From.Hash, "to", res.To.Hash, "processor", name)
 	return res, nil
 }
