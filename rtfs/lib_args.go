@@ -55,54 +55,92 @@ func unpackArgs(th *Thread, args []Value, dst ...any) error {
 		if i >= len(dst) {
 			return fmt.Errorf("internal error: %d arguments unpacked into %d variables", len(args), len(dst))
 		}
-		d := dst[i]
-		if n, ok := d.(nilOr); ok {
-			if a == Nil {
-				continue
-			}
-			d = n.p
-		}
-		// One switch in the loop, the conversions inlined: the check of
-		// an argument costs a few nanoseconds more than a hand-written one.
-		var err error
-		switch p := d.(type) {
+		// The fast path: an argument of the type its destination takes
+		// (a string into a *string, an int into an *int64 or an *int, a
+		// number into a *float64, anything into a *Value) is stored here,
+		// in a loop small enough to stay in registers; every other
+		// argument, and every error, goes through unpackArg.
+		switch p := dst[i].(type) {
 		case *Value:
 			*p = a
-		case *int64:
-			*p, err = toInt(i+1, a)
-		case *float64:
-			*p, err = toFloat(i+1, a)
+			continue
 		case *string:
-			*p, err = toText(i+1, a)
+			if s, ok := a.(String); ok {
+				*p = string(s)
+				continue
+			}
+		case *int64:
+			if x, ok := a.(Int); ok {
+				*p = int64(x)
+				continue
+			}
+		case *float64:
+			switch x := a.(type) {
+			case Float:
+				*p = float64(x)
+				continue
+			case Int:
+				*p = float64(x)
+				continue
+			}
 		case *int:
-			*p, err = toCount(i+1, a)
-		case numberDst:
-			*p.p, err = toNumber(i+1, a)
-		case fnDst:
-			*p.p, err = toFn(i+1, a)
-		case *[]Value:
-			*p, err = toElems(th, i+1, a)
-		case restArgs:
-			*p.p = args[i:]
-			return nil
-		case *Keyword:
-			*p, err = toKeyword(i+1, a)
-		case **Map:
-			*p, err = toMap(i+1, a)
-		case **Vector:
-			*p, err = toVector(i+1, a)
-		case **Set:
-			*p, err = toSet(i+1, a)
-		case **Regex:
-			*p, err = toRegex(i+1, a)
-		default:
-			return fmt.Errorf("internal error: argument %d has a destination unpackArgs does not know", i+1)
+			if x, ok := a.(Int); ok {
+				*p = int(min(max(x, 0), Int(maxInt)))
+				continue
+			}
 		}
-		if err != nil {
+		if rest, err := unpackArg(th, args, i, dst[i]); rest || err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// unpackArg is unpackArgs for argument i into d, the conversions and the
+// errors; rest is true when d took all the remaining arguments.
+func unpackArg(th *Thread, args []Value, i int, d any) (rest bool, err error) {
+	a := args[i]
+	if n, ok := d.(nilOr); ok {
+		if a == Nil {
+			return false, nil
+		}
+		d = n.p
+	}
+	// One switch, the conversions inlined.
+	switch p := d.(type) {
+	case *Value:
+		*p = a
+	case *int64:
+		*p, err = toInt(i+1, a)
+	case *float64:
+		*p, err = toFloat(i+1, a)
+	case *string:
+		*p, err = toText(i+1, a)
+	case *int:
+		*p, err = toCount(i+1, a)
+	case numberDst:
+		*p.p, err = toNumber(i+1, a)
+	case fnDst:
+		*p.p, err = toFn(i+1, a)
+	case *[]Value:
+		*p, err = toElems(th, i+1, a)
+	case restArgs:
+		*p.p = args[i:]
+		return true, nil
+	case *Keyword:
+		*p, err = toKeyword(i+1, a)
+	case **Map:
+		*p, err = toMap(i+1, a)
+	case **Vector:
+		*p, err = toVector(i+1, a)
+	case **Set:
+		*p, err = toSet(i+1, a)
+	case **Regex:
+		*p, err = toRegex(i+1, a)
+	default:
+		return false, fmt.Errorf("internal error: argument %d has a destination unpackArgs does not know", i+1)
+	}
+	return false, err
 }
 
 // A nilOr is a destination that takes nil as an absent argument (orNil).
