@@ -187,57 +187,139 @@ func newVectorTail(n int) *Vector {
 	return v
 }
 
+// A room is what the vectors sharing a tail with room (newVectorRoom)
+// share: the count of the tail's slots they have claimed and, when the
+// room was made for a vector that Conj keeps growing, the headers of the
+// vectors that will claim them, so that a Conj in place allocates nothing.
+type room struct {
+	claimed atomic.Int32
+	// hdrs, when set, holds a header for each slot still to claim. Conj
+	// clears it when it puts the full tail into the trie: the tail stays
+	// there, the headers (and the older roots they hold) need not.
+	hdrs atomic.Pointer[headers]
+}
+
+// headers are the headers a room keeps: h[i] belongs to the one vector
+// (a slot is claimed once) whose tail has first+i elements.
+type headers struct {
+	first int
+	h     []Vector
+}
+
+// header returns the header for the vector of the room whose tail has l
+// elements: the room's, or a new one.
+func (r *room) header(l int) *Vector {
+	if hs := r.hdrs.Load(); hs != nil {
+		if i := l - hs.first; i >= 0 && i < len(hs.h) {
+			return &hs.h[i]
+		}
+	}
+	return new(Vector)
+}
+
 // The boxes of newVectorRoom: a header and a tail with room to grow in
-// place, with the count of its claimed slots.
+// place, with its room.
 type (
 	roomBox4 struct {
-		v     Vector
-		claim atomic.Int32
-		a     [4]Value
+		v Vector
+		r room
+		a [4]Value
 	}
 	roomBox8 struct {
-		v     Vector
-		claim atomic.Int32
-		a     [8]Value
+		v Vector
+		r room
+		a [8]Value
 	}
 	roomBox16 struct {
-		v     Vector
-		claim atomic.Int32
-		a     [16]Value
+		v Vector
+		r room
+		a [16]Value
 	}
 	roomBox32 struct {
-		v     Vector
-		claim atomic.Int32
-		a     [32]Value
+		v Vector
+		r room
+		a [32]Value
+	}
+)
+
+// The headers of a growing vector's room, for the tails longer than the
+// first vector's (the room box's own header) up to a full tail, in one
+// allocation each; the box sizes of newVectorRoom decide their sizes,
+// which fill their malloc size classes (the one of 11 within 5%).
+type (
+	headers3 struct { // a box of 4 made for a tail of 1 or 2: tails of 2..4
+		hs headers
+		h  [3]Vector
+	}
+	headers5 struct { // 8, for 3 or 4: 4..8
+		hs headers
+		h  [5]Vector
+	}
+	headers11 struct { // 16, for 5..8: 6..16
+		hs headers
+		h  [11]Vector
+	}
+	headers23 struct { // 32, for 9..16: 10..32
+		hs headers
+		h  [23]Vector
+	}
+	headers15 struct { // 32, for 17 or more: 18..32
+		hs headers
+		h  [15]Vector
 	}
 )
 
 // newVectorRoom is newVectorTail for Conj: the tail of length n (1..32)
 // has room for about as many elements again (up to 32), which later Conjs
-// take in place (Vector.claim).
-func newVectorRoom(n int) *Vector {
+// take in place (Vector.room). growing says that the vector was grown by
+// Conj already and is likely to be again: its room then keeps the headers
+// of the vectors that will take the room too.
+func newVectorRoom(n int, growing bool) *Vector {
 	var v *Vector
-	var claim *atomic.Int32
+	var r *room
+	var tail []Value
 	switch {
 	case n <= 2:
 		b := &roomBox4{}
-		v, claim = &b.v, &b.claim
-		v.tail = b.a[:n]
+		v, r, tail = &b.v, &b.r, b.a[:n]
 	case n <= 4:
 		b := &roomBox8{}
-		v, claim = &b.v, &b.claim
-		v.tail = b.a[:n]
+		v, r, tail = &b.v, &b.r, b.a[:n]
 	case n <= 8:
 		b := &roomBox16{}
-		v, claim = &b.v, &b.claim
-		v.tail = b.a[:n]
+		v, r, tail = &b.v, &b.r, b.a[:n]
 	default:
 		b := &roomBox32{}
-		v, claim = &b.v, &b.claim
-		v.tail = b.a[:n]
+		v, r, tail = &b.v, &b.r, b.a[:n]
 	}
-	claim.Store(int32(n))
-	v.claim = claim
+	r.claimed.Store(int32(n))
+	v.tail, v.room = tail, r
+	if growing && n < cap(tail) {
+		var hs *headers
+		switch {
+		case n <= 2:
+			b := &headers3{}
+			hs = &b.hs
+			hs.first, hs.h = 2, b.h[:]
+		case n <= 4:
+			b := &headers5{}
+			hs = &b.hs
+			hs.first, hs.h = 4, b.h[:]
+		case n <= 8:
+			b := &headers11{}
+			hs = &b.hs
+			hs.first, hs.h = 6, b.h[:]
+		case n <= 16:
+			b := &headers23{}
+			hs = &b.hs
+			hs.first, hs.h = 10, b.h[:]
+		default:
+			b := &headers15{}
+			hs = &b.hs
+			hs.first, hs.h = 18, b.h[:]
+		}
+		r.hdrs.Store(hs)
+	}
 	return v
 }
 

@@ -18,12 +18,12 @@ type Vector struct {
 	root  *vnode  // never nil; an empty interior node when cnt <= 32
 	tail  []Value // the last 1..32 elements (0 only when empty)
 	hash  atomic.Uint64
-	// claim, when set, counts the slots of tail's backing array that
+	// room, when set, counts the slots of tail's backing array that
 	// vectors sharing it have taken: Conj appends in place, without
 	// copying the tail, when it can take the slot after its own elements
 	// (no other vector has); otherwise it copies. Slots past a vector's
 	// length are never read through it.
-	claim *atomic.Int32
+	room *room
 }
 
 // vnode is a trie node: interior nodes use kids, leaves hold 32 vals.
@@ -144,32 +144,42 @@ func (v *Vector) Index(i int) Value {
 	return v.leafFor(i)[i&vmask]
 }
 
-// Conj returns a new vector with x appended. O(log32 n); one allocation
-// when the tail has room, which is 31 times out of 32: the new vector's
-// header alone when x can go in place into the tail's backing array (the
-// usual case of a vector grown by Conj and conj'ed once), else the header
-// with a copy of the tail that leaves room to grow.
+// Conj returns a new vector with x appended. O(log32 n). When x can go in
+// place into the tail's backing array (the usual case of a vector grown by
+// Conj and conj'ed once), the new vector's header is the one the tail's
+// room keeps for it, if the room was made for a growing vector (no
+// allocation), else a new one; otherwise one allocation holds the header
+// and a copy of the tail with room to grow: a vector that Conj keeps
+// growing allocates three tails and their headers per 32 elements, and its
+// trie's nodes.
 func (v *Vector) Conj(x Value) *Vector {
 	if n := len(v.tail); n < vwidth {
 		var nv *Vector
 		switch {
-		case v.claim == nil:
-			nv = newVectorRoom(n + 1)
-		case n < cap(v.tail) && v.claim.CompareAndSwap(int32(n), int32(n+1)):
+		case v.room == nil:
+			nv = newVectorRoom(n+1, false)
+		case n < cap(v.tail) && v.room.claimed.CompareAndSwap(int32(n), int32(n+1)):
 			t := v.tail[:n+1]
 			t[n] = x
-			return &Vector{cnt: v.cnt + 1, shift: v.shift, root: v.root, tail: t, claim: v.claim}
+			// The slot is this vector's alone, and so is the header
+			// the room keeps for it (if it keeps one).
+			nv = v.room.header(n + 1)
+			nv.cnt, nv.shift, nv.root, nv.tail, nv.room = v.cnt+1, v.shift, v.root, t, v.room
+			return nv
 		case n < cap(v.tail):
 			// Another vector took the slot: this one branches, and
 			// branches are copied at their size, as before room existed.
 			nv = newVectorTail(n + 1)
 		default:
-			nv = newVectorRoom(n + 1)
+			nv = newVectorRoom(n+1, true) // grown by Conj and growing
 		}
 		copy(nv.tail, v.tail)
 		nv.tail[n] = x
 		nv.cnt, nv.shift, nv.root = v.cnt+1, v.shift, v.root
 		return nv
+	}
+	if v.room != nil {
+		v.room.hdrs.Store(nil) // no slot left to claim (room.hdrs)
 	}
 	full := &vnode{vals: v.tail}
 	root, shift := v.root, v.shift
@@ -180,7 +190,7 @@ func (v *Vector) Conj(x Value) *Vector {
 	} else {
 		root = v.pushTail(shift, root, full)
 	}
-	nv := newVectorRoom(1)
+	nv := newVectorRoom(1, v.room != nil)
 	nv.tail[0] = x
 	nv.cnt, nv.shift, nv.root = v.cnt+1, shift, root
 	return nv

@@ -221,6 +221,41 @@ func TestVectorConjBranches(t *testing.T) {
 	}
 }
 
+// A vector that Conj keeps growing takes its headers from the room of its
+// tail: every version is a vector of its own (all kept here and checked),
+// and a Conj allocates only when a tail starts or fills (three boxes per
+// 32 elements, and the trie's nodes), not once per element.
+func TestVectorConjGrowingTakesHeadersFromRoom(t *testing.T) {
+	const n = 320
+	elems := make([]Value, n) // boxed once: an Int over 255 allocates
+	for i := range elems {
+		elems[i] = Int(i)
+	}
+	var versions []*Vector
+	grow := func() {
+		versions = versions[:0]
+		v := NewVector()
+		for _, e := range elems {
+			v = v.Conj(e)
+			versions = append(versions, v)
+		}
+	}
+	versions = make([]*Vector, 0, n)
+	grow()
+	for i, v := range versions {
+		if v.Len() != i+1 || v.Index(i) != Int(i) || v.Index(0) != Int(0) {
+			t.Fatalf("version %d: length %d, last %v", i, v.Len(), v.Index(v.Len()-1))
+		}
+		if i > 0 && v == versions[i-1] {
+			t.Fatalf("versions %d and %d share a header", i-1, i)
+		}
+	}
+	// One header per element would be n allocations.
+	if a := testing.AllocsPerRun(20, grow); a > n/4 {
+		t.Errorf("%d Conjs allocate %.0f times, want at most %d", n, a, n/4)
+	}
+}
+
 // TestVectorOwnedShapes: a vector built from a slice it takes over holds
 // every element at its index, and grows and changes like any vector, at
 // every size up to three trie levels.
