@@ -175,23 +175,6 @@ func (c *settings) claim(ctx context.Context, id string) error {
 	return nil
 }
 
-// release gives up an ended stream, or forgets one that moved.
-func (s *stream) release() {
-	c := s.env.cluster
-	if c == nil {
-		return
-	}
-	if s.moved.Load() {
-		c.Forget(s.id)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.Release(ctx, s.id, true); err != nil {
-		s.env.log.Warn("cluster: an ended stream not released", "stream", s.id, "err", err)
-	}
-}
-
 // place runs after a fresh stream started without a local follower
 // (StartRequest.Local): when the cluster says another host should run it,
 // the stream stops here with its progress committed and is offered to that

@@ -1,7 +1,5 @@
 package provider
 
-import "github.com/rtfshost/rtfshost/transport"
-
 // SourceComesBack reports whether the source of stream id comes back when
 // the process that runs the stream ends and the stream is resumed later: a
 // source that replays from a cursor (SSE, MCP over HTTP) does, and so does
@@ -18,12 +16,5 @@ func (p *Provider) SourceComesBack(id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s.mu.Lock()
-	t, keys := s.def.kind.Transport, s.def.keys
-	s.mu.Unlock()
-	if t == nil || replayable(t) {
-		return true, nil
-	}
-	restart, err := transport.ParseRestart(keys)
-	return err == nil && restart, nil
+	return s.sourceComesBack(), nil
 }

@@ -35,7 +35,7 @@ func (p *Provider) forward(ctx context.Context, id, verb string, notHere error) 
 	if err := ctx.Err(); err != nil {
 		return Status{}, fmt.Errorf("%s stream %q: %w", verb, id, err)
 	}
-	fctx, cancel := p.forwardContext(ctx)
+	fctx, cancel := forwardContext(ctx, p.ctx)
 	defer cancel()
 	a, s, err := p.remote(fctx, Request{Verb: verb, StreamID: id})
 	switch {
@@ -57,14 +57,14 @@ const DefaultForwardTimeout = 10 * time.Second
 
 // forwardContext is the context a request forwarded to another host runs
 // in: ctx, bounded by DefaultForwardTimeout when it has no deadline, and
-// ended with cause ErrClosed when the provider closes.
-func (p *Provider) forwardContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// ended with cause ErrClosed when closing (the provider's context) ends.
+func forwardContext(ctx, closing context.Context) (context.Context, context.CancelFunc) {
 	stopTimer := context.CancelFunc(func() {})
 	if _, ok := ctx.Deadline(); !ok {
 		ctx, stopTimer = context.WithTimeout(ctx, DefaultForwardTimeout)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(p.ctx, func() { cancel(ErrClosed) })
+	stop := context.AfterFunc(closing, func() { cancel(ErrClosed) })
 	return ctx, func() {
 		stop()
 		cancel(nil)
@@ -111,18 +111,6 @@ func (p *Provider) Pause(ctx context.Context, id string) (Status, error) {
 	return p.control(ctx, id, "pause", pauseChange)
 }
 
-func pauseChange(s *stream) error {
-	if s.st == StateFailed {
-		return fmt.Errorf("cannot pause stream %q: it is failed (%s); resume, skip or cancel it", s.id, s.msg)
-	}
-	if s.st != StatePaused {
-		s.obs.Directive("pause", "request") // pausing a paused stream applies nothing
-		s.noteLocked(TimelineEvent{Kind: "pause", Source: "request"})
-	}
-	s.st, s.resumeAt, s.pausedByRequest = StatePaused, time.Time{}, true
-	return nil
-}
-
 // Resume resumes a paused stream id: its backlog drains in order at once.
 // A failed stream (StateFailed) is repaired: the chunk it is held on is
 // processed again, from the state after the chunk before, by the processor
@@ -134,21 +122,6 @@ func (p *Provider) Resume(ctx context.Context, id string) (Status, error) {
 	return p.control(ctx, id, "resume", resumeChange)
 }
 
-func resumeChange(s *stream) error {
-	if s.st == StateFailed {
-		if s.resumeFailedLocked() && !s.taskActive {
-			s.reconnect = true // its transport returned: it runs again
-		}
-		return nil
-	}
-	if s.st != StateActive {
-		s.obs.Directive("resume", "request") // resuming an active stream applies nothing
-		s.noteLocked(TimelineEvent{Kind: "resume", Source: "request"})
-	}
-	s.st, s.resumeAt = StateActive, time.Time{}
-	return nil
-}
-
 // Cancel cancels stream id: its transport stops, its queued chunks are
 // dropped and counted, its status becomes :cancelled. Cancelling an ended
 // stream changes nothing and returns its status. ctx bounds it as it
@@ -158,24 +131,7 @@ func (p *Provider) Cancel(ctx context.Context, id string) (Status, error) {
 	if err != nil {
 		return p.forward(ctx, id, "cancel", err)
 	}
-	s.mu.Lock()
-	if err := ctx.Err(); err != nil {
-		s.mu.Unlock()
-		return Status{}, fmt.Errorf("cancel stream %q: %w", id, err)
-	}
-	if s.dormant || s.upgrade != nil {
-		defer s.mu.Unlock()
-		return Status{}, errDormant(s, "cancel")
-	}
-	if !s.st.Terminal() {
-		s.obs.Directive("cancel", "request")
-		s.noteLocked(TimelineEvent{Kind: "cancel", Source: "request"})
-		s.cancelLocked("request")
-	}
-	st := s.statusLocked()
-	s.mu.Unlock()
-	s.signal()
-	return st, nil
+	return s.cancelRequest(ctx)
 }
 
 // ErrEnded is matched (errors.Is) by the error of Pause, Resume or Skip
@@ -200,19 +156,6 @@ func (e *EndedError) Error() string {
 // Is reports whether target is ErrEnded.
 func (e *EndedError) Is(target error) bool { return target == ErrEnded }
 
-// errDormant reports a request to a stream that was recovered without
-// connecting (Options.ManualConnect), or could not be recovered, or is
-// stopped for an upgrade: it can be inspected, not driven. s.mu is held.
-func errDormant(s *stream, verb string) error {
-	switch {
-	case s.st == StateUnrecoverable:
-		return fmt.Errorf("cannot %s stream %q: it is unrecoverable (%s); give it a processor again (rtfshost upgrade) or remove it", verb, s.id, s.msg)
-	case s.upgrade != nil || s.swapping:
-		return fmt.Errorf("cannot %s stream %q: its processor is being swapped; try again in a moment", verb, s.id)
-	}
-	return fmt.Errorf("cannot %s stream %q: it was loaded from the store without running (manual connect); inspect only", verb, s.id)
-}
-
 // control makes change (verb's) to stream id under its lock, or forwards
 // verb to the stream's owner; ctx is checked once the lock is held (Pause
 // says why).
@@ -225,44 +168,6 @@ func (p *Provider) control(ctx context.Context, id, verb string, change func(*st
 		return p.forward(ctx, id, verb, err)
 	}
 	return s.control(ctx, verb, change)
-}
-
-// control makes change (verb's) to the stream under its lock, once ctx is
-// checked with the lock held, and publishes, stores and applies what
-// changed.
-func (s *stream) control(ctx context.Context, verb string, change func(*stream) error) (Status, error) {
-	s.mu.Lock()
-	if err := ctx.Err(); err != nil {
-		s.mu.Unlock()
-		return Status{}, fmt.Errorf("%s stream %q: %w", verb, s.id, err)
-	}
-	if s.dormant || s.upgrade != nil || s.swapping {
-		defer s.mu.Unlock()
-		return Status{}, errDormant(s, verb)
-	}
-	if s.st.Terminal() {
-		st := s.st
-		s.mu.Unlock()
-		return Status{}, &EndedError{StreamID: s.id, Verb: verb, State: st}
-	}
-	if err := change(s); err != nil {
-		s.mu.Unlock()
-		return Status{}, err
-	}
-	st := s.statusLocked()
-	subs := s.subs
-	reconnect := s.reconnect
-	s.reconnect = false
-	s.mu.Unlock()
-	if reconnect {
-		s.connectAgain()
-	}
-	s.changed(subs)
-	if s.ps != nil {
-		s.ps.changed()
-	}
-	s.signal()
-	return st, nil
 }
 
 // Await blocks until stream id ends, or ctx ends, and returns the :result of

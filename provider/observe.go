@@ -99,25 +99,6 @@ func (nopObserver) Ended(Status)                                           {}
 var actionNames = [...]string{actNone: "none", actContinue: "continue", actPause: "pause",
 	actResume: "resume", actCancel: "cancel", actComplete: "complete"}
 
-// observe asks the provider's observer for s's StreamObserver. Called by
-// launch, with s.mu held, before the stream's goroutines start.
-func (s *stream) observe(ctx context.Context, recovered bool) {
-	if s.env.observer == nil {
-		return
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	o := s.env.observer.StreamStarted(ctx, StreamDesc{
-		ID: s.id, Endpoint: s.def.endpoint, Transport: s.def.transport,
-		Processor: s.def.procName, Recovered: recovered,
-	})
-	if o != nil {
-		s.obs, s.observed = o, true
-		s.out.obs = o
-	}
-}
-
 // limitHit reports a limit to the observer, if any.
 func (c *settings) limitHit(kind string) {
 	if c.opts.Observer != nil {

@@ -423,18 +423,6 @@ func (r *registry) add(s *stream, commit func() error, fresh bool) ([]*Subscript
 	return r.attachPendingLocked(s), nil
 }
 
-// admit counts the goroutines launch will start for s, a stream just put
-// in its provider's registry, whose mu is held: its worker, and its
-// transport when it connects.
-func (s *stream) admit() {
-	connect := s.def.kind.Transport != nil && s.env.autoConnect
-	s.taskPresent, s.taskActive = connect, connect
-	s.env.wg.Add(1)
-	if connect {
-		s.env.wg.Add(1)
-	}
-}
-
 // ErrTooManyStreams is wrapped by Start's error when Options.MaxStreams
 // streams are running.
 var ErrTooManyStreams = errors.New("too many streams")

@@ -7,7 +7,6 @@ import (
 	"github.com/rtfshost/rtfshost/capabilities"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -323,25 +322,6 @@ func resolveProcessor(v rtfs.Value, g *rtfs.Globals) (rtfs.Value, string, error)
 	return fn, name, nil
 }
 
-// launch starts the stream's goroutines, which the registry counted in its
-// wait group when it admitted s.
-func (s *stream) launch() {
-	s.mu.Lock()
-	connect := s.taskPresent
-	s.observe(s.startCtx, s.recovered)
-	start := TimelineEvent{Kind: "start"}
-	if s.recovered {
-		start.Message = "recovered from the store"
-	}
-	s.noteLocked(start)
-	s.mu.Unlock()
-	go s.work()
-	if connect {
-		go s.runTransport(s.def.kind.Transport, s.spec(), s.env.runs.follow(s.id, s.tdone), s.tdone)
-	}
-	s.env.log.Debug("stream started", "stream", s.id, "endpoint", s.def.endpoint, "transport", s.def.transport)
-}
-
 // target is the URL that chooses a stream's transport when the start call
 // names none: its endpoint when that is a URL of its own, else its server
 // URL.
@@ -488,84 +468,6 @@ func (c *settings) checkEgress(def definition) error {
 		}
 	}
 	return nil
-}
-
-// idleTimeout is the stream's idle timeout, 0 for none.
-func (s *stream) idleTimeout() time.Duration {
-	d := s.def.idle
-	if d == 0 {
-		d = s.env.idleTimeout
-	}
-	return max(d, 0)
-}
-
-// spec builds the transport.Spec of s. It carries the auth header only when
-// the stream's target has the header's origin (the configured server URL's),
-// and an HTTP client that checks redirects against the egress policy, strips
-// the header on a redirect that leaves that origin, and applies the idle
-// timeout (which Spec.IdleTimeout carries for the other transports).
-func (s *stream) spec() transport.Spec {
-	sp := transport.Spec{
-		StreamID:      s.id,
-		Endpoint:      s.def.endpoint,
-		Config:        s.def.tconf,
-		RetryAttempts: s.env.retryAttempts,
-		MaxEventBytes: transport.DefaultMaxEventBytes,
-		IdleTimeout:   s.idleTimeout(),
-		Logger:        s.env.transportLog,
-		Resumed:       s.recovered,
-		Stale:         s.stale,
-	}
-	if s.def.config != nil {
-		if b, err := rtfs.ToJSON(s.def.config); err == nil {
-			sp.Arguments = b
-		}
-	}
-	if s.def.kind.Target == transport.TargetURL {
-		sp.HTTP = transport.HTTP{
-			ServerURL: s.def.serverURL,
-			URL:       s.def.dial,
-			Header:    s.env.cred.HeaderFor(s.def.dial),
-			Client: egress.Client(egress.ClientOptions{
-				Base:        s.env.base,
-				Policy:      s.env.egress,
-				Credential:  s.env.cred,
-				IdleTimeout: s.idleTimeout(),
-			}),
-		}
-		if s.def.config != nil {
-			sp.HTTP.Query = queryOf(s.def.config)
-		}
-	}
-	return sp
-}
-
-// queryOf renders :config as query parameters: strings as they are, keywords
-// and symbols by name, numbers and booleans printed, nil left out, and
-// collections as JSON.
-func queryOf(m *rtfs.Map) map[string]string {
-	q := make(map[string]string, m.Len())
-	m.Range(func(k, v rtfs.Value) bool {
-		key := rtfs.TextOf(k)
-		switch v := v.(type) {
-		case rtfs.NilType:
-			return true
-		case rtfs.String, rtfs.Keyword, rtfs.Symbol:
-			q[key] = rtfs.TextOf(v)
-		case rtfs.Int:
-			q[key] = strconv.FormatInt(int64(v), 10)
-		case rtfs.Float, rtfs.Bool:
-			q[key] = v.String()
-		default:
-			if b, err := rtfs.ToJSON(v); err == nil {
-				q[key] = string(b)
-			} else {
-				q[key] = rtfs.Excerpt(v, 4096)
-			}
-		}
-		return true
-	})
-	return q
 }
 
 // Deliver hands chunk c to stream id as if its transport had read it. It

@@ -21,6 +21,11 @@ import (
 //	failure.go    a chunk the processor fails on: retried, held, or set aside (deadletter.go)
 //	stats.go      the counters it moves
 //	persist.go    its effect (and, for a source that cannot replay, the chunk) is stored
+//
+// and around it: stream.go starts the stream's goroutines (launch), spec.go
+// gives its transport what it connects with, request.go takes the requests
+// of the provider's callers (pause, resume, cancel), and env.go is all the
+// stream reaches of its provider.
 
 // A State is a stream's lifecycle state.
 type State string
@@ -190,6 +195,56 @@ func newStream(env *streamEnv, id string, def definition, proc processor) *strea
 	return s
 }
 
+// admit counts the goroutines launch will start for s, a stream just put
+// in its provider's registry, whose mu is held: its worker, and its
+// transport when it connects.
+func (s *stream) admit() {
+	connect := s.def.kind.Transport != nil && s.env.autoConnect
+	s.taskPresent, s.taskActive = connect, connect
+	s.env.wg.Add(1)
+	if connect {
+		s.env.wg.Add(1)
+	}
+}
+
+// launch starts the stream's goroutines, which the registry counted in its
+// wait group when it admitted s.
+func (s *stream) launch() {
+	s.mu.Lock()
+	connect := s.taskPresent
+	s.observe(s.startCtx, s.recovered)
+	start := TimelineEvent{Kind: "start"}
+	if s.recovered {
+		start.Message = "recovered from the store"
+	}
+	s.noteLocked(start)
+	s.mu.Unlock()
+	go s.work()
+	if connect {
+		go s.runTransport(s.def.kind.Transport, s.spec(), s.env.runs.follow(s.id, s.tdone), s.tdone)
+	}
+	s.env.log.Debug("stream started", "stream", s.id, "endpoint", s.def.endpoint, "transport", s.def.transport)
+}
+
+// observe asks the provider's observer for s's StreamObserver. Called by
+// launch, with s.mu held, before the stream's goroutines start.
+func (s *stream) observe(ctx context.Context, recovered bool) {
+	if s.env.observer == nil {
+		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	o := s.env.observer.StreamStarted(ctx, StreamDesc{
+		ID: s.id, Endpoint: s.def.endpoint, Transport: s.def.transport,
+		Processor: s.def.procName, Recovered: recovered,
+	})
+	if o != nil {
+		s.obs, s.observed = o, true
+		s.out.obs = o
+	}
+}
+
 // runTransport runs the transport until the source ends and reports the end
 // to the worker. It starts only once prev, the previous transport run of
 // the stream's id, has returned (runs.go).
@@ -250,6 +305,31 @@ func (s *stream) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.statusLocked()
+}
+
+// stuck reports whether the stream is stuck (Provider.Stuck says when),
+// and why.
+func (s *stream) stuck() (StuckStream, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st == StateFailed && s.failure != nil {
+		f := *s.failure
+		return StuckStream{StreamID: s.id, Reason: failedReason(&f), Failure: &f}, true
+	}
+	if s.st != StatePaused || !s.resumeAt.IsZero() || s.pausedByRequest {
+		return StuckStream{}, false
+	}
+	switch {
+	case s.srcDone:
+		return StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and its source has ended"}, true
+	case s.queue.len() >= s.def.capacity:
+		return StuckStream{StreamID: s.id, Reason: fmt.Sprintf("paused with no :resume-after-ms, and its queue is full (%d chunks), so its source is held back", s.def.capacity)}, true
+	case !s.taskPresent:
+		return StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and it has no source connected"}, true
+	case !s.sentCtrl:
+		return StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and its source sends no control chunk that could resume it (it has sent none)"}, true
+	}
+	return StuckStream{}, false
 }
 
 // endErr returns the error that Await and WaitAll report for s, which did

@@ -27,24 +27,9 @@ func (p *Provider) Stuck() []StuckStream {
 	p.mu.Unlock()
 	var out []StuckStream
 	for _, s := range order {
-		s.mu.Lock()
-		if s.st == StateFailed && s.failure != nil {
-			f := *s.failure
-			out = append(out, StuckStream{StreamID: s.id, Reason: failedReason(&f), Failure: &f})
+		if st, ok := s.stuck(); ok {
+			out = append(out, st)
 		}
-		if s.st == StatePaused && s.resumeAt.IsZero() && !s.pausedByRequest {
-			switch {
-			case s.srcDone:
-				out = append(out, StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and its source has ended"})
-			case s.queue.len() >= s.def.capacity:
-				out = append(out, StuckStream{StreamID: s.id, Reason: fmt.Sprintf("paused with no :resume-after-ms, and its queue is full (%d chunks), so its source is held back", s.def.capacity)})
-			case !s.taskPresent:
-				out = append(out, StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and it has no source connected"})
-			case !s.sentCtrl:
-				out = append(out, StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and its source sends no control chunk that could resume it (it has sent none)"})
-			}
-		}
-		s.mu.Unlock()
 	}
 	return out
 }

@@ -359,6 +359,23 @@ func (s *stream) exit() {
 	close(s.done)
 }
 
+// release gives up an ended stream, or forgets one that moved.
+func (s *stream) release() {
+	c := s.env.cluster
+	if c == nil {
+		return
+	}
+	if s.moved.Load() {
+		c.Forget(s.id)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Release(ctx, s.id, true); err != nil {
+		s.env.log.Warn("cluster: an ended stream not released", "stream", s.id, "err", err)
+	}
+}
+
 // saveFinal commits the final progress of a terminal stream and waits for
 // it, so that Await and WaitAll see an end that survives a crash. If the
 // commit fails, a completed or cancelled stream becomes :error with the
