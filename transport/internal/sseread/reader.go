@@ -191,7 +191,7 @@ func (rd *Reader) field(line []byte, inBuf bool) {
 		return
 	}
 	name, value := line, []byte(nil)
-	if i := bytes.IndexByte(line, ':'); i >= 0 {
+	if i := colon(line); i >= 0 {
 		name, value = line[:i], line[i+1:]
 		if len(value) > 0 && value[0] == ' ' {
 			value = value[1:]
@@ -241,6 +241,20 @@ func (rd *Reader) field(line []byte, inBuf bool) {
 			rd.retry = ms
 		}
 	}
+}
+
+// colon returns the index of line's first colon, or -1. The fields every
+// event has, data, id and event, are recognized without a scan.
+func colon(line []byte) int {
+	switch {
+	case len(line) > 4 && line[4] == ':' && string(line[:4]) == "data":
+		return 4
+	case len(line) > 2 && line[2] == ':' && string(line[:2]) == "id":
+		return 2
+	case len(line) > 5 && line[5] == ':' && string(line[:5]) == "event":
+		return 5
+	}
+	return bytes.IndexByte(line, ':')
 }
 
 // keepData makes ev.Data the Reader's own copy, rd.data, if it is lent.
