@@ -18,8 +18,9 @@ type dataset struct {
 	// defaultInterval is the pause before each chunk when interval_ms is absent.
 	defaultInterval time.Duration
 	// appendRecord appends the chunk object for seq without its closing brace,
-	// so that the caller can add padding before closing it.
-	appendRecord func(dst []byte, seq int) []byte
+	// so that the caller can add padding before closing it; dec is seq in
+	// decimal.
+	appendRecord func(dst []byte, seq int, dec []byte) []byte
 }
 
 type city struct {
@@ -32,7 +33,7 @@ type city struct {
 // weatherRecords returns the appendRecord of weather.monitor.v1: it cycles
 // through six cities; each later round shifts the temperature and humidity a
 // little so readings differ between rounds.
-func weatherRecords() func([]byte, int) []byte {
+func weatherRecords() func([]byte, int, []byte) []byte {
 	cities := [...]city{
 		{"Paris", 184, 62, "cloudy"},
 		{"Tokyo", 231, 70, "rain"},
@@ -41,7 +42,7 @@ func weatherRecords() func([]byte, int) []byte {
 		{"Lima", 197, 77, "fog"},
 		{"Sydney", 212, 55, "windy"},
 	}
-	return func(dst []byte, seq int) []byte {
+	return func(dst []byte, seq int, _ []byte) []byte {
 		i := seq - 1
 		c := cities[i%len(cities)]
 		round := i / len(cities)
@@ -67,17 +68,17 @@ func appendTenths(dst []byte, n int) []byte {
 
 // appendCycled returns an appendRecord that cycles through records and adds
 // a "rank" field carrying seq.
-func appendCycled(records []string) func([]byte, int) []byte {
-	return func(dst []byte, seq int) []byte {
+func appendCycled(records []string) func([]byte, int, []byte) []byte {
+	return func(dst []byte, seq int, dec []byte) []byte {
 		dst = append(dst, records[(seq-1)%len(records)]...)
 		dst = append(dst, `,"rank":`...)
-		return strconv.AppendInt(dst, int64(seq), 10)
+		return append(dst, dec...)
 	}
 }
 
-func appendCounter(dst []byte, seq int) []byte {
+func appendCounter(dst []byte, _ int, dec []byte) []byte {
 	dst = append(dst, `{"n":`...)
-	return strconv.AppendInt(dst, int64(seq), 10)
+	return append(dst, dec...)
 }
 
 const defaultDatasetInterval = 150 * time.Millisecond

@@ -22,6 +22,39 @@ type encoder struct {
 	pad    []byte // the "pad" field's value: size bytes of 'x'
 	now    func() time.Time
 	at     []byte // generated_at, formatted by stamp; empty: read now per chunk
+	dec    []byte // decSeq in decimal
+	decSeq int    // the seq dec holds; 0: none yet
+}
+
+// decimal returns seq in decimal, valid until the next call. A stream's
+// seqs follow one another, so the digits of the one before are incremented
+// in place rather than formatted anew (the id line, the envelope's seq and
+// a counter's n all carry it).
+func (e *encoder) decimal(seq int) []byte {
+	switch {
+	case seq == e.decSeq:
+	case seq == e.decSeq+1 && e.decSeq > 0:
+		e.dec = incDecimal(e.dec)
+	default:
+		e.dec = strconv.AppendInt(e.dec[:0], int64(seq), 10)
+	}
+	e.decSeq = seq
+	return e.dec
+}
+
+// incDecimal adds one to the positive decimal number d, in place when no
+// digit is added.
+func incDecimal(d []byte) []byte {
+	for i := len(d) - 1; i >= 0; i-- {
+		if d[i] < '9' {
+			d[i]++
+			return d
+		}
+		d[i] = '0'
+	}
+	d = append(d, '0') // 99 -> 100
+	d[0] = '1'
+	return d
 }
 
 // stamp reads the clock once for the chunks appended until the next stamp:
@@ -48,10 +81,11 @@ func newEncoder(d *dataset, size int, now func() time.Time) *encoder {
 // it is shorter.
 func (e *encoder) appendData(dst []byte, seq, target int) []byte {
 	start := len(dst)
+	dec := e.decimal(seq)
 	dst = append(dst, e.prefix...)
-	dst = strconv.AppendInt(dst, int64(seq), 10)
+	dst = append(dst, dec...)
 	dst = append(dst, `,"chunk":`...)
-	dst = e.d.appendRecord(dst, seq)
+	dst = e.d.appendRecord(dst, seq, dec)
 	if len(e.pad) > 0 {
 		dst = append(dst, `,"pad":"`...)
 		dst = append(dst, e.pad...)

@@ -159,7 +159,7 @@ func (st *sseStream) appendChunk(seq, oversized int) {
 		target = oversized
 	}
 	st.buf = append(st.buf, "id: "...)
-	st.buf = strconv.AppendInt(st.buf, int64(seq), 10)
+	st.buf = append(st.buf, st.enc.decimal(seq)...)
 	st.buf = append(st.buf, "\nevent: chunk\ndata: "...)
 	st.buf = st.enc.appendData(st.buf, seq, target)
 	st.buf = append(st.buf, "\n\n"...)
