@@ -165,7 +165,29 @@ func (rd *Reader) Next() (*Event, error) {
 		rd.clearEvent() // the event returned by the previous call
 	}
 	for {
-		line, inBuf, err := rd.nextLine()
+		var line []byte
+		var inBuf bool
+		var err error
+		// The fast path, written out here: a line that starts at rd.r in the
+		// plain state (no BOM check, comment or CR pending, no long line) and
+		// ends with an LF that no CR precedes takes one scan for the LF, the
+		// buffer's CRs having been looked for once for all its lines
+		// (noCR). Everything else goes through readLine.
+		if rd.bomOK && !rd.skipLF && !rd.inNote && len(rd.long) == 0 && rd.r < rd.w && rd.buf[rd.r] != ':' {
+			seg := rd.buf[rd.r:rd.w]
+			if i := bytes.IndexByte(seg, '\n'); i >= 0 && (rd.r+i < rd.crFree || rd.noCR(rd.r+i)) {
+				rd.r += i + 1
+				rd.size += i + 1
+				if rd.size > rd.max {
+					return nil, rd.tooLarge()
+				}
+				line, inBuf = seg[:i], true
+			} else {
+				line, inBuf, err = rd.readLine()
+			}
+		} else {
+			line, inBuf, err = rd.readLine()
+		}
 		if err != nil {
 			if err == io.EOF && rd.partial() {
 				return nil, io.ErrUnexpectedEOF
@@ -306,27 +328,6 @@ func parseRetry(v []byte) (int64, bool) {
 }
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
-
-// nextLine returns the next line without its terminator, and whether it
-// points into buf. Its fast path takes a line that starts at rd.r in the
-// plain state (no BOM check, comment or CR pending, no long line) and ends
-// with an LF that no CR precedes: one scan for the LF, the buffer's CRs
-// having been looked for once for all its lines. Everything else goes
-// through readLine.
-func (rd *Reader) nextLine() ([]byte, bool, error) {
-	if rd.bomOK && !rd.skipLF && !rd.inNote && len(rd.long) == 0 && rd.r < rd.w && rd.buf[rd.r] != ':' {
-		seg := rd.buf[rd.r:rd.w]
-		if i := bytes.IndexByte(seg, '\n'); i >= 0 && rd.noCR(rd.r+i) {
-			rd.r += i + 1
-			rd.size += i + 1
-			if rd.size > rd.max {
-				return nil, false, rd.tooLarge()
-			}
-			return seg[:i], true, nil
-		}
-	}
-	return rd.readLine()
-}
 
 // noCR reports whether buf[rd.r:end] holds no CR, scanning past crFree
 // only: every byte of the buffer is looked at once however many lines it
