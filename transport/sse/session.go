@@ -34,6 +34,7 @@ type session struct {
 	pos        position      // the stream's position: last event id and id-less count
 	lastName   string        // the last event name seen, reused to avoid allocating
 	reads      uint64        // rd.Reads() when at was read
+	ids        idStrings     // the strings of event ids
 	at         time.Time     // when the read that brought the last event returned
 	retryAfter time.Duration // a Retry-After from the last response, 0 if none
 }
@@ -243,7 +244,7 @@ func (s *session) stream(ctx context.Context) (progressed bool, err error) {
 			return progressed, s.readError(ctx, err)
 		}
 		if ev.HasID && (cur.k != 0 || string(ev.ID) != cur.base) {
-			cur = position{base: string(ev.ID)}
+			cur = position{base: s.ids.of(ev.ID)}
 		}
 		if len(ev.Data) == 0 {
 			// Comments, retry-only blocks, priming events: not chunks, but an
@@ -279,6 +280,29 @@ func (s *session) receivedAt() time.Time {
 		s.reads, s.at = n, s.clk.Now()
 	}
 	return s.at
+}
+
+// idStrings makes the strings of event ids, cut from a block that a
+// strings.Builder fills, so that a block of ids costs one allocation rather
+// than one each. A string a Builder returns is never written again, and a
+// full block is left to the ids cut from it: an id kept (a stream's cursor)
+// keeps its block, at most idBlock bytes, alive.
+type idStrings struct{ b strings.Builder }
+
+// idBlock is the size of a block of ids; a longer id gets a string of its own.
+const idBlock = 256
+
+func (p *idStrings) of(id []byte) string {
+	if len(id) == 0 || len(id) > idBlock/8 {
+		return string(id)
+	}
+	if p.b.Cap()-p.b.Len() < len(id) {
+		p.b = strings.Builder{}
+		p.b.Grow(idBlock)
+	}
+	n := p.b.Len()
+	p.b.Write(id)
+	return p.b.String()[n:]
 }
 
 func (s *session) eventName(b []byte) string {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +69,27 @@ func TestReceivedAtIsTheRead(t *testing.T) {
 	}
 	if clk.calls != 3 {
 		t.Fatalf("the clock was read %d times for 3 reads", clk.calls)
+	}
+}
+
+// TestIDStrings: ids cut from shared blocks keep their values while later
+// ids fill the block and new blocks are taken; a long id gets a string of
+// its own.
+func TestIDStrings(t *testing.T) {
+	var p idStrings
+	var got, want []string
+	for i := range 5000 {
+		id := strconv.Itoa(i * 7919)
+		if i%97 == 0 {
+			id = strings.Repeat("x", idBlock/8+1+i%5)
+		}
+		got = append(got, p.of([]byte(id)))
+		want = append(want, id)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("an id string changed after later ids were made")
+	}
+	if s := p.of(nil); s != "" {
+		t.Fatalf("empty id = %q", s)
 	}
 }
