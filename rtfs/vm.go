@@ -30,8 +30,7 @@ const checkInterval = 1024
 func (th *Thread) run(pending error) (result Value, err error) {
 	top := len(th.frames) - 1
 	fr := &th.frames[top]
-	fi := fr.fn
-	code := fi.code.Code
+	code := fr.fn.code.Code
 	pc, base, sp := fr.pc, fr.base, th.sp
 	stack := th.stack
 	steps := th.steps
@@ -45,8 +44,8 @@ func (th *Thread) run(pending error) (result Value, err error) {
 			}
 			err = nil
 			fr = &th.frames[len(th.frames)-1]
-			fi, pc, base = fr.fn, fr.pc, fr.base
-			code, stack, sp = fi.code.Code, th.stack, th.sp
+			pc, base = fr.pc, fr.base
+			code, stack, sp = fr.fn.code.Code, th.stack, th.sp
 		}
 		if steps >= th.nextCheck {
 			th.steps = steps
@@ -61,10 +60,10 @@ func (th *Thread) run(pending error) (result Value, err error) {
 		switch compile.Opcode(ins & 0xff) {
 		case compile.NOP:
 		case compile.CONST:
-			stack[sp] = fi.consts[arg]
+			stack[sp] = fr.fn.consts[arg]
 			sp++
 		case compile.BUILTIN:
-			stack[sp] = fi.builtins[arg]
+			stack[sp] = fr.fn.builtins[arg]
 			sp++
 		case compile.NIL:
 			stack[sp] = Nil
@@ -132,7 +131,7 @@ func (th *Thread) run(pending error) (result Value, err error) {
 				break
 			}
 			if stack[sp-arg-1] == Nil {
-				if name, ok := fi.code.CalleeNames[pc-1]; ok {
+				if name, ok := fr.fn.code.CalleeNames[pc-1]; ok {
 					// Name what held nil: (handler x) with handler nil.
 					err = withKind(compile.KindNil, errorf("cannot call nil (%s): not a function", name))
 					break
@@ -143,16 +142,16 @@ func (th *Thread) run(pending error) (result Value, err error) {
 				break
 			}
 			fr = &th.frames[len(th.frames)-1]
-			fi, pc, base = fr.fn, fr.pc, fr.base
-			code, stack, sp = fi.code.Code, th.stack, th.sp
+			pc, base = fr.pc, fr.base
+			code, stack, sp = fr.fn.code.Code, th.stack, th.sp
 		case compile.CALLSPREAD:
 			fr.pc, th.sp = pc, sp
 			if err = th.callSpread(); err != nil {
 				break
 			}
 			fr = &th.frames[len(th.frames)-1]
-			fi, pc, base = fr.fn, fr.pc, fr.base
-			code, stack, sp = fi.code.Code, th.stack, th.sp
+			pc, base = fr.pc, fr.base
+			code, stack, sp = fr.fn.code.Code, th.stack, th.sp
 		case compile.RETURN:
 			v := stack[sp-1]
 			th.frames = th.frames[:len(th.frames)-1]
@@ -164,8 +163,8 @@ func (th *Thread) run(pending error) (result Value, err error) {
 			stack[sp] = v
 			sp++
 			fr = &th.frames[len(th.frames)-1]
-			fi, pc, base = fr.fn, fr.pc, fr.base
-			code = fi.code.Code
+			pc, base = fr.pc, fr.base
+			code = fr.fn.code.Code
 		case compile.CLOSURE:
 			sp = th.makeClosure(arg, sp)
 		case compile.MKVEC, compile.MKSET:
@@ -188,14 +187,14 @@ func (th *Thread) run(pending error) (result Value, err error) {
 		case compile.POPTRY:
 			th.handlers = th.handlers[:len(th.handlers)-1]
 		case compile.RERAISE, compile.ERRVAL, compile.CATCHES:
-			err = caughtOp(compile.Opcode(ins&0xff), fi.consts, arg, stack, &sp)
+			err = caughtOp(compile.Opcode(ins&0xff), fr.fn.consts, arg, stack, &sp)
 		case compile.EQ:
 			sp, err = th.eqOp(stack, sp)
 		case compile.NOT:
 			v := stack[sp-1]
 			stack[sp-1] = Bool(v == Nil || v == False)
 		case compile.ADD, compile.SUB, compile.LT, compile.GT, compile.LE, compile.GE:
-			sp, err = th.arith(compile.Opcode(ins&0xff), fi.builtins[arg].(*Builtin), stack, sp)
+			sp, err = th.arith(compile.Opcode(ins&0xff), fr.fn.builtins[arg].(*Builtin), stack, sp)
 		case compile.GET:
 			if m, ok := stack[sp-2].(*Map); ok {
 				if k, ok := stack[sp-1].(Keyword); ok {
@@ -208,17 +207,17 @@ func (th *Thread) run(pending error) (result Value, err error) {
 					break
 				}
 			}
-			sp, err = th.callBuiltinOp(fi.builtins[arg].(*Builtin), 2, stack, sp)
+			sp, err = th.callBuiltinOp(fr.fn.builtins[arg].(*Builtin), 2, stack, sp)
 		case compile.GETDEF:
-			sp, err = th.callBuiltinOp(fi.builtins[arg].(*Builtin), 3, stack, sp)
+			sp, err = th.callBuiltinOp(fr.fn.builtins[arg].(*Builtin), 3, stack, sp)
 		case compile.COUNT:
 			if n, ok := fastCount(stack[sp-1]); ok {
 				stack[sp-1] = Int(n)
 				break
 			}
-			sp, err = th.callBuiltinOp(fi.builtins[arg].(*Builtin), 1, stack, sp)
+			sp, err = th.callBuiltinOp(fr.fn.builtins[arg].(*Builtin), 1, stack, sp)
 		default:
-			err = th.destructOp(compile.Opcode(ins&0xff), arg, fi, stack, &sp)
+			err = th.destructOp(compile.Opcode(ins&0xff), arg, fr.fn, stack, &sp)
 		}
 	}
 }
