@@ -122,6 +122,16 @@ func (p *Provider) Resume(ctx context.Context, id string) (Status, error) {
 	return p.control(ctx, id, "resume", resumeChange)
 }
 
+// Skip sets the chunk a failed stream is held on aside as a dead letter
+// (kept with the stream: DeadLetters) and goes on with the next one. A
+// stream recovered after a restart whose held chunk has not come back from
+// its source yet sets it aside when it comes. It is an error for a stream
+// that is not held on a chunk (not StateFailed, or held by its source).
+// ctx bounds it as it bounds Pause.
+func (p *Provider) Skip(ctx context.Context, id string) (Status, error) {
+	return p.control(ctx, id, "skip", nil)
+}
+
 // Cancel cancels stream id: its transport stops, its queued chunks are
 // dropped and counted, its status becomes :cancelled. Cancelling an ended
 // stream changes nothing and returns its status. ctx bounds it as it

@@ -100,32 +100,12 @@ func (s *stream) deadLetterLocked(it *item, f *Failure) {
 	s.env.log.Warn("chunk set aside as a dead letter", "stream", s.id, "chunk", dl.Seq, "err", f.Error)
 }
 
-// DeadLetters returns every dead letter of stream id, oldest first: from
-// the store, with one (once the commits submitted before are made), else
-// the newest maxMemDeadLetters the provider kept. Cost: a scan of the
-// stream's dead letters.
-func (p *Provider) DeadLetters(ctx context.Context, id string) ([]DeadLetter, error) {
-	s, err := p.lookup(id)
-	if err != nil {
-		if p.ps == nil {
-			return nil, err
-		}
-		// Another host's, or one this provider does not hold: the store
-		// says.
-		return StoredDeadLetters(ctx, p.ps.store, id)
-	}
-	if p.ps == nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return append([]DeadLetter(nil), s.dead.last...), nil
-	}
-	if s.ps != nil {
-		s.ps.flush() // the dead letters set aside since the last snapshot
-	}
-	if err := p.ps.com.Flush(ctx); err != nil {
-		return nil, fmt.Errorf("dead letters of stream %q: %w", id, err)
-	}
-	return StoredDeadLetters(ctx, p.ps.store, id)
+// keptDeadLetters returns the newest maxMemDeadLetters dead letters the
+// stream kept, oldest first (a stream without a store).
+func (s *stream) keptDeadLetters() []DeadLetter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]DeadLetter(nil), s.dead.last...)
 }
 
 // StoredDeadLetters returns the dead letters of stream id in st, oldest

@@ -56,21 +56,3 @@ type streamEnv struct {
 	// provider, once its goroutines have exited (registry.forget).
 	forget func(*stream)
 }
-
-// newStreamEnv returns the env of p's streams, once New has set p up.
-func newStreamEnv(p *Provider) streamEnv {
-	env := streamEnv{
-		ctx: p.ctx, wg: &p.wg, log: p.log,
-		breakers: p.breakers, runs: p.runs,
-		outputLimit: p.opts.Limits.OutputLimit(), autoConnect: p.cfg.autoConnect,
-		retryAttempts: p.opts.RetryAttempts, idleTimeout: p.opts.IdleTimeout,
-		transportLog: p.opts.Logger, egress: p.opts.Egress, cred: p.cfg.cred, base: p.base,
-		persistent: p.ps != nil, cluster: p.opts.Cluster, observer: p.opts.Observer,
-		allSubs: &p.allSubs, changeSubs: &p.changeSubs,
-		enter: p.enter, forget: p.forget,
-	}
-	if p.ps != nil {
-		env.space, _ = p.ps.store.(persistence.SpaceChecker)
-	}
-	return env
-}

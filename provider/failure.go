@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -241,16 +240,6 @@ func (s *stream) failSourceLocked(err error) bool {
 	s.obs.Held(FailureSource)
 	s.holdLocked(&Failure{Kind: FailureSource, Seq: 0, Error: "transport: " + err.Error(), Attempts: 1, AtEpochMs: time.Now().UnixMilli()})
 	return true
-}
-
-// Skip sets the chunk a failed stream is held on aside as a dead letter
-// (kept with the stream: DeadLetters) and goes on with the next one. A
-// stream recovered after a restart whose held chunk has not come back from
-// its source yet sets it aside when it comes. It is an error for a stream
-// that is not held on a chunk (not StateFailed, or held by its source).
-// ctx bounds it as it bounds Pause.
-func (p *Provider) Skip(ctx context.Context, id string) (Status, error) {
-	return p.control(ctx, id, "skip", nil)
 }
 
 // skipChange is Skip's change; s.mu is held and s is not terminal.

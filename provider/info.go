@@ -355,3 +355,15 @@ func (in StreamInfo) JSON() []byte {
 	}
 	return b
 }
+
+// Timeline returns the events of stream id since this provider started it
+// (or recovered it), oldest first, the last timelineCap of them, and how
+// many older ones were left out. Safe for concurrent use; O(events).
+func (p *Provider) Timeline(id string) ([]TimelineEvent, int64, error) {
+	s, err := p.lookup(id)
+	if err != nil {
+		return nil, 0, err
+	}
+	events, dropped := s.timeline()
+	return events, dropped, nil
+}

@@ -241,3 +241,29 @@ func deleteKeys(ctx context.Context, st persistence.Store, commit func(context.C
 	}
 	return nil
 }
+
+// DeadLetters returns every dead letter of stream id, oldest first: from
+// the store, with one (once the commits submitted before are made), else
+// the newest maxMemDeadLetters the provider kept. Cost: a scan of the
+// stream's dead letters.
+func (p *Provider) DeadLetters(ctx context.Context, id string) ([]DeadLetter, error) {
+	s, err := p.lookup(id)
+	if err != nil {
+		if p.ps == nil {
+			return nil, err
+		}
+		// Another host's, or one this provider does not hold: the store
+		// says.
+		return StoredDeadLetters(ctx, p.ps.store, id)
+	}
+	if p.ps == nil {
+		return s.keptDeadLetters(), nil
+	}
+	if s.ps != nil {
+		s.ps.flush() // the dead letters set aside since the last snapshot
+	}
+	if err := p.ps.com.Flush(ctx); err != nil {
+		return nil, fmt.Errorf("dead letters of stream %q: %w", id, err)
+	}
+	return StoredDeadLetters(ctx, p.ps.store, id)
+}

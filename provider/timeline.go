@@ -42,21 +42,16 @@ func (s *stream) noteLocked(ev TimelineEvent) {
 	t.dropped++
 }
 
-// Timeline returns the events of stream id since this provider started it
-// (or recovered it), oldest first, the last timelineCap of them, and how
-// many older ones were left out. Safe for concurrent use; O(events).
-func (p *Provider) Timeline(id string) ([]TimelineEvent, int64, error) {
-	s, err := p.lookup(id)
-	if err != nil {
-		return nil, 0, err
-	}
+// timeline returns the stream's events, oldest first, and how many older
+// ones were left out (Provider.Timeline).
+func (s *stream) timeline() ([]TimelineEvent, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := &s.tl
 	out := make([]TimelineEvent, 0, len(t.events))
 	out = append(out, t.events[t.start:]...)
 	out = append(out, t.events[:t.start]...)
-	return out, t.dropped, nil
+	return out, t.dropped
 }
 
 // noteEndLocked records the end of the stream. s.mu is held.
