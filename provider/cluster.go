@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -235,9 +234,6 @@ func (r *registry) forget(s *stream) {
 		}
 	}
 }
-
-// movedErr reports whether err says that another host took the stream over.
-func movedErr(err error) bool { return errors.Is(err, persistence.ErrFenced) }
 
 // remote runs req for a stream this provider does not run: on the host
 // that runs it, or, when no live host does, here, after loading it from

@@ -4,11 +4,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rtfshost/rtfshost/transport/egress"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/rtfshost/rtfshost/transport/egress"
 )
 
 // DefaultServerURL is the server URL used when neither the start call, the
@@ -26,12 +27,11 @@ const (
 	EnvStreamAutoConnect = "CCOS_MCP_STREAM_AUTO_CONNECT"
 	// EnvIdleTimeoutMillis sets the default idle timeout of network sources
 	// in milliseconds (0 disables it); Options.IdleTimeout wins over it.
-	EnvIdleTimeoutMillis  = "RTFSHOST_IDLE_TIMEOUT_MS"
-	defaultIdleTimeout    = 60 * time.Second
-	defaultRetryAttempts  = 3
-	defaultTimeoutMillis  = 30000
-	defaultQueueCapacity  = 32
-	defaultSubscriberSize = 64
+	EnvIdleTimeoutMillis = "RTFSHOST_IDLE_TIMEOUT_MS"
+	defaultIdleTimeout   = 60 * time.Second
+	defaultRetryAttempts = 3
+	defaultTimeoutMillis = 30000
+	defaultQueueCapacity = 32
 )
 
 // envConfig is the provider-wide configuration resolved from the options and

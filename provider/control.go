@@ -144,28 +144,6 @@ func (p *Provider) Cancel(ctx context.Context, id string) (Status, error) {
 	return s.cancelRequest(ctx)
 }
 
-// ErrEnded is matched (errors.Is) by the error of Pause, Resume or Skip
-// of a stream that has ended (completed, cancelled or errored): nothing
-// carries it on. The error is an *EndedError, which says the state.
-var ErrEnded = errors.New("the stream has ended")
-
-// An EndedError is the error of a request that needs a stream not ended,
-// made of one that has: "cannot resume stream "s": it is cancelled". It
-// matches ErrEnded. A request forwarded to another host of a cluster
-// gives it too.
-type EndedError struct {
-	StreamID string
-	Verb     string // the request: "pause", "resume" or "skip"
-	State    State  // the stream's state, terminal
-}
-
-func (e *EndedError) Error() string {
-	return fmt.Sprintf("cannot %s stream %q: it is %s", e.Verb, e.StreamID, e.State)
-}
-
-// Is reports whether target is ErrEnded.
-func (e *EndedError) Is(target error) bool { return target == ErrEnded }
-
 // control makes change (verb's) to stream id under its lock, or forwards
 // verb to the stream's owner; ctx is checked once the lock is held (Pause
 // says why).

@@ -100,3 +100,9 @@ func (s *stream) sourceComesBack() bool {
 	restart, err := transport.ParseRestart(keys)
 	return err == nil && restart
 }
+
+// replayable reports whether transport t can replay from a cursor.
+func replayable(t transport.StreamTransport) bool {
+	r, ok := t.(transport.Replayable)
+	return t != nil && (!ok || r.Replayable())
+}

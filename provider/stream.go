@@ -22,10 +22,12 @@ import (
 //	stats.go      the counters it moves
 //	persist.go    its effect (and, for a source that cannot replay, the chunk) is stored
 //
-// and around it: stream.go starts the stream's goroutines (launch), spec.go
-// gives its transport what it connects with, request.go takes the requests
-// of the provider's callers (pause, resume, cancel), and env.go is all the
-// stream reaches of its provider.
+// and around it: definition.go is what the stream was started with,
+// stream.go starts its goroutines (launch), spec.go gives its transport
+// what it connects with, request.go takes the requests of the provider's
+// callers (pause, resume, cancel), keeper.go is what it asks of its store,
+// recorder.go writes its recording, streamobs.go is what it tells its
+// observer, and env.go is all it reaches of its provider.
 
 // A State is a stream's lifecycle state.
 type State string
@@ -307,6 +309,15 @@ func (s *stream) status() Status {
 	return s.statusLocked()
 }
 
+// A StuckStream is a stream that is paused for good, or held by a
+// failure: nothing the provider or its source will do can move it on.
+type StuckStream struct {
+	StreamID string
+	Reason   string // e.g. "paused with no :resume-after-ms, and its source has ended"
+	// Failure is what holds a failed stream (a copy); nil for a paused one.
+	Failure *Failure
+}
+
 // stuck reports whether the stream is stuck (Provider.Stuck says when),
 // and why.
 func (s *stream) stuck() (StuckStream, bool) {
@@ -330,6 +341,15 @@ func (s *stream) stuck() (StuckStream, bool) {
 		return StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and its source sends no control chunk that could resume it (it has sent none)"}, true
 	}
 	return StuckStream{}, false
+}
+
+// failedReason is a StuckStream's reason for a stream held by f: what
+// failed, and what repairs it.
+func failedReason(f *Failure) string {
+	if f.Kind == FailureProcessor {
+		return fmt.Sprintf("failed on chunk %d (%s); retry it (resume), set it aside (resume --skip), or upgrade the processor and resume", f.Seq, f.Error)
+	}
+	return fmt.Sprintf("failed: its %s failed (%s); resume it once that is fixed", f.Kind, f.Error)
 }
 
 // endErr returns the error that Await and WaitAll report for s, which did

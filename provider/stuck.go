@@ -1,16 +1,5 @@
 package provider
 
-import "fmt"
-
-// A StuckStream is a stream that is paused for good, or held by a
-// failure: nothing the provider or its source will do can move it on.
-type StuckStream struct {
-	StreamID string
-	Reason   string // e.g. "paused with no :resume-after-ms, and its source has ended"
-	// Failure is what holds a failed stream (a copy); nil for a paused one.
-	Failure *Failure
-}
-
 // Stuck returns the streams that are paused with no :resume-after-ms timer
 // and whose source cannot resume them either, whatever their queue holds:
 // it has ended; or it sends no control chunks (it has sent none in this
@@ -39,13 +28,4 @@ func (p *Provider) Live() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.liveLocked()
-}
-
-// failedReason is a StuckStream's reason for a stream held by f: what
-// failed, and what repairs it.
-func failedReason(f *Failure) string {
-	if f.Kind == FailureProcessor {
-		return fmt.Sprintf("failed on chunk %d (%s); retry it (resume), set it aside (resume --skip), or upgrade the processor and resume", f.Seq, f.Error)
-	}
-	return fmt.Sprintf("failed: its %s failed (%s); resume it once that is fixed", f.Kind, f.Error)
 }

@@ -189,6 +189,10 @@ func (sub *Subscription) send(ctx context.Context, ev Event) {
 	}
 }
 
+// defaultSubscriberSize is a subscription's buffer when its options give
+// none.
+const defaultSubscriberSize = 64
+
 func newSubscription(opts SubscribeOptions) *Subscription {
 	if opts.Buffer <= 0 {
 		opts.Buffer = defaultSubscriberSize

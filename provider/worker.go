@@ -2,10 +2,12 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
 
+	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -397,6 +399,9 @@ func (s *stream) saveFinal() {
 		s.msg = "persistence failed, the stream's end is not stored: " + err.Error()
 	}
 }
+
+// movedErr reports whether err says that another host took the stream over.
+func movedErr(err error) bool { return errors.Is(err, persistence.ErrFenced) }
 
 // storeErr returns the stream's store error, if any.
 func (s *stream) storeErr() error {
