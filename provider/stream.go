@@ -247,6 +247,18 @@ func (s *stream) observe(ctx context.Context, recovered bool) {
 	}
 }
 
+// current returns the stream that goes on for s: s, or the one that
+// replaced it in an upgrade.
+func (s *stream) current() *stream {
+	for {
+		next := s.replacedBy.Load()
+		if next == nil {
+			return s
+		}
+		s = next
+	}
+}
+
 // runTransport runs the transport until the source ends and reports the end
 // to the worker. It starts only once prev, the previous transport run of
 // the stream's id, has returned (runs.go).

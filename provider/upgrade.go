@@ -356,18 +356,6 @@ func (p *Provider) reload(ctx context.Context, old *stream) error {
 	return err
 }
 
-// current returns the stream that goes on for s: s, or the one that
-// replaced it in an upgrade.
-func (s *stream) current() *stream {
-	for {
-		next := s.replacedBy.Load()
-		if next == nil {
-			return s
-		}
-		s = next
-	}
-}
-
 // upgradeHeld swaps the processor of s, a failed stream whose source is a
 // process, in place: a held stream's worker takes no chunk, so nothing
 // changes its state meanwhile, and its process (held back by the full
