@@ -1,10 +1,6 @@
 package provider
 
 import (
-	"context"
-	"fmt"
-
-	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/transport"
 )
 
@@ -37,34 +33,4 @@ func (s *stream) ChildExited(c transport.ChildProcess) {
 	if s.ps != nil {
 		s.ps.childLocked(c, false)
 	}
-}
-
-// childLocked submits the record of the stream's process group c, or its
-// deletion once the group is gone. A store error fails the stream.
-func (st *streamStore) childLocked(c transport.ChildProcess, running bool) {
-	if st.err() != nil {
-		return
-	}
-	var b persistence.Batch
-	key := streamKey(st.s.id, suffixChild)
-	if running {
-		b.Put(key, (&childRecord{pid: int64(c.PID), start: c.Start, boot: c.Boot}).encode())
-	} else {
-		b.Delete(key)
-	}
-	if err := st.ps.com.Submit(context.Background(), &b, st.cdone); err != nil {
-		st.fail(fmt.Errorf("record the process group of stream %q: %w", st.s.id, err))
-	}
-}
-
-// process is the group a child record names.
-func (r *childRecord) process() transport.ChildProcess {
-	return transport.ChildProcess{PID: int(r.pid), Start: r.start, Boot: r.boot}
-}
-
-// leftover reports whether l holds nothing but a child record: one written
-// as its stream was removed (the stream's transport can still start a
-// program while the stream ends), which recovery ignores.
-func (l *loaded) leftover() bool {
-	return l.err == nil && l.def == nil && l.progress == nil && len(l.journal) == 0 && l.child != nil
 }

@@ -41,8 +41,8 @@ type streamEnv struct {
 
 	persistent bool                     // the provider has a store
 	space      persistence.SpaceChecker // the store's, when it can tell; else nil
-	cluster    Cluster                  // Options.Cluster; nil alone
-	observer   Observer                 // Options.Observer; nil observes nothing
+	cluster    leases                   // Options.Cluster; nil alone
+	observer   streamObservers          // Options.Observer; nil observes nothing
 
 	// allSubs are the subscribers to every stream, and changeSubs counts
 	// the open subscriptions that asked for EventChange (subscribe.go).
@@ -55,4 +55,17 @@ type streamEnv struct {
 	// forget removes a stream that moved to another host from the
 	// provider, once its goroutines have exited (registry.forget).
 	forget func(*stream)
+}
+
+// leases is what a stream asks of its provider's Cluster: to give the
+// stream up once it has ended, or to forget it once it moved.
+type leases interface {
+	Release(ctx context.Context, id string, ended bool) error
+	Forget(id string)
+}
+
+// streamObservers is what a stream asks of its provider's Observer: its
+// own StreamObserver.
+type streamObservers interface {
+	StreamStarted(ctx context.Context, s StreamDesc) StreamObserver
 }

@@ -712,3 +712,21 @@ func stripUserInfo(raw string) string {
 	u.User = nil
 	return u.String()
 }
+
+// childLocked submits the record of the stream's process group c, or its
+// deletion once the group is gone. A store error fails the stream.
+func (st *streamStore) childLocked(c transport.ChildProcess, running bool) {
+	if st.err() != nil {
+		return
+	}
+	var b persistence.Batch
+	key := streamKey(st.s.id, suffixChild)
+	if running {
+		b.Put(key, (&childRecord{pid: int64(c.PID), start: c.Start, boot: c.Boot}).encode())
+	} else {
+		b.Delete(key)
+	}
+	if err := st.ps.com.Submit(context.Background(), &b, st.cdone); err != nil {
+		st.fail(fmt.Errorf("record the process group of stream %q: %w", st.s.id, err))
+	}
+}

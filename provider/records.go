@@ -380,3 +380,8 @@ func (r *childRecord) decode(key, data []byte) error {
 		r.pid, r.start, r.boot = d.Int("pid"), d.Uint("start time"), d.Str("boot id")
 	})
 }
+
+// process is the group a child record names.
+func (r *childRecord) process() transport.ChildProcess {
+	return transport.ChildProcess{PID: int(r.pid), Start: r.start, Boot: r.boot}
+}

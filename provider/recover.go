@@ -599,3 +599,10 @@ func (set *settings) checkTransport(s *stream) error {
 	}
 	return nil
 }
+
+// leftover reports whether l holds nothing but a child record: one written
+// as its stream was removed (the stream's transport can still start a
+// program while the stream ends), which recovery ignores.
+func (l *loaded) leftover() bool {
+	return l.err == nil && l.def == nil && l.progress == nil && len(l.journal) == 0 && l.child != nil
+}

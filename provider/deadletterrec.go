@@ -1,0 +1,143 @@
+package provider
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rtfshost/rtfshost/internal/bytecodec"
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// The store's side of dead letters: their records, read and counted.
+
+// StoredDeadLetters returns the dead letters of stream id in st, oldest
+// first, reading the store only (no provider needed: the command line's
+// dead-letters on a data directory). A stream the store does not hold is
+// an error wrapping ErrNoStoredStream. Cost: a scan of the stream's dead
+// letters.
+func StoredDeadLetters(ctx context.Context, st persistence.Store, id string) ([]DeadLetter, error) {
+	if _, err := st.Get(ctx, streamKey(id, suffixDef)); err != nil {
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil, fmt.Errorf("stream %q: %w", id, ErrNoStoredStream)
+		}
+		return nil, err
+	}
+	var out []DeadLetter
+	err := st.Scan(ctx, deadLetterPrefix(id), func(key, value []byte) error {
+		var r deadLetterRecord
+		if err := r.decode(key, value); err != nil {
+			return err
+		}
+		dl, err := r.letter(id)
+		if err != nil {
+			return &persistence.CorruptRecordError{Key: append([]byte(nil), key...), Reason: "bad chunk", Err: err}
+		}
+		out = append(out, dl)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dead letters of stream %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// countDeadLetters counts stream id's stored dead letters and returns the
+// last deadLettersShown of them, for a stream loaded from the store.
+func countDeadLetters(ctx context.Context, st persistence.Store, id string) (deadLetters, error) {
+	var d deadLetters
+	err := st.Scan(ctx, deadLetterPrefix(id), func(key, value []byte) error {
+		var r deadLetterRecord
+		if err := r.decode(key, value); err != nil {
+			return err
+		}
+		dl, err := r.letter(id)
+		if err != nil {
+			return &persistence.CorruptRecordError{Key: append([]byte(nil), key...), Reason: "bad chunk", Err: err}
+		}
+		d.add(dl, deadLettersShown)
+		return nil
+	})
+	return d, err
+}
+
+// Dead letter records live under "dead/<stream id>\x00<seq>" (the seq big
+// endian, so that a scan lists them in order): outside "stream/", like the
+// delivery records, so that a release that does not know them recovers the
+// stream all the same.
+const deadLetterPrefixStr = "dead/"
+
+func deadLetterPrefix(id string) []byte {
+	k := make([]byte, 0, len(deadLetterPrefixStr)+len(id)+1)
+	k = append(k, deadLetterPrefixStr...)
+	k = append(k, id...)
+	return append(k, 0)
+}
+
+func deadLetterKey(id string, seq int64) []byte {
+	return binary.BigEndian.AppendUint64(deadLetterPrefix(id), uint64(seq))
+}
+
+// deadLetterRecord is a dead letter as stored: the chunk and its metadata
+// in the plain value codec (a chunk holds no functions), so that it reads
+// without the stream's program.
+type deadLetterRecord struct {
+	seq      int64
+	kind     string
+	errText  string
+	attempts int64
+	at       int64 // unix ms
+	chunk    []byte
+	meta     []byte
+}
+
+func newDeadLetterRecord(dl *DeadLetter) (*deadLetterRecord, error) {
+	r := &deadLetterRecord{seq: dl.Seq, kind: dl.Kind, errText: dl.Error, attempts: dl.Attempts, at: dl.AtEpochMs}
+	var err error
+	if r.chunk, err = rtfs.MarshalValue(dl.Chunk.value()); err != nil {
+		return nil, fmt.Errorf("encode dead letter %d: chunk: %w", dl.Seq, err)
+	}
+	if r.meta, err = rtfs.MarshalValue(dl.Metadata.value()); err != nil {
+		return nil, fmt.Errorf("encode dead letter %d: metadata: %w", dl.Seq, err)
+	}
+	return r, nil
+}
+
+func (r *deadLetterRecord) encode() []byte {
+	e := bytecodec.Encoder{B: make([]byte, 0, 48+len(r.kind)+len(r.errText)+len(r.chunk)+len(r.meta))}
+	e.Int(r.seq)
+	e.Str(r.kind)
+	e.Str(r.errText)
+	e.Int(r.attempts)
+	e.Int(r.at)
+	e.Bytes(r.chunk)
+	e.Bytes(r.meta)
+	return persistence.EncodeRecord(kindDeadLetter, recordVersion, e.B)
+}
+
+func (r *deadLetterRecord) decode(key, data []byte) error {
+	return decodePayload(key, data, kindDeadLetter, func(d *bytecodec.Decoder) {
+		r.seq, r.kind, r.errText = d.Int("seq"), d.Str("kind"), d.Str("error")
+		r.attempts, r.at = d.Int("attempts"), d.Int("time")
+		r.chunk = append([]byte(nil), d.Bytes("chunk")...)
+		r.meta = append([]byte(nil), d.Bytes("metadata")...)
+	})
+}
+
+// letter decodes the record's values.
+func (r *deadLetterRecord) letter(id string) (DeadLetter, error) {
+	chunk, err := rtfs.UnmarshalValue(r.chunk)
+	if err != nil {
+		return DeadLetter{}, err
+	}
+	meta, err := rtfs.UnmarshalValue(r.meta)
+	if err != nil {
+		return DeadLetter{}, err
+	}
+	at := time.UnixMilli(r.at)
+	return DeadLetter{StreamID: id, Seq: r.seq, Chunk: JSONValue{V: chunk}, Metadata: JSONValue{V: meta},
+		Kind: r.kind, Error: r.errText, Attempts: r.attempts, At: at, AtEpochMs: r.at}, nil
+}
