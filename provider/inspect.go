@@ -73,13 +73,6 @@ func StatusValue(st Status) rtfs.Value {
 	return m
 }
 
-func orNil(v rtfs.Value) rtfs.Value {
-	if v == nil {
-		return rtfs.Nil
-	}
-	return v
-}
-
 // maxCursorDisplay is the longest cursor inspect shows whole.
 const maxCursorDisplay = 40
 

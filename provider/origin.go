@@ -45,17 +45,6 @@ type originRecord struct {
 	history    []ProgramVersion
 }
 
-// A ProgramVersion is one program a stream's processor came from: the one
-// it started with, then each that `rtfshost upgrade` swapped in. Inspect
-// shows them as :programs.
-type ProgramVersion struct {
-	Hash      string `json:"hash"`        // the program's hash (Program.Hash)
-	File      string `json:"file"`        // the program's file name
-	Processor string `json:"processor"`   // the processor's name in it
-	Compiler  string `json:"compiler"`    // the compile version that compiled it (rtfs.CompileVersion); "" unknown
-	AtEpochMs int64  `json:"at-epoch-ms"` // when the stream started with it, or it was swapped in
-}
-
 func (r *originRecord) encode() []byte {
 	e := bytecodec.Encoder{B: make([]byte, 0, 96+len(r.journal)+64*len(r.history))}
 	e.Str(r.sourceHash)

@@ -27,7 +27,8 @@ import (
 // what it connects with, request.go takes the requests of the provider's
 // callers (pause, resume, cancel), keeper.go is what it asks of its store,
 // recorder.go writes its recording, streamobs.go is what it tells its
-// observer, and env.go is all it reaches of its provider.
+// observer, jsonvalue.go carries its values in what it reports, and env.go
+// is all it reaches of its provider.
 
 // A State is a stream's lifecycle state.
 type State string
