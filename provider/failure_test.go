@@ -375,6 +375,12 @@ func TestFailureSurvivesRestart(t *testing.T) {
 				}
 			}
 			before := ps.f.waitState("bug", StateFailed)
+			// Chunks 8 and 9 may still be on their way from the source
+			// when chunk 7 fails: the restart keeps what was queued (and
+			// so journaled), and the mock source cannot send them again.
+			ps.f.waitFor("chunks 8 and 9 queued behind the failed one", func() bool {
+				return path(ps.f.inspect("bug"), "stats", "queued-chunks") == rtfs.Int(2)
+			})
 			if err := ps.f.p.Close(); err != nil {
 				t.Fatal(err)
 			}
