@@ -27,18 +27,7 @@ func StoredDeadLetters(ctx context.Context, st persistence.Store, id string) ([]
 		return nil, err
 	}
 	var out []DeadLetter
-	err := st.Scan(ctx, deadLetterPrefix(id), func(key, value []byte) error {
-		var r deadLetterRecord
-		if err := r.decode(key, value); err != nil {
-			return err
-		}
-		dl, err := r.letter(id)
-		if err != nil {
-			return &persistence.CorruptRecordError{Key: append([]byte(nil), key...), Reason: "bad chunk", Err: err}
-		}
-		out = append(out, dl)
-		return nil
-	})
+	err := scanDeadLetters(ctx, st, id, func(dl DeadLetter) { out = append(out, dl) })
 	if err != nil {
 		return nil, fmt.Errorf("dead letters of stream %q: %w", id, err)
 	}
@@ -49,7 +38,15 @@ func StoredDeadLetters(ctx context.Context, st persistence.Store, id string) ([]
 // last deadLettersShown of them, for a stream loaded from the store.
 func countDeadLetters(ctx context.Context, st persistence.Store, id string) (deadLetters, error) {
 	var d deadLetters
-	err := st.Scan(ctx, deadLetterPrefix(id), func(key, value []byte) error {
+	err := scanDeadLetters(ctx, st, id, func(dl DeadLetter) { d.add(dl, deadLettersShown) })
+	return d, err
+}
+
+// scanDeadLetters calls fn with each of stream id's stored dead letters,
+// oldest first. A record that cannot be decoded ends the scan with a
+// *persistence.CorruptRecordError.
+func scanDeadLetters(ctx context.Context, st persistence.Store, id string, fn func(DeadLetter)) error {
+	return st.Scan(ctx, deadLetterPrefix(id), func(key, value []byte) error {
 		var r deadLetterRecord
 		if err := r.decode(key, value); err != nil {
 			return err
@@ -58,10 +55,9 @@ func countDeadLetters(ctx context.Context, st persistence.Store, id string) (dea
 		if err != nil {
 			return &persistence.CorruptRecordError{Key: append([]byte(nil), key...), Reason: "bad chunk", Err: err}
 		}
-		d.add(dl, deadLettersShown)
+		fn(dl)
 		return nil
 	})
-	return d, err
 }
 
 // Dead letter records live under "dead/<stream id>\x00<seq>" (the seq big
