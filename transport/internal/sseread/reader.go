@@ -237,26 +237,12 @@ func (rd *Reader) field(line []byte, inBuf bool) {
 		}
 		rd.ev.HasData = true
 	case "event":
-		if inBuf {
-			rd.ev.Name = value
-			rd.lent |= lentName
-		} else {
-			rd.name = append(rd.name[:0], value...)
-			rd.ev.Name = rd.name
-			rd.lent &^= lentName
-		}
+		rd.set(&rd.ev.Name, &rd.name, lentName, value, inBuf)
 	case "id":
 		if bytes.IndexByte(value, 0) >= 0 {
 			break
 		}
-		if inBuf {
-			rd.ev.ID = value
-			rd.lent |= lentID
-		} else {
-			rd.id = append(rd.id[:0], value...)
-			rd.ev.ID = rd.id
-			rd.lent &^= lentID
-		}
+		rd.set(&rd.ev.ID, &rd.id, lentID, value, inBuf)
 		rd.ev.HasID = true
 	case "retry":
 		if ms, ok := parseRetry(value); ok {
@@ -277,6 +263,20 @@ func colon(line []byte) int {
 		return 5
 	}
 	return bytes.IndexByte(line, ':')
+}
+
+// set makes *field, one of ev's single-valued fields, value: lent from buf
+// when inBuf (marked by bit in rd.lent), else copied into own, the
+// Reader's storage for it.
+func (rd *Reader) set(field, own *[]byte, bit uint8, value []byte, inBuf bool) {
+	if inBuf {
+		*field = value
+		rd.lent |= bit
+		return
+	}
+	*own = append((*own)[:0], value...)
+	*field = *own
+	rd.lent &^= bit
 }
 
 // keepData makes ev.Data the Reader's own copy, rd.data, if it is lent.
