@@ -12,25 +12,3 @@ import (
 // guarantees.
 
 var _ transport.ChildObserver = (*stream)(nil)
-
-// ChildStarted implements transport.ChildObserver: the group's record is
-// submitted to the store (not waited for: a crash before it commits leaves
-// the group to its keeper alone). A stream that has ended records no more.
-func (s *stream) ChildStarted(c transport.ChildProcess) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ps == nil || s.exited || s.st.Terminal() {
-		return
-	}
-	s.ps.childLocked(c, true)
-}
-
-// ChildExited implements transport.ChildObserver: the group's record is
-// deleted.
-func (s *stream) ChildExited(c transport.ChildProcess) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ps != nil {
-		s.ps.childLocked(c, false)
-	}
-}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
@@ -30,7 +29,6 @@ const (
 	EnvIdleTimeoutMillis = "RTFSHOST_IDLE_TIMEOUT_MS"
 	defaultIdleTimeout   = 60 * time.Second
 	defaultRetryAttempts = 3
-	defaultTimeoutMillis = 30000
 	defaultQueueCapacity = 32
 )
 
@@ -124,28 +122,4 @@ func parseAuthHeader(line string) http.Header {
 	h := http.Header{}
 	h.Set(name, value)
 	return h
-}
-
-// redactURL removes user info and the query string from a URL, which may
-// carry credentials, so that it can appear in inspect output and errors.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<invalid url>"
-	}
-	if u.User == nil && u.RawQuery == "" {
-		return raw
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		u.RawQuery = "redacted"
-	}
-	return u.String()
-}
-
-// isAbsolute reports whether an endpoint is a URL of its own rather than a
-// path under the server URL (or a tool name): an http(s) URL as
-// egress.IsURL reads it, or a mock: URL, the scheme in any case.
-func isAbsolute(s string) bool {
-	return egress.IsURL(s) || len(s) >= 5 && strings.EqualFold(s[:5], "mock:")
 }

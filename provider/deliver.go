@@ -180,3 +180,38 @@ func (s *stream) roomMade() {
 		s.space = nil
 	}
 }
+
+// ChildStarted implements transport.ChildObserver: the group's record is
+// submitted to the store (not waited for: a crash before it commits leaves
+// the group to its keeper alone). A stream that has ended records no more.
+func (s *stream) ChildStarted(c transport.ChildProcess) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ps == nil || s.exited || s.st.Terminal() {
+		return
+	}
+	s.ps.childLocked(c, true)
+}
+
+// ChildExited implements transport.ChildObserver: the group's record is
+// deleted.
+func (s *stream) ChildExited(c transport.ChildProcess) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ps != nil {
+		s.ps.childLocked(c, false)
+	}
+}
+
+// AttemptFailed implements transport.AttemptGate: it counts a failed attempt
+// of the stream's transport and says whether another may follow.
+func (s *stream) AttemptFailed(cause error) error {
+	s.mu.Lock()
+	s.connected, s.failCounted = false, true
+	s.mu.Unlock()
+	s.env.breakers.Failure(s.def.origin, cause)
+	return s.env.breakers.Allow(s.def.origin)
+}
+
+// AllowAttempt implements transport.AttemptGate.
+func (s *stream) AllowAttempt() error { return s.env.breakers.Allow(s.def.origin) }

@@ -291,3 +291,14 @@ func number(v rtfs.Value) (float64, bool) {
 	}
 	return 0, false
 }
+
+// batch is the most outputs of priority p one batch carries.
+func (d Delivery) batch(p Priority) int {
+	switch p {
+	case PriorityNormal:
+		return d.Normal.MaxBatch
+	case PriorityLow:
+		return d.Low.MaxBatch
+	}
+	return 1
+}

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -126,23 +125,6 @@ func (r *registry) ids() []string {
 		}
 	}
 	return ids
-}
-
-// streamIDs returns the ids of the streams the store holds (their
-// definition records), in key order. Cost: a listing of the store's stream
-// keys (persistence.ScanKeys); no value is read.
-func (ps *persister) streamIDs(ctx context.Context) ([]string, error) {
-	var ids []string
-	err := persistence.ScanKeys(ctx, ps.store, []byte(streamPrefix), func(k []byte) error {
-		if id, suffix, _, ok := parseStreamKey(k); ok && suffix == suffixDef {
-			ids = append(ids, id)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing the stored streams: %w", err)
-	}
-	return ids, nil
 }
 
 // snapshots returns the snapshots of the streams ids, in their order: a

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/internal/bytecodec"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -126,49 +125,6 @@ func loadOrigin(ctx context.Context, st persistence.Store, id string) (*originRe
 	return r, nil
 }
 
-// replayProcessor rebinds the processor of stream l, whose program prog
-// was recompiled by this build to another hash than the stored one: it
-// replays prog to the call that started the stream (or to the end of the
-// run whose final globals hold the processor) and takes the processor and
-// the globals there. The stored globals and function value are another
-// compiler's and are not read.
-func (ld *loader) replayProcessor(ctx context.Context, l *loaded, prog *rtfs.Program, origin *originRecord) (processor, error) {
-	d := l.def
-	if origin != nil && origin.sourceHash != "" && origin.sourceHash != sourceHash(prog.Source()) {
-		return nil, fmt.Errorf("the stored source of %s does not match its hash %s: it is damaged", prog.Name(), origin.sourceHash)
-	}
-	var next capabilities.ReplayFunc
-	how := "legacy replay (the release that stored it kept no journal of its host calls)"
-	if origin != nil && len(origin.journal) > 0 {
-		rec, err := loadRunJournal(ctx, ld.ps.store, originKey(l.id), origin.journal, &ld.ps.journals)
-		if err != nil {
-			return nil, err
-		}
-		next, how = rec.Next, "replay of its journal"
-	} else {
-		next = LegacyReplay(l.id, d.endpoint, func(c *rtfs.HostCall) bool { return startsStream(c, l.id, d.endpoint) })
-	}
-	out, err := capabilities.Replay(ctx, rtfs.NewThread(ld.set.opts.Limits), prog, next)
-	if err != nil {
-		return nil, fmt.Errorf("program %s was compiled by another compiler; this one (%s) could not come back to the stream's start by %s: %w", prog.Name(), rtfs.CompileVersion(), how, err)
-	}
-	var fnArg rtfs.Value
-	switch {
-	case out.Call != nil:
-		fnArg = field(startArgs(out.Call), "processor")
-	case d.procRef == procByName:
-		fnArg = rtfs.String(d.procData)
-	default:
-		return nil, fmt.Errorf("program %s was compiled by another compiler, and its processor %s is a function value that the run's end does not name", prog.Name(), d.procName)
-	}
-	fn, _, err := resolveProcessor(fnArg, out.Globals)
-	if err != nil {
-		return nil, fmt.Errorf("program %s, replayed: %w", prog.Name(), err)
-	}
-	ld.env.log.Info("stream's program recompiled by this compiler", "stream", l.id, "program", prog.Name(), "compiler", rtfs.CompileVersion(), "by", how)
-	return newRTFSProcessor(d.procName, fn, out.Globals, ld.set.opts.Limits, ld.set.opts.Capabilities), nil
-}
-
 // startArgs is the map argument of a :mcp.stream.start call, or nil.
 func startArgs(c *rtfs.HostCall) *rtfs.Map {
 	if len(c.Args) != 1 {
@@ -176,20 +132,6 @@ func startArgs(c *rtfs.HostCall) *rtfs.Map {
 	}
 	m, _ := c.Args[0].(*rtfs.Map)
 	return m
-}
-
-// startsStream reports whether c is the :mcp.stream.start call that
-// started stream id of endpoint: it names the id, or names none and has
-// that endpoint (the id was generated).
-func startsStream(c *rtfs.HostCall, id, endpoint string) bool {
-	if c.Capability != CapStart {
-		return false
-	}
-	m := startArgs(c)
-	if given := stringField(m, "stream-id"); given != "" {
-		return given == id
-	}
-	return endpoint != "" && stringField(m, "endpoint") == endpoint
 }
 
 // startAnswer is what :mcp.stream.start answers for stream id, started
@@ -205,29 +147,3 @@ func startAnswer(id, endpoint string) rtfs.Value {
 // ErrUnknownAnswer is wrapped by a legacy replay's error for a host call
 // whose answer the release that stored the run did not keep.
 var ErrUnknownAnswer = errors.New("its answer was not kept by the release that stored the run")
-
-// LegacyReplay returns the capabilities.ReplayFunc that replays a program
-// run stored by a release that kept no journal of its host calls (0.2.0
-// and earlier; docs/upgrading.md). It knows the answers every such release
-// gave: nil for println and log (:ccos.io.log), and, for the first
-// :mcp.stream.start that started stream id (of endpoint), the stream's
-// handle. The replay ends at the first call stop accepts, or at the run's
-// end. Any other call fails with an error wrapping ErrUnknownAnswer that
-// names it. It is for one replay (it remembers the start it answered).
-func LegacyReplay(id, endpoint string, stop func(c *rtfs.HostCall) bool) capabilities.ReplayFunc {
-	started := false
-	return func(i int, c *rtfs.HostCall) (capabilities.ReplayStep, error) {
-		switch {
-		case c == nil:
-			return capabilities.ReplayStep{}, nil
-		case stop(c):
-			return capabilities.ReplayStep{Stop: true}, nil
-		case c.Capability == capabilities.LogCapability:
-			return capabilities.ReplayStep{Value: rtfs.Nil}, nil
-		case !started && startsStream(c, id, endpoint):
-			started = true
-			return capabilities.ReplayStep{Value: startAnswer(id, stringField(startArgs(c), "endpoint"))}, nil
-		}
-		return capabilities.ReplayStep{}, fmt.Errorf("host call %d, :%s at %s: %w", i+1, c.Capability, c.Pos, ErrUnknownAnswer)
-	}
-}

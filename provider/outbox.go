@@ -508,14 +508,3 @@ func (l *lane) compact() {
 		l.last[p] = max(l.last[p]-shift, -1)
 	}
 }
-
-// batch is the most outputs of priority p one batch carries.
-func (d Delivery) batch(p Priority) int {
-	switch p {
-	case PriorityNormal:
-		return d.Normal.MaxBatch
-	case PriorityLow:
-		return d.Low.MaxBatch
-	}
-	return 1
-}

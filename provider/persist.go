@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
@@ -41,11 +42,10 @@ type persister struct {
 	programs map[string]*rtfs.Program // by hash: saved (or loaded) by this provider
 }
 
-func newPersister(store persistence.Store, obs Observer, log *slog.Logger) *persister {
-	var copts persistence.CommitterOptions
-	if obs != nil {
-		copts.OnCommit = obs.StoreCommitted
-	}
+// newPersister returns the persistence of a provider over store;
+// onCommit, if not nil, is told of every commit of its group committer.
+func newPersister(store persistence.Store, onCommit func(persistence.CommitInfo), log *slog.Logger) *persister {
+	copts := persistence.CommitterOptions{OnCommit: onCommit}
 	maxDeletes, maxGroupBytes := maxSnapshotDeletes, maxJournalEntry
 	if l, ok := store.(persistence.Limited); ok {
 		ops, bytes := l.BatchLimits()
@@ -558,112 +558,6 @@ func (sn *snapshot) encode(c codec) ([]byte, error) {
 	return sn.rec.encode(), nil
 }
 
-// startRecords builds the batch that Start commits: the program (once per
-// provider), the definition, the first progress record, and the origin
-// with the run's journal entries not stored yet; and what to call once the
-// batch has committed (PutRunJournal).
-func (ps *persister) startRecords(s *stream, req StartRequest, g *rtfs.Globals, prog *rtfs.Program) (*persistence.Batch, func(), error) {
-	st := s.ps.(*streamStore)
-	c := st.codec
-	def := defRecord{
-		order: s.started.UnixNano(), endpoint: s.def.endpoint, transport: s.def.transport,
-		serverURL: stripUserInfo(s.def.serverURL), procName: s.def.procName, capacity: int64(s.def.capacity),
-		journal: st.journal, idleMs: idleMillis(s.def.idle), onError: s.def.onError,
-	}
-	var err error
-	if len(s.def.keys) > 0 {
-		if def.tkeys, err = json.Marshal(s.def.keys); err != nil {
-			return nil, nil, fmt.Errorf("encode transport keys: %w", err)
-		}
-	}
-	switch {
-	case req.goProc != nil:
-		def.procRef = procGo
-	case processorName(req.Processor) != "":
-		def.procRef, def.procData = procByName, []byte(processorName(req.Processor))
-	default:
-		def.procRef = procByValue
-		if def.procData, err = c.marshal(s.proc.function()); err != nil {
-			return nil, nil, fmt.Errorf("encode processor: %w", err)
-		}
-	}
-	if g != nil {
-		if def.globals, err = g.MarshalBinaryOpts(rtfs.EncodeOptions{MaxBytes: c.max}); err != nil {
-			return nil, nil, fmt.Errorf("encode globals: %w", err)
-		}
-	}
-	if def.initial, err = c.marshal(s.def.initial); err != nil {
-		return nil, nil, fmt.Errorf("encode initial state: %w", err)
-	}
-	if s.def.config != nil {
-		if def.config, err = c.marshal(s.def.config); err != nil {
-			return nil, nil, fmt.Errorf("encode config: %w", err)
-		}
-	}
-	b := &persistence.Batch{}
-	stored := func() {}
-	if prog != nil {
-		def.progHash = prog.Hash()
-		if _, stored := ps.program(prog.Hash()); !stored {
-			b.Put(programKey(prog.Hash()), (&programRecord{name: prog.Name(), source: prog.Source()}).encode())
-		}
-		var head []byte
-		head, stored = PutRunJournal(b, req.Journal, s.id)
-		b.Put(originKey(s.id), newOrigin(prog, s.def.procName, head, s.started).encode())
-	}
-	b.Put(streamKey(s.id, suffixDef), def.encode())
-	s.mu.Lock()
-	sn := st.snapshotLocked()
-	s.mu.Unlock()
-	val, err := sn.encode(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	b.Put(st.progKey, val)
-	if sn.delivery != nil {
-		b.Put(deliveryKey(s.id), sn.delivery.encode())
-	}
-	return b, stored, nil
-}
-
-// takenID says why a start cannot take id, which a stored stream has,
-// and what to do: an ended stream's id is free again once it is removed,
-// an unfinished one is resumed.
-func takenID(ctx context.Context, st persistence.Store, id string) error {
-	r, err := loadProgress(ctx, st, id)
-	if err != nil {
-		return fmt.Errorf("a stream with id %q exists in the store (%v); give another :stream-id, or none for a fresh one", id, err)
-	}
-	if state := State(r.status); state.Terminal() {
-		return fmt.Errorf("a stream with id %q exists in the store, ended (%s): give another :stream-id (or none, for a fresh one), or remove the old one first with rtfshost rm %s", id, state, id)
-	}
-	if r.status == string(StateFailed) && r.failure != nil && r.failure.Kind == FailureProcessor {
-		return fmt.Errorf("a stream with id %q exists in the store, failed on chunk %d (%s): rtfshost resume %s retries the chunk (upgrade it first to fix the processor), rtfshost resume %s --skip sets the chunk aside and goes on; give another :stream-id to start a new one", id, r.failure.Seq, r.failure.Error, id, id)
-	}
-	return fmt.Errorf("a stream with id %q exists in the store and has not ended (%s): rtfshost resume %s carries it on; give another :stream-id to start a new one", id, r.status, id)
-}
-
-// commitStart commits a new stream's records. It refuses an id that the
-// store already holds (a persisted stream not recovered). Called with p.mu
-// held, so that two starts of one id cannot both commit.
-func (ps *persister) commitStart(s *stream, b *persistence.Batch) error {
-	ctx := context.Background()
-	_, err := ps.store.Get(ctx, streamKey(s.id, suffixDef))
-	switch {
-	case err == nil:
-		return &keyError{"stream-id", takenID(ctx, ps.store, s.id)}
-	case !errors.Is(err, persistence.ErrNotFound):
-		return fmt.Errorf("start stream %q: read store: %w", s.id, err)
-	}
-	if err := ps.com.Commit(ctx, b); err != nil {
-		return fmt.Errorf("start stream %q: persist its definition: %w", s.id, err)
-	}
-	if prog := s.ps.(*streamStore).codec.prog; prog != nil {
-		ps.addProgram(prog)
-	}
-	return nil
-}
-
 // processorName is the name a start request gives its processor by (a
 // symbol or a string), "" for a function value.
 func processorName(v rtfs.Value) string {
@@ -729,4 +623,166 @@ func (st *streamStore) childLocked(c transport.ChildProcess, running bool) {
 	if err := st.ps.com.Submit(context.Background(), &b, st.cdone); err != nil {
 		st.fail(fmt.Errorf("record the process group of stream %q: %w", st.s.id, err))
 	}
+}
+
+// streamIDs returns the ids of the streams the store holds (their
+// definition records), in key order. Cost: a listing of the store's stream
+// keys (persistence.ScanKeys); no value is read.
+func (ps *persister) streamIDs(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := persistence.ScanKeys(ctx, ps.store, []byte(streamPrefix), func(k []byte) error {
+		if id, suffix, _, ok := parseStreamKey(k); ok && suffix == suffixDef {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the stored streams: %w", err)
+	}
+	return ids, nil
+}
+
+// keyError is a start error about one key of the start request.
+type keyError struct {
+	key string
+	err error
+}
+
+func (e *keyError) Error() string { return "start stream: :" + e.key + ": " + e.err.Error() }
+
+func (e *keyError) Unwrap() error { return e.err }
+
+// persistNew attaches the persistence state to a new stream and returns the
+// batch of its first records, and what to call once it has committed. A
+// stream whose transport cannot replay (transport.Replayable), or that has
+// no transport, journals its chunks.
+// startSource is what of a start request a new stream's first records
+// keep beside its definition.
+type startSource struct {
+	globals   *rtfs.Globals
+	processor rtfs.Value            // the :processor given: its name, or a function
+	goProc    bool                  // a Go processor, which is not stored
+	journal   *capabilities.Journal // the run's journal, stored with the origin
+}
+
+func (ps *persister) persistNew(s *stream, req startSource) (*persistence.Batch, func(), error) {
+	var fn rtfs.Value
+	if rp, ok := s.proc.(*rtfsProcessor); ok {
+		fn = rp.fn
+	}
+	prog := programOf(req.globals, fn)
+	st := newStreamStore(ps, s, codec{prog, s.env.outputLimit}, !replayable(s.def.kind.Transport))
+	st.fresh = true
+	s.ps = st
+	b, stored, err := ps.startRecords(s, req, prog)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start stream %q: %w", s.id, err)
+	}
+	return b, stored, nil
+}
+
+// startRecords builds the batch that Start commits: the program (once per
+// provider), the definition, the first progress record, and the origin
+// with the run's journal entries not stored yet; and what to call once the
+// batch has committed (PutRunJournal).
+func (ps *persister) startRecords(s *stream, req startSource, prog *rtfs.Program) (*persistence.Batch, func(), error) {
+	st := s.ps.(*streamStore)
+	c := st.codec
+	def := defRecord{
+		order: s.started.UnixNano(), endpoint: s.def.endpoint, transport: s.def.transport,
+		serverURL: stripUserInfo(s.def.serverURL), procName: s.def.procName, capacity: int64(s.def.capacity),
+		journal: st.journal, idleMs: idleMillis(s.def.idle), onError: s.def.onError,
+	}
+	var err error
+	if len(s.def.keys) > 0 {
+		if def.tkeys, err = json.Marshal(s.def.keys); err != nil {
+			return nil, nil, fmt.Errorf("encode transport keys: %w", err)
+		}
+	}
+	switch {
+	case req.goProc:
+		def.procRef = procGo
+	case processorName(req.processor) != "":
+		def.procRef, def.procData = procByName, []byte(processorName(req.processor))
+	default:
+		def.procRef = procByValue
+		if def.procData, err = c.marshal(s.proc.function()); err != nil {
+			return nil, nil, fmt.Errorf("encode processor: %w", err)
+		}
+	}
+	if g := req.globals; g != nil {
+		if def.globals, err = g.MarshalBinaryOpts(rtfs.EncodeOptions{MaxBytes: c.max}); err != nil {
+			return nil, nil, fmt.Errorf("encode globals: %w", err)
+		}
+	}
+	if def.initial, err = c.marshal(s.def.initial); err != nil {
+		return nil, nil, fmt.Errorf("encode initial state: %w", err)
+	}
+	if s.def.config != nil {
+		if def.config, err = c.marshal(s.def.config); err != nil {
+			return nil, nil, fmt.Errorf("encode config: %w", err)
+		}
+	}
+	b := &persistence.Batch{}
+	stored := func() {}
+	if prog != nil {
+		def.progHash = prog.Hash()
+		if _, stored := ps.program(prog.Hash()); !stored {
+			b.Put(programKey(prog.Hash()), (&programRecord{name: prog.Name(), source: prog.Source()}).encode())
+		}
+		var head []byte
+		head, stored = PutRunJournal(b, req.journal, s.id)
+		b.Put(originKey(s.id), newOrigin(prog, s.def.procName, head, s.started).encode())
+	}
+	b.Put(streamKey(s.id, suffixDef), def.encode())
+	s.mu.Lock()
+	sn := st.snapshotLocked()
+	s.mu.Unlock()
+	val, err := sn.encode(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.Put(st.progKey, val)
+	if sn.delivery != nil {
+		b.Put(deliveryKey(s.id), sn.delivery.encode())
+	}
+	return b, stored, nil
+}
+
+// takenID says why a start cannot take id, which a stored stream has,
+// and what to do: an ended stream's id is free again once it is removed,
+// an unfinished one is resumed.
+func takenID(ctx context.Context, st persistence.Store, id string) error {
+	r, err := loadProgress(ctx, st, id)
+	if err != nil {
+		return fmt.Errorf("a stream with id %q exists in the store (%v); give another :stream-id, or none for a fresh one", id, err)
+	}
+	if state := State(r.status); state.Terminal() {
+		return fmt.Errorf("a stream with id %q exists in the store, ended (%s): give another :stream-id (or none, for a fresh one), or remove the old one first with rtfshost rm %s", id, state, id)
+	}
+	if r.status == string(StateFailed) && r.failure != nil && r.failure.Kind == FailureProcessor {
+		return fmt.Errorf("a stream with id %q exists in the store, failed on chunk %d (%s): rtfshost resume %s retries the chunk (upgrade it first to fix the processor), rtfshost resume %s --skip sets the chunk aside and goes on; give another :stream-id to start a new one", id, r.failure.Seq, r.failure.Error, id, id)
+	}
+	return fmt.Errorf("a stream with id %q exists in the store and has not ended (%s): rtfshost resume %s carries it on; give another :stream-id to start a new one", id, r.status, id)
+}
+
+// commitStart commits a new stream's records. It refuses an id that the
+// store already holds (a persisted stream not recovered). Called with p.mu
+// held, so that two starts of one id cannot both commit.
+func (ps *persister) commitStart(s *stream, b *persistence.Batch) error {
+	ctx := context.Background()
+	_, err := ps.store.Get(ctx, streamKey(s.id, suffixDef))
+	switch {
+	case err == nil:
+		return &keyError{"stream-id", takenID(ctx, ps.store, s.id)}
+	case !errors.Is(err, persistence.ErrNotFound):
+		return fmt.Errorf("start stream %q: read store: %w", s.id, err)
+	}
+	if err := ps.com.Commit(ctx, b); err != nil {
+		return fmt.Errorf("start stream %q: persist its definition: %w", s.id, err)
+	}
+	if prog := s.ps.(*streamStore).codec.prog; prog != nil {
+		ps.addProgram(prog)
+	}
+	return nil
 }

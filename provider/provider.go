@@ -238,7 +238,11 @@ func New(opts Options) *Provider {
 		p.opts.IdleTimeout = p.cfg.idleTimeout
 	}
 	if opts.Store != nil {
-		p.ps = newPersister(opts.Store, opts.Observer, p.log)
+		var onCommit func(persistence.CommitInfo)
+		if opts.Observer != nil {
+			onCommit = opts.Observer.StoreCommitted
+		}
+		p.ps = newPersister(opts.Store, onCommit, p.log)
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.env = newStreamEnv(p)

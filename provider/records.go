@@ -1,7 +1,10 @@
 package provider
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rtfshost/rtfshost/internal/bytecodec"
@@ -384,4 +387,67 @@ func (r *childRecord) decode(key, data []byte) error {
 // process is the group a child record names.
 func (r *childRecord) process() transport.ChildProcess {
 	return transport.ChildProcess{PID: int(r.pid), Start: r.start, Boot: r.boot}
+}
+
+// ErrNoStoredStream is wrapped by the errors of the stored-stream
+// operations (SetStoredState, RemoveStored, UpgradeStored,
+// StoredDeadLetters) for an id the store does not hold. ErrNoStream is the
+// live provider's: the two say which side was asked.
+var ErrNoStoredStream = errors.New("no such stream in the store")
+
+// loadProgress reads stream id's progress record.
+func loadProgress(ctx context.Context, st persistence.Store, id string) (*progressRecord, error) {
+	if _, err := st.Get(ctx, streamKey(id, suffixDef)); err != nil {
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil, fmt.Errorf("stream %q: %w", id, ErrNoStoredStream)
+		}
+		return nil, err
+	}
+	data, err := st.Get(ctx, streamKey(id, suffixProg))
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: progress record: %w", id, err)
+	}
+	var r progressRecord
+	if err := r.decode(streamKey(id, suffixProg), data); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// maxDeleteBatch is the most keys one batch of deleteKeys deletes: any
+// store applies it in one transaction (a cluster's holds 999 operations).
+const maxDeleteBatch = 256
+
+// deleteBatchLimits is what one batch of deleteKeys holds at most on st:
+// maxDeleteBatch keys, fewer when st says one commit holds fewer
+// (persistence.Limited), and the bytes of their keys.
+func deleteBatchLimits(st persistence.Store) (ops, size int) {
+	ops, size = maxDeleteBatch, 1<<20
+	if l, ok := st.(persistence.Limited); ok {
+		lops, lbytes := l.BatchLimits()
+		ops, size = max(1, min(ops, lops)), max(1, min(size, lbytes))
+	}
+	return ops, size
+}
+
+// deleteKeys deletes keys, in their order, with commit, in batches that
+// st takes (deleteBatchLimits): a stream's or a journal's records may be
+// more than one commit holds. A failed commit stops it; the keys of the
+// batches committed before are gone.
+func deleteKeys(ctx context.Context, st persistence.Store, commit func(context.Context, *persistence.Batch) error, keys [][]byte) error {
+	maxOps, maxBytes := deleteBatchLimits(st)
+	for len(keys) > 0 {
+		var b persistence.Batch
+		n, size := 0, 0
+		for n < len(keys) && n < maxOps && (n == 0 || size+len(keys[n]) <= maxBytes) {
+			b.Delete(keys[n])
+			size += len(keys[n])
+			n++
+		}
+		if err := commit(ctx, &b); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
 }

@@ -94,16 +94,6 @@ func ReleaseRunJournal(ctx context.Context, st persistence.Store, head []byte, h
 	return releaseRunJournal(ctx, st, st.Commit, head, holder)
 }
 
-// ReleaseRunJournal is the function ReleaseRunJournal on p's store, its
-// commits made through p's committer (which the Observer sees). Without a
-// store it does nothing.
-func (p *Provider) ReleaseRunJournal(ctx context.Context, head []byte, holder string) error {
-	if p.ps == nil {
-		return nil
-	}
-	return releaseRunJournal(ctx, p.ps.store, p.ps.com.Commit, head, holder)
-}
-
 func releaseRunJournal(ctx context.Context, st persistence.Store, commit func(context.Context, *persistence.Batch) error, head []byte, holder string) error {
 	id, ok := capabilities.JournalHeadID(head)
 	if !ok {

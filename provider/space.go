@@ -1,7 +1,5 @@
 package provider
 
-import "time"
-
 // A full disk holds the streams; it does not end them. A store that can
 // tell that its disk is about to refuse writes (persistence.SpaceChecker:
 // a BadgerStore says so two memtables before its reserve) is asked before
@@ -15,22 +13,3 @@ import "time"
 // short it holds the stream again at once. A commit the store refuses
 // nevertheless (a disk filled faster than the headroom) ends the stream
 // in :error as before.
-
-// holdForSpaceLocked holds the active stream s as failed when its store
-// is about to refuse writes, and reports whether it did. s.mu is held.
-func (s *stream) holdForSpaceLocked() bool {
-	if s.st != StateActive {
-		return false
-	}
-	sc := s.env.space
-	if sc == nil {
-		return false
-	}
-	err := sc.CheckSpace()
-	if err == nil {
-		return false
-	}
-	s.obs.Held(FailureStore)
-	s.holdLocked(&Failure{Kind: FailureStore, Error: err.Error(), Attempts: 1, AtEpochMs: time.Now().UnixMilli()})
-	return true
-}

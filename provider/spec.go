@@ -2,6 +2,7 @@ package provider
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -105,4 +106,43 @@ func (s *stream) sourceComesBack() bool {
 func replayable(t transport.StreamTransport) bool {
 	r, ok := t.(transport.Replayable)
 	return t != nil && (!ok || r.Replayable())
+}
+
+// target is the URL that chooses a stream's transport when the start call
+// names none: its endpoint when that is a URL of its own, else its server
+// URL.
+func (d *definition) target() string {
+	if isAbsolute(d.endpoint) {
+		return d.endpoint
+	}
+	return d.serverURL
+}
+
+// dialURL is the URL a stream of a TargetURL transport dials, classified
+// by egress: the endpoint, absolute or under the server URL, for a
+// transport whose endpoint is its URL (raw SSE); else the server URL. The
+// error names the start key that gave the URL.
+func (d *definition) dialURL() (*egress.URL, error) {
+	if d.kind.URLEndpoint {
+		u, err := egress.Endpoint(d.serverURL, d.endpoint)
+		if err != nil && egress.IsURL(d.endpoint) {
+			return nil, &keyError{"endpoint", err}
+		}
+		if err != nil {
+			return nil, &keyError{"server-url", err}
+		}
+		return u, nil
+	}
+	u, err := egress.Parse(d.serverURL)
+	if err != nil {
+		return nil, &keyError{"server-url", err}
+	}
+	return u, nil
+}
+
+// isAbsolute reports whether an endpoint is a URL of its own rather than a
+// path under the server URL (or a tool name): an http(s) URL as
+// egress.IsURL reads it, or a mock: URL, the scheme in any case.
+func isAbsolute(s string) bool {
+	return egress.IsURL(s) || len(s) >= 5 && strings.EqualFold(s[:5], "mock:")
 }

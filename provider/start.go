@@ -143,7 +143,7 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 	var batch *persistence.Batch
 	journalStored := func() {}
 	if p.ps != nil {
-		if batch, journalStored, err = p.ps.persistNew(s, req); err != nil {
+		if batch, journalStored, err = p.ps.persistNew(s, startSource{globals: req.Globals, processor: req.Processor, goProc: req.goProc != nil, journal: req.Journal}); err != nil {
 			s.cancel()
 			return "", err
 		}
@@ -302,38 +302,6 @@ func resolveProcessor(v rtfs.Value, g *rtfs.Globals) (rtfs.Value, string, error)
 	return fn, name, nil
 }
 
-// target is the URL that chooses a stream's transport when the start call
-// names none: its endpoint when that is a URL of its own, else its server
-// URL.
-func (d *definition) target() string {
-	if isAbsolute(d.endpoint) {
-		return d.endpoint
-	}
-	return d.serverURL
-}
-
-// dialURL is the URL a stream of a TargetURL transport dials, classified
-// by egress: the endpoint, absolute or under the server URL, for a
-// transport whose endpoint is its URL (raw SSE); else the server URL. The
-// error names the start key that gave the URL.
-func (d *definition) dialURL() (*egress.URL, error) {
-	if d.kind.URLEndpoint {
-		u, err := egress.Endpoint(d.serverURL, d.endpoint)
-		if err != nil && egress.IsURL(d.endpoint) {
-			return nil, &keyError{"endpoint", err}
-		}
-		if err != nil {
-			return nil, &keyError{"server-url", err}
-		}
-		return u, nil
-	}
-	u, err := egress.Parse(d.serverURL)
-	if err != nil {
-		return nil, &keyError{"server-url", err}
-	}
-	return u, nil
-}
-
 // chooseKind sets def's transport from the catalog: the one explicit
 // names, else the one its target URL selects; then checks its transport
 // keys and configures it. Without a catalog entry a stream can still run
@@ -439,34 +407,4 @@ func (p *Provider) Deliver(ctx context.Context, id string, c transport.Chunk) er
 		c.ReceivedAt = time.Now()
 	}
 	return s.deliverAck(ctx, c)
-}
-
-// keyError is a start error about one key of the start request.
-type keyError struct {
-	key string
-	err error
-}
-
-func (e *keyError) Error() string { return "start stream: :" + e.key + ": " + e.err.Error() }
-
-func (e *keyError) Unwrap() error { return e.err }
-
-// persistNew attaches the persistence state to a new stream and returns the
-// batch of its first records, and what to call once it has committed. A
-// stream whose transport cannot replay (transport.Replayable), or that has
-// no transport, journals its chunks.
-func (ps *persister) persistNew(s *stream, req StartRequest) (*persistence.Batch, func(), error) {
-	var fn rtfs.Value
-	if rp, ok := s.proc.(*rtfsProcessor); ok {
-		fn = rp.fn
-	}
-	prog := programOf(req.Globals, fn)
-	st := newStreamStore(ps, s, codec{prog, s.env.outputLimit}, !replayable(s.def.kind.Transport))
-	st.fresh = true
-	s.ps = st
-	b, stored, err := ps.startRecords(s, req, req.Globals, prog)
-	if err != nil {
-		return nil, nil, fmt.Errorf("start stream %q: %w", s.id, err)
-	}
-	return b, stored, nil
 }

@@ -15,31 +15,6 @@ import (
 // one commit each, as a running provider would. The caller holds the store
 // (it is locked to one process), so no provider writes meanwhile.
 
-// ErrNoStoredStream is wrapped by the errors of the stored-stream
-// operations (SetStoredState, RemoveStored, UpgradeStored,
-// StoredDeadLetters) for an id the store does not hold. ErrNoStream is the
-// live provider's: the two say which side was asked.
-var ErrNoStoredStream = errors.New("no such stream in the store")
-
-// loadProgress reads stream id's progress record.
-func loadProgress(ctx context.Context, st persistence.Store, id string) (*progressRecord, error) {
-	if _, err := st.Get(ctx, streamKey(id, suffixDef)); err != nil {
-		if errors.Is(err, persistence.ErrNotFound) {
-			return nil, fmt.Errorf("stream %q: %w", id, ErrNoStoredStream)
-		}
-		return nil, err
-	}
-	data, err := st.Get(ctx, streamKey(id, suffixProg))
-	if err != nil {
-		return nil, fmt.Errorf("stream %q: progress record: %w", id, err)
-	}
-	var r progressRecord
-	if err := r.decode(streamKey(id, suffixProg), data); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
-
 // SetStoredState moves a stored, unfinished stream to to: StatePaused (it
 // stays paused when the store is next resumed), StateActive (a paused one
 // runs on; a failed one retries the chunk it was held on, with the
@@ -204,44 +179,6 @@ func (p *Provider) Remove(ctx context.Context, id string, force bool) (State, er
 	return st.State, nil
 }
 
-// maxDeleteBatch is the most keys one batch of deleteKeys deletes: any
-// store applies it in one transaction (a cluster's holds 999 operations).
-const maxDeleteBatch = 256
-
-// deleteBatchLimits is what one batch of deleteKeys holds at most on st:
-// maxDeleteBatch keys, fewer when st says one commit holds fewer
-// (persistence.Limited), and the bytes of their keys.
-func deleteBatchLimits(st persistence.Store) (ops, size int) {
-	ops, size = maxDeleteBatch, 1<<20
-	if l, ok := st.(persistence.Limited); ok {
-		lops, lbytes := l.BatchLimits()
-		ops, size = max(1, min(ops, lops)), max(1, min(size, lbytes))
-	}
-	return ops, size
-}
-
-// deleteKeys deletes keys, in their order, with commit, in batches that
-// st takes (deleteBatchLimits): a stream's or a journal's records may be
-// more than one commit holds. A failed commit stops it; the keys of the
-// batches committed before are gone.
-func deleteKeys(ctx context.Context, st persistence.Store, commit func(context.Context, *persistence.Batch) error, keys [][]byte) error {
-	maxOps, maxBytes := deleteBatchLimits(st)
-	for len(keys) > 0 {
-		var b persistence.Batch
-		n, size := 0, 0
-		for n < len(keys) && n < maxOps && (n == 0 || size+len(keys[n]) <= maxBytes) {
-			b.Delete(keys[n])
-			size += len(keys[n])
-			n++
-		}
-		if err := commit(ctx, &b); err != nil {
-			return err
-		}
-		keys = keys[n:]
-	}
-	return nil
-}
-
 // DeadLetters returns every dead letter of stream id, oldest first: from
 // the store, with one (once the commits submitted before are made), else
 // the newest maxMemDeadLetters the provider kept. Cost: a scan of the
@@ -266,4 +203,14 @@ func (p *Provider) DeadLetters(ctx context.Context, id string) ([]DeadLetter, er
 		return nil, fmt.Errorf("dead letters of stream %q: %w", id, err)
 	}
 	return StoredDeadLetters(ctx, p.ps.store, id)
+}
+
+// ReleaseRunJournal is the function ReleaseRunJournal on p's store, its
+// commits made through p's committer (which the Observer sees). Without a
+// store it does nothing.
+func (p *Provider) ReleaseRunJournal(ctx context.Context, head []byte, holder string) error {
+	if p.ps == nil {
+		return nil
+	}
+	return releaseRunJournal(ctx, p.ps.store, p.ps.com.Commit, head, holder)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
+	"github.com/rtfshost/rtfshost/transport/breaker"
 )
 
 // A chunk's way through a stream, file by file:
@@ -428,4 +429,23 @@ func (e *StreamError) Error() string {
 		return fmt.Sprintf("stream %q is %s but not running: %s", e.StreamID, e.State, e.Message)
 	}
 	return fmt.Sprintf("stream %q was interrupted while %s: the provider closed", e.StreamID, e.State)
+}
+
+// connectedLocked records that a chunk arrived: the origin works. Called
+// with mu held by the first chunk after a start or a failed attempt.
+func (s *stream) connectedLocked() {
+	s.connected, s.failCounted = true, false
+	// The Set's lock is taken under mu, never the other way round.
+	s.env.breakers.Success(s.def.origin)
+}
+
+// runFailed counts the failure for good of the stream's transport that the
+// retry policy did not report: one that was never retried. A permanent
+// error (a refusal of the server, a bad configuration) says nothing of the
+// origin's health, and an open circuit's refusal is no attempt.
+func (s *stream) runFailed(err error) {
+	if err == nil || transport.IsPermanent(err) || errors.Is(err, breaker.ErrOpen) {
+		return
+	}
+	s.env.breakers.Failure(s.def.origin, err)
 }

@@ -410,3 +410,22 @@ func (s *stream) storeErr() error {
 	}
 	return s.ps.err()
 }
+
+// holdForSpaceLocked holds the active stream s as failed when its store
+// is about to refuse writes, and reports whether it did. s.mu is held.
+func (s *stream) holdForSpaceLocked() bool {
+	if s.st != StateActive {
+		return false
+	}
+	sc := s.env.space
+	if sc == nil {
+		return false
+	}
+	err := sc.CheckSpace()
+	if err == nil {
+		return false
+	}
+	s.obs.Held(FailureStore)
+	s.holdLocked(&Failure{Kind: FailureStore, Error: err.Error(), Attempts: 1, AtEpochMs: time.Now().UnixMilli()})
+	return true
+}
