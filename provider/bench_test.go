@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/mock"
@@ -130,17 +132,17 @@ func timeProcessorCalls(b *testing.B, g *rtfs.Globals, n int) time.Duration {
 // own, so it is not safe for concurrent use.
 func anchorCaller(g *rtfs.Globals) func() error {
 	fn, _ := g.Get("proc")
-	proc := newRTFSProcessor("proc", fn, g, rtfs.Limits{}, nil)
-	chunk := decodeChunk(new(rtfs.JSONDecoder), benchChunk, "", nil)
-	mb := newMetaBuilder(rtfs.String("bench"), rtfs.String("bench"))
+	proc := stream.NewRTFSProcessor("proc", fn, g, rtfs.Limits{}, nil)
+	chunk := stream.DecodeChunkInto(new(rtfs.JSONDecoder), benchChunk, "", nil)
+	mb := stream.NewMetaBuilder(rtfs.String("bench"), rtfs.String("bench"))
 	var meta rtfs.Value = rtfs.Nil
-	if proc.wantsMeta() {
-		meta = mb.build(&item{id: "x", received: time.Now()})
+	if proc.WantsMeta() {
+		meta = mb.Build(&stream.Item{Id: "x", Received: time.Now()})
 	}
 	var state rtfs.Value = rtfs.MapOf(rtfs.Keyword("readings"), rtfs.NewVector())
 	ctx := context.Background()
 	return func() error {
-		res, err := proc.call(ctx, state, chunk, meta)
+		res, err := proc.Call(ctx, state, chunk, meta)
 		if err != nil {
 			return err
 		}
@@ -190,12 +192,12 @@ func BenchmarkProcessorCallParallel(b *testing.B) {
 // check) and of the worker (metadata, for a processor that reads it).
 func BenchmarkDecodeChunk(b *testing.B) {
 	c := transport.Chunk{Data: benchChunk, Event: "chunk", ID: "17", ReceivedAt: time.Now()}
-	mb := newMetaBuilder(rtfs.String("s"), rtfs.String("e"))
+	mb := stream.NewMetaBuilder(rtfs.String("s"), rtfs.String("e"))
 	var dec rtfs.JSONDecoder
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		it := item{event: c.Event, id: c.ID, received: c.ReceivedAt, seq: int64(i)}
-		if it.chunk = decodeChunk(&dec, c.Data, c.Event, nil); controlAction(it.chunk) != actNone || mb.build(&it) == nil {
+		it := stream.Item{Event: c.Event, Id: c.ID, Received: c.ReceivedAt, Seq: int64(i)}
+		if it.Chunk = stream.DecodeChunkInto(&dec, c.Data, c.Event, nil); stream.ControlAction(it.Chunk) != stream.ActNone || mb.Build(&it) == nil {
 			b.Fatal("unexpected")
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -43,7 +45,7 @@ func TestHostCallIdentity(t *testing.T) {
 	id := f.start(StartRequest{StreamID: "pay", Processor: rtfs.Symbol("proc"), Globals: compileGlobals(t, src), InitialState: rtfs.Int(0)})
 	for n, chunkID := range []string{"a", "b", "c"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		must(t, f.mock.Source(id).Send(ctx, transport.Chunk{Data: []byte(`{"n":` + itoa(int64(n+1)) + `}`), ID: chunkID}))
+		must(t, f.mock.Source(id).Send(ctx, transport.Chunk{Data: []byte(`{"n":` + stream.Itoa(int64(n+1)) + `}`), ID: chunkID}))
 		cancel()
 	}
 	f.waitState(id, StateFailed)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
@@ -150,7 +152,7 @@ func (p *Provider) WithStreamID(args []rtfs.Value) ([]rtfs.Value, string) {
 		}
 		return args, ""
 	}
-	id := p.NewStreamID(streamName(stringField(m, "endpoint"), stringField(m, "command"), stringField(m, "transport")))
+	id := p.NewStreamID(stream.StreamName(stringField(m, "endpoint"), stringField(m, "command"), stringField(m, "transport")))
 	return []rtfs.Value{m.Assoc(rtfs.Keyword("stream-id"), rtfs.String(id))}, id
 }
 
@@ -214,19 +216,19 @@ func (h capHandlers) capStart(ctx context.Context, c *capabilities.Call) (capabi
 		req.OnError = &pol
 	}
 	if err := parseDeliveryKeys(m, &req); err != nil {
-		var ke *keyError
+		var ke *stream.KeyError
 		errors.As(err, &ke)
-		return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: ke.key, Msg: ke.err.Error()}
+		return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: ke.Key, Msg: ke.Err.Error()}
 	}
 	id, err := h.p.Start(req)
 	if err != nil {
-		var ke *keyError
+		var ke *stream.KeyError
 		if errors.As(err, &ke) {
-			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: ke.key, Msg: ke.err.Error()}
+			return capabilities.Answer{}, &capabilities.Error{Capability: CapStart, Key: ke.Key, Msg: ke.Err.Error()}
 		}
 		return capabilities.Answer{}, err
 	}
-	return capabilities.Now(startAnswer(id, req.Endpoint)), nil
+	return capabilities.Now(stream.StartAnswer(id, req.Endpoint)), nil
 }
 
 func (h capHandlers) capInspect(_ context.Context, c *capabilities.Call) (capabilities.Answer, error) {
@@ -305,14 +307,14 @@ func parseDeliveryKeys(m *rtfs.Map, req *StartRequest) error {
 	if v := field(m, "delivery"); v != rtfs.Nil {
 		d, err := ParseDelivery(v)
 		if err != nil {
-			return &keyError{"delivery", err}
+			return &stream.KeyError{Key: "delivery", Err: err}
 		}
 		req.Delivery = &d
 	}
 	if v := field(m, "milestones"); v != rtfs.Nil {
 		ms, err := ParseMilestones(v)
 		if err != nil {
-			return &keyError{"milestones", err}
+			return &stream.KeyError{Key: "milestones", Err: err}
 		}
 		req.Milestones = ms
 	}
@@ -333,7 +335,7 @@ func ParseStartDelivery(delivery, milestones json.RawMessage, req *StartRequest)
 		}
 		v, err := rtfs.FromJSON(kv.raw)
 		if err != nil {
-			return &keyError{kv.name, err}
+			return &stream.KeyError{Key: kv.name, Err: err}
 		}
 		kvs = append(kvs, rtfs.Keyword(kv.name), v)
 	}

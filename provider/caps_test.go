@@ -13,7 +13,7 @@ import (
 func kw(s string) rtfs.Value { return rtfs.Keyword(s) }
 
 // call dispatches a capability as a program would, with globals g.
-func (f *fixture) call(g *rtfs.Globals, id string, arg rtfs.Value) (rtfs.Value, error) {
+func (f *fixture) Call(g *rtfs.Globals, id string, arg rtfs.Value) (rtfs.Value, error) {
 	args := []rtfs.Value{}
 	if arg != nil {
 		args = append(args, arg)
@@ -27,7 +27,7 @@ func (f *fixture) call(g *rtfs.Globals, id string, arg rtfs.Value) (rtfs.Value, 
 func TestStreamCapabilities(t *testing.T) {
 	f := newFixture(t, Options{})
 	g := compileGlobals(t, weatherChunkSrc)
-	h, err := f.call(g, CapStart, rtfs.MapOf(kw("endpoint"), rtfs.String("weather.monitor.v1"), kw("processor"), rtfs.Symbol("process-weather-chunk"),
+	h, err := f.Call(g, CapStart, rtfs.MapOf(kw("endpoint"), rtfs.String("weather.monitor.v1"), kw("processor"), rtfs.Symbol("process-weather-chunk"),
 		kw("initial-state"), rtfs.MapOf(kw("count"), rtfs.Int(0)), kw("transport"), kw("mock"), kw("queue-capacity"), rtfs.Int(8),
 		kw("config"), rtfs.MapOf(kw("city"), rtfs.String("Paris"))))
 	if err != nil {
@@ -38,36 +38,36 @@ func TestStreamCapabilities(t *testing.T) {
 		t.Fatalf("handle = %v", h)
 	}
 	idArg := rtfs.MapOf(kw("stream-id"), rtfs.String(id))
-	if v, err := f.call(nil, CapPause, idArg); err != nil || path(v, "state") != kw("paused") || path(v, "stream-id") != rtfs.String(id) {
+	if v, err := f.Call(nil, CapPause, idArg); err != nil || path(v, "state") != kw("paused") || path(v, "stream-id") != rtfs.String(id) {
 		t.Fatalf("pause = %v, %v", v, err)
 	}
-	f.send(id, `{"seq":0}`)
-	if v, err := f.call(nil, CapResume, idArg); err != nil || path(v, "state") != kw("active") {
+	f.Send(id, `{"seq":0}`)
+	if v, err := f.Call(nil, CapResume, idArg); err != nil || path(v, "state") != kw("active") {
 		t.Fatalf("resume = %v, %v", v, err)
 	}
-	f.send(id, `{"seq":1}`)
-	v, err := f.call(nil, CapInspect, rtfs.MapOf(kw("stream-id"), rtfs.String(id), kw("include-queue"), rtfs.False))
+	f.Send(id, `{"seq":1}`)
+	v, err := f.Call(nil, CapInspect, rtfs.MapOf(kw("stream-id"), rtfs.String(id), kw("include-queue"), rtfs.False))
 	if err != nil || path(v, "queue-capacity") != rtfs.Int(8) || path(v, "queue") != nil || path(v, "current-state") == nil {
 		t.Fatalf("inspect = %v, %v", v, err)
 	}
-	if sum, err := f.call(nil, CapInspect, nil); err != nil || path(sum, "total") != rtfs.Int(1) {
+	if sum, err := f.Call(nil, CapInspect, nil); err != nil || path(sum, "total") != rtfs.Int(1) {
 		t.Fatalf("inspect summary = %v, %v", sum, err)
 	}
 	await, err := f.caps.Dispatch(context.Background(), &capabilities.Call{ID: CapAwait, Args: []rtfs.Value{idArg}})
 	if err != nil || !await.Parked() {
 		t.Fatalf("await = %+v, %v; want a parked answer", await, err)
 	}
-	f.send(id, `{"seq":2}`)
-	f.send(id, `{"seq":3}`)
+	f.Send(id, `{"seq":2}`)
+	f.Send(id, `{"seq":3}`)
 	res, err := await.Wait(context.Background())
 	if err != nil || !rtfs.Equal(res, rtfs.MapOf(kw("final-count"), rtfs.Int(3))) {
 		t.Fatalf("await = %v, %v", res, err)
 	}
-	st, err := f.call(nil, CapStatus, idArg)
+	st, err := f.Call(nil, CapStatus, idArg)
 	if err != nil || path(st, "state") != kw("completed") || path(st, "end-reason") != kw("processor") || !rtfs.Equal(path(st, "result"), res) {
 		t.Fatalf("status = %v, %v", st, err)
 	}
-	if _, err := f.call(nil, CapPause, idArg); err == nil || !strings.Contains(err.Error(), "capability :mcp.stream.pause: key :stream-id: cannot pause stream") {
+	if _, err := f.Call(nil, CapPause, idArg); err == nil || !strings.Contains(err.Error(), "capability :mcp.stream.pause: key :stream-id: cannot pause stream") {
 		t.Fatalf("pause of a completed stream = %v", err)
 	}
 }
@@ -93,24 +93,24 @@ func TestStreamCapabilityErrors(t *testing.T) {
 		{CapAwait, rtfs.MapOf(kw("stream-id"), rtfs.String("nope")), `capability :mcp.stream.await: key :stream-id: no stream with id "nope"`},
 	}
 	for _, tc := range cases {
-		_, err := f.call(g, tc.id, tc.arg)
+		_, err := f.Call(g, tc.id, tc.arg)
 		var ce *capabilities.Error
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %v: error %v, want %q", tc.id, tc.arg, err, tc.want)
 		}
 	}
-	h, err := f.call(g, CapStart, ok)
+	h, err := f.Call(g, CapStart, ok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.call(nil, CapAwait, rtfs.MapOf(kw("stream-id"), path(h, "stream-id"), kw("timeout-ms"), rtfs.Int(10)))
+	_, err = f.Call(nil, CapAwait, rtfs.MapOf(kw("stream-id"), path(h, "stream-id"), kw("timeout-ms"), rtfs.Int(10)))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not end within 10 ms") {
 		t.Errorf("await with a timeout = %v", err)
 	}
-	if _, err := f.call(nil, CapCancel, rtfs.MapOf(kw("stream-id"), path(h, "stream-id"))); err != nil {
+	if _, err := f.Call(nil, CapCancel, rtfs.MapOf(kw("stream-id"), path(h, "stream-id"))); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.call(nil, CapAwait, rtfs.MapOf(kw("stream-id"), path(h, "stream-id")))
+	_, err = f.Call(nil, CapAwait, rtfs.MapOf(kw("stream-id"), path(h, "stream-id")))
 	if !errors.As(err, new(*StreamError)) || !strings.Contains(err.Error(), "was cancelled") {
 		t.Errorf("await of a cancelled stream = %v", err)
 	}

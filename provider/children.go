@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
 	"github.com/rtfshost/rtfshost/transport"
 )
 
@@ -11,4 +12,4 @@ import (
 // before starting the program again. docs/durability.md says what this
 // guarantees.
 
-var _ transport.ChildObserver = (*stream)(nil)
+var _ transport.ChildObserver = (*stream.Stream)(nil)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
 	"github.com/rtfshost/rtfshost/transport"
 )
 
@@ -14,4 +15,4 @@ import (
 // closes. Start (and runTransport, for a recovered stream) refuses an
 // origin whose circuit is open before anything is dialled.
 
-var _ transport.AttemptGate = (*stream)(nil)
+var _ transport.AttemptGate = (*stream.Stream)(nil)

@@ -51,7 +51,7 @@ func (c *movableClock) now() time.Time {
 	return c.t
 }
 
-func (c *movableClock) add(d time.Duration) {
+func (c *movableClock) Add(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
@@ -80,7 +80,7 @@ func TestCircuitOpensOnADeadOrigin(t *testing.T) {
 			msgs = append(msgs, err.Error())
 			continue
 		}
-		st := f.await(id)
+		st := f.Await(id)
 		if st.State != StateError {
 			t.Fatalf("stream %d on a dead origin: %+v", i, st)
 		}
@@ -117,18 +117,18 @@ func TestCircuitOpensOnADeadOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("another origin: %v", err)
 	}
-	if st := f.await(id); st.State != StateCompleted {
+	if st := f.Await(id); st.State != StateCompleted {
 		t.Fatalf("another origin: %+v", st)
 	}
 
 	// The cooldown ends; the origin is back; the probe closes the circuit.
-	clk.add(breaker.DefaultCooldown)
+	clk.Add(breaker.DefaultCooldown)
 	dead.alive.Store(true)
 	id, err = f.p.Start(StartRequest{Endpoint: "weather.monitor.v1", goProc: counter()})
 	if err != nil {
 		t.Fatalf("the probe: %v", err)
 	}
-	if st := f.await(id); st.State != StateCompleted {
+	if st := f.Await(id); st.State != StateCompleted {
 		t.Fatalf("the probe's stream: %+v", st)
 	}
 	if bs := f.p.Breakers(); len(bs) != 0 {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -98,13 +100,13 @@ type Answer struct {
 // ErrNotRunning when this provider does not run the stream.
 func (p *Provider) Answer(ctx context.Context, req Request) (Answer, error) {
 	s, err := p.lookup(req.StreamID)
-	if err != nil || s.moved.Load() {
+	if err != nil || s.Moved.Load() {
 		return Answer{}, fmt.Errorf("stream %q: %w here", req.StreamID, ErrNotRunning)
 	}
 	var st Status
 	switch req.Verb {
 	case "status":
-		st = s.status()
+		st = s.Status()
 	case "pause":
 		st, err = p.Pause(ctx, req.StreamID)
 	case "resume":
@@ -114,8 +116,8 @@ func (p *Provider) Answer(ctx context.Context, req Request) (Answer, error) {
 	case "cancel":
 		st, err = p.Cancel(ctx, req.StreamID)
 	case "inspect":
-		in := s.info(req.Inspect, time.Now())
-		return Answer{Status: s.status(), Info: &in, Inspect: in.Value()}, nil
+		in := s.Info(req.Inspect, time.Now())
+		return Answer{Status: s.Status(), Info: &in, Inspect: in.Value()}, nil
 	case "upgrade":
 		if req.Upgrade == nil {
 			return Answer{}, errors.New("an upgrade request without its program")
@@ -125,7 +127,7 @@ func (p *Provider) Answer(ctx context.Context, req Request) (Answer, error) {
 			return Answer{}, fmt.Errorf("upgrade stream %q: %w: %w", req.StreamID, ErrCannotUpgrade, err)
 		}
 		res, err := p.Upgrade(ctx, Upgrade{StreamID: req.StreamID, Program: prog, Processor: req.Upgrade.Processor, Limits: p.opts.Limits})
-		return Answer{Status: s.current().status(), Upgraded: &res}, err
+		return Answer{Status: s.Current().Status(), Upgraded: &res}, err
 	default:
 		return Answer{}, fmt.Errorf("unknown request %q", req.Verb)
 	}
@@ -139,19 +141,19 @@ func (p *Provider) Answer(ctx context.Context, req Request) (Answer, error) {
 // fences writes of such keys by the stream's ownership. It costs a scan of
 // key.
 func KeyOwner(key []byte) (string, bool) {
-	if id, ok := bytes.CutPrefix(key, []byte(originPrefix)); ok {
+	if id, ok := bytes.CutPrefix(key, []byte(stream.OriginPrefix)); ok {
 		return string(id), true
 	}
-	if id, ok := bytes.CutPrefix(key, []byte(deliveryPrefix)); ok {
+	if id, ok := bytes.CutPrefix(key, []byte(stream.DeliveryPrefix)); ok {
 		return string(id), true
 	}
-	if rest, ok := bytes.CutPrefix(key, []byte(deadLetterPrefixStr)); ok {
+	if rest, ok := bytes.CutPrefix(key, []byte(stream.DeadLetterPrefixStr)); ok {
 		if i := bytes.IndexByte(rest, 0); i >= 0 {
 			return string(rest[:i]), true
 		}
 		return "", false
 	}
-	rest, ok := bytes.CutPrefix(key, []byte(streamPrefix))
+	rest, ok := bytes.CutPrefix(key, []byte(stream.StreamPrefix))
 	if !ok {
 		return "", false
 	}
@@ -178,54 +180,54 @@ func (c *settings) claim(ctx context.Context, id string) error {
 // (StartRequest.Local): when the cluster says another host should run it,
 // the stream stops here with its progress committed and is offered to that
 // host, which takes it over from its cursor.
-func (p *Provider) place(s *stream) {
+func (p *Provider) place(s *stream.Stream) {
 	defer p.wg.Done()
 	ctx, cancel := context.WithTimeout(p.ctx, DefaultForwardTimeout)
 	defer cancel()
-	to, err := p.opts.Cluster.Place(ctx, s.id)
+	to, err := p.opts.Cluster.Place(ctx, s.Id)
 	if err != nil {
-		p.log.Warn("cluster: placement failed; the stream stays here", "stream", s.id, "err", err)
+		p.log.Warn("cluster: placement failed; the stream stays here", "stream", s.Id, "err", err)
 	}
 	if err != nil || to == "" {
 		return
 	}
-	s.handingOver.Store(true)
-	s.cancel()
+	s.HandingOver.Store(true)
+	s.Cancel()
 	select {
-	case <-s.done:
+	case <-s.Done:
 	case <-p.ctx.Done():
 		return
 	}
-	if s.status().State.Terminal() {
-		s.handingOver.Store(false) // it ended before it stopped: nothing to hand over
+	if s.Status().State.Terminal() {
+		s.HandingOver.Store(false) // it ended before it stopped: nothing to hand over
 		return
 	}
 	// The host it goes to starts its transport once this one's returned,
 	// as a run here after a failed offer does (runs.go).
-	err = p.runs.await(ctx, s.id)
+	err = p.runs.Await(ctx, s.Id)
 	if err == nil {
-		err = p.ps.com.Flush(ctx)
+		err = p.ps.Com.Flush(ctx)
 	}
 	if err == nil {
-		err = p.opts.Cluster.Offer(ctx, s.id, to)
+		err = p.opts.Cluster.Offer(ctx, s.Id, to)
 	}
 	p.forget(s)
 	if err != nil {
 		// Not handed over: it runs here again, from its committed cursor.
-		p.log.Warn("cluster: a stream not handed over; it goes on here", "stream", s.id, "to", to, "err", err)
-		if err := p.RecoverStream(ctx, s.id); err != nil {
-			p.log.Error("cluster: a stream neither handed over nor resumed", "stream", s.id, "err", err)
+		p.log.Warn("cluster: a stream not handed over; it goes on here", "stream", s.Id, "to", to, "err", err)
+		if err := p.RecoverStream(ctx, s.Id); err != nil {
+			p.log.Error("cluster: a stream neither handed over nor resumed", "stream", s.Id, "err", err)
 		}
 	}
 }
 
 // forget removes a stream that moved to another host from this provider,
 // once its goroutines have exited.
-func (r *registry) forget(s *stream) {
+func (r *registry) forget(s *stream.Stream) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.streams[s.id] == s {
-		delete(r.streams, s.id)
+	if r.streams[s.Id] == s {
+		delete(r.streams, s.Id)
 	}
 	for i, o := range r.order {
 		if o == s {
@@ -239,7 +241,7 @@ func (r *registry) forget(s *stream) {
 // that runs it, or, when no live host does, here, after loading it from
 // the store (an ended stream becomes inspectable; an unfinished one whose
 // owner died is claimed and runs here).
-func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream, error) {
+func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream.Stream, error) {
 	if p.opts.Cluster == nil || p.ps == nil {
 		return Answer{}, nil, &noStreamError{id: req.StreamID}
 	}
@@ -298,30 +300,30 @@ func (ld *loader) storedAnswer(ctx context.Context, req Request, owned *OwnedErr
 	wrap := func(err error) error {
 		return fmt.Errorf("stream %q: its owner %s does not answer, and its stored records cannot be read: %w", req.StreamID, owned.Owner, err)
 	}
-	all, err := ld.ps.scanStreams(ctx, append([]byte(streamPrefix+req.StreamID), 0))
+	all, err := ld.ps.ScanStreams(ctx, append([]byte(stream.StreamPrefix+req.StreamID), 0))
 	if err != nil {
 		return Answer{}, wrap(err)
 	}
 	if len(all) == 0 {
 		return Answer{}, wrap(ErrNotPersisted)
 	}
-	if err := all[0].complete(); err != nil {
+	if err := all[0].Complete(); err != nil {
 		return Answer{}, wrap(err)
 	}
 	s, err := ld.rebuild(ctx, all[0])
 	if err != nil {
 		return Answer{}, wrap(err)
 	}
-	defer s.cancel()
+	defer s.Cancel()
 	stale := &Stale{Owner: owned.Owner}
 	if !owned.Heartbeat.IsZero() {
 		ms := owned.Heartbeat.UnixMilli()
 		stale.SinceEpochMs = &ms
 	}
-	a := Answer{Status: s.status()}
+	a := Answer{Status: s.Status()}
 	a.Status.Stale = stale
 	if req.Verb == "inspect" {
-		in := s.info(req.Inspect, time.Now())
+		in := s.Info(req.Inspect, time.Now())
 		in.Stale = stale
 		a.Info, a.Inspect = &in, in.Value()
 	}
@@ -349,7 +351,7 @@ func (p *Provider) awaitRemote(ctx context.Context, id string) (rtfs.Value, erro
 		case a.Status.State == StateCompleted:
 			return a.Status.Result, nil
 		case a.Status.State.Terminal():
-			return nil, a.Status.err()
+			return nil, stream.StatusErr(a.Status)
 		}
 		select {
 		case <-ctx.Done():

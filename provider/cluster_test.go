@@ -102,9 +102,9 @@ func TestClusterFencedStreamMoves(t *testing.T) {
 	c := &fakeCluster{}
 	f := newFixture(t, Options{Store: fs, Cluster: c})
 	id := startCount(f, g, "moving", rtfs.Symbol("proc"))
-	f.send(id, `{"n":1}`)
+	f.Send(id, `{"n":1}`)
 	f.processed(id, 1)
-	must(t, f.p.ps.com.Flush(context.Background()))
+	must(t, f.p.ps.Com.Flush(context.Background()))
 	commits, _ := fs.Counts()
 
 	var remoteStatus sync.Mutex
@@ -164,8 +164,8 @@ func TestClusterFencedStreamMoves(t *testing.T) {
 
 	// A stream that ends here: claimed, then released as ended.
 	id2 := startCount(f, g, "ending", rtfs.Symbol("proc"))
-	f.send(id2, `{"done":true}`)
-	if st := f.await(id2); st.State != StateCompleted {
+	f.Send(id2, `{"done":true}`)
+	if st := f.Await(id2); st.State != StateCompleted {
 		t.Fatalf("status %+v", st)
 	}
 	waitUntil(t, "the release", func() bool {

@@ -16,5 +16,5 @@ func (p *Provider) SourceComesBack(id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return s.sourceComesBack(), nil
+	return s.SourceComesBack(), nil
 }

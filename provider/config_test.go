@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/egress"
@@ -79,8 +81,8 @@ func TestChooseTransport(t *testing.T) {
 	}
 	cat := catalogOf(map[string]transport.StreamTransport{"sse": nil, "mcp": nil, "mcp-sse": nil, "mock": nil})
 	for _, c := range cases {
-		def := definition{endpoint: c.endpoint, serverURL: c.server}
-		k, err := cat.Choose(c.explicit, def.target())
+		def := stream.Definition{Endpoint: c.endpoint, ServerURL: c.server}
+		k, err := cat.Choose(c.explicit, def.Target())
 		if err != nil || k.Name != c.want {
 			t.Errorf("Choose(%q) for endpoint %q on %q = %q, %v; want %q", c.explicit, c.endpoint, c.server, k.Name, err, c.want)
 		}
@@ -137,7 +139,7 @@ func TestSpecAndSecrets(t *testing.T) {
 			t.Errorf("inspect output leaks %q: %s", secret, all)
 		}
 	}
-	if got := path(f.inspect(id), "transport", "server-url"); got != rtfs.String("http://127.0.0.1:9/sse?redacted") {
+	if got := path(f.Inspect(id), "transport", "server-url"); got != rtfs.String("http://127.0.0.1:9/sse?redacted") {
 		t.Errorf("server-url = %v", got)
 	}
 }

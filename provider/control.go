@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -20,7 +22,7 @@ func (p *Provider) Status(ctx context.Context, id string) (Status, error) {
 	if err := ctx.Err(); err != nil {
 		return Status{}, fmt.Errorf("status of stream %q: %w", id, err)
 	}
-	return s.status(), nil
+	return s.Status(), nil
 }
 
 // forward runs verb on stream id, which this provider does not run (lookup
@@ -44,11 +46,11 @@ func (p *Provider) forward(ctx context.Context, id, verb string, notHere error) 
 	case s == nil:
 		return a.Status, nil
 	case verb == "status":
-		return s.status(), nil
+		return s.Status(), nil
 	case verb == "cancel":
 		return p.Cancel(ctx, id)
 	}
-	return p.control(ctx, id, verb, nil)
+	return p.Control(ctx, id, verb, nil)
 }
 
 // DefaultForwardTimeout bounds a request forwarded to the host that runs
@@ -108,7 +110,7 @@ func forwardErr(ctx context.Context, verb, id string, err error) error {
 //     runs is claimed and loaded here from the store: that runs whole,
 //     even when ctx ends first (the request is then not applied).
 func (p *Provider) Pause(ctx context.Context, id string) (Status, error) {
-	return p.control(ctx, id, "pause", pauseChange)
+	return p.Control(ctx, id, "pause", stream.PauseChange)
 }
 
 // Resume resumes a paused stream id: its backlog drains in order at once.
@@ -119,7 +121,7 @@ func (p *Provider) Pause(ctx context.Context, id string) (Status, error) {
 // nothing; resuming an ended one is an error. ctx bounds it as it bounds
 // Pause.
 func (p *Provider) Resume(ctx context.Context, id string) (Status, error) {
-	return p.control(ctx, id, "resume", resumeChange)
+	return p.Control(ctx, id, "resume", stream.ResumeChange)
 }
 
 // Skip sets the chunk a failed stream is held on aside as a dead letter
@@ -129,7 +131,7 @@ func (p *Provider) Resume(ctx context.Context, id string) (Status, error) {
 // that is not held on a chunk (not StateFailed, or held by its source).
 // ctx bounds it as it bounds Pause.
 func (p *Provider) Skip(ctx context.Context, id string) (Status, error) {
-	return p.control(ctx, id, "skip", nil)
+	return p.Control(ctx, id, "skip", nil)
 }
 
 // Cancel cancels stream id: its transport stops, its queued chunks are
@@ -141,21 +143,21 @@ func (p *Provider) Cancel(ctx context.Context, id string) (Status, error) {
 	if err != nil {
 		return p.forward(ctx, id, "cancel", err)
 	}
-	return s.cancelRequest(ctx)
+	return s.CancelRequest(ctx)
 }
 
 // control makes change (verb's) to stream id under its lock, or forwards
 // verb to the stream's owner; ctx is checked once the lock is held (Pause
 // says why).
-func (p *Provider) control(ctx context.Context, id, verb string, change func(*stream) error) (Status, error) {
+func (p *Provider) Control(ctx context.Context, id, verb string, change func(*stream.Stream) error) (Status, error) {
 	if change == nil {
-		change = map[string]func(*stream) error{"pause": pauseChange, "resume": resumeChange, "skip": skipChange}[verb]
+		change = map[string]func(*stream.Stream) error{"pause": stream.PauseChange, "resume": stream.ResumeChange, "skip": stream.SkipChange}[verb]
 	}
 	s, err := p.lookupOpen(id)
 	if err != nil {
 		return p.forward(ctx, id, verb, err)
 	}
-	return s.control(ctx, verb, change)
+	return s.Control(ctx, verb, change)
 }
 
 // Await blocks until stream id ends, or ctx ends, and returns the :result of
@@ -170,17 +172,17 @@ func (p *Provider) Await(ctx context.Context, id string) (rtfs.Value, error) {
 		return p.awaitRemote(ctx, id)
 	}
 	select {
-	case <-s.done:
+	case <-s.Done:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	s = s.current()
-	if s.moved.Load() || s.handingOver.Load() {
+	s = s.Current()
+	if s.Moved.Load() || s.HandingOver.Load() {
 		return p.awaitRemote(ctx, id)
 	}
-	st := s.status()
+	st := s.Status()
 	if st.State != StateCompleted {
-		return nil, s.endErr(st)
+		return nil, s.EndErr(st)
 	}
 	return st.Result, nil
 }
@@ -192,7 +194,7 @@ func (p *Provider) Done(id string) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.done, nil
+	return s.Done, nil
 }
 
 // Detach stops stream id the way Close stops every stream, and forgets it:
@@ -209,14 +211,14 @@ func (p *Provider) Detach(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	s.cancel()
+	s.Cancel()
 	select {
-	case <-s.done:
+	case <-s.Done:
 	case <-ctx.Done():
 		return fmt.Errorf("detach stream %q: %w", id, ctx.Err())
 	}
 	if p.ps != nil {
-		if err := p.ps.com.Flush(ctx); err != nil {
+		if err := p.ps.Com.Flush(ctx); err != nil {
 			return fmt.Errorf("detach stream %q: commit its progress: %w", id, err)
 		}
 	}

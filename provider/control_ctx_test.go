@@ -42,8 +42,8 @@ func TestControlEndedContext(t *testing.T) {
 			t.Errorf("a refused request left an event: %+v", e)
 		}
 	}
-	f.send(id, `{"n":1}`)
-	f.waitFor("the chunk", func() bool { return path(f.inspect(id), "stats", "processed-chunks") == rtfs.Int(1) })
+	f.Send(id, `{"n":1}`)
+	f.waitFor("the chunk", func() bool { return path(f.Inspect(id), "stats", "processed-chunks") == rtfs.Int(1) })
 	if st, err := f.p.Status(t.Context(), id); err != nil || st.State != StateActive {
 		t.Fatalf("after the refused requests: %+v, %v; want active", st, err)
 	}
@@ -133,7 +133,7 @@ func TestForwardedControlLoadsWhole(t *testing.T) {
 	a := newFixture(t, Options{Store: store})
 	g := compileGlobals(t, countSrc)
 	id := startCount(a, g, "orphan", rtfs.Symbol("proc"))
-	a.send(id, `{"n":1}`)
+	a.Send(id, `{"n":1}`)
 	a.processed(id, 1)
 	if err := a.p.Close(); err != nil {
 		t.Fatal(err)
@@ -169,6 +169,6 @@ func TestForwardedControlLoadsWhole(t *testing.T) {
 	if _, released, _ := c.log(); len(released) != 0 {
 		t.Fatalf("the claim was given up: %v", released)
 	}
-	b.send(id, `{"n":2}`)
+	b.Send(id, `{"n":2}`)
 	b.processed(id, 2)
 }

@@ -24,27 +24,27 @@ func TestGoControl(t *testing.T) {
 		t.Fatalf("Pause = %+v, %v", st, err)
 	}
 	for n := 1; n <= 3; n++ {
-		f.send(id, fmt.Sprintf(`{"n":%d}`, n))
+		f.Send(id, fmt.Sprintf(`{"n":%d}`, n))
 	}
-	f.waitFor("queueing", func() bool { return path(f.inspect(id), "stats", "queued-chunks") == rtfs.Int(3) })
-	if m := f.inspect(id); path(m, "stats", "processed-chunks") != rtfs.Int(0) {
+	f.waitFor("queueing", func() bool { return path(f.Inspect(id), "stats", "queued-chunks") == rtfs.Int(3) })
+	if m := f.Inspect(id); path(m, "stats", "processed-chunks") != rtfs.Int(0) {
 		t.Fatalf("a paused stream processed chunks: %v", path(m, "stats"))
 	}
 	if st, err = f.p.Resume(t.Context(), id); err != nil || st.State != StateActive {
 		t.Fatalf("Resume = %+v, %v", st, err)
 	}
-	f.waitFor("drain", func() bool { return path(f.inspect(id), "stats", "processed-chunks") == rtfs.Int(3) })
+	f.waitFor("drain", func() bool { return path(f.Inspect(id), "stats", "processed-chunks") == rtfs.Int(3) })
 	if _, err := f.p.Pause(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	f.send(id, `{"n":4}`)
-	f.send(id, `{"n":5}`)
-	f.waitFor("queueing", func() bool { return path(f.inspect(id), "stats", "queued-chunks") == rtfs.Int(2) })
+	f.Send(id, `{"n":4}`)
+	f.Send(id, `{"n":5}`)
+	f.waitFor("queueing", func() bool { return path(f.Inspect(id), "stats", "queued-chunks") == rtfs.Int(2) })
 	if st, err = f.p.Cancel(t.Context(), id); err != nil || st.State != StateCancelled || st.EndReason != "request" {
 		t.Fatalf("Cancel = %+v, %v", st, err)
 	}
-	f.await(id)
-	if m := f.inspect(id); path(m, "dropped-chunks") != rtfs.Int(2) {
+	f.Await(id)
+	if m := f.Inspect(id); path(m, "dropped-chunks") != rtfs.Int(2) {
 		t.Errorf("dropped = %v, want 2", path(m, "dropped-chunks"))
 	}
 	if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, ints(1, 3)) {
@@ -83,9 +83,9 @@ func TestAwaitAndWaitAll(t *testing.T) {
 	if _, err := f.p.Await(ctx, ok); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Await of a running stream = %v", err)
 	}
-	f.send(ok, `{"n":1}`)
+	f.Send(ok, `{"n":1}`)
 	f.mock.Source(ok).Close()
-	f.send(bad, `{"n":1,"reply":"bogus"}`)
+	f.Send(bad, `{"n":1,"reply":"bogus"}`)
 	err := f.p.WaitAll(context.Background())
 	var se *StreamError
 	if !errors.As(err, &se) || se.StreamID != bad || se.State != StateError {
@@ -104,7 +104,7 @@ func TestAwaitAndWaitAll(t *testing.T) {
 func TestCloseInterruptsStreams(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter()})
-	f.send(id, `{"n":1}`)
+	f.Send(id, `{"n":1}`)
 	if err := f.p.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +140,8 @@ func TestInspectFields(t *testing.T) {
 	if err := f.p.Deliver(context.Background(), id, transport.Chunk{Data: []byte(`{"payload":"alpha"}`), ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	f.waitFor("processing", func() bool { return path(f.inspect(id), "stats", "processed-chunks") == rtfs.Int(1) })
-	m := f.inspect(id)
+	f.waitFor("processing", func() bool { return path(f.Inspect(id), "stats", "processed-chunks") == rtfs.Int(1) })
+	m := f.Inspect(id)
 	checks := map[string]rtfs.Value{
 		"stream-id": rtfs.String("s-1"), "processor": rtfs.String("go-proc"), "endpoint": rtfs.String("weather.monitor.v1"),
 		"queue-capacity": rtfs.Int(32), "persistence-enabled": rtfs.False, "cursor": rtfs.String("c1"),
@@ -216,7 +216,7 @@ func TestDecodingAndMetadata(t *testing.T) {
 		}
 	}
 	src.Close()
-	f.await(id)
+	f.Await(id)
 	if len(chunks) != 3 {
 		t.Fatalf("processor saw %d chunks, want 3 (the data-less event is no chunk)", len(chunks))
 	}
@@ -293,20 +293,20 @@ func TestTransportAndProcessorFaults(t *testing.T) {
 	})
 	f := newFixture(t, Options{Transports: tr})
 	id := f.start(StartRequest{Transport: "fails", goProc: counter()})
-	st := f.await(id)
+	st := f.Await(id)
 	if st.State != StateError || st.Message != "transport: connect: HTTP 404: not found" {
 		t.Errorf("failing transport: %+v", st)
 	}
-	m := f.inspect(id)
+	m := f.Inspect(id)
 	if path(m, "reconnects") != rtfs.Int(1) || path(m, "stats", "processed-chunks") != rtfs.Int(1) {
 		t.Errorf("reconnects = %v, stats = %v", path(m, "reconnects"), path(m, "stats"))
 	}
 	id = f.start(StartRequest{Transport: "panics", goProc: counter()})
-	if st := f.await(id); st.State != StateError || st.Message != "transport: transport panicked: transport bug" {
+	if st := f.Await(id); st.State != StateError || st.Message != "transport: transport panicked: transport bug" {
 		t.Errorf("panicking transport: %+v", st)
 	}
 	id = f.start(StartRequest{Transport: "fails", OnError: endOnError, goProc: goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) { panic("processor bug") })})
-	if st := f.await(id); st.State != StateError || st.Message != "processor go-proc failed on chunk 1: processor panicked: processor bug" {
+	if st := f.Await(id); st.State != StateError || st.Message != "processor go-proc failed on chunk 1: processor panicked: processor bug" {
 		t.Errorf("panicking processor: %+v", st)
 	}
 }
@@ -343,13 +343,13 @@ func TestErrorDropsTheQueue(t *testing.T) {
 		<-release
 		return nil, errors.New("boom")
 	})})
-	f.send(id, `{"n": 1}`)
+	f.Send(id, `{"n": 1}`)
 	f.waitFor("the worker to take the first chunk", func() bool {
 		v, _ := f.p.Inspect(id, InspectOptions{})
 		return path(v, "stats", "queued-chunks") == rtfs.Int(0)
 	})
-	f.send(id, `{"n": 2}`)
-	f.send(id, `{"n": 3}`)
+	f.Send(id, `{"n": 2}`)
+	f.Send(id, `{"n": 3}`)
 	// Send returns once the mock's Run holds the chunk; wait until both
 	// are in the queue.
 	f.waitFor("two chunks queued", func() bool {
@@ -357,10 +357,10 @@ func TestErrorDropsTheQueue(t *testing.T) {
 		return path(v, "stats", "queued-chunks") == rtfs.Int(2)
 	})
 	close(release)
-	if st := f.await(id); st.State != StateError {
+	if st := f.Await(id); st.State != StateError {
 		t.Fatalf("status %+v", st)
 	}
-	v := f.inspect(id)
+	v := f.Inspect(id)
 	if q, d := path(v, "stats", "queued-chunks"), path(v, "dropped-chunks"); q != rtfs.Int(0) || d != rtfs.Int(2) {
 		t.Errorf("after the error: queued %v, dropped %v; want 0 and 2", q, d)
 	}
@@ -385,7 +385,7 @@ func TestDeclaredConfigTypeRunsAsWritten(t *testing.T) {
    :config {:buffer_size 100}})`)
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{Processor: rtfs.Symbol("my-stream-processor"), Globals: g})
-	f.send(id, `{"value": 3}`)
+	f.Send(id, `{"value": 3}`)
 	f.waitFor("the chunk to be processed", func() bool {
 		v, _ := f.p.Inspect(id, InspectOptions{})
 		return path(v, "stats", "processed-chunks") == rtfs.Int(1)
@@ -393,7 +393,7 @@ func TestDeclaredConfigTypeRunsAsWritten(t *testing.T) {
 	if st, _ := f.p.Status(t.Context(), id); st.State != StateActive {
 		t.Fatalf("the processor failed: %+v", st)
 	}
-	if out := path(f.inspect(id), "last-output"); out != rtfs.Int(3) {
+	if out := path(f.Inspect(id), "last-output"); out != rtfs.Int(3) {
 		t.Errorf("last output %v", out)
 	}
 }

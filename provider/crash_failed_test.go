@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/internal/localserver"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
@@ -162,10 +164,10 @@ func heldChildMain(role, dir, url string) error {
 	}
 	for {
 		// Killed once its failure is committed.
-		if err := p.ps.com.Flush(context.Background()); err != nil {
+		if err := p.ps.Com.Flush(context.Background()); err != nil {
 			return err
 		}
-		if r, err := loadProgress(context.Background(), store, crashStream); err == nil && r.status == string(StateFailed) {
+		if r, err := stream.LoadProgress(context.Background(), store, crashStream); err == nil && r.Status == string(StateFailed) {
 			fmt.Println("failed")
 			select {} // killed here
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
 )
@@ -25,11 +27,11 @@ func ints(from, to int64) []int64 {
 func TestContinueAndSourceEnd(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter()})
-	f.send(id, `{"n":1}`)
-	f.send(id, `{"n":2,"reply":"continue"}`)
-	f.send(id, `{"n":3}`)
+	f.Send(id, `{"n":1}`)
+	f.Send(id, `{"n":2,"reply":"continue"}`)
+	f.Send(id, `{"n":3}`)
 	f.mock.Source(id).Close()
-	st := f.await(id)
+	st := f.Await(id)
 	if st.State != StateCompleted || st.EndReason != "source-ended" {
 		t.Fatalf("status = %+v, want completed by source-ended", st)
 	}
@@ -39,7 +41,7 @@ func TestContinueAndSourceEnd(t *testing.T) {
 	if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, ints(1, 3)) {
 		t.Errorf("seen = %v", got)
 	}
-	m := f.inspect(id)
+	m := f.Inspect(id)
 	if path(m, "stats", "processed-chunks") != rtfs.Int(3) || path(m, "cursor") != rtfs.String("2") {
 		t.Errorf("stats = %v cursor = %v", path(m, "stats"), path(m, "cursor"))
 	}
@@ -52,10 +54,10 @@ func TestContinueAndSourceEnd(t *testing.T) {
 func TestPauseBlocksProducerAndResumeDrainsInOrder(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter(), QueueCapacity: 4})
-	f.send(id, `{"n":0,"reply":"pause"}`)
+	f.Send(id, `{"n":0,"reply":"pause"}`)
 	f.waitFor("pause", func() bool { st, _ := f.p.Status(t.Context(), id); return st.State == StatePaused })
 	for n := 1; n <= 5; n++ { // 4 fill the queue, the 5th is held by the blocked Deliver
-		f.send(id, fmt.Sprintf(`{"n":%d}`, n))
+		f.Send(id, fmt.Sprintf(`{"n":%d}`, n))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -63,7 +65,7 @@ func TestPauseBlocksProducerAndResumeDrainsInOrder(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Send on a full paused stream = %v, want it to block", err)
 	}
-	m := f.inspect(id)
+	m := f.Inspect(id)
 	if path(m, "stats", "queued-chunks") != rtfs.Int(4) || path(m, "stats", "processed-chunks") != rtfs.Int(1) {
 		t.Fatalf("while paused: stats = %v", path(m, "stats"))
 	}
@@ -73,13 +75,13 @@ func TestPauseBlocksProducerAndResumeDrainsInOrder(t *testing.T) {
 	if _, err := f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	f.send(id, `{"n":6}`)
+	f.Send(id, `{"n":6}`)
 	f.mock.Source(id).Close()
-	st := f.await(id)
+	st := f.Await(id)
 	if st.State != StateCompleted {
 		t.Fatalf("status = %+v", st)
 	}
-	m = f.inspect(id)
+	m = f.Inspect(id)
 	if got := seenInts(path(m, "current-state")); !reflect.DeepEqual(got, ints(0, 6)) {
 		t.Errorf("processed %v, want 0..6 once each in order", got)
 	}
@@ -93,14 +95,14 @@ func TestPauseBlocksProducerAndResumeDrainsInOrder(t *testing.T) {
 func TestControlChunkJumpsQueueWhilePaused(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter(), QueueCapacity: 2})
-	f.send(id, `{"n":0,"reply":"pause"}`)
+	f.Send(id, `{"n":0,"reply":"pause"}`)
 	f.waitFor("pause", func() bool { st, _ := f.p.Status(t.Context(), id); return st.State == StatePaused })
-	f.send(id, `{"n":1}`)
-	f.send(id, `{"n":2}`)
-	f.send(id, `{"n":99,"action":"resume"}`) // the queue is full: it is accepted anyway
-	f.send(id, `{"n":3}`)
+	f.Send(id, `{"n":1}`)
+	f.Send(id, `{"n":2}`)
+	f.Send(id, `{"n":99,"action":"resume"}`) // the queue is full: it is accepted anyway
+	f.Send(id, `{"n":3}`)
 	f.mock.Source(id).Close()
-	if st := f.await(id); st.State != StateCompleted {
+	if st := f.Await(id); st.State != StateCompleted {
 		t.Fatalf("status = %+v", st)
 	}
 	if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, []int64{0, 99, 1, 2, 3}) {
@@ -113,19 +115,19 @@ func TestControlChunkJumpsQueueWhilePaused(t *testing.T) {
 func TestCancelControlChunkDropsAndCounts(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter(), QueueCapacity: 3})
-	f.send(id, `{"n":0,"reply":"pause"}`)
+	f.Send(id, `{"n":0,"reply":"pause"}`)
 	f.waitFor("pause", func() bool { st, _ := f.p.Status(t.Context(), id); return st.State == StatePaused })
 	for n := 1; n <= 3; n++ {
-		f.send(id, fmt.Sprintf(`{"n":%d}`, n))
+		f.Send(id, fmt.Sprintf(`{"n":%d}`, n))
 	}
 	src := f.mock.Source(id)
-	f.send(id, `{"n":7,"action":"cancel"}`)
-	st := f.await(id)
+	f.Send(id, `{"n":7,"action":"cancel"}`)
+	st := f.Await(id)
 	<-src.Ended()
 	if st.State != StateCancelled || st.EndReason != "control-chunk" {
 		t.Fatalf("status = %+v", st)
 	}
-	m := f.inspect(id)
+	m := f.Inspect(id)
 	if path(m, "dropped-chunks") != rtfs.Int(3) || path(m, "stats", "queued-chunks") != rtfs.Int(0) {
 		t.Errorf("dropped = %v, queued = %v", path(m, "dropped-chunks"), path(m, "stats", "queued-chunks"))
 	}
@@ -151,11 +153,11 @@ func TestComplete(t *testing.T) {
 	} {
 		f := newFixture(t, Options{})
 		id := f.start(StartRequest{goProc: counter()})
-		f.send(id, `{"n":1}`)
-		f.send(id, `{"n":2}`)
+		f.Send(id, `{"n":1}`)
+		f.Send(id, `{"n":2}`)
 		src := f.mock.Source(id)
-		f.send(id, tc.chunk)
-		st := f.await(id)
+		f.Send(id, tc.chunk)
+		st := f.Await(id)
 		<-src.Ended()
 		if st.State != StateCompleted || st.EndReason != tc.reason {
 			t.Fatalf("%s: status = %+v", tc.chunk, st)
@@ -182,9 +184,9 @@ func TestComplete(t *testing.T) {
 func TestUnknownActionIsAnError(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter(), OnError: endOnError})
-	f.send(id, `{"n":1}`)
-	f.send(id, `{"n":2,"reply":"explode"}`)
-	st := f.await(id)
+	f.Send(id, `{"n":1}`)
+	f.Send(id, `{"n":2,"reply":"explode"}`)
+	st := f.Await(id)
 	want := "processor go-proc on chunk 2: unknown action keyword :explode; valid actions are :continue :pause :resume :cancel :complete"
 	if st.State != StateError || st.Message != want {
 		t.Fatalf("status = %+v\nwant message %q", st, want)
@@ -220,8 +222,8 @@ func TestProcessorFailuresKeepLastGoodState(t *testing.T) {
 				}
 				return tc.res, tc.err
 			})})
-			f.send(id, `{}`)
-			f.send(id, `{}`)
+			f.Send(id, `{}`)
+			f.Send(id, `{}`)
 			st := f.waitState(id, StateFailed)
 			if !contains(st.Message, tc.want) || st.Failure == nil || st.Failure.Seq != 2 || st.Failure.Error != st.Message {
 				t.Fatalf("status = %+v, want message with %q", st, tc.want)
@@ -258,10 +260,10 @@ func TestPauseResumesAfterConfiguredDelay(t *testing.T) {
 		return res, nil
 	})})
 	start := time.Now()
-	f.send(id, `{"n":1}`)
-	f.send(id, `{"n":2}`)
+	f.Send(id, `{"n":1}`)
+	f.Send(id, `{"n":2}`)
 	f.mock.Source(id).Close()
-	st := f.await(id)
+	st := f.Await(id)
 	if st.State != StateCompleted || !rtfs.Equal(path(f.stateOf(id), "last"), rtfs.Int(2)) {
 		t.Fatalf("status = %+v, state = %v", st, f.stateOf(id))
 	}
@@ -276,25 +278,25 @@ func TestPauseResumesAfterConfiguredDelay(t *testing.T) {
 func TestSourceEndAndFailureAfterBacklog(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter()})
-	f.send(id, `{"n":0,"reply":"pause"}`)
-	f.send(id, `{"n":1}`)
-	f.send(id, `{"n":2}`)
+	f.Send(id, `{"n":0,"reply":"pause"}`)
+	f.Send(id, `{"n":1}`)
+	f.Send(id, `{"n":2}`)
 	f.mock.Source(id).Close()
-	f.waitFor("transport end", func() bool { return path(f.inspect(id), "transport", "task-active") == rtfs.False })
+	f.waitFor("transport end", func() bool { return path(f.Inspect(id), "transport", "task-active") == rtfs.False })
 	if st, _ := f.p.Status(t.Context(), id); st.State != StatePaused {
 		t.Fatalf("status after the source ended = %+v, want still paused with a backlog", st)
 	}
 	if _, err := f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	if st := f.await(id); st.State != StateCompleted || !reflect.DeepEqual(seenInts(f.stateOf(id)), ints(0, 2)) {
+	if st := f.Await(id); st.State != StateCompleted || !reflect.DeepEqual(seenInts(f.stateOf(id)), ints(0, 2)) {
 		t.Fatalf("status = %+v, seen = %v", st, seenInts(f.stateOf(id)))
 	}
 
 	id2 := f.start(StartRequest{goProc: counter()})
-	f.send(id2, `{"n":1}`)
+	f.Send(id2, `{"n":1}`)
 	f.mock.Source(id2).Fail(errors.New("connection reset by peer"))
-	st := f.await(id2)
+	st := f.Await(id2)
 	if st.State != StateError || !contains(st.Message, "transport: stream "+id2+": mock: connection reset by peer") {
 		t.Fatalf("status = %+v", st)
 	}
@@ -309,11 +311,11 @@ func TestSourceEndAndFailureAfterBacklog(t *testing.T) {
 func TestStopIsNotADirective(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter(), OnError: endOnError})
-	f.send(id, `{"n":1,"action":"stop"}`)
-	f.send(id, `{"n":2}`)
-	f.send(id, `{"n":3,"reply":"stop"}`)
-	st := f.await(id)
-	if st.State != StateError || !contains(st.Message, "unknown action keyword :stop; valid actions are "+validActions) {
+	f.Send(id, `{"n":1,"action":"stop"}`)
+	f.Send(id, `{"n":2}`)
+	f.Send(id, `{"n":3,"reply":"stop"}`)
+	st := f.Await(id)
+	if st.State != StateError || !contains(st.Message, "unknown action keyword :stop; valid actions are "+stream.ValidActions) {
 		t.Fatalf("status = %+v", st)
 	}
 	if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, []int64{1, 2}) {
@@ -325,21 +327,21 @@ func TestControlAction(t *testing.T) {
 	s, k := func(x string) rtfs.Value { return rtfs.String(x) }, func(x string) rtfs.Value { return rtfs.Keyword(x) }
 	cases := []struct {
 		chunk rtfs.Value
-		want  action
+		want  stream.Action
 	}{
-		{rtfs.MapOf(k("action"), k("pause")), actPause},
-		{rtfs.MapOf(k("action"), s("resume")), actResume},
-		{rtfs.MapOf(s("action"), s("cancel")), actCancel},
-		{rtfs.MapOf(s("action"), k("complete")), actComplete},
-		{rtfs.MapOf(k("action"), s("continue"), k("n"), rtfs.Int(1)), actContinue},
-		{rtfs.MapOf(k("action"), s("stop")), actNone},
-		{rtfs.MapOf(k("action"), rtfs.Int(1)), actNone},
-		{rtfs.MapOf(k("kind"), k("pause")), actNone},
-		{rtfs.String(`{"action":"pause"}`), actNone},
-		{rtfs.NewVector(k("action"), k("pause")), actNone},
+		{rtfs.MapOf(k("action"), k("pause")), stream.ActPause},
+		{rtfs.MapOf(k("action"), s("resume")), stream.ActResume},
+		{rtfs.MapOf(s("action"), s("cancel")), stream.ActCancel},
+		{rtfs.MapOf(s("action"), k("complete")), stream.ActComplete},
+		{rtfs.MapOf(k("action"), s("continue"), k("n"), rtfs.Int(1)), stream.ActContinue},
+		{rtfs.MapOf(k("action"), s("stop")), stream.ActNone},
+		{rtfs.MapOf(k("action"), rtfs.Int(1)), stream.ActNone},
+		{rtfs.MapOf(k("kind"), k("pause")), stream.ActNone},
+		{rtfs.String(`{"action":"pause"}`), stream.ActNone},
+		{rtfs.NewVector(k("action"), k("pause")), stream.ActNone},
 	}
 	for _, c := range cases {
-		if got := controlAction(c.chunk); got != c.want {
+		if got := stream.ControlAction(c.chunk); got != c.want {
 			t.Errorf("controlAction(%v) = %d, want %d", c.chunk, got, c.want)
 		}
 	}
@@ -350,19 +352,19 @@ func TestControlFromBytes(t *testing.T) {
 	cases := []struct {
 		data  string
 		event string
-		want  action
+		want  stream.Action
 	}{
-		{`{"action":"pause"}`, "", actPause},
-		{`{ "n": 1, "action" : "resume" }`, "", actResume},
-		{`{"\u0061ction":"cancel"}`, "", actCancel},
-		{`{"n":1,"reaction":"pause"}`, "", actNone},
-		{`{"n":1}`, "", actNone},
-		{`action pause`, "", actNone},
-		{`{"message":"{\"action\":\"pause\"}"}`, "progress", actNone},
+		{`{"action":"pause"}`, "", stream.ActPause},
+		{`{ "n": 1, "action" : "resume" }`, "", stream.ActResume},
+		{`{"\u0061ction":"cancel"}`, "", stream.ActCancel},
+		{`{"n":1,"reaction":"pause"}`, "", stream.ActNone},
+		{`{"n":1}`, "", stream.ActNone},
+		{`action pause`, "", stream.ActNone},
+		{`{"message":"{\"action\":\"pause\"}"}`, "progress", stream.ActNone},
 	}
 	for _, c := range cases {
 		var dec rtfs.JSONDecoder
-		if got := controlAction(decodeChunk(&dec, []byte(c.data), c.event, nil)); got != c.want {
+		if got := stream.ControlAction(stream.DecodeChunkInto(&dec, []byte(c.data), c.event, nil)); got != c.want {
 			t.Errorf("control action of %s = %d, want %d", c.data, got, c.want)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
@@ -104,27 +106,27 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
 	}
-	proc := newRTFSProcessor(label, fn, req.Globals, req.Limits, req.Capabilities)
+	proc := stream.NewRTFSProcessor(label, fn, req.Globals, req.Limits, req.Capabilities)
 	id := req.StreamID
 	if id == "" {
 		id = "dry-run"
 	}
-	proc.stream = id
-	mb := newMetaBuilder(rtfs.String(id), rtfs.String(req.Endpoint))
+	proc.Stream = id
+	mb := stream.NewMetaBuilder(rtfs.String(id), rtfs.String(req.Endpoint))
 	var dec rtfs.JSONDecoder
-	pending := make([]item, len(req.Chunks))
+	pending := make([]stream.Item, len(req.Chunks))
 	for i, c := range req.Chunks {
 		v := c.Value
 		if v == nil {
-			v = decodeChunk(&dec, c.Data, c.Event, nil)
+			v = stream.DecodeChunkInto(&dec, c.Data, c.Event, nil)
 		}
 		at := c.ReceivedAt
 		if at.IsZero() {
 			at = time.UnixMilli(0)
 		}
-		it := item{chunk: v, event: c.Event, id: c.ID, fd: c.FD, received: at, seq: int64(i), ctrl: controlAction(v)}
-		if it.id == "" {
-			it.id = strconv.Itoa(i + 1)
+		it := stream.Item{Chunk: v, Event: c.Event, Id: c.ID, Fd: c.FD, Received: at, Seq: int64(i), Ctrl: stream.ControlAction(v)}
+		if it.Id == "" {
+			it.Id = strconv.Itoa(i + 1)
 		}
 		pending[i] = it
 	}
@@ -153,7 +155,7 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 		if paused {
 			next = -1
 			for i := range pending {
-				if pending[i].ctrl != actNone {
+				if pending[i].Ctrl != stream.ActNone {
 					next = i
 					break
 				}
@@ -166,65 +168,65 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 		it := pending[next]
 		pending = append(pending[:next], pending[next+1:]...)
 		var meta rtfs.Value = rtfs.Nil
-		if proc.wantsMeta() {
-			meta = mb.build(&it)
+		if proc.WantsMeta() {
+			meta = mb.Build(&it)
 		}
-		step := DryStep{Seq: it.number(), Chunk: it.chunk, StateBefore: state, State: state}
-		res, err := callGuarded(ctx, proc, state, &it, meta)
+		step := DryStep{Seq: it.Number(), Chunk: it.Chunk, StateBefore: state, State: state}
+		res, err := stream.CallGuarded(ctx, proc, state, &it, meta)
 		if err == nil {
-			err = checkOutput(res, req.Limits.OutputLimit())
+			err = stream.CheckOutput(res, req.Limits.OutputLimit())
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("dry run stopped on chunk %d: %w", it.number(), context.Cause(ctx))
+				return nil, fmt.Errorf("dry run stopped on chunk %d: %w", it.Number(), context.Cause(ctx))
 			}
-			pe := &ProcessorError{Processor: label, Chunk: it.number(), Err: err}
+			pe := &ProcessorError{Processor: label, Chunk: it.Number(), Err: err}
 			step.Err = pe
 			run.Steps = append(run.Steps, step)
 			return failed(pe.Error())
 		}
 		m, ok := res.(*rtfs.Map)
 		if !ok {
-			msg := shapeError(label, it.number(), res)
+			msg := stream.ShapeError(label, it.Number(), res)
 			step.Err = fmt.Errorf("%s", msg)
 			run.Steps = append(run.Steps, step)
 			return failed(msg)
 		}
-		r, d, _, _, err := readResult(m, it.ctrl)
+		r, d, _, _, err := stream.ReadResult(m, it.Ctrl)
 		if err != nil {
-			msg := fmt.Sprintf("processor %s on chunk %d: %v", label, it.number(), err)
+			msg := fmt.Sprintf("processor %s on chunk %d: %v", label, it.Number(), err)
 			step.Err = fmt.Errorf("%s", msg)
 			run.Steps = append(run.Steps, step)
 			return failed(msg)
 		}
-		if r.state != nil {
-			state = r.state
+		if r.State != nil {
+			state = r.State
 		}
 		var out rtfs.Value
-		if v := r.output; v != nil && v != rtfs.Nil {
+		if v := r.Output; v != nil && v != rtfs.Nil {
 			out, lastOut = v, v
 		}
 		step.State, step.Output = state, out
-		if d.act != actNone {
-			step.Action = actionNames[d.act]
+		if d.Act != stream.ActNone {
+			step.Action = stream.ActionNames[d.Act]
 		}
 		run.Steps = append(run.Steps, step)
-		switch d.act {
-		case actPause:
-			paused = !d.timed
-		case actResume:
+		switch d.Act {
+		case stream.ActPause:
+			paused = !d.Timed
+		case stream.ActResume:
 			paused = false
-		case actCancel:
-			return end(StateCancelled, d.reason, "")
-		case actComplete:
-			run.Result = completion(out, lastOut)
-			return end(StateCompleted, d.reason, "")
+		case stream.ActCancel:
+			return end(StateCancelled, d.Reason, "")
+		case stream.ActComplete:
+			run.Result = stream.Completion(out, lastOut)
+			return end(StateCompleted, d.Reason, "")
 		}
 	}
 	if paused {
 		run.Status, run.Reason = StatePaused, "processor"
 		return run, nil
 	}
-	run.Result = completion(nil, lastOut)
+	run.Result = stream.Completion(nil, lastOut)
 	return end(StateCompleted, "source-ended", "")
 }

@@ -146,7 +146,7 @@ func TestCredentialsOnlyToTheirOrigin(t *testing.T) {
 					before, leakedBefore := foreign.seen()
 					tc.req.goProc = counter()
 					id := startNet(t, f, tc.req)
-					f.await(id)
+					f.Await(id)
 					n, leaked := foreign.seen()
 					if n == before {
 						t.Fatalf("the foreign server got no request: the case proves nothing")
@@ -159,7 +159,7 @@ func TestCredentialsOnlyToTheirOrigin(t *testing.T) {
 			// The control: the configured server does get it.
 			f := netFixture(t, home.URL+"/sse", cred.env, nil, 0)
 			id := startNet(t, f, StartRequest{Endpoint: "x", goProc: counter()})
-			if st := f.await(id); st.State != StateCompleted {
+			if st := f.Await(id); st.State != StateCompleted {
 				t.Fatalf("home stream: %+v", st)
 			}
 			if _, got := home.seen(); len(got) == 0 {
@@ -199,7 +199,7 @@ func TestEgressPolicyRefusesOtherServers(t *testing.T) {
 	policy2, _ := egress.New(egress.Options{Servers: []string{home.URL, allowedRedirector.URL}, ServerFlag: "--allow-server"})
 	f2 := netFixture(t, home.URL+"/sse", nil, policy2, 0)
 	id := startNet(t, f2, StartRequest{Endpoint: allowedRedirector.URL + "/sse/x", goProc: counter()})
-	st := f2.await(id)
+	st := f2.Await(id)
 	if st.State != StateError || !strings.Contains(st.Message, "egress policy") {
 		t.Errorf("redirect to a foreign server: %+v", st)
 	}
@@ -208,7 +208,7 @@ func TestEgressPolicyRefusesOtherServers(t *testing.T) {
 	}
 	// The configured server itself works.
 	id = startNet(t, f, StartRequest{Endpoint: "x", goProc: counter()})
-	if st := f.await(id); st.State != StateCompleted {
+	if st := f.Await(id); st.State != StateCompleted {
 		t.Errorf("allowed stream: %+v", st)
 	}
 }
@@ -238,7 +238,7 @@ func TestURLSpellingsCannotEscape(t *testing.T) {
 			f := netFixture(t, home.URL+"/sse", env, nil, 0)
 			before, leakedBefore := foreign.seen()
 			req.goProc = counter()
-			f.await(startNet(t, f, req))
+			f.Await(startNet(t, f, req))
 			n, leaked := foreign.seen()
 			if n == before {
 				t.Errorf("%+v: the foreign server got no request", req)
@@ -292,7 +292,7 @@ func TestURLSpellingsCannotEscape(t *testing.T) {
 		// Dot segments inside the prefix are fine, and the server is sent
 		// the resolved path: the one the policy checked.
 		id := startNet(t, f, StartRequest{ServerURL: foreign.URL + "/ok/sub", Endpoint: "a/../b", goProc: counter()})
-		if st := f.await(id); st.State != StateCompleted {
+		if st := f.Await(id); st.State != StateCompleted {
 			t.Errorf("allowed stream: %+v", st)
 		}
 		paths := foreign.pathsSeen()[seenBefore:]
@@ -325,7 +325,7 @@ func TestIdleTimeoutEndsAStalledSource(t *testing.T) {
 		t.Run(tc.transport, func(t *testing.T) {
 			f := netFixture(t, stalled.URL+tc.path, nil, nil, 100*time.Millisecond)
 			id := startNet(t, f, StartRequest{Endpoint: "x", Transport: tc.transport, goProc: counter()})
-			st := f.await(id)
+			st := f.Await(id)
 			if st.State != StateError || !strings.Contains(st.Message, "idle timeout") {
 				t.Errorf("stalled %s source: %+v", tc.transport, st)
 			}
@@ -341,7 +341,7 @@ func TestIdleTimeoutEndsAStalledSource(t *testing.T) {
 	// A start call's :idle-timeout-ms wins over the provider's default.
 	f := netFixture(t, stalled.URL+"/sse", nil, nil, time.Hour)
 	id := startNet(t, f, StartRequest{Endpoint: "x", IdleTimeout: 50 * time.Millisecond, goProc: counter()})
-	if st := f.await(id); !strings.Contains(st.Message, "idle timeout") {
+	if st := f.Await(id); !strings.Contains(st.Message, "idle timeout") {
 		t.Errorf("per-stream idle timeout: %+v", st)
 	}
 }
@@ -352,7 +352,7 @@ func TestProcessorCallTimeLimit(t *testing.T) {
 	g := compileGlobals(t, `(defn spin [state chunk meta] (loop [i 0] (recur (inc i))))`)
 	f := newFixture(t, Options{Limits: rtfs.Limits{MaxSteps: 1 << 60, MaxDuration: 50 * time.Millisecond}})
 	id := f.start(StartRequest{Processor: rtfs.Symbol("spin"), Globals: g})
-	f.send(id, `{"n": 1}`)
+	f.Send(id, `{"n": 1}`)
 	st := f.waitState(id, StateFailed)
 	if !strings.Contains(st.Message, "time limit of 50ms exceeded") || st.Failure.Seq != 1 {
 		t.Errorf("status %+v", st)
@@ -371,7 +371,7 @@ func TestMaxStreams(t *testing.T) {
 	if _, err := f.p.Cancel(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
-	f.await(a)
+	f.Await(a)
 	f.start(StartRequest{goProc: counter()})
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/internal/localserver"
 	"github.com/rtfshost/rtfshost/persistence"
@@ -22,7 +24,7 @@ import (
 // flaky is a Go processor that records the :n of every chunk it processes
 // in :seen (as counter does) and fails on the chunk whose :n is bad while
 // broken is set; calls counts its calls on that chunk.
-func flaky(bad int64, broken *atomic.Bool, calls *atomic.Int64) processor {
+func flaky(bad int64, broken *atomic.Bool, calls *atomic.Int64) stream.Processor {
 	c := counter()
 	return goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 		if path(chunk, "n") == rtfs.Int(bad) {
@@ -31,7 +33,7 @@ func flaky(bad int64, broken *atomic.Bool, calls *atomic.Int64) processor {
 				return nil, errors.New("sensor offline")
 			}
 		}
-		return c.call(context.Background(), state, chunk, meta)
+		return c.Call(context.Background(), state, chunk, meta)
 	})
 }
 
@@ -65,7 +67,7 @@ func TestFailureHoldsThenResumeRetries(t *testing.T) {
 			awaited := make(chan error, 1)
 			go func() { _, err := f.p.Await(context.Background(), id); awaited <- err }()
 			for n := 1; n <= 5; n++ {
-				f.send(id, `{"n":`+itoa(int64(n))+`}`)
+				f.Send(id, `{"n":`+stream.Itoa(int64(n))+`}`)
 			}
 			st := f.waitState(id, StateFailed)
 			fl := st.Failure
@@ -75,7 +77,7 @@ func TestFailureHoldsThenResumeRetries(t *testing.T) {
 			if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, []int64{1, 2}) {
 				t.Fatalf("state while failed: seen %v, want [1 2]", got)
 			}
-			in := f.inspect(id)
+			in := f.Inspect(id)
 			if path(in, "failure", "seq") != rtfs.Int(3) || path(in, "failure", "kind") != rtfs.Keyword("processor") || path(in, "status", "state") != rtfs.Keyword("failed") {
 				t.Fatalf("inspect :failure %v :status %v", path(in, "failure"), path(in, "status"))
 			}
@@ -138,7 +140,7 @@ func TestFailureSkipKeepsDeadLetter(t *testing.T) {
 		t.Fatalf("Skip of an active stream = %v", err)
 	}
 	for n := 1; n <= 5; n++ {
-		ps.f.send(id, `{"n":`+itoa(int64(n))+`,"why":"reading"}`)
+		ps.f.Send(id, `{"n":`+stream.Itoa(int64(n))+`,"why":"reading"}`)
 	}
 	ps.f.waitState(id, StateFailed)
 	if _, err := ps.f.p.Skip(t.Context(), id); err != nil {
@@ -156,7 +158,7 @@ func TestFailureSkipKeepsDeadLetter(t *testing.T) {
 		path(dls[0].Metadata.V, "seq") != rtfs.Int(3) || !strings.Contains(dls[0].Error, "sensor offline") || dls[0].Attempts != 1 || dls[0].At.IsZero() {
 		t.Fatalf("dead letters %+v", dls)
 	}
-	if c := path(ps.f.inspect(id), "dead-letters", "count"); c != rtfs.Int(1) {
+	if c := path(ps.f.Inspect(id), "dead-letters", "count"); c != rtfs.Int(1) {
 		t.Fatalf(":dead-letters :count = %v", c)
 	}
 	if err := ps.f.p.Close(); err != nil {
@@ -189,11 +191,11 @@ func TestOnErrorPolicies(t *testing.T) {
 			if path(chunk, "n") == rtfs.Int(2) && calls.Load() == 2 {
 				broken.Store(false) // the third call works: a transient failure
 			}
-			return proc.call(context.Background(), state, chunk, meta)
+			return proc.Call(context.Background(), state, chunk, meta)
 		})
 		id := f.start(StartRequest{goProc: fixing, OnError: &ErrorPolicy{Retry: 3, Backoff: time.Millisecond}})
 		for n := 1; n <= 3; n++ {
-			f.send(id, `{"n":`+itoa(int64(n))+`}`)
+			f.Send(id, `{"n":`+stream.Itoa(int64(n))+`}`)
 		}
 		f.processed(id, 3)
 		if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, []int64{1, 2, 3}) || calls.Load() != 3 {
@@ -207,7 +209,7 @@ func TestOnErrorPolicies(t *testing.T) {
 		broken.Store(true)
 		id := f.start(StartRequest{goProc: flaky(2, &broken, &calls), OnError: &ErrorPolicy{Retry: 2, Backoff: time.Millisecond, Then: ThenSkip}})
 		for n := 1; n <= 3; n++ {
-			f.send(id, `{"n":`+itoa(int64(n))+`}`)
+			f.Send(id, `{"n":`+stream.Itoa(int64(n))+`}`)
 		}
 		f.processed(id, 2)
 		if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, []int64{1, 3}) || calls.Load() != 3 {
@@ -224,9 +226,9 @@ func TestOnErrorPolicies(t *testing.T) {
 		var broken atomic.Bool
 		broken.Store(true)
 		id := f.start(StartRequest{goProc: flaky(2, &broken, &calls), OnError: &ErrorPolicy{Retry: 1, Then: ThenEnd}})
-		f.send(id, `{"n":1}`)
-		f.send(id, `{"n":2}`)
-		st := f.await(id)
+		f.Send(id, `{"n":1}`)
+		f.Send(id, `{"n":2}`)
+		st := f.Await(id)
 		if st.State != StateError || st.Message != "processor go-proc failed on chunk 2: sensor offline" || calls.Load() != 2 {
 			t.Fatalf("status %+v after %d calls", st, calls.Load())
 		}
@@ -344,7 +346,7 @@ func TestFailureRepairedByUpgradeSSE(t *testing.T) {
 	if st.Failure.Seq != 7 {
 		t.Fatalf("failure %+v", st.Failure)
 	}
-	if c := path(f.inspect("sse-bug"), "cursor"); c != rtfs.String("6") {
+	if c := path(f.Inspect("sse-bug"), "cursor"); c != rtfs.String("6") {
 		t.Fatalf("cursor while failed = %v, want 6 (the chunk before)", c)
 	}
 	if _, err := f.p.Upgrade(context.Background(), Upgrade{StreamID: "sse-bug", Program: newProgram(t, fixedProcSrc)}); err != nil {
@@ -353,7 +355,7 @@ func TestFailureRepairedByUpgradeSSE(t *testing.T) {
 	if _, err := f.p.Resume(t.Context(), "sse-bug"); err != nil {
 		t.Fatal(err)
 	}
-	if st := f.await("sse-bug"); st.State != StateCompleted {
+	if st := f.Await("sse-bug"); st.State != StateCompleted {
 		t.Fatalf("status %+v", st)
 	}
 	checkRepaired(t, f.stateOf("sse-bug"), 12)
@@ -379,7 +381,7 @@ func TestFailureSurvivesRestart(t *testing.T) {
 			// when chunk 7 fails: the restart keeps what was queued (and
 			// so journaled), and the mock source cannot send them again.
 			ps.f.waitFor("chunks 8 and 9 queued behind the failed one", func() bool {
-				return path(ps.f.inspect("bug"), "stats", "queued-chunks") == rtfs.Int(2)
+				return path(ps.f.Inspect("bug"), "stats", "queued-chunks") == rtfs.Int(2)
 			})
 			if err := ps.f.p.Close(); err != nil {
 				t.Fatal(err)
@@ -448,13 +450,13 @@ func TestFailureRepairedByUpgradeExec(t *testing.T) {
 	if err != nil || res.State != StateFailed || res.To.Hash == res.From.Hash {
 		t.Fatalf("Upgrade = %+v, %v", res, err)
 	}
-	if in := f.inspect("lines"); path(in, "programs").(*rtfs.Vector).Len() != 2 {
+	if in := f.Inspect("lines"); path(in, "programs").(*rtfs.Vector).Len() != 2 {
 		t.Fatalf("programs after the swap: %v", path(in, "programs"))
 	}
 	if _, err := f.p.Resume(t.Context(), "lines"); err != nil {
 		t.Fatal(err)
 	}
-	if st := f.await("lines"); st.State != StateCompleted {
+	if st := f.Await("lines"); st.State != StateCompleted {
 		t.Fatalf("status %+v", st)
 	}
 	want := `[[:old "1"] [:old "2"] [:new "3"] [:new "4"] [:new "5"]]`
@@ -479,7 +481,7 @@ func TestSourceGaveUpHeldThenResumed(t *testing.T) {
 		Globals:      compileGlobals(t, fixedProcSrc),
 		InitialState: rtfs.MapOf(rtfs.Keyword("sum"), rtfs.Int(0), rtfs.Keyword("log"), rtfs.NewVector()),
 		Config:       rtfs.MapOf(rtfs.Keyword("limit"), rtfs.Int(limit), rtfs.Keyword("interval_ms"), rtfs.Int(20))})
-	f.waitFor("some chunks", func() bool { return path(f.inspect("gone"), "stats", "processed-chunks").(rtfs.Int) >= 5 })
+	f.waitFor("some chunks", func() bool { return path(f.Inspect("gone"), "stats", "processed-chunks").(rtfs.Int) >= 5 })
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +500,7 @@ func TestSourceGaveUpHeldThenResumed(t *testing.T) {
 	if _, err := f.p.Resume(t.Context(), "gone"); err != nil {
 		t.Fatal(err)
 	}
-	if st := f.await("gone"); st.State != StateCompleted {
+	if st := f.Await("gone"); st.State != StateCompleted {
 		t.Fatalf("status %+v", st)
 	}
 	state := f.stateOf("gone")
@@ -537,7 +539,7 @@ func TestRemoveStoredManyDeadLetters(t *testing.T) {
 	broken.Store(true)
 	id := ps.f.start(StartRequest{StreamID: "many", goProc: flaky(3, &broken, &calls)})
 	for n := 1; n <= 4; n++ {
-		ps.f.send(id, `{"n":`+itoa(int64(n))+`}`)
+		ps.f.Send(id, `{"n":`+stream.Itoa(int64(n))+`}`)
 	}
 	ps.f.waitState(id, StateFailed)
 	if _, err := ps.f.p.Skip(t.Context(), id); err != nil {
@@ -555,12 +557,12 @@ func TestRemoveStoredManyDeadLetters(t *testing.T) {
 	for seq := int64(100); seq < 140; seq++ {
 		dl := dls[0]
 		dl.Seq = seq
-		r, err := newDeadLetterRecord(&dl)
+		r, err := stream.NewDeadLetterRecord(&dl)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var b persistence.Batch
-		b.Put(deadLetterKey(id, seq), r.encode())
+		b.Put(stream.DeadLetterKey(id, seq), r.Encode())
 		must(t, store.Commit(context.Background(), &b))
 	}
 	if dls, err := StoredDeadLetters(context.Background(), store, id); err != nil || len(dls) != 41 {
@@ -583,7 +585,7 @@ func TestRemoveStoredManyDeadLetters(t *testing.T) {
 	// A stream whose records fit in one commit goes in one.
 	ps.open()
 	id = ps.f.start(StartRequest{StreamID: "few", goProc: flaky(0, &broken, &calls)})
-	ps.f.send(id, `{"n":1}`)
+	ps.f.Send(id, `{"n":1}`)
 	ps.f.processed(id, 1)
 	if err := ps.f.p.Close(); err != nil {
 		t.Fatal(err)
@@ -605,8 +607,8 @@ func TestStartRefusesFailedID(t *testing.T) {
 	var calls atomic.Int64
 	broken.Store(true)
 	id := ps.f.start(StartRequest{StreamID: "held", goProc: flaky(2, &broken, &calls)})
-	ps.f.send(id, `{"n":1}`)
-	ps.f.send(id, `{"n":2}`)
+	ps.f.Send(id, `{"n":1}`)
+	ps.f.Send(id, `{"n":2}`)
 	ps.f.waitState(id, StateFailed)
 	must(t, ps.f.p.Close())
 	ps.open()

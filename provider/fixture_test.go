@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -145,16 +147,16 @@ func writeFixtures(dir string) error {
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		var journaled int
 		var progress bool
-		err := store.Scan(ctx, []byte(streamPrefix), func(key, value []byte) error {
-			switch _, suffix, _, _ := parseStreamKey(key); suffix {
-			case suffixJournal:
+		err := store.Scan(ctx, []byte(stream.StreamPrefix), func(key, value []byte) error {
+			switch _, suffix, _, _ := stream.ParseStreamKey(key); suffix {
+			case stream.SuffixJournal:
 				journaled++
-			case suffixProg:
-				var r progressRecord
-				if err := r.decode(key, value); err != nil {
+			case stream.SuffixProg:
+				var r stream.ProgressRecord
+				if err := r.Decode(key, value); err != nil {
 					return err
 				}
-				progress = r.procNext == 1 // line 1, seq 0, is processed
+				progress = r.ProcNext == 1 // line 1, seq 0, is processed
 			}
 			return nil
 		})

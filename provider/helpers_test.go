@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"go.uber.org/goleak"
 
 	"github.com/rtfshost/rtfshost/capabilities"
@@ -96,7 +98,7 @@ func (f *fixture) start(req StartRequest) string {
 }
 
 // send sends a chunk (JSON when data starts with { or [) to stream id.
-func (f *fixture) send(id, data string) {
+func (f *fixture) Send(id, data string) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -106,7 +108,7 @@ func (f *fixture) send(id, data string) {
 }
 
 // await waits for the stream's end and returns its status.
-func (f *fixture) await(id string) Status {
+func (f *fixture) Await(id string) Status {
 	f.t.Helper()
 	done, err := f.p.Done(id)
 	if err != nil {
@@ -136,7 +138,7 @@ func (f *fixture) waitFor(what string, cond func() bool) {
 }
 
 // inspect returns the stream's inspect map.
-func (f *fixture) inspect(id string) *rtfs.Map {
+func (f *fixture) Inspect(id string) *rtfs.Map {
 	f.t.Helper()
 	v, err := f.p.Inspect(id, InspectOptions{})
 	if err != nil {
@@ -162,18 +164,18 @@ func path(v rtfs.Value, keys ...string) rtfs.Value {
 // stateOf returns the stream's current state.
 func (f *fixture) stateOf(id string) rtfs.Value {
 	f.t.Helper()
-	return path(f.inspect(id), "current-state")
+	return path(f.Inspect(id), "current-state")
 }
 
 // goProc makes a Go processor.
-func goProc(fn func(state, chunk, meta rtfs.Value) (rtfs.Value, error)) processor {
-	return &goProcessor{label: "go-proc", fn: fn}
+func goProc(fn func(state, chunk, meta rtfs.Value) (rtfs.Value, error)) stream.Processor {
+	return &stream.GoProcessor{Label: "go-proc", Fn: fn}
 }
 
 // counter is a Go processor that counts chunks in {:count n}, records the
 // chunks' :n values in :seen, and takes its action from the chunk's
 // "reply" field (so tests can script directives).
-func counter() processor {
+func counter() stream.Processor {
 	return goProc(func(state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 		st := state.(*rtfs.Map)
 		n, _ := path(st, "count").(rtfs.Int)
@@ -229,11 +231,13 @@ func wantErrContains(t *testing.T, err error, want string) {
 	}
 }
 
-func isEnded(err error) bool { return errors.Is(err, mock.ErrEnded) || errors.Is(err, errEnded) }
+func isEnded(err error) bool {
+	return errors.Is(err, mock.ErrEnded) || errors.Is(err, stream.ErrDeliverEnded)
+}
 
 // rtfsChunk is the mock chunk {"n":n}.
 func rtfsChunk(n int) transport.Chunk {
-	return transport.Chunk{Data: []byte(`{"n":` + itoa(int64(n)) + `}`)}
+	return transport.Chunk{Data: []byte(`{"n":` + stream.Itoa(int64(n)) + `}`)}
 }
 
 // catalogOf makes a catalog of test transports: a name of a real transport

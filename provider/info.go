@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
 )
 
 // Info returns the typed snapshot of stream id (Inspect is its Value). It
@@ -26,20 +28,20 @@ func (p *Provider) Info(id string, opts InspectOptions) (StreamInfo, error) {
 		case s == nil:
 			return *a.Info, nil
 		}
-		return s.info(opts, time.Now()), nil
+		return s.Info(opts, time.Now()), nil
 	}
-	return s.info(opts, time.Now()), nil
+	return s.Info(opts, time.Now()), nil
 }
 
 // Infos returns the snapshot of every stream, in start order.
 func (p *Provider) Infos(opts InspectOptions) []StreamInfo {
 	p.mu.Lock()
-	order := append([]*stream(nil), p.order...)
+	order := append([]*stream.Stream(nil), p.order...)
 	p.mu.Unlock()
 	now := time.Now()
 	out := make([]StreamInfo, len(order))
 	for i, s := range order {
-		out[i] = s.info(opts, now)
+		out[i] = s.Info(opts, now)
 	}
 	return out
 }
@@ -52,6 +54,6 @@ func (p *Provider) Timeline(id string) ([]TimelineEvent, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	events, dropped := s.timeline()
+	events, dropped := s.Timeline()
 	return events, dropped, nil
 }

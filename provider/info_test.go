@@ -17,7 +17,7 @@ import (
 func TestStreamInfoMatchesTheMap(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter()})
-	f.send(id, `{"n": 1}`)
+	f.Send(id, `{"n": 1}`)
 	f.waitFor("a chunk", func() bool {
 		in, _ := f.p.Info(id, InspectOptions{})
 		return in.Stats.ProcessedChunks == 1

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -26,9 +28,9 @@ func (p *Provider) Inspect(id string, opts InspectOptions) (rtfs.Value, error) {
 		case s == nil:
 			return a.Inspect, nil
 		}
-		return s.inspect(opts, time.Now()), nil
+		return s.Inspect(opts, time.Now()), nil
 	}
-	return s.inspect(opts, time.Now()), nil
+	return s.Inspect(opts, time.Now()), nil
 }
 
 // statusValue is the :status map: {:state kw} plus :message and :end-reason
@@ -55,10 +57,10 @@ func StatusValue(st Status) rtfs.Value {
 	}
 	m = m.Assoc(rtfs.Keyword("result"), result)
 	if st.Failure != nil {
-		m = m.Assoc(rtfs.Keyword("failure"), shapeValue(reflect.ValueOf(*st.Failure)))
+		m = m.Assoc(rtfs.Keyword("failure"), stream.ShapeValue(reflect.ValueOf(*st.Failure)))
 	}
 	if st.Stale != nil {
-		m = m.Assoc(rtfs.Keyword("stale"), shapeValue(reflect.ValueOf(*st.Stale)))
+		m = m.Assoc(rtfs.Keyword("stale"), stream.ShapeValue(reflect.ValueOf(*st.Stale)))
 	}
 	return m
 }

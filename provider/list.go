@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -86,7 +88,7 @@ func (p *Provider) List(ctx context.Context, opts ListOptions) (ListPage, error)
 	}
 	ids := p.ids() // and in a cluster those the shared store holds
 	if p.opts.Cluster != nil && p.ps != nil {
-		stored, err := p.ps.streamIDs(ctx)
+		stored, err := p.ps.StreamIDs(ctx)
 		if err != nil {
 			return ListPage{}, fmt.Errorf("provider: list: %w", err)
 		}
@@ -120,8 +122,8 @@ func (r *registry) ids() []string {
 	defer r.mu.Unlock()
 	ids := make([]string, 0, len(r.order))
 	for _, s := range r.order {
-		if !s.moved.Load() && !s.handingOver.Load() {
-			ids = append(ids, s.id)
+		if !s.Moved.Load() && !s.HandingOver.Load() {
+			ids = append(ids, s.Id)
 		}
 	}
 	return ids
@@ -139,7 +141,7 @@ func (p *Provider) snapshots(ctx context.Context, ids []string, opts InspectOpti
 	sem := make(chan struct{}, listFetches)
 	for i, id := range ids {
 		if s, err := p.lookup(id); err == nil {
-			infos[i], found[i] = s.info(opts, now), true
+			infos[i], found[i] = s.Info(opts, now), true
 			continue
 		}
 		if p.opts.Cluster == nil {
@@ -206,7 +208,7 @@ func (p *Provider) summaryOf(items []rtfs.Value, total int, now time.Time) *rtfs
 		rtfs.Keyword("auto-connect"), rtfs.Bool(p.cfg.autoConnect),
 		rtfs.Keyword("server-url"), rtfs.String(p.ServerURL()),
 		rtfs.Keyword("persistence-enabled"), rtfs.Bool(p.ps != nil),
-		rtfs.Keyword("breakers"), shapeValue(reflect.ValueOf(p.Breakers())),
+		rtfs.Keyword("breakers"), stream.ShapeValue(reflect.ValueOf(p.Breakers())),
 		rtfs.Keyword("observed-at-epoch-ms"), rtfs.Int(now.UnixMilli()),
 	)
 }

@@ -50,8 +50,8 @@ func TestList(t *testing.T) {
 	for _, id := range []string{"e", "b", "d", "a", "c"} { // started out of id order
 		startCount(f, g, id, rtfs.Symbol("proc"))
 	}
-	f.send("b", `{"done":true}`)
-	f.await("b") // ended streams are listed too
+	f.Send("b", `{"done":true}`)
+	f.Await("b") // ended streams are listed too
 
 	pages := listAll(t, f.p, 2, func() {
 		startCount(f, g, "aa", rtfs.Symbol("proc")) // before the cursor: not seen

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -58,21 +60,21 @@ func asIfOtherCompiler(t *testing.T, st persistence.Store) {
 	t.Helper()
 	ctx := context.Background()
 	var b persistence.Batch
-	must(t, st.Scan(ctx, []byte(programPrefix), func(key, value []byte) error {
+	must(t, st.Scan(ctx, []byte(stream.ProgramPrefix), func(key, value []byte) error {
 		b.Delete(append([]byte(nil), key...))
-		b.Put(programKey(otherHash(string(key[len(programPrefix):]))), append([]byte(nil), value...))
+		b.Put(stream.ProgramKey(otherHash(string(key[len(stream.ProgramPrefix):]))), append([]byte(nil), value...))
 		return nil
 	}))
-	must(t, st.Scan(ctx, []byte(streamPrefix), func(key, value []byte) error {
-		if _, suffix, _, ok := parseStreamKey(key); !ok || suffix != suffixDef {
+	must(t, st.Scan(ctx, []byte(stream.StreamPrefix), func(key, value []byte) error {
+		if _, suffix, _, ok := stream.ParseStreamKey(key); !ok || suffix != stream.SuffixDef {
 			return nil
 		}
-		var d defRecord
-		must(t, d.decode(key, value))
-		if d.progHash != "" {
-			d.progHash = otherHash(d.progHash)
+		var d stream.DefRecord
+		must(t, d.Decode(key, value))
+		if d.ProgHash != "" {
+			d.ProgHash = otherHash(d.ProgHash)
 		}
-		b.Put(append([]byte(nil), key...), d.encode())
+		b.Put(append([]byte(nil), key...), d.Encode())
 		return nil
 	}))
 	must(t, st.Commit(ctx, &b))
@@ -107,7 +109,7 @@ func TestRecoverOtherCompilerReplaysJournal(t *testing.T) {
 		t.Fatalf("program returned %v", id)
 	}
 	for n := 1; n <= 3; n++ {
-		ps.f.send("rec", `{"n":`+string(rune('0'+n))+`}`)
+		ps.f.Send("rec", `{"n":`+string(rune('0'+n))+`}`)
 	}
 	ps.f.processed("rec", 3)
 	must(t, ps.f.p.Close())
@@ -115,17 +117,17 @@ func TestRecoverOtherCompilerReplaysJournal(t *testing.T) {
 
 	ps.open()
 	must(t, ps.f.p.Recover(context.Background()))
-	if got := path(ps.f.inspect("rec"), "current-state", "sum"); got != rtfs.Int(60) {
+	if got := path(ps.f.Inspect("rec"), "current-state", "sum"); got != rtfs.Int(60) {
 		t.Fatalf("recovered :sum = %v, want 60", got)
 	}
 	for n := 4; n <= 5; n++ {
-		ps.f.send("rec", `{"n":`+string(rune('0'+n))+`}`)
+		ps.f.Send("rec", `{"n":`+string(rune('0'+n))+`}`)
 	}
 	ps.f.processed("rec", 5)
-	if got := path(ps.f.inspect("rec"), "current-state", "sum"); got != rtfs.Int(150) {
+	if got := path(ps.f.Inspect("rec"), "current-state", "sum"); got != rtfs.Int(150) {
 		t.Fatalf(":sum = %v, want 150 (10 × (1+…+5), each chunk once)", got)
 	}
-	if got := path(ps.f.inspect("rec"), "processor"); got != rtfs.String("proc") {
+	if got := path(ps.f.Inspect("rec"), "processor"); got != rtfs.String("proc") {
 		t.Fatalf(":processor = %v", got)
 	}
 }
@@ -152,15 +154,15 @@ func TestRecoverOtherCompilerLegacy(t *testing.T) {
 			legacyID = id
 		}
 	}
-	ps.f.send("named", `{"n":1}`)
-	ps.f.send(legacyID, `{"n":4}`)
+	ps.f.Send("named", `{"n":1}`)
+	ps.f.Send(legacyID, `{"n":4}`)
 	ps.f.processed("named", 1)
 	ps.f.processed(legacyID, 1)
 	must(t, ps.f.p.Close())
 	// As a release that kept no origin records stored them.
 	var b persistence.Batch
 	for _, id := range []string{"named", legacyID, "unknown"} {
-		b.Delete(originKey(id))
+		b.Delete(stream.OriginKey(id))
 	}
 	must(t, mem.Commit(context.Background(), &b))
 	asIfOtherCompiler(t, mem)
@@ -173,11 +175,11 @@ func TestRecoverOtherCompilerLegacy(t *testing.T) {
 	if st.State != StateUnrecoverable || !strings.Contains(st.Message, "its answer was not kept") {
 		t.Fatalf("unknown: %+v", st)
 	}
-	ps.f.send("named", `{"n":2,"done":true}`)
-	if st := ps.f.await("named"); st.State != StateCompleted || path(ps.f.stateOf("named"), "sum") != rtfs.Int(3) {
+	ps.f.Send("named", `{"n":2,"done":true}`)
+	if st := ps.f.Await("named"); st.State != StateCompleted || path(ps.f.stateOf("named"), "sum") != rtfs.Int(3) {
 		t.Fatalf("named: %+v, state %v", st, ps.f.stateOf("named"))
 	}
-	ps.f.send(legacyID, `{"n":5}`)
+	ps.f.Send(legacyID, `{"n":5}`)
 	ps.f.processed(legacyID, 2)
 	if got := ps.f.stateOf(legacyID); got != rtfs.Int(9) {
 		t.Fatalf("%s: state %v, want 9", legacyID, got)
@@ -192,13 +194,13 @@ func TestRecoverOtherCompilerDamagedSource(t *testing.T) {
 	startCount(ps.f, compileGlobals(t, countSrc), "s", rtfs.Symbol("proc"))
 	must(t, ps.f.p.Close())
 	ctx := context.Background()
-	data, err := mem.Get(ctx, originKey("s"))
+	data, err := mem.Get(ctx, stream.OriginKey("s"))
 	must(t, err)
-	var o originRecord
-	must(t, o.decode(originKey("s"), data))
-	o.sourceHash = strings.Repeat("0", 64)
+	var o stream.OriginRecord
+	must(t, o.Decode(stream.OriginKey("s"), data))
+	o.SourceHash = strings.Repeat("0", 64)
 	var b persistence.Batch
-	b.Put(originKey("s"), o.encode())
+	b.Put(stream.OriginKey("s"), o.Encode())
 	must(t, mem.Commit(ctx, &b))
 	asIfOtherCompiler(t, mem)
 	ps.open()
@@ -224,13 +226,13 @@ func TestRecoverOtherCompilerWholeRun(t *testing.T) {
 	}))
 	must(t, err)
 	ps.f.start(StartRequest{StreamID: "tool", Processor: rtfs.Symbol("proc"), Globals: out.Globals, InitialState: rtfs.Int(0), Journal: j})
-	ps.f.send("tool", `{"n":1}`)
+	ps.f.Send("tool", `{"n":1}`)
 	ps.f.processed("tool", 1)
 	must(t, ps.f.p.Close())
 	asIfOtherCompiler(t, mem)
 	ps.open()
 	must(t, ps.f.p.Recover(ctx))
-	ps.f.send("tool", `{"n":2}`)
+	ps.f.Send("tool", `{"n":2}`)
 	ps.f.processed("tool", 2)
 	if got := ps.f.stateOf("tool"); got != rtfs.Int(21) {
 		t.Fatalf("state %v, want 21 (7 × (1+2))", got)
@@ -257,11 +259,11 @@ func TestRecoverOtherCompilerSeveralStarts(t *testing.T) {
 (call :test.answer)`)
 	// One segment per start after the first (which came after one call),
 	// and a reference per stream whose start came after any call.
-	if n := countPrefix(t, mem, runJournalPrefix); n != 3+3 {
+	if n := countPrefix(t, mem, stream.RunJournalPrefix); n != 3+3 {
 		t.Fatalf("%d journal keys, want 3 segments and 3 references", n)
 	}
 	for _, id := range []string{"a", "b", "c"} {
-		ps.f.send(id, `{"n":1}`)
+		ps.f.Send(id, `{"n":1}`)
 		ps.f.processed(id, 1)
 	}
 	must(t, ps.f.p.Close())
@@ -269,7 +271,7 @@ func TestRecoverOtherCompilerSeveralStarts(t *testing.T) {
 	ps.open()
 	must(t, ps.f.p.Recover(context.Background()))
 	for id, k := range map[string]int64{"a": 10, "b": 20, "c": 21} {
-		ps.f.send(id, `{"n":2}`)
+		ps.f.Send(id, `{"n":2}`)
 		ps.f.processed(id, 2)
 		if got := ps.f.stateOf(id); got != rtfs.Int(3*k) {
 			t.Errorf("stream %s: state %v, want %d (k %d at its start, chunks 1 and 2)", id, got, 3*k, k)
@@ -283,7 +285,7 @@ func TestRecoverOtherCompilerSeveralStarts(t *testing.T) {
 		if i == 2 {
 			want = 0
 		}
-		if n := countPrefix(t, mem, runJournalPrefix); n != want {
+		if n := countPrefix(t, mem, stream.RunJournalPrefix); n != want {
 			t.Fatalf("after removing %s: %d journal keys, want %d", id, n, want)
 		}
 	}
@@ -307,7 +309,7 @@ func TestUpgradeReleasesRunJournal(t *testing.T) {
 (def k (call :test.answer))
 (defn proc [state chunk meta] {:state (+ state (* k (:n chunk 0)))})
 (call :mcp.stream.start {:stream-id "u" :endpoint "e" :transport :mock :processor proc :initial-state 0})`)
-	if n := countPrefix(t, mem, runJournalPrefix); n != 2 {
+	if n := countPrefix(t, mem, stream.RunJournalPrefix); n != 2 {
 		t.Fatalf("%d journal keys, want the segment and the stream's reference", n)
 	}
 	if _, err := ps.f.p.Pause(t.Context(), "u"); err != nil {
@@ -317,7 +319,7 @@ func TestUpgradeReleasesRunJournal(t *testing.T) {
 	if _, err := UpgradeStored(context.Background(), mem, Upgrade{StreamID: "u", Program: newProgram(t, newProcSrc)}); err != nil {
 		t.Fatal(err)
 	}
-	if n := countPrefix(t, mem, runJournalPrefix); n != 0 {
+	if n := countPrefix(t, mem, stream.RunJournalPrefix); n != 0 {
 		t.Fatalf("%d journal keys left after the upgrade", n)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -133,7 +135,7 @@ func (o *Outbox) Err() error {
 // A lane is one stream's events held by an Outbox.
 type lane struct {
 	id     string
-	src    *outputTally
+	src    *stream.OutputTally
 	policy Delivery
 	items  []held // items[head:] are held, in order
 	head   int
@@ -180,7 +182,7 @@ func (o *Outbox) AddEncoded(ev Event, enc []byte) {
 func (o *Outbox) addLocked(ev Event, enc []byte) {
 	if o.cut != nil {
 		if ev.Kind == EventOutput {
-			ev.src.outputDropped(ev.Priority, 1)
+			stream.SourceOf(ev).OutputDropped(ev.Priority, 1)
 		}
 		return
 	}
@@ -189,9 +191,9 @@ func (o *Outbox) addLocked(ev Event, enc []byte) {
 		l = o.lanes[ev.StreamID]
 	}
 	if l == nil {
-		l = &lane{id: ev.StreamID, src: ev.src, policy: o.policy, last: [3]int{-1, -1, -1}}
-		if ev.src != nil && ev.src.delivery != nil {
-			l.policy = ev.src.delivery.Or(o.policy)
+		l = &lane{id: ev.StreamID, src: stream.SourceOf(ev), policy: o.policy, last: [3]int{-1, -1, -1}}
+		if src := stream.SourceOf(ev); src != nil && src.Delivery != nil {
+			l.policy = src.Delivery.Or(o.policy)
 		}
 		o.lanes[ev.StreamID] = l
 	}
@@ -210,7 +212,7 @@ func (o *Outbox) addLocked(ev Event, enc []byte) {
 		if o.coalesce(l, ev, enc) {
 			return
 		}
-		l.push(held{out: Output{Seq: ev.Seq, Value: ev.Output, Encoded: enc, Kind: ev.OutputKind, Count: 1}, prio: ev.Priority, progress: ev.Progress, ord: o.ord})
+		l.Push(held{out: Output{Seq: ev.Seq, Value: ev.Output, Encoded: enc, Kind: ev.OutputKind, Count: 1}, prio: ev.Priority, progress: ev.Progress, ord: o.ord})
 		if ev.Priority != PriorityLow {
 			o.held++
 		}
@@ -220,7 +222,7 @@ func (o *Outbox) addLocked(ev Event, enc []byte) {
 			l.items[n-1].progress = ev.Progress
 			return
 		}
-		l.push(held{prio: PriorityNormal, progress: ev.Progress, ord: o.ord, noOutput: true})
+		l.Push(held{prio: PriorityNormal, progress: ev.Progress, ord: o.ord, noOutput: true})
 		l.progressOnly++
 		o.held++
 	default:
@@ -253,7 +255,7 @@ func (o *Outbox) coalesce(l *lane, ev Event, enc []byte) bool {
 	return true
 }
 
-func (l *lane) push(h held) {
+func (l *lane) Push(h held) {
 	i := len(l.items)
 	l.items = append(l.items, h)
 	l.count[h.prio]++
@@ -285,7 +287,7 @@ func (l *lane) dropOldestLow() {
 	h.dead = true
 	l.count[PriorityLow]--
 	l.drops += h.out.Count
-	l.src.outputDropped(PriorityLow, h.out.Count)
+	l.src.OutputDropped(PriorityLow, h.out.Count)
 	if h.progress != nil {
 		// The progress it carried goes with the next item, unless that
 		// one carries a later one.
@@ -307,7 +309,7 @@ func (o *Outbox) cutLocked() {
 	for _, l := range o.order {
 		for _, h := range l.items[l.head:] {
 			if !h.dead && !h.noOutput {
-				l.src.outputDropped(h.prio, h.out.Count)
+				l.src.OutputDropped(h.prio, h.out.Count)
 			}
 		}
 	}
@@ -453,7 +455,7 @@ func (o *Outbox) takeLane(l *lane, now time.Time, all bool, dst []Batch) []Batch
 		if h.noOutput {
 			l.progressOnly--
 		}
-		join := b >= 0 && (h.noOutput || (dst[b].Priority == h.prio && h.prio != PriorityImmediate && n < l.policy.batch(h.prio)))
+		join := b >= 0 && (h.noOutput || (dst[b].Priority == h.prio && h.prio != PriorityImmediate && n < stream.BatchSize(l.policy, h.prio)))
 		if !join {
 			dst = append(dst, Batch{StreamID: l.id, Priority: h.prio, Dropped: l.drops})
 			o.starts = append(o.starts, len(o.outputs))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -123,7 +124,7 @@ func TestOutboxLowFlood(t *testing.T) {
 			if seq%500 == 250 {
 				ev.Priority = PriorityImmediate
 			}
-			ev.src = &s.out
+			ev = stream.WithSource(ev, &s.Out)
 			o.Add(ev)
 			seq++
 		}
@@ -157,7 +158,7 @@ func TestOutboxLowFlood(t *testing.T) {
 	if lows > 3+6 {
 		t.Errorf("%d low batches for 3 s of flood", lows)
 	}
-	in := s.info(InspectOptions{}, time.Now())
+	in := s.Info(InspectOptions{}, time.Now())
 	if in.Stats.DroppedOutputs.Low != dropped || dropped < 2500 || in.Stats.DroppedOutputs.Normal != 0 {
 		t.Errorf("dropped %d reported, inspect %+v", dropped, in.Stats.DroppedOutputs)
 	}
@@ -196,7 +197,7 @@ func TestOutboxEndAndPolicy(t *testing.T) {
 	add := func(from, to int64) {
 		for i := from; i < to; i++ {
 			ev := out(i, PriorityNormal, "")
-			ev.src = &s.out
+			ev = stream.WithSource(ev, &s.Out)
 			o.Add(ev)
 		}
 	}
@@ -238,17 +239,17 @@ func TestOutboxCut(t *testing.T) {
 		if i == 3 {
 			ev.Priority = PriorityLow
 		}
-		ev.src = &s.out
+		ev = stream.WithSource(ev, &s.Out)
 		o.Add(ev)
 	}
 	if o.Err() == nil || !strings.Contains(o.Err().Error(), "more than 5 immediate and normal outputs behind") {
 		t.Fatalf("Err = %v", o.Err())
 	}
-	o.Add(Event{Kind: EventOutput, StreamID: "s", Output: rtfs.Int(1), Priority: PriorityImmediate, src: &s.out})
+	o.Add(stream.WithSource(Event{Kind: EventOutput, StreamID: "s", Output: rtfs.Int(1), Priority: PriorityImmediate}, &s.Out))
 	if got := shape(o.Take(at(1), nil)); got != "" {
 		t.Fatalf("after the cut: %s", got)
 	}
-	d := s.info(InspectOptions{}, time.Now()).Stats.DroppedOutputs
+	d := s.Info(InspectOptions{}, time.Now()).Stats.DroppedOutputs
 	if d != (DroppedOutputsInfo{Immediate: 1, Normal: 6, Low: 1}) {
 		t.Fatalf("dropped %+v", d)
 	}

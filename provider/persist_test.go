@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/internal/bytecodec"
 	"github.com/rtfshost/rtfshost/persistence"
@@ -70,7 +72,7 @@ func (ps *persisted) restart() {
 func (f *fixture) processed(id string, n int) {
 	f.t.Helper()
 	f.waitFor(fmt.Sprintf("%d chunks processed", n), func() bool {
-		return path(f.inspect(id), "stats", "processed-chunks") == rtfs.Int(n)
+		return path(f.Inspect(id), "stats", "processed-chunks") == rtfs.Int(n)
 	})
 }
 
@@ -89,12 +91,12 @@ func TestPersistT10ResumesState(t *testing.T) {
 	g := compileGlobals(t, countSrc)
 	ps := newPersisted(t, persistence.NewMemStore())
 	id := startCount(ps.f, g, "t10", rtfs.Symbol("proc"))
-	ps.f.send(id, `{"n":7}`)
+	ps.f.Send(id, `{"n":7}`)
 	ps.f.processed(id, 1)
-	before := ps.f.inspect(id)
+	before := ps.f.Inspect(id)
 
 	ps.restart()
-	after := ps.f.inspect(id)
+	after := ps.f.Inspect(id)
 	for _, k := range [][]string{{"current-state"}, {"initial-state"}, {"endpoint"}, {"processor"}, {"queue-capacity"},
 		{"status"}, {"cursor"}, {"last-output"}, {"result"}, {"stats", "processed-chunks"}, {"stats", "bytes-received"},
 		{"stats", "outputs"}, {"stats", "last-latency-ms"}, {"stats", "dropped-chunks"}, {"transport", "kind"}} {
@@ -109,8 +111,8 @@ func TestPersistT10ResumesState(t *testing.T) {
 		t.Errorf(":persistence-enabled = %v", path(after, "persistence-enabled"))
 	}
 	// The recovered stream carries on: its next chunk has :seq 2.
-	ps.f.send(id, `{"n":5,"done":true}`)
-	if st := ps.f.await(id); st.State != StateCompleted {
+	ps.f.Send(id, `{"n":5,"done":true}`)
+	if st := ps.f.Await(id); st.State != StateCompleted {
 		t.Fatalf("status %+v", st)
 	}
 	want := rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(2), rtfs.Keyword("sum"), rtfs.Int(12), rtfs.Keyword("last-seq"), rtfs.Int(2))
@@ -138,15 +140,15 @@ func TestPersistAnonymousClosure(t *testing.T) {
 	fn, _ := g.Get("step")
 	ps := newPersisted(t, persistence.NewMemStore())
 	id := startCount(ps.f, g, "anon", fn)
-	ps.f.send(id, `{}`)
+	ps.f.Send(id, `{}`)
 	ps.f.processed(id, 1)
 	ps.restart()
-	ps.f.send(id, `{}`)
+	ps.f.Send(id, `{}`)
 	ps.f.processed(id, 2)
 	if c := path(ps.f.stateOf(id), "count"); c != rtfs.Int(20) {
 		t.Fatalf(":count = %v, want 20", c)
 	}
-	if p := path(ps.f.inspect(id), "processor"); p != rtfs.String("anonymous fn") {
+	if p := path(ps.f.Inspect(id), "processor"); p != rtfs.String("anonymous fn") {
 		t.Errorf(":processor = %v", p)
 	}
 }
@@ -157,18 +159,18 @@ func TestPersistFinishedStreamsInspectable(t *testing.T) {
 	g := compileGlobals(t, countSrc)
 	ps := newPersisted(t, persistence.NewMemStore())
 	done := startCount(ps.f, g, "done", rtfs.Symbol("proc"))
-	ps.f.send(done, `{"n":1,"done":true}`)
-	ps.f.await(done)
+	ps.f.Send(done, `{"n":1,"done":true}`)
+	ps.f.Await(done)
 	cancelled := startCount(ps.f, g, "cancelled", rtfs.Symbol("proc"))
-	ps.f.send(cancelled, `{"action":"pause"}`)
+	ps.f.Send(cancelled, `{"action":"pause"}`)
 	ps.f.waitFor("paused", func() bool { st, _ := ps.f.p.Status(t.Context(), cancelled); return st.State == StatePaused })
-	ps.f.send(cancelled, `{"n":3}`)
-	ps.f.send(cancelled, `{"n":4}`)
-	ps.f.waitFor("2 queued", func() bool { return path(ps.f.inspect(cancelled), "stats", "queued-chunks") == rtfs.Int(2) })
+	ps.f.Send(cancelled, `{"n":3}`)
+	ps.f.Send(cancelled, `{"n":4}`)
+	ps.f.waitFor("2 queued", func() bool { return path(ps.f.Inspect(cancelled), "stats", "queued-chunks") == rtfs.Int(2) })
 	if _, err := ps.f.p.Cancel(t.Context(), cancelled); err != nil {
 		t.Fatal(err)
 	}
-	ps.f.await(cancelled)
+	ps.f.Await(cancelled)
 	ps.restart()
 
 	v, err := ps.f.p.Await(context.Background(), done)
@@ -179,7 +181,7 @@ func TestPersistFinishedStreamsInspectable(t *testing.T) {
 	if st.State != StateCancelled || st.EndReason != "request" {
 		t.Fatalf("cancelled stream: %+v", st)
 	}
-	if d := path(ps.f.inspect(cancelled), "dropped-chunks"); d != rtfs.Int(2) {
+	if d := path(ps.f.Inspect(cancelled), "dropped-chunks"); d != rtfs.Int(2) {
 		t.Errorf(":dropped-chunks = %v, want 2", d)
 	}
 	sum := ps.f.p.Summary(InspectOptions{})
@@ -193,7 +195,7 @@ func TestPersistFinishedStreamsInspectable(t *testing.T) {
 	// processed every chunk, and the one cancelled with chunks queued.
 	for _, id := range []string{done, cancelled} {
 		n := 0
-		must(t, ps.store.Scan(context.Background(), journalPrefix(id), func(_, _ []byte) error { n++; return nil }))
+		must(t, ps.store.Scan(context.Background(), stream.JournalPrefix(id), func(_, _ []byte) error { n++; return nil }))
 		if n != 0 {
 			t.Errorf("stream %s: %d journal entries left after it ended", id, n)
 		}
@@ -207,16 +209,16 @@ func TestPersistJournalReplaysQueuedChunks(t *testing.T) {
 	g := compileGlobals(t, countSrc)
 	ps := newPersisted(t, persistence.NewMemStore())
 	id := startCount(ps.f, g, "journal", rtfs.Symbol("proc"))
-	ps.f.send(id, `{"n":1}`)
-	ps.f.send(id, `{"action":"pause"}`)
+	ps.f.Send(id, `{"n":1}`)
+	ps.f.Send(id, `{"action":"pause"}`)
 	ps.f.waitFor("paused", func() bool { st, _ := ps.f.p.Status(t.Context(), id); return st.State == StatePaused })
 	for n := 2; n <= 4; n++ {
-		ps.f.send(id, fmt.Sprintf(`{"n":%d}`, n))
+		ps.f.Send(id, fmt.Sprintf(`{"n":%d}`, n))
 	}
-	ps.f.waitFor("3 queued", func() bool { return path(ps.f.inspect(id), "stats", "queued-chunks") == rtfs.Int(3) })
+	ps.f.waitFor("3 queued", func() bool { return path(ps.f.Inspect(id), "stats", "queued-chunks") == rtfs.Int(3) })
 	ps.restart()
 
-	info := ps.f.inspect(id)
+	info := ps.f.Inspect(id)
 	if path(info, "status", "state") != rtfs.Keyword("paused") {
 		t.Fatalf("status after recovery: %v", path(info, "status"))
 	}
@@ -227,8 +229,8 @@ func TestPersistJournalReplaysQueuedChunks(t *testing.T) {
 	if _, err := ps.f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	ps.f.send(id, `{"n":5,"done":true}`)
-	ps.f.await(id)
+	ps.f.Send(id, `{"n":5,"done":true}`)
+	ps.f.Await(id)
 	want := rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(6), rtfs.Keyword("sum"), rtfs.Int(15), rtfs.Keyword("last-seq"), rtfs.Int(6))
 	if got := ps.f.stateOf(id); !rtfs.Equal(got, want) {
 		t.Fatalf("state = %v, want %v", got, want)
@@ -267,20 +269,20 @@ func TestPersistStoreErrorFailsStream(t *testing.T) {
 	fs := storetest.NewFaultStore(mem)
 	ps := newPersisted(t, fs)
 	id := startCount(ps.f, g, "disk-full", rtfs.Symbol("proc"))
-	ps.f.send(id, `{"n":1}`)
+	ps.f.Send(id, `{"n":1}`)
 	ps.f.processed(id, 1)
 	// The worker submits chunk 1's snapshot just after it counts the
 	// chunk: wait until the store holds it.
 	waitUntil(t, "chunk 1's snapshot to be committed", func() bool {
-		must(t, ps.f.p.ps.com.Flush(context.Background()))
-		r, err := loadProgress(context.Background(), mem, id)
-		return err == nil && r.processed == 1
+		must(t, ps.f.p.ps.Com.Flush(context.Background()))
+		r, err := stream.LoadProgress(context.Background(), mem, id)
+		return err == nil && r.Processed == 1
 	})
 	fs.FailAfter(0, nil)
 	// The journal commit of the next chunk fails: the stream stops with the
 	// cause, and the source is told.
 	err := ps.f.mock.Source(id).Send(context.Background(), transport.Chunk{Data: []byte(`{"n":2}`)})
-	st := ps.f.await(id)
+	st := ps.f.Await(id)
 	if st.State != StateError || !strings.Contains(st.Message, "no space left on device") {
 		t.Fatalf("status = %+v (send: %v)", st, err)
 	}
@@ -305,8 +307,8 @@ func TestPersistProgressCommitFailure(t *testing.T) {
 	f.mock = tr
 	id := startCount(f, g, "progress-fail", rtfs.Symbol("proc"))
 	fs.FailNext(1, errors.New("disk on fire"))
-	f.send(id, `{"n":1}`)
-	st := f.await(id)
+	f.Send(id, `{"n":1}`)
+	st := f.Await(id)
 	if st.State != StateError || !strings.Contains(st.Message, "disk on fire") || !strings.Contains(st.Message, "persistence failed") {
 		t.Fatalf("status = %+v", st)
 	}
@@ -329,17 +331,17 @@ func TestPersistBadRecordsReported(t *testing.T) {
 	ps := newPersisted(t, mem)
 	for _, id := range []string{"good", "future", "corrupt"} {
 		startCount(ps.f, g, id, rtfs.Symbol("proc"))
-		ps.f.send(id, `{"n":1}`)
+		ps.f.Send(id, `{"n":1}`)
 		ps.f.processed(id, 1)
 	}
 	must(t, ps.f.p.Close())
 	ctx := context.Background()
 	var b persistence.Batch
-	b.Put(streamKey("future", suffixProg), persistence.EncodeRecord(kindProgress, recordVersion+1, []byte("new")))
-	def, err := mem.Get(ctx, streamKey("corrupt", suffixDef))
+	b.Put(stream.StreamKey("future", stream.SuffixProg), persistence.EncodeRecord(stream.KindProgress, stream.RecordVersion+1, []byte("new")))
+	def, err := mem.Get(ctx, stream.StreamKey("corrupt", stream.SuffixDef))
 	must(t, err)
 	def[len(def)/2] ^= 0xff
-	b.Put(streamKey("corrupt", suffixDef), def)
+	b.Put(stream.StreamKey("corrupt", stream.SuffixDef), def)
 	must(t, mem.Commit(ctx, &b))
 
 	ps.open()
@@ -367,8 +369,8 @@ func TestPersistBadRecordsReported(t *testing.T) {
 	if n := len(ps.f.p.StreamIDs()); n != 3 {
 		t.Fatalf("%d streams listed, want 3", n)
 	}
-	ps.f.send("good", `{"n":2,"done":true}`)
-	if st := ps.f.await("good"); st.State != StateCompleted {
+	ps.f.Send("good", `{"n":2,"done":true}`)
+	if st := ps.f.Await("good"); st.State != StateCompleted {
 		t.Fatalf("good: %+v", st)
 	}
 }
@@ -391,8 +393,8 @@ func TestPersistStartRefusesEndedID(t *testing.T) {
 	g := compileGlobals(t, countSrc)
 	ps := newPersisted(t, persistence.NewMemStore())
 	startCount(ps.f, g, "done", rtfs.Symbol("proc"))
-	ps.f.send("done", `{"n":1,"done":true}`)
-	if st := ps.f.await("done"); st.State != StateCompleted {
+	ps.f.Send("done", `{"n":1,"done":true}`)
+	if st := ps.f.Await("done"); st.State != StateCompleted {
 		t.Fatalf("done: %+v", st)
 	}
 	must(t, ps.f.p.Close())
@@ -407,7 +409,7 @@ func TestPersistManualConnectLoadsDormant(t *testing.T) {
 	g := compileGlobals(t, countSrc)
 	ps := newPersisted(t, persistence.NewMemStore())
 	id := startCount(ps.f, g, "dormant", rtfs.Symbol("proc"))
-	ps.f.send(id, `{"n":1}`)
+	ps.f.Send(id, `{"n":1}`)
 	ps.f.processed(id, 1)
 	must(t, ps.f.p.Close())
 	f := newFixture(t, Options{Store: ps.store, ManualConnect: true})
@@ -415,7 +417,7 @@ func TestPersistManualConnectLoadsDormant(t *testing.T) {
 	if c := path(f.stateOf(id), "count"); c != rtfs.Int(1) {
 		t.Fatalf(":count = %v", c)
 	}
-	if path(f.inspect(id), "transport", "task-present") != rtfs.False {
+	if path(f.Inspect(id), "transport", "task-present") != rtfs.False {
 		t.Errorf("a dormant stream has a transport task")
 	}
 	_, err := f.p.Pause(t.Context(), id)
@@ -432,17 +434,17 @@ func TestStreamKeyRoundTrip(t *testing.T) {
 		suffix byte
 		seq    int64
 	}{
-		{streamKey("a/b", suffixDef), "a/b", suffixDef, 0},
-		{streamKey("x", suffixProg), "x", suffixProg, 0},
-		{journalKey("s-1", 1<<40+3), "s-1", suffixJournal, 1<<40 + 3},
+		{stream.StreamKey("a/b", stream.SuffixDef), "a/b", stream.SuffixDef, 0},
+		{stream.StreamKey("x", stream.SuffixProg), "x", stream.SuffixProg, 0},
+		{stream.JournalKey("s-1", 1<<40+3), "s-1", stream.SuffixJournal, 1<<40 + 3},
 	} {
-		id, suffix, seq, ok := parseStreamKey(tc.key)
+		id, suffix, seq, ok := stream.ParseStreamKey(tc.key)
 		if !ok || id != tc.id || suffix != tc.suffix || seq != tc.seq {
 			t.Errorf("parse %q = %q %c %d %v", tc.key, id, suffix, seq, ok)
 		}
 	}
 	for _, bad := range []string{"stream/x", "stream/x\x00", "stream/x\x00dd", "stream/x\x00j123"} {
-		if _, _, _, ok := parseStreamKey([]byte(bad)); ok {
+		if _, _, _, ok := stream.ParseStreamKey([]byte(bad)); ok {
 			t.Errorf("parse %q: ok", bad)
 		}
 	}
@@ -450,17 +452,17 @@ func TestStreamKeyRoundTrip(t *testing.T) {
 
 // Truncated payloads are corrupt records naming the key, never a panic.
 func TestProgressRecordTruncated(t *testing.T) {
-	r := progressRecord{status: "active", cursor: "c", extra: []int64{5, 9}, state: []byte{1, 2, 3}, latencyNs: -1}
-	full := r.appendTo(nil)
-	var back progressRecord
-	key := streamKey("k", suffixProg)
-	must(t, back.decode(key, persistence.EncodeRecord(kindProgress, recordVersion, full)))
-	if back.cursor != "c" || len(back.extra) != 2 || back.extra[1] != 9 || back.latencyNs != -1 {
+	r := stream.ProgressRecord{Status: "active", Cursor: "c", Extra: []int64{5, 9}, State: []byte{1, 2, 3}, LatencyNs: -1}
+	full := r.AppendTo(nil)
+	var back stream.ProgressRecord
+	key := stream.StreamKey("k", stream.SuffixProg)
+	must(t, back.Decode(key, persistence.EncodeRecord(stream.KindProgress, stream.RecordVersion, full)))
+	if back.Cursor != "c" || len(back.Extra) != 2 || back.Extra[1] != 9 || back.LatencyNs != -1 {
 		t.Fatalf("round trip: %+v", back)
 	}
 	for n := 0; n < len(full); n++ {
 		var cr *persistence.CorruptRecordError
-		err := (&progressRecord{}).decode(key, persistence.EncodeRecord(kindProgress, recordVersion, full[:n]))
+		err := (&stream.ProgressRecord{}).Decode(key, persistence.EncodeRecord(stream.KindProgress, stream.RecordVersion, full[:n]))
 		if !errors.As(err, &cr) || !strings.Contains(err.Error(), `"stream/k\x00p"`) {
 			t.Fatalf("truncated at %d: %v", n, err)
 		}
@@ -470,19 +472,19 @@ func TestProgressRecordTruncated(t *testing.T) {
 // The record of a stream's process group round-trips; a truncated one is a
 // corrupt record naming its key.
 func TestChildRecordRoundTrip(t *testing.T) {
-	r := childRecord{pid: 4242, start: 1 << 40, boot: "0b9f2d3e-boot"}
-	key := streamKey("k", suffixChild)
-	var back childRecord
-	must(t, back.decode(key, r.encode()))
+	r := stream.ChildRecord{Pid: 4242, Start: 1 << 40, Boot: "0b9f2d3e-boot"}
+	key := stream.StreamKey("k", stream.SuffixChild)
+	var back stream.ChildRecord
+	must(t, back.Decode(key, r.Encode()))
 	if back != r {
 		t.Fatalf("round trip: %+v, want %+v", back, r)
 	}
-	full := persistence.EncodeRecord(kindChild, recordVersion, nil)
-	enc := r.encode()
+	full := persistence.EncodeRecord(stream.KindChild, stream.RecordVersion, nil)
+	enc := r.Encode()
 	payload := enc[len(full)-4 : len(enc)-4] // between the header and the checksum
 	for n := 0; n < len(payload); n++ {
 		var cr *persistence.CorruptRecordError
-		err := (&childRecord{}).decode(key, persistence.EncodeRecord(kindChild, recordVersion, payload[:n]))
+		err := (&stream.ChildRecord{}).Decode(key, persistence.EncodeRecord(stream.KindChild, stream.RecordVersion, payload[:n]))
 		if !errors.As(err, &cr) || !strings.Contains(err.Error(), `"stream/k\x00c"`) {
 			t.Fatalf("truncated at %d: %v", n, err)
 		}
@@ -495,7 +497,7 @@ func TestChildRecordRoundTrip(t *testing.T) {
 func TestPersistLeftoverChildRecordIgnored(t *testing.T) {
 	mem := persistence.NewMemStore()
 	var b persistence.Batch
-	b.Put(streamKey("gone", suffixChild), (&childRecord{pid: 1, start: 1, boot: "b"}).encode())
+	b.Put(stream.StreamKey("gone", stream.SuffixChild), (&stream.ChildRecord{Pid: 1, Start: 1, Boot: "b"}).Encode())
 	must(t, mem.Commit(context.Background(), &b))
 	f := newFixture(t, Options{Store: mem})
 	must(t, f.p.Recover(context.Background()))
@@ -513,8 +515,8 @@ func TestPersistProcessorErrorKeepsState(t *testing.T) {
 	g := compileGlobals(t, `(defn proc [s c m] (if (:boom c) (throw "boom") {:state (assoc s :count (inc (:count s)))}))`)
 	ps := newPersisted(t, persistence.NewMemStore())
 	id := startCount(ps.f, g, "boom", rtfs.Symbol("proc"))
-	ps.f.send(id, `{}`)
-	ps.f.send(id, `{"boom":true}`)
+	ps.f.Send(id, `{}`)
+	ps.f.Send(id, `{"boom":true}`)
 	want := ps.f.waitState(id, StateFailed)
 	if !strings.Contains(want.Message, "boom") {
 		t.Fatalf("status = %+v", want)
@@ -626,7 +628,7 @@ func TestPersistSharedStructureOnce(t *testing.T) {
 	f := newFixture(t, Options{Store: store, Limits: rtfs.Limits{MaxOutput: 1 << 30}})
 	id := startCount(f, g, "shared", rtfs.Symbol("proc"))
 	for i := 0; i < 5; i++ {
-		f.send(id, `{}`)
+		f.Send(id, `{}`)
 	}
 	f.processed(id, 5)
 	if err := f.p.Close(); err != nil {
@@ -647,16 +649,16 @@ func TestPersistStateBeyondTheOutputLimit(t *testing.T) {
 	limits := rtfs.Limits{MaxOutput: 8 << 10}
 	f := newFixture(t, Options{Store: store, Limits: limits})
 	id := startCount(f, g, "grows", rtfs.Symbol("proc"))
-	f.send(id, `{}`) // 1,000 ints: about 3 KB stored
-	f.send(id, `{}`) // 2,000 ints: about 6 KB
-	f.send(id, `{}`) // 3,000 ints: 8.8 KB, past 8 KiB
+	f.Send(id, `{}`) // 1,000 ints: about 3 KB stored
+	f.Send(id, `{}`) // 2,000 ints: about 6 KB
+	f.Send(id, `{}`) // 3,000 ints: 8.8 KB, past 8 KiB
 	wantLimit := func(st Status) {
 		t.Helper()
 		if st.State != StateError || !strings.Contains(st.Message, "output limit of 8192 bytes exceeded") || !strings.Contains(st.Message, "encode state") {
 			t.Fatalf("status %s %q; want :error naming the limit", st.State, st.Message)
 		}
 	}
-	wantLimit(f.await(id))
+	wantLimit(f.Await(id))
 	if err := f.p.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -664,7 +666,7 @@ func TestPersistStateBeyondTheOutputLimit(t *testing.T) {
 	if err := f.p.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	wantLimit(f.await(id))
+	wantLimit(f.Await(id))
 	if c := path(f.stateOf(id), "count"); c != rtfs.Int(3) {
 		t.Fatalf("after the restart :count = %v, want 3: the third chunk processed again", c)
 	}
@@ -720,13 +722,13 @@ func TestPersistJournalPastCapacityKeepsOrder(t *testing.T) {
 	<-held // chunk 1 is in the processor
 	send(f, id, 2)
 	send(f, id, 3)
-	f.waitFor("2 queued", func() bool { return path(f.inspect(id), "stats", "queued-chunks") == rtfs.Int(2) })
+	f.waitFor("2 queued", func() bool { return path(f.Inspect(id), "stats", "queued-chunks") == rtfs.Int(2) })
 	must(t, f.p.Close())
 
 	f = newFixture(t, Options{Store: mem, Capabilities: hold(false)})
 	must(t, f.p.Recover(context.Background()))
 	send(f, id, 4)
-	if st := f.await(id); st.State != StateCompleted {
+	if st := f.Await(id); st.State != StateCompleted {
 		t.Fatalf("status %+v", st)
 	}
 	want := rtfs.NewVector()
@@ -817,9 +819,9 @@ func testJournalEntriesGroup(t *testing.T, st persistence.Store, store *entering
 	must(t, f.p.Close())
 
 	var chunks []int
-	must(t, store.Scan(context.Background(), journalPrefix(id), func(key, value []byte) error {
-		_, _, seq, _ := parseStreamKey(key)
-		entries, err := decodeJournal(key, value, seq)
+	must(t, store.Scan(context.Background(), stream.JournalPrefix(id), func(key, value []byte) error {
+		_, _, seq, _ := stream.ParseStreamKey(key)
+		entries, err := stream.DecodeJournal(key, value, seq)
 		chunks = append(chunks, len(entries))
 		return err
 	}))
@@ -839,17 +841,17 @@ func testJournalEntriesGroup(t *testing.T, st persistence.Store, store *entering
 	if from, err := SetStoredState(ctx, offline, id, StateCancelled); err != nil || from != StateActive {
 		t.Fatalf("SetStoredState: %v, %v", from, err)
 	}
-	if r, err := loadProgress(ctx, offline, id); err != nil || r.dropped != 5 {
+	if r, err := stream.LoadProgress(ctx, offline, id); err != nil || r.Dropped != 5 {
 		t.Fatalf("cancelled offline: %+v, %v; want 5 dropped", r, err)
 	}
-	must(t, offline.Scan(ctx, journalPrefix(id), func(key, _ []byte) error {
+	must(t, offline.Scan(ctx, stream.JournalPrefix(id), func(key, _ []byte) error {
 		return fmt.Errorf("journal entry %q left after an offline cancel", key)
 	}))
 
 	f = newFixture(t, Options{Store: st, Capabilities: hold(false)})
 	must(t, f.p.Recover(context.Background()))
 	send(f, id, 6)
-	if st := f.await(id); st.State != StateCompleted {
+	if st := f.Await(id); st.State != StateCompleted {
 		t.Fatalf("status %+v", st)
 	}
 	seen := rtfs.NewVector(rtfs.Int(1), rtfs.Int(2), rtfs.Int(3), rtfs.Int(4), rtfs.Int(5), rtfs.Int(6))
@@ -857,7 +859,7 @@ func testJournalEntriesGroup(t *testing.T, st persistence.Store, store *entering
 		t.Fatalf("processed %v after recovery, want %v", got, seen)
 	}
 	n := 0
-	must(t, store.Scan(context.Background(), journalPrefix(id), func(_, _ []byte) error { n++; return nil }))
+	must(t, store.Scan(context.Background(), stream.JournalPrefix(id), func(_, _ []byte) error { n++; return nil }))
 	if n != 0 {
 		t.Errorf("%d journal entries left after the stream ended", n)
 	}
@@ -876,14 +878,14 @@ func TestJournalRecordWithoutFD(t *testing.T) {
 		if fd != "" {
 			e.Str(fd)
 		}
-		return persistence.EncodeRecord(kindJournal, 1, e.B)
+		return persistence.EncodeRecord(stream.KindJournal, 1, e.B)
 	}
-	key := journalKey("k", 3)
+	key := stream.JournalKey("k", 3)
 	for _, fd := range []string{"", "stderr"} {
-		got, err := decodeJournal(key, v1(fd), 3)
+		got, err := stream.DecodeJournal(key, v1(fd), 3)
 		must(t, err)
-		if len(got) != 1 || got[0].seq != 3 || got[0].first != 3 || got[0].rec.fd != fd || got[0].rec.id != "1:1" ||
-			got[0].rec.event != "e" || got[0].rec.received != 7 || string(got[0].rec.data) != `{"line":"x"}` {
+		if len(got) != 1 || got[0].Seq != 3 || got[0].First != 3 || got[0].Rec.Fd != fd || got[0].Rec.Id != "1:1" ||
+			got[0].Rec.Event != "e" || got[0].Rec.Received != 7 || string(got[0].Rec.Data) != `{"line":"x"}` {
 			t.Fatalf("fd %q: decoded %+v", fd, got)
 		}
 	}
@@ -897,35 +899,35 @@ func TestJournalEntryVersion2(t *testing.T) {
 		{ID: "1:7", ReceivedAt: time.Unix(0, 1764147600000000000), Data: []byte(`{"line":"a"}`), FD: "stdout"},
 		{ID: "1:8", Event: "msg", ReceivedAt: time.Unix(0, 1764147600000000001), Data: []byte(`{"line":"b"}`)},
 	}
-	b := persistence.AppendRecordHeader(nil, kindJournal, journalVersionGroup)
+	b := persistence.AppendRecordHeader(nil, stream.KindJournal, stream.JournalVersionGroup)
 	for i := range chunks {
-		b = appendJournalChunk(b, &chunks[i])
+		b = stream.AppendJournalChunk(b, &chunks[i])
 	}
 	if got := hex.EncodeToString(persistence.FinishRecord(b, 0)); got != stored {
 		t.Fatalf("encoded %s, want %s", got, stored)
 	}
 	data, _ := hex.DecodeString(stored)
-	got, err := decodeJournal(journalKey("k", 7), data, 7)
+	got, err := stream.DecodeJournal(stream.JournalKey("k", 7), data, 7)
 	must(t, err)
 	if len(got) != len(chunks) {
 		t.Fatalf("decoded %d chunks, want %d", len(got), len(chunks))
 	}
 	for i, e := range got {
 		c := chunks[i]
-		if e.seq != 7+int64(i) || e.first != 7 || e.rec.id != c.ID || e.rec.event != c.Event || e.rec.received != c.ReceivedAt.UnixNano() ||
-			string(e.rec.data) != string(c.Data) || e.rec.fd != c.FD {
+		if e.Seq != 7+int64(i) || e.First != 7 || e.Rec.Id != c.ID || e.Rec.Event != c.Event || e.Rec.Received != c.ReceivedAt.UnixNano() ||
+			string(e.Rec.Data) != string(c.Data) || e.Rec.Fd != c.FD {
 			t.Errorf("chunk %d: decoded %+v, want %+v at seq %d", i, e, c, 7+i)
 		}
 	}
-	if _, err := decodeJournal(journalKey("k", 7), data[:len(data)-5], 7); err == nil {
+	if _, err := stream.DecodeJournal(stream.JournalKey("k", 7), data[:len(data)-5], 7); err == nil {
 		t.Error("a truncated entry decoded")
 	}
 	// An entry whose chunks run into the next entry's is damaged: recovery
 	// would process a chunk twice.
-	var l loaded
-	must(t, l.add(journalKey("k", 7), data, suffixJournal, 7))
+	var l stream.Loaded
+	must(t, l.Add(stream.JournalKey("k", 7), data, stream.SuffixJournal, 7))
 	var corrupt *persistence.CorruptRecordError
-	if err := l.add(journalKey("k", 8), data, suffixJournal, 8); !errors.As(err, &corrupt) || !strings.Contains(err.Error(), "overlaps") {
+	if err := l.Add(stream.JournalKey("k", 8), data, stream.SuffixJournal, 8); !errors.As(err, &corrupt) || !strings.Contains(err.Error(), "overlaps") {
 		t.Errorf("overlapping entries: %v, want a corrupt record error", err)
 	}
 }
@@ -957,14 +959,14 @@ func TestPersistJournalClearedPastBatchLimit(t *testing.T) {
 	id := startCount(f, g, "many", rtfs.Symbol("proc"))
 	store.held.Store(true)
 	for range 20 {
-		f.send(id, `{"n":1}`)
+		f.Send(id, `{"n":1}`)
 	}
-	f.send(id, `{"n":1,"done":true}`)
-	f.waitFor("21 processed", func() bool { return path(f.inspect(id), "stats", "processed-chunks") == rtfs.Int(21) })
+	f.Send(id, `{"n":1,"done":true}`)
+	f.waitFor("21 processed", func() bool { return path(f.Inspect(id), "stats", "processed-chunks") == rtfs.Int(21) })
 	close(store.open)
-	f.await(id)
+	f.Await(id)
 	n := 0
-	must(t, store.Scan(context.Background(), journalPrefix(id), func(_, _ []byte) error { n++; return nil }))
+	must(t, store.Scan(context.Background(), stream.JournalPrefix(id), func(_, _ []byte) error { n++; return nil }))
 	if n != 0 {
 		t.Errorf("%d journal entries left after the stream ended", n)
 	}
@@ -981,11 +983,11 @@ func TestWatchLoads(t *testing.T) {
 	g := compileGlobals(t, countSrc)
 	ps := newPersisted(t, persistence.NewMemStore())
 	live := startCount(ps.f, g, "live", rtfs.Symbol("proc"))
-	ps.f.send(live, `{"n":1}`)
+	ps.f.Send(live, `{"n":1}`)
 	ps.f.processed(live, 1)
 	done := startCount(ps.f, g, "done", rtfs.Symbol("proc"))
-	ps.f.send(done, `{"done":true}`)
-	ps.f.await(done)
+	ps.f.Send(done, `{"done":true}`)
+	ps.f.Await(done)
 	if err := ps.f.p.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -1019,8 +1021,8 @@ func TestWatchLoads(t *testing.T) {
 		return nil
 	})()
 	must(t, ps.f.p.Recover(context.Background()))
-	ps.f.send(live, `{"n":2,"done":true}`)
-	ps.f.await(live)
+	ps.f.Send(live, `{"n":2,"done":true}`)
+	ps.f.Await(live)
 	for id, ended := range map[string]bool{live: false, done: true} {
 		mu.Lock()
 		w := seen[id]

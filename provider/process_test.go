@@ -60,7 +60,7 @@ func TestExecStream(t *testing.T) {
 	if !strings.HasPrefix(id, "sh-") {
 		t.Errorf("generated id %q, want one named after the program", id)
 	}
-	st := f.await(id)
+	st := f.Await(id)
 	if st.State != StateCompleted || st.EndReason != "source-ended" || st.Result.String() != `[:stdout "c"]` {
 		t.Fatalf("status %+v (result %s)", st, st.Result.String())
 	}
@@ -90,7 +90,7 @@ func TestExecRefusedByEgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := f.await(id); st.State != StateCompleted {
+	if st := f.Await(id); st.State != StateCompleted {
 		t.Fatalf("allowed command: %+v", st)
 	}
 }

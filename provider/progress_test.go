@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
@@ -49,10 +51,10 @@ func TestResultDeliveryKeys(t *testing.T) {
 	if p := in.Progress; p == nil || p.Done != 0 || *p.Total != 1 || *p.Fraction != 0 || p.EtaMs == nil || *p.EtaMs > 5000 {
 		t.Fatalf("progress before any milestone: %+v", in.Progress)
 	}
-	f.send(id, `{"prio":"immediate","kind":"alert","x":1}`)
-	f.send(id, `{"prio":"low"}`)
-	f.send(id, `{"m":"build"}`)
-	f.send(id, `{"p":0.9}`)
+	f.Send(id, `{"prio":"immediate","kind":"alert","x":1}`)
+	f.Send(id, `{"prio":"low"}`)
+	f.Send(id, `{"m":"build"}`)
+	f.Send(id, `{"p":0.9}`)
 	// The first output carries the progress too: its total is known.
 	want := []string{"output immediate alert 0", "output low ", "output normal phase 0.5", "progress normal  0.9"}
 	for i, w := range want {
@@ -74,12 +76,12 @@ func TestResultDeliveryKeys(t *testing.T) {
 	if p.Done != 0.9 || *p.Fraction != 0.9 || p.Message != "step 0.9" || p.Milestone != "build" || p.EtaMs == nil {
 		t.Fatalf("progress %+v", p)
 	}
-	v := f.inspect(id)
+	v := f.Inspect(id)
 	if got := path(v, "progress", "milestone"); got != rtfs.Keyword("build") {
 		t.Errorf("inspect :progress :milestone = %v", got)
 	}
 	// The milestone is in the stream's timeline, once.
-	f.send(id, `{"m":"build"}`)
+	f.Send(id, `{"m":"build"}`)
 	<-sub.C()
 	events, _, err := f.p.Timeline(id)
 	if err != nil {
@@ -102,8 +104,8 @@ func TestResultDeliveryKeys(t *testing.T) {
 		"kind":      ":kind must be a keyword or a string, got int 3",
 	} {
 		id := f.start(StartRequest{Processor: rtfs.Symbol("proc"), Globals: g, Milestones: testMilestones, OnError: endOnError})
-		f.send(id, `{"bad":"`+bad+`"}`)
-		if st := f.await(id); st.State != StateError || !strings.Contains(st.Message, msg) {
+		f.Send(id, `{"bad":"`+bad+`"}`)
+		if st := f.Await(id); st.State != StateError || !strings.Contains(st.Message, msg) {
 			t.Errorf("bad %s: %+v", bad, st)
 		}
 	}
@@ -114,12 +116,12 @@ func TestResultDeliveryKeys(t *testing.T) {
 // estimates of the milestones left; 0 once all is done.
 func TestETA(t *testing.T) {
 	f := newFixture(t, Options{})
-	s := newStream(&f.p.env, "x", definition{milestones: testMilestones}, counter())
-	defer s.cancel()
+	s := stream.NewStream(&f.p.env, "x", stream.Definition{Milestones: testMilestones}, counter())
+	defer s.Cancel()
 	now := time.Unix(1000, 0)
-	s.started = now
+	s.Started = now
 	eta := func(at time.Time) int64 {
-		in := s.progressInfoLocked(at)
+		in := s.ProgressInfoLocked(at)
 		if in.EtaMs == nil {
 			return -1
 		}
@@ -128,20 +130,20 @@ func TestETA(t *testing.T) {
 	if got := eta(now.Add(2 * time.Second)); got != 3000 {
 		t.Errorf("from the estimates: %d ms, want 5000-2000", got)
 	}
-	if _, err := s.applyProgressLocked(rtfs.Keyword("scan"), nil, now.Add(10*time.Second)); err != nil {
+	if _, err := s.ApplyProgressLocked(rtfs.Keyword("scan"), nil, now.Add(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	// 10 s for 0.25: 30 s for the 0.75 left; 4 s later, 26 s.
 	if got := eta(now.Add(14 * time.Second)); got != 26000 {
 		t.Errorf("after a quarter in 10 s: %d ms", got)
 	}
-	if _, err := s.applyProgressLocked(nil, rtfs.MapOf(rtfs.Keyword("done"), rtfs.Int(1)), now.Add(20*time.Second)); err != nil {
+	if _, err := s.ApplyProgressLocked(nil, rtfs.MapOf(rtfs.Keyword("done"), rtfs.Int(1)), now.Add(20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if got := eta(now.Add(21 * time.Second)); got != 0 {
 		t.Errorf("all done: %d ms", got)
 	}
-	if _, err := s.applyProgressLocked(nil, rtfs.MapOf(rtfs.Keyword("total"), rtfs.Int(4)), now.Add(20*time.Second)); err != nil {
+	if _, err := s.ApplyProgressLocked(nil, rtfs.MapOf(rtfs.Keyword("total"), rtfs.Int(4)), now.Add(20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	// 1 of 4 in 20 s: 60 s left.
@@ -158,12 +160,12 @@ func TestProgressSurvivesRestart(t *testing.T) {
 	g := compileGlobals(t, phasesSrc)
 	d := Delivery{Normal: Throttle{Interval: 50 * time.Millisecond, MaxBatch: 3}, Low: Throttle{Interval: -1}}
 	id := ps.f.start(StartRequest{StreamID: "phases", Processor: rtfs.Symbol("proc"), Globals: g, Milestones: testMilestones, Delivery: &d})
-	ps.f.send(id, `{"m":"scan"}`)
-	ps.f.send(id, `{"m":"report"}`)
+	ps.f.Send(id, `{"m":"scan"}`)
+	ps.f.Send(id, `{"m":"report"}`)
 	ps.f.processed(id, 2)
 	s, _ := ps.f.p.lookup(id)
-	s.out.outputDropped(PriorityLow, 7)
-	ps.f.send(id, `{"x":1}`) // a snapshot after the drop
+	s.Out.OutputDropped(PriorityLow, 7)
+	ps.f.Send(id, `{"x":1}`) // a snapshot after the drop
 	ps.f.processed(id, 3)
 	before := ps.f.mustInfo(t, id).Progress
 	ps.restart()
@@ -175,11 +177,11 @@ func TestProgressSurvivesRestart(t *testing.T) {
 		t.Errorf("dropped outputs after the restart: %+v", after.Stats.DroppedOutputs)
 	}
 	s, _ = ps.f.p.lookup(id)
-	if s.def.delivery == nil || *s.def.delivery != d || len(s.def.milestones) != 3 || s.def.milestones[1] != testMilestones[1] {
-		t.Fatalf("definition after the restart: %+v %+v", s.def.delivery, s.def.milestones)
+	if s.Def.Delivery == nil || *s.Def.Delivery != d || len(s.Def.Milestones) != 3 || s.Def.Milestones[1] != testMilestones[1] {
+		t.Fatalf("definition after the restart: %+v %+v", s.Def.Delivery, s.Def.Milestones)
 	}
-	ps.f.send(id, `{"m":"scan"}`) // reached already: no change
-	ps.f.send(id, `{"m":"build"}`)
+	ps.f.Send(id, `{"m":"scan"}`) // reached already: no change
+	ps.f.Send(id, `{"m":"build"}`)
 	ps.f.processed(id, 5)
 	if p := ps.f.mustInfo(t, id).Progress; p.Done != 1 || *p.EtaMs != 0 {
 		t.Fatalf("progress after the last milestone: %+v", p)
@@ -209,9 +211,9 @@ func TestStoredFixtureBeforeProgress(t *testing.T) {
 	if running.Status.State != StateActive || running.Progress != nil || running.Stats.ProcessedChunks != 3 {
 		t.Fatalf("the running stream: %+v", running)
 	}
-	ps.f.send("running", `{"n": 4}`)
-	ps.f.send("running", `{"done": true}`)
-	if st := ps.f.await("running"); st.State != StateCompleted || st.Result.String() != "{:total 5}" {
+	ps.f.Send("running", `{"n": 4}`)
+	ps.f.Send("running", `{"done": true}`)
+	if st := ps.f.Await("running"); st.State != StateCompleted || st.Result.String() != "{:total 5}" {
 		t.Fatalf("the running stream went on to %+v", st)
 	}
 	if sum := path(ps.f.stateOf("running"), "sum"); sum != rtfs.Int(10) {
@@ -233,23 +235,23 @@ func (f *fixture) mustInfo(t *testing.T, id string) StreamInfo {
 // corrupt record naming its key; KeyOwner names its stream.
 func TestDeliveryRecord(t *testing.T) {
 	d := Delivery{Normal: Throttle{Interval: time.Second, MaxBatch: 3}, Low: Throttle{Interval: -1}}
-	r := deliveryRecord{delivery: &d, milestones: testMilestones,
-		progress:   progress{known: true, done: 0.75, total: 1, message: "m", milestone: "build", reached: []bool{true, true, false}, at: time.UnixMilli(99)},
-		outDropped: [3]int64{0, 1, 5}}
-	key := deliveryKey("k")
-	full := r.encode()
-	var back deliveryRecord
-	if err := back.decode(key, full); err != nil {
+	r := stream.DeliveryRecord{Delivery: &d, Milestones: testMilestones,
+		Progress:   stream.Progress{Known: true, Done: 0.75, Total: 1, Message: "m", Milestone: "build", Reached: []bool{true, true, false}, At: time.UnixMilli(99)},
+		OutDropped: [3]int64{0, 1, 5}}
+	key := stream.DeliveryKey("k")
+	full := r.Encode()
+	var back stream.DeliveryRecord
+	if err := back.Decode(key, full); err != nil {
 		t.Fatal(err)
 	}
-	if *back.delivery != d || len(back.milestones) != 3 || back.milestones[1] != testMilestones[1] || back.outDropped != r.outDropped ||
-		back.progress.done != 0.75 || back.progress.milestone != "build" || !back.progress.reached[1] || back.progress.reached[2] || back.progress.at.UnixMilli() != 99 {
+	if *back.Delivery != d || len(back.Milestones) != 3 || back.Milestones[1] != testMilestones[1] || back.OutDropped != r.OutDropped ||
+		back.Progress.Done != 0.75 || back.Progress.Milestone != "build" || !back.Progress.Reached[1] || back.Progress.Reached[2] || back.Progress.At.UnixMilli() != 99 {
 		t.Fatalf("round trip: %+v", back)
 	}
-	_, payload, _ := persistence.DecodeRecord(key, full, kindDelivery, recordVersion)
+	_, payload, _ := persistence.DecodeRecord(key, full, stream.KindDelivery, stream.RecordVersion)
 	for n := 0; n < len(payload); n++ {
 		var cr *persistence.CorruptRecordError
-		err := (&deliveryRecord{}).decode(key, persistence.EncodeRecord(kindDelivery, recordVersion, payload[:n]))
+		err := (&stream.DeliveryRecord{}).Decode(key, persistence.EncodeRecord(stream.KindDelivery, stream.RecordVersion, payload[:n]))
 		if !errors.As(err, &cr) || !strings.Contains(err.Error(), `"delivery/k"`) {
 			t.Fatalf("truncated at %d: %v", n, err)
 		}

@@ -37,6 +37,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -137,9 +139,9 @@ type Provider struct {
 
 	registry // the streams, by id, their goroutines and subscribers
 	// runs records the transport runs in progress, by stream id (runs.go).
-	runs *runTable
+	runs *stream.RunTable
 
-	ps *persister // nil without a store
+	ps *stream.Persister // nil without a store
 
 	breakers *breaker.Set // one circuit per origin, shared by the streams
 
@@ -147,7 +149,7 @@ type Provider struct {
 	ownBase *http.Transport   // base, when the provider made it (closed by Close)
 
 	// env is what the provider's streams reach of it (env.go).
-	env streamEnv
+	env stream.StreamEnv
 	// load makes streams from their stored records (recover.go).
 	load loader
 }
@@ -168,8 +170,8 @@ type registry struct {
 
 	mu      sync.Mutex
 	closed  bool
-	streams map[string]*stream
-	order   []*stream
+	streams map[string]*stream.Stream
+	order   []*stream.Stream
 	// restoring holds the ids being restored (recover.go), so that two
 	// recoveries of one stream (a takeover and a request, in a cluster)
 	// do not both rebuild it.
@@ -216,9 +218,9 @@ func New(opts Options) *Provider {
 		settings: settings{opts: opts, cfg: resolveConfig(opts.LookupEnv, opts.ServerURL, !opts.ManualConnect)},
 		log:      opts.Logger,
 		breakers: breaker.New(opts.Breaker),
-		runs:     newRunTable(),
+		runs:     stream.NewRunTable(),
 	}
-	p.streams = make(map[string]*stream)
+	p.streams = make(map[string]*stream.Stream)
 	p.maxStreams, p.onLimit = opts.MaxStreams, p.limitHit
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -242,7 +244,7 @@ func New(opts Options) *Provider {
 		if opts.Observer != nil {
 			onCommit = opts.Observer.StoreCommitted
 		}
-		p.ps = newPersister(opts.Store, onCommit, p.log)
+		p.ps = stream.NewPersister(opts.Store, onCommit, p.log)
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.env = newStreamEnv(p)
@@ -251,26 +253,26 @@ func New(opts Options) *Provider {
 }
 
 // newStreamEnv returns the env of p's streams, once New has set p up.
-func newStreamEnv(p *Provider) streamEnv {
-	env := streamEnv{
-		ctx: p.ctx, wg: &p.wg, log: p.log,
-		breakers: p.breakers, runs: p.runs,
-		outputLimit: p.opts.Limits.OutputLimit(), autoConnect: p.cfg.autoConnect,
-		retryAttempts: p.opts.RetryAttempts, idleTimeout: p.opts.IdleTimeout,
-		transportLog: p.opts.Logger, egress: p.opts.Egress, cred: p.cfg.cred, base: p.base,
-		persistent: p.ps != nil, cluster: p.opts.Cluster, observer: p.opts.Observer,
-		allSubs: &p.allSubs, changeSubs: &p.changeSubs,
-		enter: p.enter, forget: p.forget,
+func newStreamEnv(p *Provider) stream.StreamEnv {
+	env := stream.StreamEnv{
+		Ctx: p.ctx, Wg: &p.wg, Log: p.log,
+		Breakers: p.breakers, Runs: p.runs,
+		OutputLimit: p.opts.Limits.OutputLimit(), AutoConnect: p.cfg.autoConnect,
+		RetryAttempts: p.opts.RetryAttempts, IdleTimeout: p.opts.IdleTimeout,
+		TransportLog: p.opts.Logger, Egress: p.opts.Egress, Cred: p.cfg.cred, Base: p.base,
+		Persistent: p.ps != nil, Cluster: p.opts.Cluster, Observer: p.opts.Observer,
+		AllSubs: &p.allSubs, ChangeSubs: &p.changeSubs,
+		Enter: p.enter, Forget: p.forget,
 	}
 	if p.ps != nil {
-		env.space, _ = p.ps.store.(persistence.SpaceChecker)
+		env.Space, _ = p.ps.Store.(persistence.SpaceChecker)
 	}
 	return env
 }
 
 // ServerURL returns the provider's default server URL with any credentials
 // removed.
-func (p *Provider) ServerURL() string { return redactURL(p.cfg.serverURL) }
+func (p *Provider) ServerURL() string { return stream.RedactURL(p.cfg.serverURL) }
 
 // AutoConnect reports whether new streams run their transport at once.
 func (p *Provider) AutoConnect() bool { return p.cfg.autoConnect }
@@ -294,7 +296,7 @@ func (p *Provider) Close() error {
 	}
 	var err error
 	if p.ps != nil {
-		if err = p.ps.com.Close(); err != nil {
+		if err = p.ps.Com.Close(); err != nil {
 			err = fmt.Errorf("provider: close committer: %w", err)
 		}
 	}
@@ -342,14 +344,14 @@ func CheckStreamID(id string) error {
 
 // lookup returns the stream with the given id, unless it is leaving for
 // another host of the cluster (cluster.go).
-func (r *registry) lookup(id string) (*stream, error) {
+func (r *registry) lookup(id string) (*stream.Stream, error) {
 	if len(id) > MaxStreamIDLength {
 		return nil, CheckStreamID(id)
 	}
 	r.mu.Lock()
 	s, ok := r.streams[id]
 	r.mu.Unlock()
-	if !ok || s.moved.Load() || s.handingOver.Load() {
+	if !ok || s.Moved.Load() || s.HandingOver.Load() {
 		return nil, &noStreamError{id: id}
 	}
 	return s, nil
@@ -359,7 +361,7 @@ func (r *registry) lookup(id string) (*stream, error) {
 // its live state (control, Status, Info): on a closed provider they fail
 // with ErrClosed, since nothing they did would be stored. Await, Done and
 // Timeline still answer after Close, with the stream as Close left it.
-func (r *registry) lookupOpen(id string) (*stream, error) {
+func (r *registry) lookupOpen(id string) (*stream.Stream, error) {
 	r.mu.Lock()
 	closed := r.closed
 	r.mu.Unlock()
@@ -397,7 +399,7 @@ func (p *Provider) StreamIDs() []string {
 	defer p.mu.Unlock()
 	ids := make([]string, len(p.order))
 	for i, s := range p.order {
-		ids[i] = s.id
+		ids[i] = s.Id
 	}
 	return ids
 }
@@ -409,26 +411,26 @@ func (p *Provider) StreamIDs() []string {
 // commit is called first, under r.mu, and its error refuses the stream (a
 // new persisted stream's start records). The Pending subscriptions to s's
 // id are s's from then on.
-func (r *registry) register(s *stream, commit func() error, fresh bool) error {
-	early, err := r.add(s, commit, fresh)
+func (r *registry) register(s *stream.Stream, commit func() error, fresh bool) error {
+	early, err := r.Add(s, commit, fresh)
 	for _, sub := range early {
-		s.subscribe(sub)
-		if sub.changes { // the stream it waited for is here
-			sub.send(s.env.ctx, Event{Kind: EventChange, StreamID: s.id, Seq: -1})
+		s.Subscribe(sub)
+		if stream.WantsChanges(sub) { // the stream it waited for is here
+			stream.Send(s.Env.Ctx, sub, Event{Kind: EventChange, StreamID: s.Id, Seq: -1})
 		}
 	}
 	return err
 }
 
 // add is register but for the Pending subscriptions, which it returns.
-func (r *registry) add(s *stream, commit func() error, fresh bool) ([]*Subscription, error) {
+func (r *registry) Add(s *stream.Stream, commit func() error, fresh bool) ([]*Subscription, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil, ErrClosed
 	}
-	if _, dup := r.streams[s.id]; dup {
-		return nil, &keyError{"stream-id", fmt.Errorf("a stream with id %q already exists", s.id)}
+	if _, dup := r.streams[s.Id]; dup {
+		return nil, &stream.KeyError{Key: "stream-id", Err: fmt.Errorf("a stream with id %q already exists", s.Id)}
 	}
 	if fresh && r.maxStreams > 0 && len(r.liveLocked()) >= r.maxStreams {
 		r.onLimit("max-streams")
@@ -439,9 +441,9 @@ func (r *registry) add(s *stream, commit func() error, fresh bool) ([]*Subscript
 			return nil, err
 		}
 	}
-	r.streams[s.id] = s
+	r.streams[s.Id] = s
 	r.order = append(r.order, s)
-	s.admit()
+	s.Admit()
 	return r.attachPendingLocked(s), nil
 }
 
@@ -455,9 +457,9 @@ func (r *registry) liveLocked() []string {
 	var ids []string
 	for _, s := range r.order {
 		select {
-		case <-s.done:
+		case <-s.Done:
 		default:
-			ids = append(ids, s.id)
+			ids = append(ids, s.Id)
 		}
 	}
 	return ids
@@ -471,7 +473,7 @@ func (r *registry) liveLocked() []string {
 // for concurrent use.
 func (p *Provider) NewStreamID(endpoint string) string {
 	base := endpoint
-	if isAbsolute(base) {
+	if stream.IsAbsolute(base) {
 		base = strings.TrimRight(base, "/")
 		base = base[strings.LastIndexAny(base, "/:")+1:]
 	}
@@ -510,14 +512,14 @@ func (p *Provider) WaitAll(ctx context.Context) error {
 	waited := 0
 	for {
 		p.mu.Lock()
-		list := append([]*stream(nil), p.order...)
+		list := append([]*stream.Stream(nil), p.order...)
 		p.mu.Unlock()
 		if len(list) == waited {
 			break
 		}
 		for _, s := range list[waited:] {
 			select {
-			case <-s.done:
+			case <-s.Done:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -525,12 +527,12 @@ func (p *Provider) WaitAll(ctx context.Context) error {
 		waited = len(list)
 	}
 	p.mu.Lock()
-	list := append([]*stream(nil), p.order...)
+	list := append([]*stream.Stream(nil), p.order...)
 	p.mu.Unlock()
 	var errs []error
 	for _, s := range list {
-		if st := s.status(); st.State == StateError || !st.State.Terminal() {
-			errs = append(errs, s.endErr(st))
+		if st := s.Status(); st.State == StateError || !st.State.Terminal() {
+			errs = append(errs, s.EndErr(st))
 		}
 	}
 	return errors.Join(errs...)
@@ -551,12 +553,12 @@ func (p *Provider) BreakerCounts() (opened, rejected int64) {
 // :persistence-enabled, :breakers (Breakers) and :observed-at-epoch-ms.
 func (p *Provider) Summary(opts InspectOptions) rtfs.Value {
 	p.mu.Lock()
-	list := append([]*stream(nil), p.order...)
+	list := append([]*stream.Stream(nil), p.order...)
 	p.mu.Unlock()
 	now := time.Now()
 	items := make([]rtfs.Value, len(list))
 	for i, s := range list {
-		items[i] = s.inspect(opts, now)
+		items[i] = s.Inspect(opts, now)
 	}
 	return p.summaryOf(items, len(list), now)
 }

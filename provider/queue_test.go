@@ -6,54 +6,56 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
 // The ring keeps FIFO order across wrap-around, growth beyond its first
 // size (which is rounded up to a power of two) and removals from the middle.
 func TestRingOrder(t *testing.T) {
-	var r ring
+	var r stream.Ring
 	var want []int64
 	next := int64(0)
 	push := func(n int) {
 		for i := 0; i < n; i++ {
-			r.push(item{seq: next}, 5)
+			r.Push(stream.Item{Seq: next}, 5)
 			want = append(want, next)
 			next++
 		}
 	}
 	pop := func(n int) {
 		for i := 0; i < n; i++ {
-			if got := r.pop().seq; got != want[0] {
+			if got := r.Pop().Seq; got != want[0] {
 				t.Fatalf("pop = %d, want %d", got, want[0])
 			}
 			want = want[1:]
 		}
 	}
 	push(6) // first size 8 (5 rounded up)
-	if len(r.buf) != 8 {
-		t.Fatalf("first size %d, want 8", len(r.buf))
+	if len(r.Buf) != 8 {
+		t.Fatalf("first size %d, want 8", len(r.Buf))
 	}
 	pop(5)
 	push(6) // wraps
-	if got := r.removeAt(2).seq; got != want[2] {
+	if got := r.RemoveAt(2).Seq; got != want[2] {
 		t.Fatalf("removeAt(2) = %d, want %d", got, want[2])
 	}
 	want = append(want[:2], want[3:]...)
 	push(10) // grows while wrapped
-	if len(r.buf) != 16 {
-		t.Fatalf("size after growth %d, want 16", len(r.buf))
+	if len(r.Buf) != 16 {
+		t.Fatalf("size after growth %d, want 16", len(r.Buf))
 	}
 	var got []int64
-	for i := 0; i < r.len(); i++ {
-		got = append(got, r.at(i).seq)
+	for i := 0; i < r.Len(); i++ {
+		got = append(got, r.At(i).Seq)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("queue %v, want %v", got, want)
 	}
 	pop(len(want))
-	if r.len() != 0 || r.clear() != 0 {
-		t.Fatalf("len %d after popping everything", r.len())
+	if r.Len() != 0 || r.Clear() != 0 {
+		t.Fatalf("len %d after popping everything", r.Len())
 	}
 }
 
@@ -70,35 +72,35 @@ func TestPauseWhileDrainingFillsQueue(t *testing.T) {
 			close(reached)
 			<-gate
 		}
-		return count.call(context.Background(), state, chunk, meta)
+		return count.Call(context.Background(), state, chunk, meta)
 	})
 	id := f.start(StartRequest{goProc: proc, QueueCapacity: 8})
-	f.send(id, `{"n":0}`)
-	f.send(id, `{"n":1}`)
+	f.Send(id, `{"n":0}`)
+	f.Send(id, `{"n":1}`)
 	<-reached
-	f.send(id, `{"n":2,"reply":"pause"}`)
+	f.Send(id, `{"n":2,"reply":"pause"}`)
 	for n := 3; n <= 10; n++ { // 3..9 fill the queue with 2, 10 waits in Deliver
-		f.send(id, fmt.Sprintf(`{"n":%d}`, n))
+		f.Send(id, fmt.Sprintf(`{"n":%d}`, n))
 	}
 	s, err := f.p.lookup(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.waitFor("Deliver to wait for room", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.space != nil
+		s.Mu.Lock()
+		defer s.Mu.Unlock()
+		return s.Space != nil
 	})
 	close(gate)
 	f.waitFor("a full paused queue", func() bool {
-		m := f.inspect(id)
+		m := f.Inspect(id)
 		return path(m, "status", "state") == rtfs.Keyword("paused") && path(m, "stats", "queued-chunks") == rtfs.Int(8)
 	})
 	if _, err := f.p.Resume(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
 	f.mock.Source(id).Close()
-	if st := f.await(id); st.State != StateCompleted {
+	if st := f.Await(id); st.State != StateCompleted {
 		t.Fatalf("status = %+v", st)
 	}
 	if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, ints(0, 10)) {

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"path/filepath"
+
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
 )
 
 // Recording: a stream started with :record FILE (or by a provider with
@@ -18,7 +20,7 @@ import (
 func (c *settings) recordPath(req StartRequest, id string) (string, error) {
 	if req.Record != "" {
 		if err := c.opts.Egress.CheckFile(req.Record); err != nil {
-			return "", &keyError{"record", err}
+			return "", &stream.KeyError{Key: "record", Err: err}
 		}
 		return req.Record, nil
 	}

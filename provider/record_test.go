@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
 	"github.com/rtfshost/rtfshost/transport/egress"
@@ -34,7 +36,7 @@ func TestRecordAndReplayFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.waitFor("two chunks processed", func() bool { return path(f.inspect(id), "stats", "processed-chunks") == rtfs.Int(2) })
+	f.waitFor("two chunks processed", func() bool { return path(f.Inspect(id), "stats", "processed-chunks") == rtfs.Int(2) })
 	if _, err := f.p.Cancel(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +57,8 @@ func TestRecordAndReplayFiles(t *testing.T) {
 		t.Errorf(":replay under a policy without files: %v", err)
 	}
 	_, err = f.p.Start(StartRequest{Endpoint: "e", Transport: "mock", Processor: rtfs.Symbol("p"), Globals: g, Record: filepath.Join(dir, "x.ndjson")})
-	var ke *keyError
-	if !errors.Is(err, egress.ErrDenied) || !errors.As(err, &ke) || ke.key != "record" {
+	var ke *stream.KeyError
+	if !errors.Is(err, egress.ErrDenied) || !errors.As(err, &ke) || ke.Key != "record" {
 		t.Errorf(":record under a policy without files: %v", err)
 	}
 	allowed, _ := egress.New(egress.Options{FileDirs: []string{dir}})

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -46,19 +48,19 @@ func (p *Provider) Recover(ctx context.Context) error {
 	if p.ps == nil {
 		return errors.New("provider: Recover: no store is configured (Options.Store is nil)")
 	}
-	all, err := p.ps.scanStreams(ctx, []byte(streamPrefix))
+	all, err := p.ps.ScanStreams(ctx, []byte(stream.StreamPrefix))
 	if err != nil {
 		return fmt.Errorf("provider: Recover: %w", err)
 	}
 	var errs []error
 	for _, l := range all {
-		if p.has(l.id) || l.leftover() {
+		if p.has(l.Id) || l.Leftover() {
 			continue
 		}
 		if err := p.restore(ctx, l); errors.Is(err, ErrOwned) {
 			continue // another host runs it
 		} else if err != nil {
-			p.log.Error("stream not recovered", "stream", l.id, "err", err)
+			p.log.Error("stream not recovered", "stream", l.Id, "err", err)
 			errs = append(errs, err)
 			// In a cluster another host may manage it (or later this
 			// one, through RecoverStream): it is not listed here.
@@ -80,11 +82,11 @@ func (p *Provider) RecoverStream(ctx context.Context, id string) error {
 	if p.has(id) {
 		return fmt.Errorf("provider: recover stream %q: it is already loaded", id)
 	}
-	all, err := p.ps.scanStreams(ctx, append([]byte(streamPrefix+id), 0))
+	all, err := p.ps.ScanStreams(ctx, append([]byte(stream.StreamPrefix+id), 0))
 	if err != nil {
 		return fmt.Errorf("provider: recover stream %q: %w", id, err)
 	}
-	if len(all) == 0 || all[0].leftover() {
+	if len(all) == 0 || all[0].Leftover() {
 		return fmt.Errorf("provider: recover stream %q: %w", id, ErrNotPersisted)
 	}
 	return p.restore(ctx, all[0])
@@ -99,16 +101,16 @@ func (r *registry) has(id string) bool {
 
 // restore rebuilds one loaded stream and registers it. A stream that is
 // being restored meanwhile, or is loaded, is left alone (an error says so).
-func (p *Provider) restore(ctx context.Context, l *loaded) error {
-	wrap := func(err error) error { return fmt.Errorf("provider: recover stream %q: %w", l.id, err) }
+func (p *Provider) restore(ctx context.Context, l *stream.Loaded) error {
+	wrap := func(err error) error { return fmt.Errorf("provider: recover stream %q: %w", l.Id, err) }
 	p.mu.Lock()
-	_, loaded := p.streams[l.id]
-	busy := p.restoring[l.id]
+	_, loaded := p.streams[l.Id]
+	busy := p.restoring[l.Id]
 	if !loaded && !busy {
 		if p.restoring == nil {
 			p.restoring = make(map[string]bool)
 		}
-		p.restoring[l.id] = true
+		p.restoring[l.Id] = true
 	}
 	p.mu.Unlock()
 	if loaded || busy {
@@ -116,23 +118,23 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 	}
 	defer func() {
 		p.mu.Lock()
-		delete(p.restoring, l.id)
+		delete(p.restoring, l.Id)
 		p.mu.Unlock()
 	}()
-	if err := l.complete(); err != nil {
+	if err := l.Complete(); err != nil {
 		return wrap(err)
 	}
-	run := !State(l.progress.status).Terminal() && p.cfg.autoConnect
+	run := !State(l.Progress.Status).Terminal() && p.cfg.autoConnect
 	if run {
-		if err := p.claim(ctx, l.id); err != nil {
+		if err := p.claim(ctx, l.Id); err != nil {
 			return wrap(err)
 		}
 	}
 	s, err := p.load.rebuild(ctx, l)
 	if err == nil {
 		var told []func(error)
-		if run || State(l.progress.status).Terminal() {
-			told = p.tellLoad(ctx, l.id, !run)
+		if run || State(l.Progress.Status).Terminal() {
+			told = p.tellLoad(ctx, l.Id, !run)
 		}
 		if err = p.checkTransport(s); err == nil {
 			err = p.registerRecovered(s)
@@ -144,7 +146,7 @@ func (p *Provider) restore(ctx context.Context, l *loaded) error {
 	if err != nil {
 		if run && p.opts.Cluster != nil {
 			// Another host may manage where this one cannot.
-			_ = p.opts.Cluster.Release(ctx, l.id, false)
+			_ = p.opts.Cluster.Release(ctx, l.Id, false)
 		}
 		return wrap(err)
 	}
@@ -202,27 +204,27 @@ func (r *registry) tellLoad(ctx context.Context, id string, ended bool) []func(e
 // streams it makes the provider's env. A provider has one.
 type loader struct {
 	set *settings
-	ps  *persister // nil without a store: then nothing is loaded
-	env *streamEnv
+	ps  *stream.Persister // nil without a store: then nothing is loaded
+	env *stream.StreamEnv
 }
 
 // rebuild makes the stream of l with its processor, state and progress.
-func (ld *loader) rebuild(ctx context.Context, l *loaded) (*stream, error) {
-	d := l.def
-	prog, err := ld.ps.loadProgram(ctx, d.progHash)
+func (ld *loader) rebuild(ctx context.Context, l *stream.Loaded) (*stream.Stream, error) {
+	d := l.Def
+	prog, err := ld.ps.LoadProgram(ctx, d.ProgHash)
 	if err != nil {
 		return nil, err
 	}
-	origin, err := loadOrigin(ctx, ld.ps.store, l.id)
+	origin, err := stream.LoadOrigin(ctx, ld.ps.Store, l.Id)
 	if err != nil {
 		return nil, err
 	}
-	c := codec{prog, ld.set.opts.Limits.OutputLimit()}
-	var proc processor
-	if prog != nil && prog.Hash() != d.progHash {
+	c := stream.Codec{Prog: prog, Max: ld.set.opts.Limits.OutputLimit()}
+	var proc stream.Processor
+	if prog != nil && prog.Hash() != d.ProgHash {
 		// Another compiler's: its stored values are read, and written
 		// from now on, without functions (origin.go).
-		c = codec{max: ld.set.opts.Limits.OutputLimit()}
+		c = stream.Codec{Max: ld.set.opts.Limits.OutputLimit()}
 		proc, err = ld.replayProcessor(ctx, l, prog, origin)
 	} else {
 		proc, err = ld.set.rebindProcessor(d, prog, c)
@@ -230,65 +232,65 @@ func (ld *loader) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	def := definition{endpoint: d.endpoint, transport: d.transport, serverURL: d.serverURL, procName: d.procName, capacity: int(d.capacity)}
+	def := stream.Definition{Endpoint: d.Endpoint, Transport: d.Transport, ServerURL: d.ServerURL, ProcName: d.ProcName, Capacity: int(d.Capacity)}
 	// A stream goes on reading the server it started on (its cursor means
 	// something there only). The recovering provider's own URL is used when
 	// it is that server, since it may carry the credentials the stored URL
 	// lost; and for records of streams that stored none.
-	if def.serverURL == "" || stripUserInfo(ld.set.cfg.serverURL) == def.serverURL {
-		def.serverURL = ld.set.cfg.serverURL
+	if def.ServerURL == "" || stream.StripUserInfo(ld.set.cfg.serverURL) == def.ServerURL {
+		def.ServerURL = ld.set.cfg.serverURL
 	}
-	if def.capacity <= 0 {
-		return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("queue capacity %d", d.capacity)}
+	if def.Capacity <= 0 {
+		return nil, &persistence.CorruptRecordError{Key: stream.StreamKey(l.Id, stream.SuffixDef), Reason: fmt.Sprintf("queue capacity %d", d.Capacity)}
 	}
-	def.idle = time.Duration(d.idleMs) * time.Millisecond
-	def.onError = d.onError
-	dr, err := loadDelivery(ctx, ld.ps.store, l.id)
+	def.Idle = time.Duration(d.IdleMs) * time.Millisecond
+	def.OnError = d.OnError
+	dr, err := stream.LoadDelivery(ctx, ld.ps.Store, l.Id)
 	if err != nil {
 		return nil, err
 	}
 	if dr != nil {
-		def.delivery, def.milestones = dr.delivery, dr.milestones
+		def.Delivery, def.Milestones = dr.Delivery, dr.Milestones
 	}
-	if len(d.tkeys) > 0 {
-		if err := json.Unmarshal(d.tkeys, &def.keys); err != nil {
-			return nil, &persistence.CorruptRecordError{Key: streamKey(l.id, suffixDef), Reason: fmt.Sprintf("transport keys: %v", err)}
+	if len(d.Tkeys) > 0 {
+		if err := json.Unmarshal(d.Tkeys, &def.Keys); err != nil {
+			return nil, &persistence.CorruptRecordError{Key: stream.StreamKey(l.Id, stream.SuffixDef), Reason: fmt.Sprintf("transport keys: %v", err)}
 		}
 	}
-	if err := ld.set.chooseKind(&def, d.transport); err != nil {
-		return nil, fmt.Errorf("stream %s: %w", l.id, err)
+	if err := ld.set.chooseKind(&def, d.Transport); err != nil {
+		return nil, fmt.Errorf("stream %s: %w", l.Id, err)
 	}
 	if err := ld.set.checkEgress(def); err != nil {
-		return nil, fmt.Errorf("stream %s: %w", l.id, err)
+		return nil, fmt.Errorf("stream %s: %w", l.Id, err)
 	}
-	if def.initial, err = c.unmarshal(d.initial); err != nil {
+	if def.Initial, err = c.Unmarshal(d.Initial); err != nil {
 		return nil, fmt.Errorf("decode initial state: %w", err)
 	}
-	if cfg, err := c.unmarshalOpt(d.config); err != nil {
+	if cfg, err := c.UnmarshalOpt(d.Config); err != nil {
 		return nil, fmt.Errorf("decode config: %w", err)
 	} else if m, ok := cfg.(*rtfs.Map); ok {
-		def.config = m
+		def.Config = m
 	}
-	s := newStream(ld.env, l.id, def, proc)
-	s.recovered = true
+	s := stream.NewStream(ld.env, l.Id, def, proc)
+	s.Recovered = true
 	if prog != nil {
-		s.history = origin.historyOf(d, prog.Name())
+		s.History = origin.HistoryOf(d, prog.Name())
 	}
-	if l.child != nil {
-		s.stale = l.child.process()
+	if l.Child != nil {
+		s.Stale = l.Child.Process()
 	}
-	if d.order > 0 {
-		s.started = time.Unix(0, d.order)
+	if d.Order > 0 {
+		s.Started = time.Unix(0, d.Order)
 	}
-	st := newStreamStore(ld.ps, s, c, d.journal)
-	s.ps = st
-	if err := st.restoreProgress(l); err != nil {
-		s.cancel()
+	st := stream.NewStreamStore(ld.ps, s, c, d.Journal)
+	s.Ps = st
+	if err := st.RestoreProgress(l); err != nil {
+		s.Cancel()
 		return nil, err
 	}
-	st.restoreDelivery(dr)
-	if s.dead, err = countDeadLetters(ctx, ld.ps.store, l.id); err != nil {
-		s.cancel()
+	st.RestoreDelivery(dr)
+	if s.Dead, err = stream.CountDeadLetters(ctx, ld.ps.Store, l.Id); err != nil {
+		s.Cancel()
 		return nil, err
 	}
 	return s, nil
@@ -296,79 +298,79 @@ func (ld *loader) rebuild(ctx context.Context, l *loaded) (*stream, error) {
 
 // rebindProcessor finds the stream's processor again: by name among the
 // restored globals, or decoded from its stored value.
-func (set *settings) rebindProcessor(d *defRecord, prog *rtfs.Program, c codec) (processor, error) {
+func (set *settings) rebindProcessor(d *stream.DefRecord, prog *rtfs.Program, c stream.Codec) (stream.Processor, error) {
 	var g *rtfs.Globals
 	var err error
-	if len(d.globals) > 0 {
+	if len(d.Globals) > 0 {
 		if prog == nil {
 			return nil, errors.New("the stream has globals but no program")
 		}
-		if g, err = rtfs.UnmarshalGlobals(prog, d.globals); err != nil {
+		if g, err = rtfs.UnmarshalGlobals(prog, d.Globals); err != nil {
 			return nil, fmt.Errorf("decode globals: %w", err)
 		}
 	}
 	var fn rtfs.Value
-	switch d.procRef {
-	case procByName:
-		if fn, _, err = resolveProcessor(rtfs.String(d.procData), g); err != nil {
+	switch d.ProcRef {
+	case stream.ProcByName:
+		if fn, _, err = resolveProcessor(rtfs.String(d.ProcData), g); err != nil {
 			return nil, fmt.Errorf("rebind processor: %w", err)
 		}
-	case procByValue:
-		if fn, err = c.unmarshal(d.procData); err != nil {
+	case stream.ProcByValue:
+		if fn, err = c.Unmarshal(d.ProcData); err != nil {
 			return nil, fmt.Errorf("decode processor: %w", err)
 		}
-	case procGo:
-		return nil, fmt.Errorf("its processor %s is a Go function, which cannot be stored", d.procName)
+	case stream.ProcGo:
+		return nil, fmt.Errorf("its processor %s is a Go function, which cannot be stored", d.ProcName)
 	default:
-		return nil, fmt.Errorf("unknown processor reference %d", d.procRef)
+		return nil, fmt.Errorf("unknown processor reference %d", d.ProcRef)
 	}
-	return newRTFSProcessor(d.procName, fn, g, set.opts.Limits, set.opts.Capabilities), nil
+	return stream.NewRTFSProcessor(d.ProcName, fn, g, set.opts.Limits, set.opts.Capabilities), nil
 }
 
 // registerRecovered adds a recovered stream: a finished or dormant one
 // without goroutines, an unfinished one running (its transport is in the
 // catalog: checkTransport).
-func (r *registry) registerRecovered(s *stream) error {
-	if !s.st.Terminal() && s.env.autoConnect {
+func (r *registry) registerRecovered(s *stream.Stream) error {
+	if !s.St.Terminal() && s.Env.AutoConnect {
 		if err := r.register(s, nil, false); err != nil {
-			s.cancel()
+			s.Cancel()
 			return err
 		}
-		queued := s.queue.len()
-		s.recovered = true
-		s.launch()
-		s.env.log.Info("stream recovered", "stream", s.id, "cursor", s.startCursor, "journaled", queued)
+		queued := s.Queue.Len()
+		s.Recovered = true
+		s.Launch()
+		s.Env.Log.Info("stream recovered", "stream", s.Id, "cursor", s.StartCursor, "journaled", queued)
 		return nil
 	}
-	s.dormant = !s.st.Terminal()
-	s.exited = true
-	s.cancel()
-	close(s.done)
+	s.Dormant = !s.St.Terminal()
+	s.Exited = true
+	s.Cancel()
+	close(s.Done)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return ErrClosed
 	}
-	if _, dup := r.streams[s.id]; dup {
+	if _, dup := r.streams[s.Id]; dup {
 		r.mu.Unlock()
-		return fmt.Errorf("a stream with id %q already exists", s.id)
+		return fmt.Errorf("a stream with id %q already exists", s.Id)
 	}
-	r.streams[s.id] = s
+	r.streams[s.Id] = s
 	r.order = append(r.order, s)
 	early := r.attachPendingLocked(s)
 	r.mu.Unlock()
 	for _, sub := range early {
-		s.subscribe(sub) // it has ended: its EventEnd at once
+		s.Subscribe(sub) // it has ended: its EventEnd at once
 	}
 	return nil
 }
 
 // checkTransport refuses a recovered stream that would run here without
 // its transport in the catalog.
-func (set *settings) checkTransport(s *stream) error {
-	if !s.st.Terminal() && set.cfg.autoConnect && s.def.kind.Transport == nil {
-		s.cancel()
-		return fmt.Errorf("no transport :%s in this host (it has :%s)", s.def.transport, strings.Join(set.opts.Transports.Names(), " :"))
+func (set *settings) checkTransport(s *stream.Stream) error {
+	if !s.St.Terminal() && set.cfg.autoConnect && s.Def.Kind.Transport == nil {
+		s.Cancel()
+		return fmt.Errorf("no transport :%s in this host (it has :%s)", s.Def.Transport, strings.Join(set.opts.Transports.Names(), " :"))
 	}
 	return nil
 }
@@ -379,21 +381,21 @@ func (set *settings) checkTransport(s *stream) error {
 // run whose final globals hold the processor) and takes the processor and
 // the globals there. The stored globals and function value are another
 // compiler's and are not read.
-func (ld *loader) replayProcessor(ctx context.Context, l *loaded, prog *rtfs.Program, origin *originRecord) (processor, error) {
-	d := l.def
-	if origin != nil && origin.sourceHash != "" && origin.sourceHash != sourceHash(prog.Source()) {
-		return nil, fmt.Errorf("the stored source of %s does not match its hash %s: it is damaged", prog.Name(), origin.sourceHash)
+func (ld *loader) replayProcessor(ctx context.Context, l *stream.Loaded, prog *rtfs.Program, origin *stream.OriginRecord) (stream.Processor, error) {
+	d := l.Def
+	if origin != nil && origin.SourceHash != "" && origin.SourceHash != stream.SourceHash(prog.Source()) {
+		return nil, fmt.Errorf("the stored source of %s does not match its hash %s: it is damaged", prog.Name(), origin.SourceHash)
 	}
 	var next capabilities.ReplayFunc
 	how := "legacy replay (the release that stored it kept no journal of its host calls)"
-	if origin != nil && len(origin.journal) > 0 {
-		rec, err := loadRunJournal(ctx, ld.ps.store, originKey(l.id), origin.journal, &ld.ps.journals)
+	if origin != nil && len(origin.Journal) > 0 {
+		rec, err := stream.LoadRunJournalCached(ctx, ld.ps.Store, stream.OriginKey(l.Id), origin.Journal, &ld.ps.Journals)
 		if err != nil {
 			return nil, err
 		}
 		next, how = rec.Next, "replay of its journal"
 	} else {
-		next = LegacyReplay(l.id, d.endpoint, func(c *rtfs.HostCall) bool { return startsStream(c, l.id, d.endpoint) })
+		next = LegacyReplay(l.Id, d.Endpoint, func(c *rtfs.HostCall) bool { return startsStream(c, l.Id, d.Endpoint) })
 	}
 	out, err := capabilities.Replay(ctx, rtfs.NewThread(ld.set.opts.Limits), prog, next)
 	if err != nil {
@@ -402,18 +404,18 @@ func (ld *loader) replayProcessor(ctx context.Context, l *loaded, prog *rtfs.Pro
 	var fnArg rtfs.Value
 	switch {
 	case out.Call != nil:
-		fnArg = field(startArgs(out.Call), "processor")
-	case d.procRef == procByName:
-		fnArg = rtfs.String(d.procData)
+		fnArg = field(stream.StartArgs(out.Call), "processor")
+	case d.ProcRef == stream.ProcByName:
+		fnArg = rtfs.String(d.ProcData)
 	default:
-		return nil, fmt.Errorf("program %s was compiled by another compiler, and its processor %s is a function value that the run's end does not name", prog.Name(), d.procName)
+		return nil, fmt.Errorf("program %s was compiled by another compiler, and its processor %s is a function value that the run's end does not name", prog.Name(), d.ProcName)
 	}
 	fn, _, err := resolveProcessor(fnArg, out.Globals)
 	if err != nil {
 		return nil, fmt.Errorf("program %s, replayed: %w", prog.Name(), err)
 	}
-	ld.env.log.Info("stream's program recompiled by this compiler", "stream", l.id, "program", prog.Name(), "compiler", rtfs.CompileVersion(), "by", how)
-	return newRTFSProcessor(d.procName, fn, out.Globals, ld.set.opts.Limits, ld.set.opts.Capabilities), nil
+	ld.env.Log.Info("stream's program recompiled by this compiler", "stream", l.Id, "program", prog.Name(), "compiler", rtfs.CompileVersion(), "by", how)
+	return stream.NewRTFSProcessor(d.ProcName, fn, out.Globals, ld.set.opts.Limits, ld.set.opts.Capabilities), nil
 }
 
 // startsStream reports whether c is the :mcp.stream.start call that
@@ -423,7 +425,7 @@ func startsStream(c *rtfs.HostCall, id, endpoint string) bool {
 	if c.Capability != CapStart {
 		return false
 	}
-	m := startArgs(c)
+	m := stream.StartArgs(c)
 	if given := stringField(m, "stream-id"); given != "" {
 		return given == id
 	}
@@ -450,7 +452,7 @@ func LegacyReplay(id, endpoint string, stop func(c *rtfs.HostCall) bool) capabil
 			return capabilities.ReplayStep{Value: rtfs.Nil}, nil
 		case !started && startsStream(c, id, endpoint):
 			started = true
-			return capabilities.ReplayStep{Value: startAnswer(id, stringField(startArgs(c), "endpoint"))}, nil
+			return capabilities.ReplayStep{Value: stream.StartAnswer(id, stringField(stream.StartArgs(c), "endpoint"))}, nil
 		}
 		return capabilities.ReplayStep{}, fmt.Errorf("host call %d, :%s at %s: %w", i+1, c.Capability, c.Pos, ErrUnknownAnswer)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -30,18 +32,18 @@ func TestChunkMapsReused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.proc.(*rtfsProcessor).keepsChunk; got == tc.reuse {
+		if got := s.Proc.(*stream.RtfsProcessor).KeepsChunk; got == tc.reuse {
 			t.Fatalf("%s: keepsChunk = %v", tc.proc, got)
 		}
 		reused := false
 		for i := 1; i <= n; i++ {
-			f.send(id, fmt.Sprintf(`{"n":%d,"tag":"t%d"}`, i, i%7))
-			if !reused && s.spare.Load() != nil {
+			f.Send(id, fmt.Sprintf(`{"n":%d,"tag":"t%d"}`, i, i%7))
+			if !reused && s.Spare.Load() != nil {
 				reused = true
 			}
 		}
 		f.mock.Source(id).Close()
-		if st := f.await(id); st.State != StateCompleted || st.Result != rtfs.Int(n) {
+		if st := f.Await(id); st.State != StateCompleted || st.Result != rtfs.Int(n) {
 			t.Fatalf("%s: status %+v", tc.proc, st)
 		}
 		if reused != tc.reuse {
@@ -74,11 +76,11 @@ func TestInspectedChunksNotReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 3; i++ {
-		f.send(id, fmt.Sprintf(`{"n":%d}`, i))
+		f.Send(id, fmt.Sprintf(`{"n":%d}`, i))
 	}
 	s, _ := f.p.lookup(id)
-	f.waitFor("three queued chunks", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.queue.len() == 3 })
-	queue, _ := f.inspect(id).GetKeyword("queue")
+	f.waitFor("three queued chunks", func() bool { s.Mu.Lock(); defer s.Mu.Unlock(); return s.Queue.Len() == 3 })
+	queue, _ := f.Inspect(id).GetKeyword("queue")
 	var shown []rtfs.Value
 	for i := 0; i < queue.(*rtfs.Vector).Len(); i++ {
 		c, _ := queue.(*rtfs.Vector).Index(i).(*rtfs.Map).GetKeyword("chunk")
@@ -91,10 +93,10 @@ func TestInspectedChunksNotReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 4; i <= 200; i++ {
-		f.send(id, fmt.Sprintf(`{"n":%d}`, i))
+		f.Send(id, fmt.Sprintf(`{"n":%d}`, i))
 	}
 	f.mock.Source(id).Close()
-	if st := f.await(id); st.State != StateCompleted || f.stateOf(id) != rtfs.Int(200*201/2) {
+	if st := f.Await(id); st.State != StateCompleted || f.stateOf(id) != rtfs.Int(200*201/2) {
 		t.Fatalf("status %+v, state %v", st, f.stateOf(id))
 	}
 	for i, c := range shown {

@@ -31,9 +31,9 @@ func TestRTFSProcessorForms(t *testing.T) {
 		f := newFixture(t, Options{})
 		id := f.start(StartRequest{Processor: proc, Globals: g, InitialState: rtfs.MapOf(rtfs.Keyword("count"), rtfs.Int(0))})
 		for seq := 0; seq <= 3; seq++ {
-			f.send(id, fmt.Sprintf(`{"seq":%d,"payload":"p%d"}`, seq, seq))
+			f.Send(id, fmt.Sprintf(`{"seq":%d,"payload":"p%d"}`, seq, seq))
 		}
-		st := f.await(id)
+		st := f.Await(id)
 		if st.State != StateCompleted || !rtfs.Equal(st.Result, rtfs.MapOf(rtfs.Keyword("final-count"), rtfs.Int(3))) {
 			t.Fatalf("processor %v: status %+v", proc, st)
 		}
@@ -50,10 +50,10 @@ func TestTwoArgumentProcessor(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{Processor: rtfs.Symbol("proc"), Globals: g, InitialState: rtfs.NewVector()})
 	for n := 1; n <= 3; n++ {
-		f.send(id, fmt.Sprintf(`{"n":%d}`, n))
+		f.Send(id, fmt.Sprintf(`{"n":%d}`, n))
 	}
 	f.mock.Source(id).Close()
-	st := f.await(id)
+	st := f.Await(id)
 	if st.State != StateCompleted || st.Result != rtfs.Int(3) {
 		t.Fatalf("status %+v", st)
 	}
@@ -91,10 +91,10 @@ func TestProcessorHostCalls(t *testing.T) {
 	f := newFixture(t, Options{Capabilities: reg})
 	id := f.start(StartRequest{Processor: rtfs.Symbol("proc"), Globals: g, InitialState: rtfs.NewVector()})
 	for _, x := range []int{1, 13, 2} {
-		f.send(id, fmt.Sprintf(`{"x":%d}`, x))
+		f.Send(id, fmt.Sprintf(`{"x":%d}`, x))
 	}
 	f.mock.Source(id).Close()
-	if st := f.await(id); st.State != StateCompleted {
+	if st := f.Await(id); st.State != StateCompleted {
 		t.Fatalf("status = %+v", st)
 	}
 	state := f.stateOf(id).(*rtfs.Vector)
@@ -132,8 +132,8 @@ func TestRTFSProcessorFailures(t *testing.T) {
 		t.Run(tc.proc, func(t *testing.T) {
 			f := newFixture(t, Options{Limits: rtfs.Limits{MaxSteps: 10_000}})
 			id := f.start(StartRequest{Processor: rtfs.Symbol(tc.proc), Globals: g, InitialState: rtfs.Int(0)})
-			f.send(id, `{"bad":false}`)
-			f.send(id, `{"bad":true}`)
+			f.Send(id, `{"bad":false}`)
+			f.Send(id, `{"bad":true}`)
 			st := f.waitState(id, StateFailed)
 			if !strings.Contains(st.Message, "processor "+tc.proc+" failed on chunk 2: ") || !strings.Contains(st.Message, tc.want) {
 				t.Fatalf("status = %+v, want an error mentioning %q", st, tc.want)

@@ -69,14 +69,6 @@ func (l *lingerTransport) counts(id string) (started, running, overlaps int) {
 	return l.started[id], l.running[id], l.overlaps
 }
 
-// runWaiting reports whether something waits for a transport run of
-// stream id to return: a stream's next run, Remove or a hand-over.
-func (r *runTable) waiting(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.waits[id] > 0
-}
-
 // stopsBeforeNextRun checks, while the Run of stream id, stopped, lingers
 // in l, that the provider waits for it before the stream's next Run starts
 // and before the operation that stopped it is done (done reports that),
@@ -85,7 +77,7 @@ func stopsBeforeNextRun(t *testing.T, f *fixture, l *lingerTransport, id string,
 	t.Helper()
 	f.waitFor("something to wait for the lingering run", func() bool {
 		started, _, _ := l.counts(id)
-		return started > 1 || f.p.runs.waiting(id) || done()
+		return started > 1 || f.p.runs.Waiting(id) || done()
 	})
 	if started, running, _ := l.counts(id); started > 1 || running == 0 {
 		t.Fatalf("%d runs of %s started, %d in progress: the next one did not wait for the lingering one", started, id, running)

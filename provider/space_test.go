@@ -19,12 +19,12 @@ func TestLowDiskHoldsStream(t *testing.T) {
 	fs := storetest.NewFaultStore(mem)
 	ps := newPersisted(t, fs)
 	id := startCount(ps.f, g, "low-disk", rtfs.Symbol("proc"))
-	ps.f.send(id, `{"n":1}`)
+	ps.f.Send(id, `{"n":1}`)
 	ps.f.processed(id, 1)
 
 	fs.SetLowSpace(true)
-	ps.f.send(id, `{"n":2}`)
-	ps.f.send(id, `{"n":3}`)
+	ps.f.Send(id, `{"n":2}`)
+	ps.f.Send(id, `{"n":3}`)
 	var st Status
 	waitUntil(t, "the stream to be held for lack of space", func() bool {
 		st, _ = ps.f.p.Status(t.Context(), id)
@@ -56,7 +56,7 @@ func TestLowDiskHoldsStream(t *testing.T) {
 	if c, n := path(ps.f.stateOf(id), "sum"), path(ps.f.stateOf(id), "count"); c != rtfs.Int(6) || n != rtfs.Int(3) {
 		t.Fatalf(":sum, :count after resume = %v, %v, want 6, 3 (1+2+3, each once)", c, n)
 	}
-	must(t, ps.f.p.ps.com.Flush(context.Background()))
+	must(t, ps.f.p.ps.Com.Flush(context.Background()))
 	ps.restart()
 	if c, n := path(ps.f.stateOf(id), "sum"), path(ps.f.stateOf(id), "count"); c != rtfs.Int(6) || n != rtfs.Int(3) {
 		t.Fatalf(":sum, :count after a restart = %v, %v, want 6, 3", c, n)

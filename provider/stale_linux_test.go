@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
@@ -35,7 +37,7 @@ func TestRecoveryEndsStaleGroup(t *testing.T) {
 			}
 			store := loadFixture(t, fixtureExecV1)
 			var b persistence.Batch
-			b.Put(streamKey("fixture", suffixChild), (&childRecord{pid: int64(c.PID), start: c.Start, boot: c.Boot}).encode())
+			b.Put(stream.StreamKey("fixture", stream.SuffixChild), (&stream.ChildRecord{Pid: int64(c.PID), Start: c.Start, Boot: c.Boot}).Encode())
 			must(t, store.Commit(context.Background(), &b))
 
 			reg, err := holdRegistry(nil)
@@ -59,7 +61,7 @@ func TestRecoveryEndsStaleGroup(t *testing.T) {
 			case recycled && alive != 2:
 				t.Fatalf("%d of the 2 processes of a group whose pid was recorded with another start time still run: recovery killed a process it did not start", alive)
 			}
-			if _, err := store.Get(context.Background(), streamKey("fixture", suffixChild)); !errors.Is(err, persistence.ErrNotFound) {
+			if _, err := store.Get(context.Background(), stream.StreamKey("fixture", stream.SuffixChild)); !errors.Is(err, persistence.ErrNotFound) {
 				t.Errorf("the process group record after recovery: %v, want it deleted", err)
 			}
 		})
@@ -132,18 +134,18 @@ func TestChildRecordFollowsTheProgram(t *testing.T) {
 	id := f.start(StartRequest{StreamID: "prog", Transport: "exec", Processor: rtfs.Symbol("step"), Globals: g, InitialState: rtfs.Int(0),
 		TransportKeys: map[string]json.RawMessage{"command": json.RawMessage(`"sh"`), "args": json.RawMessage(`["-c", "echo started; sleep 100"]`)}})
 	f.processed(id, 1)
-	key := streamKey(id, suffixChild)
-	var rec childRecord
+	key := stream.StreamKey(id, stream.SuffixChild)
+	var rec stream.ChildRecord
 	f.waitFor("the process group's record", func() bool {
 		data, err := store.Get(context.Background(), key)
-		return err == nil && rec.decode(key, data) == nil
+		return err == nil && rec.Decode(key, data) == nil
 	})
-	g2 := aGroup{id: rec.process()}
+	g2 := aGroup{id: rec.Process()}
 	if n := g2.alive(); n < 2 {
 		t.Fatalf("the recorded group %+v has %d live processes, want the keeper and sh (and sleep)", rec, n)
 	}
-	if st, ok := statOf(int(rec.pid)); !ok || st != rec.start {
-		t.Fatalf("the recorded start time %d is not the leader's (%d, %v)", rec.start, st, ok)
+	if st, ok := statOf(int(rec.Pid)); !ok || st != rec.Start {
+		t.Fatalf("the recorded start time %d is not the leader's (%d, %v)", rec.Start, st, ok)
 	}
 	_, err := f.p.Cancel(t.Context(), id)
 	must(t, err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/capabilities"
 
 	"github.com/rtfshost/rtfshost/persistence"
@@ -93,7 +95,7 @@ type StartRequest struct {
 	// receives to (the start call's :record; record.go).
 	Record string
 
-	goProc processor // tests: a Go processor instead of Processor
+	goProc stream.Processor // tests: a Go processor instead of Processor
 }
 
 // Start starts a stream and returns its id. The stream begins at once: its
@@ -106,77 +108,77 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 	}
 	id := req.StreamID
 	if id == "" {
-		id = p.NewStreamID(def.name())
+		id = p.NewStreamID(def.Name())
 	} else if err := CheckStreamID(id); err != nil {
-		return "", &keyError{"stream-id", err}
+		return "", &stream.KeyError{Key: "stream-id", Err: err}
 	}
-	s := newStream(&p.env, id, def, proc)
-	if prog := programOf(req.Globals, proc.function()); prog != nil {
-		s.history = []ProgramVersion{versionOf(prog, def.procName, s.started)}
+	s := stream.NewStream(&p.env, id, def, proc)
+	if prog := stream.ProgramOf(req.Globals, proc.Function()); prog != nil {
+		s.History = []ProgramVersion{stream.VersionOf(prog, def.ProcName, s.Started)}
 	}
-	s.startCtx = req.Context
-	if path, err := p.recordPath(req, s.id); err != nil || path != "" {
+	s.StartCtx = req.Context
+	if path, err := p.recordPath(req, s.Id); err != nil || path != "" {
 		if err == nil {
-			s.rec, err = openRecorder(path)
+			s.Rec, err = stream.OpenRecorder(path)
 		}
 		if err != nil {
-			s.cancel()
-			if _, ok := err.(*keyError); !ok {
-				err = &keyError{"record", err}
+			s.Cancel()
+			if _, ok := err.(*stream.KeyError); !ok {
+				err = &stream.KeyError{Key: "record", Err: err}
 			}
 			return "", err
 		}
 	}
 	launched := false
 	defer func() {
-		if !launched && s.rec != nil {
-			s.rec.close() // the stream never ran
+		if !launched && s.Rec != nil {
+			s.Rec.Close() // the stream never ran
 		}
 	}()
-	if p.cfg.autoConnect && s.def.kind.Transport != nil {
+	if p.cfg.autoConnect && s.Def.Kind.Transport != nil {
 		// An origin whose circuit is open is not tried at all.
-		if err := p.breakers.Allow(s.def.origin); err != nil {
-			s.cancel()
+		if err := p.breakers.Allow(s.Def.Origin); err != nil {
+			s.Cancel()
 			return "", fmt.Errorf("start stream: %w", err)
 		}
 	}
 	var batch *persistence.Batch
 	journalStored := func() {}
 	if p.ps != nil {
-		if batch, journalStored, err = p.ps.persistNew(s, startSource{globals: req.Globals, processor: req.Processor, goProc: req.goProc != nil, journal: req.Journal}); err != nil {
-			s.cancel()
+		if batch, journalStored, err = p.ps.PersistNew(s, stream.StartSource{Globals: req.Globals, Processor: req.Processor, GoProc: req.goProc != nil, Journal: req.Journal}); err != nil {
+			s.Cancel()
 			return "", err
 		}
 	}
 	claimed := false
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if p.opts.Cluster != nil && p.ps != nil && !p.has(s.id) {
-		if err := p.claim(ctx, s.id); err != nil {
-			s.cancel()
-			return "", &keyError{"stream-id", err}
+	if p.opts.Cluster != nil && p.ps != nil && !p.has(s.Id) {
+		if err := p.claim(ctx, s.Id); err != nil {
+			s.Cancel()
+			return "", &stream.KeyError{Key: "stream-id", Err: err}
 		}
 		claimed = true
 	}
 	var commit func() error
 	if batch != nil {
-		commit = func() error { return p.ps.commitStart(s, batch) }
+		commit = func() error { return p.ps.CommitStart(s, batch) }
 	}
 	if err := p.register(s, commit, true); err != nil {
-		s.cancel()
+		s.Cancel()
 		if claimed {
 			// The id is taken (a stored stream): give up the claim.
-			_ = p.opts.Cluster.Release(ctx, s.id, true)
+			_ = p.opts.Cluster.Release(ctx, s.Id, true)
 		}
 		return "", err
 	}
 	journalStored()
 	launched = true
-	s.launch()
+	s.Launch()
 	if claimed && !req.Local && p.enter() {
 		go p.place(s)
 	}
-	return s.id, nil
+	return s.Id, nil
 }
 
 // enter counts a goroutine in r.wg (a placement, a stream's transport run
@@ -193,7 +195,7 @@ func (r *registry) enter() bool {
 
 // define resolves the definition and the processor of the stream req
 // starts.
-func (set *settings) define(req StartRequest) (definition, processor, error) {
+func (set *settings) define(req StartRequest) (stream.Definition, stream.Processor, error) {
 	if strings.TrimSpace(req.Endpoint) == "" {
 		// Only a transport that takes no endpoint (:exec) does without.
 		if k, ok := set.opts.Transports.Lookup(strings.TrimSpace(req.Transport)); !ok || k.Endpoint != "" {
@@ -201,62 +203,62 @@ func (set *settings) define(req StartRequest) (definition, processor, error) {
 			if ok {
 				what = k.Endpoint
 			}
-			return definition{}, nil, &keyError{"endpoint", fmt.Errorf("must not be empty: give %s", what)}
+			return stream.Definition{}, nil, &stream.KeyError{Key: "endpoint", Err: fmt.Errorf("must not be empty: give %s", what)}
 		}
 	}
 	proc, err := set.processorFor(req)
 	if err != nil {
-		return definition{}, nil, err
+		return stream.Definition{}, nil, err
 	}
 	capacity := req.QueueCapacity
 	switch {
 	case capacity < 0:
-		return definition{}, nil, &keyError{"queue-capacity", fmt.Errorf("must be positive, got %d", capacity)}
+		return stream.Definition{}, nil, &stream.KeyError{Key: "queue-capacity", Err: fmt.Errorf("must be positive, got %d", capacity)}
 	case capacity == 0:
 		capacity = set.opts.QueueCapacity
 	}
-	def := definition{
-		endpoint: req.Endpoint, procName: proc.name(), capacity: capacity, config: req.Config,
-		serverURL: set.cfg.serverURL, initial: req.InitialState,
+	def := stream.Definition{
+		Endpoint: req.Endpoint, ProcName: proc.Name(), Capacity: capacity, Config: req.Config,
+		ServerURL: set.cfg.serverURL, Initial: req.InitialState,
 	}
 	if req.ServerURL != "" {
-		def.serverURL = strings.TrimSpace(req.ServerURL)
+		def.ServerURL = strings.TrimSpace(req.ServerURL)
 	}
-	if def.initial == nil || def.initial == rtfs.Nil {
-		def.initial = rtfs.MapOf()
+	if def.Initial == nil || def.Initial == rtfs.Nil {
+		def.Initial = rtfs.MapOf()
 	}
-	def.idle = req.IdleTimeout
-	def.keys = req.TransportKeys
-	def.milestones = req.Milestones
+	def.Idle = req.IdleTimeout
+	def.Keys = req.TransportKeys
+	def.Milestones = req.Milestones
 	if req.OnError != nil {
-		def.onError = *req.OnError
+		def.OnError = *req.OnError
 	}
 	if req.Delivery != nil {
 		d := *req.Delivery
-		def.delivery = &d
+		def.Delivery = &d
 	}
 	if err := set.chooseKind(&def, req.Transport); err != nil {
-		return definition{}, nil, err
+		return stream.Definition{}, nil, err
 	}
 	if err := set.checkEgress(def); err != nil {
-		return definition{}, nil, err
+		return stream.Definition{}, nil, err
 	}
 	return def, proc, nil
 }
 
 // processorFor resolves the request's processor.
-func (c *settings) processorFor(req StartRequest) (processor, error) {
+func (c *settings) processorFor(req StartRequest) (stream.Processor, error) {
 	if req.goProc != nil {
 		return req.goProc, nil
 	}
 	fn, label, err := resolveProcessor(req.Processor, req.Globals)
 	if err != nil {
-		return nil, &keyError{"processor", err}
+		return nil, &stream.KeyError{Key: "processor", Err: err}
 	}
 	if err := checkShape(fn, label); err != nil {
-		return nil, &keyError{"processor", err}
+		return nil, &stream.KeyError{Key: "processor", Err: err}
 	}
-	return newRTFSProcessor(label, fn, req.Globals, c.opts.Limits, c.opts.Capabilities), nil
+	return stream.NewRTFSProcessor(label, fn, req.Globals, c.opts.Limits, c.opts.Capabilities), nil
 }
 
 // checkShape catches a processor of the wrong shape at start, not on the
@@ -287,7 +289,7 @@ func resolveProcessor(v rtfs.Value, g *rtfs.Globals) (rtfs.Value, string, error)
 	case rtfs.String:
 		name = string(v)
 	default:
-		return nil, "", fmt.Errorf("expected a function, a symbol or a string, got %s", kindOf(v))
+		return nil, "", fmt.Errorf("expected a function, a symbol or a string, got %s", stream.KindOf(v))
 	}
 	if g == nil {
 		return nil, "", fmt.Errorf("processor %q is given by name, but there is no program to look it up in", name)
@@ -297,7 +299,7 @@ func resolveProcessor(v rtfs.Value, g *rtfs.Globals) (rtfs.Value, string, error)
 		return nil, "", fmt.Errorf("no function named %q is defined in %s", name, g.Program().Name())
 	}
 	if fn.Kind().String() != "fn" {
-		return nil, "", fmt.Errorf("%q is %s, not a function", name, kindOf(fn))
+		return nil, "", fmt.Errorf("%q is %s, not a function", name, stream.KindOf(fn))
 	}
 	return fn, name, nil
 }
@@ -306,8 +308,8 @@ func resolveProcessor(v rtfs.Value, g *rtfs.Globals) (rtfs.Value, string, error)
 // names, else the one its target URL selects; then checks its transport
 // keys and configures it. Without a catalog entry a stream can still run
 // under manual connect, fed by Deliver.
-func (c *settings) chooseKind(def *definition, explicit string) error {
-	target := def.target()
+func (c *settings) chooseKind(def *stream.Definition, explicit string) error {
+	target := def.Target()
 	if egress.IsURL(target) {
 		// Detection reads the URL in the form the rest of the stream's life
 		// uses.
@@ -318,33 +320,33 @@ func (c *settings) chooseKind(def *definition, explicit string) error {
 	kind, err := c.opts.Transports.Choose(explicit, target)
 	if err != nil {
 		if c.cfg.autoConnect {
-			return &keyError{"transport", err}
+			return &stream.KeyError{Key: "transport", Err: err}
 		}
-		def.transport = strings.TrimPrefix(strings.TrimSpace(explicit), ":")
+		def.Transport = strings.TrimPrefix(strings.TrimSpace(explicit), ":")
 		return nil
 	}
-	def.kind, def.transport = kind, kind.Name
-	for key := range def.keys {
+	def.Kind, def.Transport = kind, kind.Name
+	for key := range def.Keys {
 		if !slices.ContainsFunc(kind.Keys, func(k transport.Key) bool { return k.Name == key }) {
-			return &keyError{key, fmt.Errorf("is not read by :%s%s", kind.Name, c.readersOf(key))}
+			return &stream.KeyError{Key: key, Err: fmt.Errorf("is not read by :%s%s", kind.Name, c.readersOf(key))}
 		}
 	}
 	if kind.Configure != nil {
-		cfg, err := kind.Configure(def.keys)
+		cfg, err := kind.Configure(def.Keys)
 		if err != nil {
-			return &keyError{"transport", fmt.Errorf(":%s: %w", kind.Name, err)}
+			return &stream.KeyError{Key: "transport", Err: fmt.Errorf(":%s: %w", kind.Name, err)}
 		}
-		def.tconf = cfg
+		def.Tconf = cfg
 	}
 	switch kind.Target {
 	case transport.TargetURL:
-		if def.dial, err = def.dialURL(); err != nil {
+		if def.Dial, err = def.DialURL(); err != nil {
 			return err
 		}
-		def.origin = def.dial.Origin()
+		def.Origin = def.Dial.Origin()
 	case transport.TargetCommand:
-		if sp, ok := def.tconf.(transport.Spawner); ok {
-			def.origin = sp.Executable()
+		if sp, ok := def.Tconf.(transport.Spawner); ok {
+			def.Origin = sp.Executable()
 		}
 	}
 	return nil
@@ -363,33 +365,33 @@ func (c *settings) readersOf(key string) string {
 // checkEgress refuses a stream whose target the egress policy does not
 // allow, naming the key that chose it: a URL for network transports, the
 // executable for process transports.
-func (c *settings) checkEgress(def definition) error {
-	switch def.kind.Target {
+func (c *settings) checkEgress(def stream.Definition) error {
+	switch def.Kind.Target {
 	case transport.TargetURL:
-		if err := c.opts.Egress.Check(def.dial); err != nil {
+		if err := c.opts.Egress.Check(def.Dial); err != nil {
 			// The endpoint is to blame when it is a URL of its own, or a
 			// path that leaves an allowed server URL.
 			key := "server-url"
-			if def.kind.URLEndpoint && (egress.IsURL(def.endpoint) || c.opts.Egress.CheckURL(def.serverURL) == nil) {
+			if def.Kind.URLEndpoint && (egress.IsURL(def.Endpoint) || c.opts.Egress.CheckURL(def.ServerURL) == nil) {
 				key = "endpoint"
 			}
-			return &keyError{key, err}
+			return &stream.KeyError{Key: key, Err: err}
 		}
 	case transport.TargetCommand:
-		sp, ok := def.tconf.(transport.Spawner)
+		sp, ok := def.Tconf.(transport.Spawner)
 		if !ok {
-			return &keyError{"command", fmt.Errorf(":%s names no program to run", def.transport)}
+			return &stream.KeyError{Key: "command", Err: fmt.Errorf(":%s names no program to run", def.Transport)}
 		}
 		if err := c.opts.Egress.CheckCommand(sp.Executable(), sp.EnvNames()); err != nil {
-			return &keyError{"command", err}
+			return &stream.KeyError{Key: "command", Err: err}
 		}
 	case transport.TargetFile:
-		fu, ok := def.tconf.(transport.FileUser)
+		fu, ok := def.Tconf.(transport.FileUser)
 		if !ok {
-			return &keyError{"file", fmt.Errorf(":%s names no file to read", def.transport)}
+			return &stream.KeyError{Key: "file", Err: fmt.Errorf(":%s names no file to read", def.Transport)}
 		}
 		if err := c.opts.Egress.CheckFile(fu.Path()); err != nil {
-			return &keyError{"file", err}
+			return &stream.KeyError{Key: "file", Err: err}
 		}
 	}
 	return nil
@@ -406,5 +408,5 @@ func (p *Provider) Deliver(ctx context.Context, id string, c transport.Chunk) er
 	if c.ReceivedAt.IsZero() {
 		c.ReceivedAt = time.Now()
 	}
-	return s.deliverAck(ctx, c)
+	return s.DeliverAck(ctx, c)
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/persistence"
 )
 
@@ -26,25 +28,25 @@ import (
 // call Skip: the recovered stream is held again, and sets the chunk aside
 // when its source or journal sends it.
 func SetStoredState(ctx context.Context, st persistence.Store, id string, to State) (State, error) {
-	r, err := loadProgress(ctx, st, id)
+	r, err := stream.LoadProgress(ctx, st, id)
 	if err != nil {
 		return "", err
 	}
-	from := State(r.status)
+	from := State(r.Status)
 	if from.Terminal() {
 		return from, fmt.Errorf("stream %q has ended (%s): it can only be removed (rtfshost rm)", id, from)
 	}
 	b := &persistence.Batch{}
 	switch to {
 	case StatePaused, StateActive:
-		r.status, r.resumeAt, r.message, r.failure = string(to), 0, "", nil
+		r.Status, r.ResumeAt, r.Message, r.Failure = string(to), 0, "", nil
 	case StateCancelled:
-		r.status, r.reason, r.message, r.failure = string(to), "request", "", nil
+		r.Status, r.Reason, r.Message, r.Failure = string(to), "request", "", nil
 		var n int64
-		err := st.Scan(ctx, journalPrefix(id), func(key, value []byte) error {
+		err := st.Scan(ctx, stream.JournalPrefix(id), func(key, value []byte) error {
 			b.Delete(append([]byte(nil), key...))
-			_, _, seq, _ := parseStreamKey(key)
-			if entries, err := decodeJournal(key, value, seq); err == nil {
+			_, _, seq, _ := stream.ParseStreamKey(key)
+			if entries, err := stream.DecodeJournal(key, value, seq); err == nil {
 				n += int64(len(entries))
 			} else {
 				n++ // a damaged entry is deleted all the same, counted as one chunk
@@ -54,11 +56,11 @@ func SetStoredState(ctx context.Context, st persistence.Store, id string, to Sta
 		if err != nil {
 			return from, err
 		}
-		r.dropped += n
+		r.Dropped += n
 	default:
 		return from, fmt.Errorf("stream %q: cannot set a stored stream to %s", id, to)
 	}
-	b.Put(streamKey(id, suffixProg), r.encode())
+	b.Put(stream.StreamKey(id, stream.SuffixProg), r.Encode())
 	return from, st.Commit(ctx, b)
 }
 
@@ -68,11 +70,11 @@ func SetStoredState(ctx context.Context, st persistence.Store, id string, to Sta
 // unfinished stream is refused unless force is set (its progress would be
 // lost). It returns the state the stream had.
 func RemoveStored(ctx context.Context, st persistence.Store, id string, force bool) (State, error) {
-	r, err := loadProgress(ctx, st, id)
+	r, err := stream.LoadProgress(ctx, st, id)
 	if err != nil {
 		return "", err
 	}
-	state := State(r.status)
+	state := State(r.Status)
 	if !state.Terminal() && !force {
 		return state, fmt.Errorf("stream %q is %s, not ended: cancel it first, or remove it with --force (its progress is lost)", id, state)
 	}
@@ -82,9 +84,9 @@ func RemoveStored(ctx context.Context, st persistence.Store, id string, force bo
 	// origin and delivery records) go last, in one batch, so that a removal
 	// cut short leaves a stream that rm removes again, never records nobody
 	// can name.
-	prefix := streamKey(id, 0)
+	prefix := stream.StreamKey(id, 0)
 	prefix = prefix[:len(prefix)-1] // stream/<id>\x00: every record of the stream
-	last := [][]byte{streamKey(id, suffixDef), streamKey(id, suffixProg), originKey(id), deliveryKey(id)}
+	last := [][]byte{stream.StreamKey(id, stream.SuffixDef), stream.StreamKey(id, stream.SuffixProg), stream.OriginKey(id), stream.DeliveryKey(id)}
 	var keys [][]byte
 	collect := func(key []byte) error {
 		for _, k := range last {
@@ -98,21 +100,21 @@ func RemoveStored(ctx context.Context, st persistence.Store, id string, force bo
 	if err := persistence.ScanKeys(ctx, st, prefix, collect); err != nil {
 		return state, err
 	}
-	if err := persistence.ScanKeys(ctx, st, deadLetterPrefix(id), collect); err != nil {
+	if err := persistence.ScanKeys(ctx, st, stream.DeadLetterPrefix(id), collect); err != nil {
 		return state, err
 	}
-	origin, oerr := loadOrigin(ctx, st, id)
+	origin, oerr := stream.LoadOrigin(ctx, st, id)
 	size := 0
 	for _, group := range [][][]byte{keys, last} {
 		for _, k := range group {
 			size += len(k)
 		}
 	}
-	if ops, maxSize := deleteBatchLimits(st); len(keys)+len(last) <= ops && size <= maxSize {
+	if ops, maxSize := stream.DeleteBatchLimits(st); len(keys)+len(last) <= ops && size <= maxSize {
 		keys = append(keys, last...) // all in one commit
 		last = nil
 	}
-	if err := deleteKeys(ctx, st, st.Commit, keys); err != nil {
+	if err := stream.DeleteKeys(ctx, st, st.Commit, keys); err != nil {
 		return state, fmt.Errorf("removing stream %q: %w", id, err)
 	}
 	if len(last) > 0 {
@@ -127,7 +129,7 @@ func RemoveStored(ctx context.Context, st persistence.Store, id string, force bo
 	if oerr != nil || origin == nil {
 		return state, nil // a damaged origin is deleted all the same; its journal, if any, stays
 	}
-	if err := ReleaseRunJournal(ctx, st, origin.journal, id); err != nil {
+	if err := ReleaseRunJournal(ctx, st, origin.Journal, id); err != nil {
 		return state, fmt.Errorf("stream %q removed, the journal of the run that started it not released: %w", id, err)
 	}
 	return state, nil
@@ -143,7 +145,7 @@ func (p *Provider) Remove(ctx context.Context, id string, force bool) (State, er
 	if err != nil {
 		return "", err
 	}
-	st := s.status()
+	st := s.Status()
 	if !st.State.Terminal() {
 		if !force {
 			return st.State, fmt.Errorf("stream %q is %s, not ended: cancel it first, or remove it with force (its progress is lost)", id, st.State)
@@ -153,13 +155,13 @@ func (p *Provider) Remove(ctx context.Context, id string, force bool) (State, er
 		}
 	}
 	select {
-	case <-s.done:
+	case <-s.Done:
 	case <-ctx.Done():
 		return st.State, ctx.Err()
 	}
 	// The id is free once nothing of the stream runs: a stream started
 	// again under it must not meet this one's transport (runs.go).
-	if err := p.runs.await(ctx, id); err != nil {
+	if err := p.runs.Await(ctx, id); err != nil {
 		return st.State, err
 	}
 	if p.opts.Store != nil {
@@ -191,18 +193,18 @@ func (p *Provider) DeadLetters(ctx context.Context, id string) ([]DeadLetter, er
 		}
 		// Another host's, or one this provider does not hold: the store
 		// says.
-		return StoredDeadLetters(ctx, p.ps.store, id)
+		return StoredDeadLetters(ctx, p.ps.Store, id)
 	}
 	if p.ps == nil {
-		return s.keptDeadLetters(), nil
+		return s.KeptDeadLetters(), nil
 	}
-	if s.ps != nil {
-		s.ps.flush() // the dead letters set aside since the last snapshot
+	if s.Ps != nil {
+		s.Ps.Flush() // the dead letters set aside since the last snapshot
 	}
-	if err := p.ps.com.Flush(ctx); err != nil {
+	if err := p.ps.Com.Flush(ctx); err != nil {
 		return nil, fmt.Errorf("dead letters of stream %q: %w", id, err)
 	}
-	return StoredDeadLetters(ctx, p.ps.store, id)
+	return StoredDeadLetters(ctx, p.ps.Store, id)
 }
 
 // ReleaseRunJournal is the function ReleaseRunJournal on p's store, its
@@ -212,5 +214,5 @@ func (p *Provider) ReleaseRunJournal(ctx context.Context, head []byte, holder st
 	if p.ps == nil {
 		return nil
 	}
-	return releaseRunJournal(ctx, p.ps.store, p.ps.com.Commit, head, holder)
+	return stream.ReleaseRunJournalWith(ctx, p.ps.Store, p.ps.Com.Commit, head, holder)
 }

@@ -2,42 +2,200 @@ package provider
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sync"
-	"sync/atomic"
-	"time"
 
+	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
 	"github.com/rtfshost/rtfshost/rtfs"
-	"github.com/rtfshost/rtfshost/transport"
-	"github.com/rtfshost/rtfshost/transport/breaker"
 )
 
-// A chunk's way through a stream, file by file:
-//
-//	deliver.go    the transport hands it over (Deliver); it is decoded (decode.go) and queued
-//	queue.go      the flow: queue, backpressure, wake-ups
-//	worker.go     the worker takes it and calls the processor (invoke.go)
-//	directive.go  the result is parsed and applied: state, output, directive, lifecycle
-//	failure.go    a chunk the processor fails on: retried, held, or set aside (deadletter.go)
-//	stats.go      the counters it moves
-//	persist.go    its effect (and, for a source that cannot replay, the chunk) is stored
-//
-// and around it: definition.go is what the stream was started with,
-// stream.go starts its goroutines (launch), spec.go gives its transport
-// what it connects with, request.go takes the requests of the provider's
-// callers (pause, resume, cancel), keeper.go is what it asks of its store,
-// recorder.go writes its recording, streamobs.go is what it tells its
-// observer, jsonvalue.go carries its values in what it reports, and env.go
-// is all it reaches of its provider.
+// The types, constants and functions of a stream that the provider's API
+// carries are declared with the stream, in package internal/stream; these
+// names keep them where users of the provider find them. Each is the
+// stream package's own: a type alias, the same constant, the same variable,
+// or a function that calls the stream package's.
+
+// A DeadLetter is a chunk a stream set aside: its :seq, the chunk and its
+// metadata as the processor got them, and the failure that set it aside.
+// It is a copy the caller owns.
+type DeadLetter = stream.DeadLetter
+
+// DeadLettersInfo is inspect's :dead-letters: how many chunks the stream
+// set aside, and the last few (at most deadLettersShown, oldest first).
+type DeadLettersInfo = stream.DeadLettersInfo
+
+// A Delivery is the policy of a stream's normal and low outputs for each
+// of its subscribers (immediate outputs are never held). A negative
+// Interval or a MaxBatch below 1 is unset: Or fills it from another
+// policy.
+type Delivery = stream.Delivery
+
+// DroppedOutputsInfo counts a stream's dropped outputs by priority. Low
+// outputs are dropped first, by subscribers that fall behind; immediate and
+// normal ones only with a subscriber that was cut off.
+type DroppedOutputsInfo = stream.DroppedOutputsInfo
+
+// An EndedError is the error of a request that needs a stream not ended,
+// made of one that has: "cannot resume stream "s": it is cancelled". It
+// matches ErrEnded. A request forwarded to another host of a cluster
+// gives it too.
+type EndedError = stream.EndedError
+
+// An ErrorPolicy is a stream's :on-error start key: what a failure of its
+// processor on a chunk does. The zero value holds the stream at once.
+type ErrorPolicy = stream.ErrorPolicy
+
+// An Event is what a Subscription receives.
+type Event = stream.Event
+
+// EventKind says what an Event reports.
+type EventKind = stream.EventKind
+
+// A Failure is why a stream is held as StateFailed: Status.Failure and
+// inspect's :failure. It is a copy the caller owns.
+type Failure = stream.Failure
+
+// InspectOptions leave keys out of inspect maps. The zero value includes
+// everything, as the :include-* flags of :mcp.stream.inspect default to true.
+type InspectOptions = stream.InspectOptions
+
+// A JSONValue is an RTFS value inside a StreamInfo: it marshals with
+// rtfs.OutputJSON and unmarshals with rtfs.FromJSON (object keys become
+// keywords), so a StreamInfo survives a trip through JSON up to the
+// one-way JSON mapping of docs/rtfs-values.md. A nil V is nil.
+type JSONValue = stream.JSONValue
+
+// A Milestone is one step of a stream's :milestones: its id, its weight in
+// the stream's progress, and how long it is expected to take (0: no
+// estimate).
+type Milestone = stream.Milestone
+
+// A Priority says how urgently an output is delivered: a result's
+// :priority. The zero value is PriorityNormal.
+type Priority = stream.Priority
+
+// A ProcessorError is why a stream failed in its processor: the processor,
+// the chunk (its :seq) and the processor's error, an *rtfs.EvalError with
+// the failing form's position and the thrown value for an RTFS processor.
+// A StreamError of such a stream carries it as its Cause while the
+// provider that ran the stream lives; the stored stream keeps only the
+// message.
+type ProcessorError = stream.ProcessorError
+
+// A ProgramVersion is one program a stream's processor came from: the one
+// it started with, then each that `rtfshost upgrade` swapped in. Inspect
+// shows them as :programs.
+type ProgramVersion = stream.ProgramVersion
+
+// ProgressInfo is a stream's :progress, as inspect and the events show it.
+type ProgressInfo = stream.ProgressInfo
+
+// QueuedInfo is one entry of a stream's :queue.
+type QueuedInfo = stream.QueuedInfo
+
+// A Stale marks an answer about a stream that its owner, a host of the
+// cluster that holds the stream's lease, did not give: it does not answer
+// (it may have died, and another host takes the stream over when the lease
+// expires), so the answer is the stream as its stored records say, as of
+// the owner's last commit.
+type Stale = stream.Stale
 
 // A State is a stream's lifecycle state.
-type State string
+type State = stream.State
 
-// The stream states. Completed, Cancelled and Error are terminal.
+// StatsInfo is a stream's :stats. LastLatencyMs and LastEventEpochMs are -1
+// before the first chunk (nil in the RTFS map, null in JSON).
+type StatsInfo = stream.StatsInfo
+
+// Status is a snapshot of a stream's lifecycle.
+type Status = stream.Status
+
+// StatusInfo is a stream's :status.
+type StatusInfo = stream.StatusInfo
+
+// StreamDesc describes an observed stream.
+type StreamDesc = stream.StreamDesc
+
+// A StreamError reports a stream that ended without completing, or that was
+// interrupted by Close (State is then not terminal).
+type StreamError = stream.StreamError
+
+// A StreamInfo is the typed snapshot of one stream: what Inspect returns as
+// an RTFS map (Value) and what the CLI and the MCP server render. The
+// struct is the one definition of the inspect shape: its json tags are the
+// keys of both the JSON form and the RTFS map, which Value makes from it
+// (a test checks docs/streams.md and the dashboard against it), so a
+// client of a running serve decodes the JSON back into a StreamInfo. It is
+// a copy: the caller owns it.
+type StreamInfo = stream.StreamInfo
+
+// A StreamObserver watches one stream. Its methods other than
+// TransportStarted and TransportEnded may be called from the stream's
+// transport goroutine, its worker and control calls at once.
+type StreamObserver = stream.StreamObserver
+
+// A StuckStream is a stream that is paused for good, or held by a
+// failure: nothing the provider or its source will do can move it on.
+type StuckStream = stream.StuckStream
+
+// SubscribeOptions configure a Subscription.
+type SubscribeOptions = stream.SubscribeOptions
+
+// A Subscription receives the events of one stream, or of every stream. Its
+// channel is closed after the stream's EventEnd (for a one-stream
+// subscription), on Close, or when the provider closes. Its methods are safe
+// for concurrent use.
+type Subscription = stream.Subscription
+
+// A Throttle is how the outputs of one priority are delivered to one
+// subscriber.
+type Throttle = stream.Throttle
+
+// A TimelineEvent is something that happened to a stream besides its
+// chunks: its start, a directive applied (other than continue), a
+// milestone reached (its id in Message), a reconnect of its source, its
+// end. The dashboard shows a stream's
+// timeline (Provider.Timeline).
+type TimelineEvent = stream.TimelineEvent
+
+// TransportInfo is a stream's :transport.
+type TransportInfo = stream.TransportInfo
+
 const (
-	StateActive State = "active"
-	StatePaused State = "paused"
+	// EventChange says that the stream's snapshot (Provider.Info) changed
+	// without an output: a chunk was processed, the stream was paused or
+	// resumed, or the stream a Pending subscription waited for started. Only
+	// subscriptions with SubscribeOptions.Changes receive it.
+	EventChange = stream.EventChange
+	// EventEnd is the last event of a stream: it reached a terminal state;
+	// or, on a provider sharing its store with other hosts
+	// (Options.Cluster), it moved to another host: its Status.State is
+	// then not terminal and Status.Message says so.
+	EventEnd = stream.EventEnd
+	// EventOutput carries a processor's non-nil :output.
+	EventOutput = stream.EventOutput
+	// EventProgress reports a result that changed the stream's :progress
+	// without an output (Progress is set).
+	EventProgress = stream.EventProgress
+	// FailureProcessor: the processor failed on the chunk Failure.Seq.
+	FailureProcessor = stream.FailureProcessor
+	// FailureSource: the stream's source gave up after its retries.
+	FailureSource = stream.FailureSource
+	// FailureStore: the store refused a commit (a full disk).
+	FailureStore = stream.FailureStore
+	// PriorityImmediate outputs are delivered at once, alone, never
+	// coalesced nor dropped.
+	PriorityImmediate = stream.PriorityImmediate
+	// PriorityLow outputs are throttled harder (Delivery.Low); a
+	// subscriber that falls behind on them loses the oldest, counted.
+	PriorityLow = stream.PriorityLow
+	// PriorityNormal outputs are throttled (Delivery.Normal) and never
+	// dropped.
+	PriorityNormal = stream.PriorityNormal
+	StateActive    = stream.StateActive
+	StateCancelled = stream.StateCancelled
+	StateCompleted = stream.StateCompleted
+	StateError     = stream.StateError
 	// StateFailed is the state of a stream held by a failure (failure.go):
 	// its processor failed on a chunk, or its source gave up, and its
 	// :on-error policy holds it (the default). It is not an end: the state
@@ -47,405 +205,116 @@ const (
 	// letter), Upgrade (a new processor, then Resume) or Cancel move it on.
 	// It is stored, and a failed stream recovered after a restart is held
 	// again.
-	StateFailed    State = "failed"
-	StateCompleted State = "completed"
-	StateCancelled State = "cancelled"
-	StateError     State = "error"
+	StateFailed = stream.StateFailed
+	StatePaused = stream.StatePaused
 	// StateUnrecoverable is the state of a stored stream that recovery
 	// could not rebuild (its message says why): it is listed, and can be
 	// inspected, removed or given a processor again (rtfshost upgrade),
 	// but it does not run. It is never stored.
-	StateUnrecoverable State = "unrecoverable"
+	StateUnrecoverable = stream.StateUnrecoverable
+	ThenEnd            = stream.ThenEnd
+	ThenHold           = stream.ThenHold
+	ThenSkip           = stream.ThenSkip
 )
 
-// Terminal reports whether a stream in state s has ended for good.
-func (s State) Terminal() bool {
-	return s == StateCompleted || s == StateCancelled || s == StateError
+var (
+	// ErrEnded is matched (errors.Is) by the error of Pause, Resume or Skip
+	// of a stream that has ended (completed, cancelled or errored): nothing
+	// carries it on. The error is an *EndedError, which says the state.
+	ErrEnded = stream.ErrEnded
+	// ErrNoStoredStream is wrapped by the errors of the stored-stream
+	// operations (SetStoredState, RemoveStored, UpgradeStored,
+	// StoredDeadLetters) for an id the store does not hold. ErrNoStream is the
+	// live provider's: the two say which side was asked.
+	ErrNoStoredStream = stream.ErrNoStoredStream
+	// ErrUnknownAnswer is wrapped by a legacy replay's error for a host call
+	// whose answer the release that stored the run did not keep.
+	ErrUnknownAnswer = stream.ErrUnknownAnswer
+)
+
+// DecodeChunk returns the value a processor receives for a chunk of data
+// with SSE event name event, as a stream decodes it: JSON becomes a value
+// with keyword keys (an MCP progress chunk's JSON :message decoded too),
+// anything else a string. It is what `rtfshost test` and the playground
+// give a processor for a recorded chunk. Safe for concurrent use; it
+// allocates a decoder per call.
+func DecodeChunk(data []byte, event string) rtfs.Value { return stream.DecodeChunk(data, event) }
+
+// DefaultDelivery is the policy of a stream and a subscriber that set none:
+// normal outputs at most one delivery per 200 ms carrying up to 10, low
+// ones one per second carrying up to 20.
+func DefaultDelivery() Delivery { return stream.DefaultDelivery() }
+
+// DisplayCursor is the form of a stream's cursor that inspect shows (from
+// RTFS, the CLI and MCP). Cursors are opaque and some carry secrets: an MCP
+// cursor holds the server's session id, which lets its holder read the
+// session's stream. A cursor of up to 40 bytes (an SSE event id, a journal
+// position) is shown whole; a longer one as its first 12 bytes, "…" and 12
+// hex digits of its SHA-256, enough to tell two cursors apart and to see it
+// move, and nothing of what it carries past its first bytes. The store
+// keeps the whole cursor for recovery.
+func DisplayCursor(c string) string { return stream.DisplayCursor(c) }
+
+// InspectKeys returns the keys of the inspect shape, from StreamInfo's json
+// tags: the top-level ones, and those of the maps in it after their
+// parent's and a dot ("stats.outputs", "queue.chunk"), in field order.
+// Tests hold docs/streams.md and the dashboard to them.
+func InspectKeys() []string { return stream.InspectKeys() }
+
+// LoadRunJournal decodes a journal stored by a run: a head (PutRunJournal)
+// with the segments it refers to, or a whole snapshot (earlier releases).
+// Damage and missing segments are a *persistence.CorruptRecordError naming
+// key, the record that holds the journal.
+func LoadRunJournal(ctx context.Context, st persistence.Store, key []byte, journal []byte) (*capabilities.Record, error) {
+	return stream.LoadRunJournal(ctx, st, key, journal)
 }
 
-// Status is a snapshot of a stream's lifecycle.
-type Status struct {
-	StreamID string
-	State    State
-	// Message explains an :error or a failed state.
-	Message string
-	// EndReason says why a terminal stream ended: "processor" (its processor
-	// completed or cancelled it), "source-ended", "request" (cancelled by
-	// :mcp.stream.cancel or Provider.Cancel), "control-chunk", "error".
-	EndReason string
-	// Result is a completed stream's :result; nil otherwise.
-	Result rtfs.Value
-	// Failure says why a StateFailed stream is held (a copy); nil in any
-	// other state.
-	Failure *Failure
-	// Stale, when set, says that the status was read from the stream's
-	// stored records because the host that runs it did not answer (with
-	// Options.Cluster): the stream may have moved on since.
-	Stale *Stale
+// ParseDelivery reads the :delivery map of a start call:
+// {:normal {:interval-ms n :max-batch n} :low {:interval-ms n :max-batch n}},
+// every key optional (an absent one keeps the subscriber's policy). Keys
+// may be keywords or strings (JSON arguments). Errors name the key.
+func ParseDelivery(v rtfs.Value) (Delivery, error) { return stream.ParseDelivery(v) }
+
+// ParseErrorPolicy reads an :on-error map, {:retry 3 :backoff-ms 200 :then
+// :skip}: every key optional, :then one of :hold (the default), :skip or
+// :end. An error names the key and what it takes.
+func ParseErrorPolicy(v rtfs.Value) (ErrorPolicy, error) { return stream.ParseErrorPolicy(v) }
+
+// ParseMilestones reads the :milestones vector of a start call: [{:id :scan
+// :weight 0.2 :estimated-ms 15000} ...]. :id (a keyword or string, unique)
+// is required; :weight defaults to 1 and must be positive; :estimated-ms is
+// optional.
+func ParseMilestones(v rtfs.Value) ([]Milestone, error) { return stream.ParseMilestones(v) }
+
+// PutRunJournal adds to b what a reference to j as it stands needs: the
+// entries j recorded since it was last stored, as one segment, and the
+// references that keep them, holder's (a stream's id; none when "") and,
+// with the first segment of a run that goes on (j.Serving), the run's own.
+// It returns the reference (j.Head; nil for a nil j) and the function to
+// call once b has committed, which marks the entries stored. Cost: the
+// head and a segment of the new entries; nothing for those stored before.
+func PutRunJournal(b *persistence.Batch, j *capabilities.Journal, holder string) ([]byte, func()) {
+	return stream.PutRunJournal(b, j, holder)
 }
 
-// A Stale marks an answer about a stream that its owner, a host of the
-// cluster that holds the stream's lease, did not give: it does not answer
-// (it may have died, and another host takes the stream over when the lease
-// expires), so the answer is the stream as its stored records say, as of
-// the owner's last commit.
-type Stale struct {
-	// Owner is the node name of the host that owns the stream.
-	Owner string `json:"owner"`
-	// SinceEpochMs is when the owner was last heard from (its last
-	// heartbeat), in Unix milliseconds; nil when not known (its heartbeat
-	// expired while NATS did not take writes).
-	SinceEpochMs *int64 `json:"since-epoch-ms"`
+// ReleaseRunJournal deletes holder's reference to the journal a head refers
+// to (holder "" is the run's own), and the journal's segments when no
+// reference is left. A head of a journal stored whole (an earlier release's
+// snapshot), or of one without entries, holds nothing: it returns nil.
+// Cost: a scan of the references, which stops at the first; with none
+// left, a scan of the segments and their deletion.
+func ReleaseRunJournal(ctx context.Context, st persistence.Store, head []byte, holder string) error {
+	return stream.ReleaseRunJournal(ctx, st, head, holder)
 }
 
-// errEnded is returned by Deliver once a stream has ended.
-var errEnded = errors.New("stream has ended")
-
-// stream is one stream. The fields above mu are immutable after newStream
-// (ps is set before the stream's goroutines start); the three parts below
-// mu, and the fields after them, are guarded by mu.
-type stream struct {
-	env     *streamEnv     // what it reaches of its provider (env.go)
-	rec     *chunkRecorder // the stream's recording (record.go); nil: none
-	id      string
-	def     definition
-	idVal   rtfs.Value
-	epVal   rtfs.Value
-	proc    processor
-	ctx     context.Context // ends when the stream ends or the provider closes
-	cancel  context.CancelFunc
-	epoch   time.Time     // when the stream was made: the base of its monotonic clock
-	started time.Time     // when the stream was first started (before any recovery)
-	done    chan struct{} // closed when the worker has exited
-	ps      keeper        // persistence (persist.go); nil without a store
-
-	// dec decodes the chunks Deliver receives, reusing the keys and
-	// strings it has seen; decMu serializes it, since Deliver may run on
-	// several goroutines.
-	decMu sync.Mutex
-	dec   rtfs.JSONDecoder
-	// spare is a chunk map the processor let go of, for the next decode
-	// to build its chunk in (queue.go's spares); Deliver sets it from the
-	// spares under mu and takes it back under decMu.
-	spare atomic.Pointer[rtfs.Map]
-
-	mu        sync.Mutex
-	flow      // queue.go: the chunks between transport and worker
-	lifecycle // directive.go: status, state, outputs
-	hold      // failure.go: a failure that holds the stream, dead letters
-	stats     // stats.go: counters
-
-	tl        timeline // timeline.go: the stream's recent events
-	subs      []*Subscription
-	exited    bool // the worker has exited; subs stays nil
-	dormant   bool // recovered without connecting: inspect only
-	recovered bool // rebuilt from the store after a restart (transport.Spec.Resumed)
-	// stale is the process group a recovered stream's previous host
-	// recorded and did not see end (transport.Spec.Stale); set before the
-	// stream's goroutines start.
-	stale transport.ChildProcess
-
-	// out is what subscribers' outboxes reach of the stream: its delivery
-	// policy and the outputs they dropped, by Priority (subscribe.go).
-	out outputTally
-
-	// moved: another host took the stream over (a commit was fenced); it
-	// stops here without writing and leaves the provider (cluster.go).
-	moved atomic.Bool
-	// handingOver: placement stops the stream here to offer it to another
-	// host (cluster.go); its end is not published.
-	handingOver atomic.Bool
-
-	// history lists the programs the stream's processor came from, oldest
-	// first (origin.go); set before the stream is registered.
-	history []ProgramVersion
-	// upgrade is made (under mu) when Upgrade stops the stream to swap its
-	// processor: the worker then closes it instead of done, keeps the
-	// subscriptions, and replacedBy is set to the stream that goes on,
-	// which takes over done (upgrade.go).
-	upgrade    chan struct{}
-	replacedBy atomic.Pointer[stream]
-	// tdone is closed when the stream's first transport goroutine has
-	// returned; the next transport run of the stream's id waits for it
-	// (runs.go). A source connected again (Resume of a failed source) has
-	// a tdone of its own.
-	tdone chan struct{}
-
-	// obs observes the stream (nopObserver when nothing does); it is set by
-	// launch under mu before the stream's goroutines start, and observed
-	// says it is a real one. startCtx is StartRequest.Context.
-	obs      StreamObserver
-	observed bool
-	startCtx context.Context
+// StoredDeadLetters returns the dead letters of stream id in st, oldest
+// first, reading the store only (no provider needed: the command line's
+// dead-letters on a data directory). A stream the store does not hold is
+// an error wrapping ErrNoStoredStream. Cost: a scan of the stream's dead
+// letters.
+func StoredDeadLetters(ctx context.Context, st persistence.Store, id string) ([]DeadLetter, error) {
+	return stream.StoredDeadLetters(ctx, st, id)
 }
 
-func newStream(env *streamEnv, id string, def definition, proc processor) *stream {
-	s := &stream{
-		env: env, id: id, def: def, proc: proc,
-		idVal: rtfs.String(id), epVal: rtfs.String(def.endpoint),
-		done: make(chan struct{}), tdone: make(chan struct{}), epoch: time.Now(),
-		obs: nopObserver{},
-	}
-	s.wake = make(chan struct{}, 1)
-	s.out.delivery, s.out.obs = def.delivery, s.obs
-	s.st, s.state = StateActive, def.initial
-	s.progress = newProgress(def.milestones)
-	s.started = s.epoch
-	s.lowWater = def.capacity - max(1, def.capacity/4)
-	s.ctx, s.cancel = context.WithCancel(env.ctx)
-	if rp, ok := proc.(*rtfsProcessor); ok {
-		rp.stream = id // its host calls say which stream made them
-	}
-	return s
-}
-
-// admit counts the goroutines launch will start for s, a stream just put
-// in its provider's registry, whose mu is held: its worker, and its
-// transport when it connects.
-func (s *stream) admit() {
-	connect := s.def.kind.Transport != nil && s.env.autoConnect
-	s.taskPresent, s.taskActive = connect, connect
-	s.env.wg.Add(1)
-	if connect {
-		s.env.wg.Add(1)
-	}
-}
-
-// launch starts the stream's goroutines, which the registry counted in its
-// wait group when it admitted s.
-func (s *stream) launch() {
-	s.mu.Lock()
-	connect := s.taskPresent
-	s.observe(s.startCtx, s.recovered)
-	start := TimelineEvent{Kind: "start"}
-	if s.recovered {
-		start.Message = "recovered from the store"
-	}
-	s.noteLocked(start)
-	s.mu.Unlock()
-	go s.work()
-	if connect {
-		go s.runTransport(s.def.kind.Transport, s.spec(), s.env.runs.follow(s.id, s.tdone), s.tdone)
-	}
-	s.env.log.Debug("stream started", "stream", s.id, "endpoint", s.def.endpoint, "transport", s.def.transport)
-}
-
-// observe asks the provider's observer for s's StreamObserver. Called by
-// launch, with s.mu held, before the stream's goroutines start.
-func (s *stream) observe(ctx context.Context, recovered bool) {
-	if s.env.observer == nil {
-		return
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	o := s.env.observer.StreamStarted(ctx, StreamDesc{
-		ID: s.id, Endpoint: s.def.endpoint, Transport: s.def.transport,
-		Processor: s.def.procName, Recovered: recovered,
-	})
-	if o != nil {
-		s.obs, s.observed = o, true
-		s.out.obs = o
-	}
-}
-
-// current returns the stream that goes on for s: s, or the one that
-// replaced it in an upgrade.
-func (s *stream) current() *stream {
-	for {
-		next := s.replacedBy.Load()
-		if next == nil {
-			return s
-		}
-		s = next
-	}
-}
-
-// runTransport runs the transport until the source ends and reports the end
-// to the worker. It starts only once prev, the previous transport run of
-// the stream's id, has returned (runs.go).
-func (s *stream) runTransport(tr transport.StreamTransport, spec transport.Spec, prev <-chan struct{}, tdone chan struct{}) {
-	defer s.env.wg.Done()
-	defer s.env.runs.returned(s.id, tdone)
-	var err error
-	if s.awaitPrevious(prev) {
-		ctx := s.obs.TransportStarted(s.ctx)
-		s.mu.Lock()
-		cursor := s.startCursor
-		s.mu.Unlock()
-		if s.recovered {
-			// A recovered stream reconnects: not to an origin whose
-			// circuit is open (a new stream's start asked already).
-			err = s.env.breakers.Allow(s.def.origin)
-		}
-		if err == nil {
-			err = runGuarded(ctx, tr, spec, cursor, s)
-		}
-	}
-	s.mu.Lock()
-	s.taskActive = false
-	failed := !s.st.Terminal() && s.ctx.Err() == nil && !errors.Is(err, errEnded)
-	if failed {
-		s.srcDone, s.srcErr = true, err
-	}
-	uncounted := failed && !s.failCounted
-	s.mu.Unlock()
-	if uncounted {
-		s.runFailed(err)
-	}
-	if !failed {
-		err = nil
-	}
-	s.obs.TransportEnded(err)
-	s.signal()
-}
-
-// runGuarded runs tr, turning a panic in it into an error.
-func runGuarded(ctx context.Context, tr transport.StreamTransport, spec transport.Spec, cursor string, sink transport.Sink) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &transportPanic{r}
-		}
-	}()
-	return tr.Run(ctx, spec, cursor, sink)
-}
-
-// A transportPanic is the error of a transport that panicked: a bug, which
-// connecting again would not fix (the stream ends, failure.go).
-type transportPanic struct{ v any }
-
-func (e *transportPanic) Error() string { return fmt.Sprintf("transport panicked: %v", e.v) }
-
-// status returns the stream's Status.
-func (s *stream) status() Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.statusLocked()
-}
-
-// A StuckStream is a stream that is paused for good, or held by a
-// failure: nothing the provider or its source will do can move it on.
-type StuckStream struct {
-	StreamID string
-	Reason   string // e.g. "paused with no :resume-after-ms, and its source has ended"
-	// Failure is what holds a failed stream (a copy); nil for a paused one.
-	Failure *Failure
-}
-
-// stuck reports whether the stream is stuck (Provider.Stuck says when),
-// and why.
-func (s *stream) stuck() (StuckStream, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st == StateFailed && s.failure != nil {
-		f := *s.failure
-		return StuckStream{StreamID: s.id, Reason: failedReason(&f), Failure: &f}, true
-	}
-	if s.st != StatePaused || !s.resumeAt.IsZero() || s.pausedByRequest {
-		return StuckStream{}, false
-	}
-	switch {
-	case s.srcDone:
-		return StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and its source has ended"}, true
-	case s.queue.len() >= s.def.capacity:
-		return StuckStream{StreamID: s.id, Reason: fmt.Sprintf("paused with no :resume-after-ms, and its queue is full (%d chunks), so its source is held back", s.def.capacity)}, true
-	case !s.taskPresent:
-		return StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and it has no source connected"}, true
-	case !s.sentCtrl:
-		return StuckStream{StreamID: s.id, Reason: "paused with no :resume-after-ms, and its source sends no control chunk that could resume it (it has sent none)"}, true
-	}
-	return StuckStream{}, false
-}
-
-// failedReason is a StuckStream's reason for a stream held by f: what
-// failed, and what repairs it.
-func failedReason(f *Failure) string {
-	if f.Kind == FailureProcessor {
-		return fmt.Sprintf("failed on chunk %d (%s); retry it (resume), set it aside (resume --skip), or upgrade the processor and resume", f.Seq, f.Error)
-	}
-	return fmt.Sprintf("failed: its %s failed (%s); resume it once that is fixed", f.Kind, f.Error)
-}
-
-// endErr returns the error that Await and WaitAll report for s, which did
-// not complete.
-func (s *stream) endErr(st Status) error {
-	if st.State == StateUnrecoverable {
-		return &StreamError{StreamID: st.StreamID, State: st.State, Message: st.Message}
-	}
-	if s.dormant {
-		return &StreamError{StreamID: st.StreamID, State: st.State, Message: "it was loaded from the store without running (manual connect)"}
-	}
-	e := &StreamError{StreamID: st.StreamID, State: st.State, Message: st.Message}
-	if st.State == StateError {
-		s.mu.Lock()
-		e.Cause = s.cause
-		s.mu.Unlock()
-	}
-	return e
-}
-
-func (s *stream) statusLocked() Status {
-	st := Status{StreamID: s.id, State: s.st, Message: s.msg, EndReason: s.reason, Result: s.result}
-	if s.st == StateFailed && s.failure != nil {
-		f := *s.failure
-		st.Failure = &f
-	}
-	return st
-}
-
-// err returns the error that Await reports for a stream that did not
-// complete.
-func (st Status) err() error {
-	return &StreamError{StreamID: st.StreamID, State: st.State, Message: st.Message}
-}
-
-// A StreamError reports a stream that ended without completing, or that was
-// interrupted by Close (State is then not terminal).
-type StreamError struct {
-	StreamID string
-	State    State
-	Message  string
-	// Cause is why a failed stream failed, when the provider knows more
-	// than Message: a *ProcessorError for a processor's failure. Nil
-	// otherwise, and for a stream loaded from the store.
-	Cause error
-}
-
-// Unwrap returns the Cause.
-func (e *StreamError) Unwrap() error { return e.Cause }
-
-// Error says how the stream ended: "stream "x" was cancelled", "stream "x"
-// failed: MESSAGE", that it was interrupted by Close, or, with a Message and
-// a state that is not terminal, why it does not run (a stream recovered with
-// manual connect).
-func (e *StreamError) Error() string {
-	switch e.State {
-	case StateCancelled:
-		return fmt.Sprintf("stream %q was cancelled", e.StreamID)
-	case StateError:
-		return fmt.Sprintf("stream %q failed: %s", e.StreamID, e.Message)
-	}
-	if e.Message != "" {
-		return fmt.Sprintf("stream %q is %s but not running: %s", e.StreamID, e.State, e.Message)
-	}
-	return fmt.Sprintf("stream %q was interrupted while %s: the provider closed", e.StreamID, e.State)
-}
-
-// connectedLocked records that a chunk arrived: the origin works. Called
-// with mu held by the first chunk after a start or a failed attempt.
-func (s *stream) connectedLocked() {
-	s.connected, s.failCounted = true, false
-	// The Set's lock is taken under mu, never the other way round.
-	s.env.breakers.Success(s.def.origin)
-}
-
-// runFailed counts the failure for good of the stream's transport that the
-// retry policy did not report: one that was never retried. A permanent
-// error (a refusal of the server, a bad configuration) says nothing of the
-// origin's health, and an open circuit's refusal is no attempt.
-func (s *stream) runFailed(err error) {
-	if err == nil || transport.IsPermanent(err) || errors.Is(err, breaker.ErrOpen) {
-		return
-	}
-	s.env.breakers.Failure(s.def.origin, err)
-}
+// Unset is a Delivery whose every field is unset: Or fills it whole.
+func Unset() Delivery { return stream.Unset() }

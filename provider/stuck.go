@@ -1,5 +1,7 @@
 package provider
 
+import "github.com/rtfshost/rtfshost/provider/internal/stream"
+
 // Stuck returns the streams that are paused with no :resume-after-ms timer
 // and whose source cannot resume them either, whatever their queue holds:
 // it has ended; or it sends no control chunks (it has sent none in this
@@ -12,11 +14,11 @@ package provider
 // concurrent use; it takes each stream's lock briefly.
 func (p *Provider) Stuck() []StuckStream {
 	p.mu.Lock()
-	order := append([]*stream(nil), p.order...)
+	order := append([]*stream.Stream(nil), p.order...)
 	p.mu.Unlock()
 	var out []StuckStream
 	for _, s := range order {
-		if st, ok := s.stuck(); ok {
+		if st, ok := s.Stuck(); ok {
 			out = append(out, st)
 		}
 	}

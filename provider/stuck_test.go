@@ -18,10 +18,10 @@ func TestStuck(t *testing.T) {
 	talker := f.start(StartRequest{goProc: counter(), InitialState: state(), StreamID: "talker", QueueCapacity: 2})
 	asked := f.start(StartRequest{goProc: counter(), InitialState: state(), StreamID: "asked"})
 
-	f.send(quiet, `{"n":1,"reply":"pause"}`) // the processor pauses; its source is still there
-	f.send(talker, `{"action":"continue"}`)  // a control chunk: this source may resume it
-	f.send(talker, `{"n":2,"reply":"pause"}`)
-	f.send(asked, `{"n":1}`)
+	f.Send(quiet, `{"n":1,"reply":"pause"}`) // the processor pauses; its source is still there
+	f.Send(talker, `{"action":"continue"}`)  // a control chunk: this source may resume it
+	f.Send(talker, `{"n":2,"reply":"pause"}`)
+	f.Send(asked, `{"n":1}`)
 	if _, err := f.p.Pause(t.Context(), asked); err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +34,8 @@ func TestStuck(t *testing.T) {
 	if got := stuckIDs(f.p.Stuck()); len(got) != 1 || got[0] != quiet {
 		t.Fatalf("stuck %v, want only %s (its source sent no control chunk)", got, quiet)
 	}
-	f.send(talker, `{"n":3}`)
-	f.send(talker, `{"n":4}`) // its queue is full now: nothing of its source reaches it
+	f.Send(talker, `{"n":3}`)
+	f.Send(talker, `{"n":4}`) // its queue is full now: nothing of its source reaches it
 	f.waitFor("talker stuck", func() bool { return len(f.p.Stuck()) == 2 })
 	if got := stuckIDs(f.p.Stuck()); got[0] != quiet || got[1] != talker {
 		t.Fatalf("stuck %v, want %s and %s", got, quiet, talker)

@@ -82,10 +82,10 @@ func TestDroppingSubscriber(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := 1; n <= 10; n++ {
-		f.send(id, fmt.Sprintf(`{"n":%d}`, n))
+		f.Send(id, fmt.Sprintf(`{"n":%d}`, n))
 	}
 	f.mock.Source(id).Close()
-	if st := f.await(id); st.State != StateCompleted {
+	if st := f.Await(id); st.State != StateCompleted {
 		t.Fatalf("status = %+v", st)
 	}
 	if sub.Dropped() != 9 { // 10 outputs + the end, 2 buffered
@@ -109,17 +109,17 @@ func TestClosingLosslessSubscriptionReleasesStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := 1; n <= 3; n++ {
-		f.send(id, fmt.Sprintf(`{"n":%d}`, n))
+		f.Send(id, fmt.Sprintf(`{"n":%d}`, n))
 	}
 	// Output 1 fills the buffer, output 2 blocks the worker.
-	f.waitFor("a blocked publish", func() bool { return path(f.inspect(id), "stats", "processed-chunks") == rtfs.Int(2) })
+	f.waitFor("a blocked publish", func() bool { return path(f.Inspect(id), "stats", "processed-chunks") == rtfs.Int(2) })
 	time.Sleep(10 * time.Millisecond)
-	if path(f.inspect(id), "stats", "processed-chunks") != rtfs.Int(2) {
+	if path(f.Inspect(id), "stats", "processed-chunks") != rtfs.Int(2) {
 		t.Fatal("the stream went on although its lossless subscriber is full")
 	}
 	sub.Close()
 	f.mock.Source(id).Close()
-	if st := f.await(id); st.State != StateCompleted || path(f.stateOf(id), "count") != rtfs.Int(3) {
+	if st := f.Await(id); st.State != StateCompleted || path(f.stateOf(id), "count") != rtfs.Int(3) {
 		t.Fatalf("status = %+v", st)
 	}
 }
@@ -183,10 +183,10 @@ func TestPendingSubscription(t *testing.T) {
 	}
 	f.start(StartRequest{StreamID: "later", goProc: counter()})
 	for n := 1; n <= 3; n++ {
-		f.send("later", fmt.Sprintf(`{"n":%d}`, n))
+		f.Send("later", fmt.Sprintf(`{"n":%d}`, n))
 	}
 	f.mock.Source("later").Close()
-	f.await("later")
+	f.Await("later")
 	evs := log.events()
 	if len(evs) != 4 || evs[3].Kind != EventEnd || evs[3].Status.State != StateCompleted {
 		t.Fatalf("events = %+v", evs)
@@ -210,9 +210,9 @@ func TestPendingSubscriptionRecoveredAndClosed(t *testing.T) {
 	ps := newPersisted(t, persistence.NewMemStore())
 	f := ps.f
 	startCount(f, compileGlobals(t, countSrc), "done", rtfs.Symbol("proc"))
-	f.send("done", `{"n":1}`)
+	f.Send("done", `{"n":1}`)
 	f.mock.Source("done").Close()
-	f.await("done")
+	f.Await("done")
 	if err := f.p.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestChangeEvents(t *testing.T) {
 	}
 	f.start(StartRequest{StreamID: "ch", goProc: quiet})
 	for n := 1; n <= 3; n++ {
-		f.send("ch", fmt.Sprintf(`{"n":%d}`, n))
+		f.Send("ch", fmt.Sprintf(`{"n":%d}`, n))
 	}
 	waitUntil(t, "the three chunks", func() bool { return len(changes.events()) >= 4 })
 	if _, err := f.p.Pause(t.Context(), "ch"); err != nil {
@@ -285,7 +285,7 @@ func TestChangeEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.mock.Source("ch").Close()
-	f.await("ch")
+	f.Await("ch")
 	var kinds []EventKind
 	for _, ev := range changes.events() {
 		kinds = append(kinds, ev.Kind)

@@ -1,6 +1,10 @@
 package provider
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+)
 
 // A provider's subscribers: Subscribe, and the subscriptions its registry
 // holds for a stream id that no stream has yet (Pending) or for every
@@ -15,12 +19,12 @@ func (p *Provider) Subscribe(id string, opts SubscribeOptions) (*Subscription, e
 	if err := CheckStreamID(id); err != nil {
 		return nil, fmt.Errorf("subscribing: %w", err)
 	}
-	sub := newSubscription(opts)
-	if sub.changes {
-		sub.counter = &p.changeSubs
+	sub := stream.NewSubscription(opts)
+	if stream.WantsChanges(sub) {
+		stream.CountIn(sub, &p.changeSubs)
 		p.changeSubs.Add(1)
 		defer func() {
-			if sub.detach == nil { // refused: never subscribed
+			if !stream.Held(sub) { // refused: never subscribed
 				sub.Close()
 			}
 		}()
@@ -35,7 +39,7 @@ func (p *Provider) Subscribe(id string, opts SubscribeOptions) (*Subscription, e
 	if err != nil {
 		return nil, err
 	}
-	s.subscribe(sub)
+	s.Subscribe(sub)
 	return sub, nil
 }
 
@@ -43,11 +47,11 @@ func (p *Provider) Subscribe(id string, opts SubscribeOptions) (*Subscription, e
 // attachPendingLocked), or attaches it to the stream registered since the
 // lookup.
 func (r *registry) subscribePending(id string, sub *Subscription) error {
-	sub.detach = func(sub *Subscription) {
+	stream.SetDetach(sub, func(sub *Subscription) {
 		r.mu.Lock()
-		s := sub.stream
+		s := stream.AttachedTo(sub)
 		if s == nil {
-			if list := without(r.pending[id], sub); len(list) > 0 {
+			if list := stream.Without(r.pending[id], sub); len(list) > 0 {
 				r.pending[id] = list
 			} else {
 				delete(r.pending, id)
@@ -55,17 +59,17 @@ func (r *registry) subscribePending(id string, sub *Subscription) error {
 		}
 		r.mu.Unlock()
 		if s != nil {
-			s.unsubscribe(sub)
+			s.Unsubscribe(sub)
 		}
-	}
+	})
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return ErrClosed
 	}
 	s, ok := r.streams[id]
-	if ok && !s.moved.Load() && !s.handingOver.Load() {
-		sub.stream = s
+	if ok && !s.Moved.Load() && !s.HandingOver.Load() {
+		stream.Attach(sub, s)
 	} else {
 		if r.pending == nil {
 			r.pending = make(map[string][]*Subscription)
@@ -75,7 +79,7 @@ func (r *registry) subscribePending(id string, sub *Subscription) error {
 	}
 	r.mu.Unlock()
 	if s != nil {
-		s.subscribe(sub)
+		s.Subscribe(sub)
 	}
 	return nil
 }
@@ -83,11 +87,11 @@ func (r *registry) subscribePending(id string, sub *Subscription) error {
 // attachPendingLocked takes the Pending subscriptions that wait for s's id;
 // r.mu is held. The caller attaches them with s.subscribe once it has
 // released r.mu, before s publishes anything.
-func (r *registry) attachPendingLocked(s *stream) []*Subscription {
-	subs := r.pending[s.id]
-	delete(r.pending, s.id)
+func (r *registry) attachPendingLocked(s *stream.Stream) []*Subscription {
+	subs := r.pending[s.Id]
+	delete(r.pending, s.Id)
 	for _, sub := range subs {
-		sub.stream = s
+		stream.Attach(sub, s)
 	}
 	return subs
 }
@@ -104,13 +108,13 @@ func (r *registry) subscribeAll(sub *Subscription) error {
 	}
 	list = append(list, sub)
 	r.allSubs.Store(&list)
-	sub.detach = func(sub *Subscription) {
+	stream.SetDetach(sub, func(sub *Subscription) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if old := r.allSubs.Load(); old != nil {
-			list := without(*old, sub)
+			list := stream.Without(*old, sub)
 			r.allSubs.Store(&list)
 		}
-	}
+	})
 	return nil
 }

@@ -14,15 +14,15 @@ import (
 func TestTimeline(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.start(StartRequest{goProc: counter(), InitialState: rtfs.MapOf()})
-	f.send(id, `{"n":1}`)
-	f.send(id, `{"action":"pause"}`)
+	f.Send(id, `{"n":1}`)
+	f.Send(id, `{"action":"pause"}`)
 	f.waitFor("paused", func() bool { st, _ := f.p.Status(t.Context(), id); return st.State == StatePaused })
 	for _, op := range []func(context.Context, string) (Status, error){f.p.Resume, f.p.Resume, f.p.Cancel} {
 		if _, err := op(t.Context(), id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.await(id)
+	f.Await(id)
 	events, dropped, err := f.p.Timeline(id)
 	if err != nil || dropped != 0 {
 		t.Fatal(err, dropped)

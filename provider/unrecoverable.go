@@ -3,6 +3,8 @@ package provider
 import (
 	"errors"
 	"time"
+
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
 )
 
 // registerUnrecoverable lists s, a stream that could not be restored
@@ -10,45 +12,45 @@ import (
 // records say (its definition, stats, cursor and, when they hold no
 // function, its states), never running, never written. A stream already
 // listed, or a closed registry, is left alone.
-func (r *registry) registerUnrecoverable(s *stream) {
-	close(s.done)
+func (r *registry) registerUnrecoverable(s *stream.Stream) {
+	close(s.Done)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.streams[s.id]; dup || r.closed {
+	if _, dup := r.streams[s.Id]; dup || r.closed {
 		return
 	}
-	r.streams[s.id] = s
+	r.streams[s.Id] = s
 	r.order = append(r.order, s)
 }
 
 // unrecoverableStream makes the stream of l, which could not be restored
 // because of cause, for registerUnrecoverable (its done channel still
 // open).
-func unrecoverableStream(env *streamEnv, l *loaded, cause error) *stream {
+func unrecoverableStream(env *stream.StreamEnv, l *stream.Loaded, cause error) *stream.Stream {
 	if inner := errors.Unwrap(cause); inner != nil {
 		cause = inner // without "provider: recover stream ...": the stream is named already
 	}
-	var def definition
-	c := codec{} // functions cannot be trusted here: plain data only
-	if d := l.def; d != nil {
-		def = definition{endpoint: d.endpoint, transport: d.transport, serverURL: d.serverURL, procName: d.procName, capacity: int(d.capacity)}
-		def.initial, _ = c.unmarshalOpt(d.initial)
+	var def stream.Definition
+	c := stream.Codec{} // functions cannot be trusted here: plain data only
+	if d := l.Def; d != nil {
+		def = stream.Definition{Endpoint: d.Endpoint, Transport: d.Transport, ServerURL: d.ServerURL, ProcName: d.ProcName, Capacity: int(d.Capacity)}
+		def.Initial, _ = c.UnmarshalOpt(d.Initial)
 	}
-	s := newStream(env, l.id, def, nil)
-	if l.def != nil {
-		if l.def.order > 0 {
-			s.started = time.Unix(0, l.def.order)
+	s := stream.NewStream(env, l.Id, def, nil)
+	if l.Def != nil {
+		if l.Def.Order > 0 {
+			s.Started = time.Unix(0, l.Def.Order)
 		}
-		s.history = (*originRecord)(nil).historyOf(l.def, "")
+		s.History = (*stream.OriginRecord)(nil).HistoryOf(l.Def, "")
 	}
-	if r := l.progress; r != nil {
-		s.state, _ = c.unmarshalOpt(r.state)
-		s.lastOut, _ = c.unmarshalOpt(r.lastOut)
-		s.cursor = r.cursor
-		s.stats = stats{processed: r.processed, dropped: r.dropped, reconnects: r.reconnects, bytes: r.bytes, outputs: r.outputs}
+	if r := l.Progress; r != nil {
+		s.State, _ = c.UnmarshalOpt(r.State)
+		s.LastOut, _ = c.UnmarshalOpt(r.LastOut)
+		s.Cursor = r.Cursor
+		s.Stats = stream.Stats{Processed: r.Processed, Dropped: r.Dropped, Reconnects: r.Reconnects, Bytes: r.Bytes, Outputs: r.Outputs}
 	}
-	s.st, s.msg = StateUnrecoverable, cause.Error()
-	s.dormant, s.exited = true, true
-	s.cancel()
+	s.St, s.Msg = StateUnrecoverable, cause.Error()
+	s.Dormant, s.Exited = true, true
+	s.Cancel()
 	return s
 }

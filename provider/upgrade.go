@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rtfshost/rtfshost/provider/internal/stream"
+
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -93,7 +95,7 @@ func UpgradeStored(ctx context.Context, st persistence.Store, u Upgrade) (Upgrad
 	wrap := func(err error) (UpgradeResult, error) {
 		return res, fmt.Errorf("upgrade stream %q: %w", u.StreamID, err)
 	}
-	dkey := streamKey(u.StreamID, suffixDef)
+	dkey := stream.StreamKey(u.StreamID, stream.SuffixDef)
 	data, err := st.Get(ctx, dkey)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return wrap(ErrNoStoredStream)
@@ -101,42 +103,42 @@ func UpgradeStored(ctx context.Context, st persistence.Store, u Upgrade) (Upgrad
 	if err != nil {
 		return wrap(err)
 	}
-	var d defRecord
-	if err := d.decode(dkey, data); err != nil {
+	var d stream.DefRecord
+	if err := d.Decode(dkey, data); err != nil {
 		return wrap(err)
 	}
-	r, err := loadProgress(ctx, st, u.StreamID)
+	r, err := stream.LoadProgress(ctx, st, u.StreamID)
 	if err != nil {
 		return wrap(err)
 	}
-	res.State = State(r.status)
+	res.State = State(r.Status)
 	if res.State.Terminal() {
 		return wrap(fmt.Errorf("%w: it has ended (%s)", ErrCannotUpgrade, res.State))
 	}
-	if d.procRef == procGo {
-		return wrap(fmt.Errorf("%w: its processor %s is a Go function", ErrCannotUpgrade, d.procName))
+	if d.ProcRef == stream.ProcGo {
+		return wrap(fmt.Errorf("%w: its processor %s is a Go function", ErrCannotUpgrade, d.ProcName))
 	}
-	g, _, name, err := u.define(ctx, d.procName)
+	g, _, name, err := u.define(ctx, d.ProcName)
 	if err != nil {
 		return wrap(err)
 	}
-	origin, err := loadOrigin(ctx, st, u.StreamID)
+	origin, err := stream.LoadOrigin(ctx, st, u.StreamID)
 	if err != nil {
 		return wrap(err)
 	}
-	oldCodec, oldFile := storedCodec(ctx, st, d.progHash)
-	history := origin.historyOf(&d, oldFile)
+	oldCodec, oldFile := storedCodec(ctx, st, d.ProgHash)
+	history := origin.HistoryOf(&d, oldFile)
 	if len(history) > 0 {
 		res.From = history[len(history)-1]
 	}
-	newCodec := codec{prog: u.Program} // values already stored: no bound of a run applies
+	newCodec := stream.Codec{Prog: u.Program} // values already stored: no bound of a run applies
 	recode := func(what string, b []byte) ([]byte, error) {
 		if len(b) == 0 {
 			return b, nil
 		}
-		v, err := oldCodec.unmarshal(b)
+		v, err := oldCodec.Unmarshal(b)
 		if err == nil {
-			b, err = newCodec.marshal(v)
+			b, err = newCodec.Marshal(v)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: its %s cannot be carried over to %s (does it hold a function of the old program?): %w", ErrCannotUpgrade, what, u.Program.Name(), err)
@@ -146,24 +148,24 @@ func UpgradeStored(ctx context.Context, st persistence.Store, u Upgrade) (Upgrad
 	for _, f := range []struct {
 		what string
 		b    *[]byte
-	}{{"state", &r.state}, {"last output", &r.lastOut}, {"result", &r.result}, {"initial state", &d.initial}, {"config", &d.config}} {
+	}{{"state", &r.State}, {"last output", &r.LastOut}, {"result", &r.Result}, {"initial state", &d.Initial}, {"config", &d.Config}} {
 		if *f.b, err = recode(f.what, *f.b); err != nil {
 			return wrap(err)
 		}
 	}
-	if d.globals, err = g.MarshalBinary(); err != nil {
+	if d.Globals, err = g.MarshalBinary(); err != nil {
 		return wrap(err)
 	}
-	d.progHash, d.procName, d.procRef, d.procData = u.Program.Hash(), name, procByName, []byte(name)
-	res.To = versionOf(u.Program, name, time.Now())
-	o := &originRecord{sourceHash: sourceHash(u.Program.Source()), journal: (&capabilities.Journal{}).Snapshot(),
-		history: append(append([]ProgramVersion(nil), history...), res.To)}
+	d.ProgHash, d.ProcName, d.ProcRef, d.ProcData = u.Program.Hash(), name, stream.ProcByName, []byte(name)
+	res.To = stream.VersionOf(u.Program, name, time.Now())
+	o := &stream.OriginRecord{SourceHash: stream.SourceHash(u.Program.Source()), Journal: (&capabilities.Journal{}).Snapshot(),
+		History: append(append([]ProgramVersion(nil), history...), res.To)}
 
 	b := &persistence.Batch{}
-	b.Put(programKey(u.Program.Hash()), (&programRecord{name: u.Program.Name(), source: u.Program.Source()}).encode())
-	b.Put(dkey, d.encode())
-	b.Put(streamKey(u.StreamID, suffixProg), r.encode())
-	b.Put(originKey(u.StreamID), o.encode())
+	b.Put(stream.ProgramKey(u.Program.Hash()), (&stream.ProgramRecord{Name: u.Program.Name(), Source: u.Program.Source()}).Encode())
+	b.Put(dkey, d.Encode())
+	b.Put(stream.StreamKey(u.StreamID, stream.SuffixProg), r.Encode())
+	b.Put(stream.OriginKey(u.StreamID), o.Encode())
 	if err := st.Commit(ctx, b); err != nil {
 		return wrap(err)
 	}
@@ -171,7 +173,7 @@ func UpgradeStored(ctx context.Context, st persistence.Store, u Upgrade) (Upgrad
 		// The new origin keeps no journal of the run that started the
 		// stream: the stream lets go of it. The upgrade is done either
 		// way; a journal not released costs room only.
-		_ = ReleaseRunJournal(ctx, st, origin.journal, u.StreamID)
+		_ = ReleaseRunJournal(ctx, st, origin.Journal, u.StreamID)
 	}
 	return res, nil
 }
@@ -181,24 +183,24 @@ func UpgradeStored(ctx context.Context, st persistence.Store, u Upgrade) (Upgrad
 // program's, when this build compiles it to that hash; else the plain
 // value codec (values without functions: those of another compiler cannot
 // be read, nor those of a program missing or not compiling any more).
-func storedCodec(ctx context.Context, st persistence.Store, hash string) (codec, string) {
+func storedCodec(ctx context.Context, st persistence.Store, hash string) (stream.Codec, string) {
 	if hash == "" {
-		return codec{}, ""
+		return stream.Codec{}, ""
 	}
-	key := programKey(hash)
+	key := stream.ProgramKey(hash)
 	data, err := st.Get(ctx, key)
 	if err != nil {
-		return codec{}, ""
+		return stream.Codec{}, ""
 	}
-	var rec programRecord
-	if err := rec.decode(key, data); err != nil {
-		return codec{}, ""
+	var rec stream.ProgramRecord
+	if err := rec.Decode(key, data); err != nil {
+		return stream.Codec{}, ""
 	}
-	prog, err := rtfs.Compile(rec.name, rec.source)
+	prog, err := rtfs.Compile(rec.Name, rec.Source)
 	if err != nil || prog.Hash() != hash {
-		return codec{}, rec.name
+		return stream.Codec{}, rec.Name
 	}
-	return codec{prog: prog}, rec.name
+	return stream.Codec{Prog: prog}, rec.Name
 }
 
 // Upgrade swaps the processor of stream u.StreamID, which this provider
@@ -232,35 +234,35 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 	if err != nil {
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
 	}
-	s.mu.Lock()
+	s.Mu.Lock()
 	switch {
-	case s.upgrade != nil:
-		s.mu.Unlock()
+	case s.Upgrade != nil:
+		s.Mu.Unlock()
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w: another swap is under way", id, ErrCannotUpgrade)
-	case s.st.Terminal():
-		st := s.st
-		s.mu.Unlock()
+	case s.St.Terminal():
+		st := s.St
+		s.Mu.Unlock()
 		return UpgradeResult{StreamID: id, State: st}, fmt.Errorf("upgrade stream %q: %w: it has ended (%s)", id, ErrCannotUpgrade, st)
-	case !s.dormant && s.def.kind.Target == transport.TargetCommand && s.st == StateFailed && s.ps != nil:
-		s.mu.Unlock()
+	case !s.Dormant && s.Def.Kind.Target == transport.TargetCommand && s.St == StateFailed && s.Ps != nil:
+		s.Mu.Unlock()
 		return p.load.upgradeHeld(ctx, s, u) // swapped in place: its process goes on
-	case !s.dormant && s.def.kind.Target == transport.TargetCommand:
-		s.mu.Unlock()
-		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w: its source is a process (:%s), which stopping the stream would end; it can be swapped while it is failed", id, ErrCannotUpgrade, s.def.transport)
+	case !s.Dormant && s.Def.Kind.Target == transport.TargetCommand:
+		s.Mu.Unlock()
+		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w: its source is a process (:%s), which stopping the stream would end; it can be swapped while it is failed", id, ErrCannotUpgrade, s.Def.Transport)
 	}
 	// Check the new program before the stream is touched.
-	if _, _, _, err := u.define(ctx, s.def.procName); err != nil {
-		s.mu.Unlock()
+	if _, _, _, err := u.define(ctx, s.Def.ProcName); err != nil {
+		s.Mu.Unlock()
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
 	}
-	dormant := s.dormant
+	dormant := s.Dormant
 	stopped := make(chan struct{})
 	if !dormant {
-		s.upgrade = stopped
+		s.Upgrade = stopped
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if dormant {
-		res, err := UpgradeStored(ctx, p.ps.store, u)
+		res, err := UpgradeStored(ctx, p.ps.Store, u)
 		if err != nil {
 			return res, err
 		}
@@ -270,20 +272,20 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 		}
 		return res, nil
 	}
-	s.cancel()
+	s.Cancel()
 	<-stopped // the worker stopped between two chunks, its progress flushed
 	// Its transport stops too before the swap is made (the stream that
 	// replaces it would anyway start its own only then: runs.go), so that
 	// when Upgrade returns, nothing of the old stream runs.
 	var res UpgradeResult
-	err = p.runs.await(ctx, id)
+	err = p.runs.Await(ctx, id)
 	if err == nil {
-		if err = p.ps.com.Flush(ctx); err != nil {
+		if err = p.ps.Com.Flush(ctx); err != nil {
 			err = fmt.Errorf("upgrade stream %q: committing its progress: %w", id, err)
 		}
 	}
 	if err == nil {
-		res, err = UpgradeStored(ctx, p.ps.store, u)
+		res, err = UpgradeStored(ctx, p.ps.Store, u)
 	}
 	if rerr := p.reload(ctx, s); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("upgrade stream %q: the stream did not start again: %w", id, rerr))
@@ -299,60 +301,60 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 // over old's subscriptions and done channel, so that watchers, Await and
 // Done follow. When the records cannot be used, an unrecoverable stream
 // saying why takes old's place.
-func (p *Provider) reload(ctx context.Context, old *stream) error {
-	l := &loaded{id: old.id}
-	all, err := p.ps.scanStreams(ctx, append([]byte(streamPrefix+old.id), 0))
+func (p *Provider) reload(ctx context.Context, old *stream.Stream) error {
+	l := &stream.Loaded{Id: old.Id}
+	all, err := p.ps.ScanStreams(ctx, append([]byte(stream.StreamPrefix+old.Id), 0))
 	if err == nil && len(all) == 0 {
 		err = ErrNotPersisted
 	}
 	if err == nil {
 		l = all[0]
-		err = l.complete()
+		err = l.Complete()
 	}
-	var s *stream
+	var s *stream.Stream
 	if err == nil {
 		s, err = p.load.rebuild(ctx, l)
 	}
 	if err != nil {
 		s = unrecoverableStream(&p.env, l, err)
 	}
-	run := !s.dormant && !s.st.Terminal() && p.cfg.autoConnect && s.def.kind.Transport != nil
-	if !run && !s.dormant {
-		s.dormant, s.exited = !s.st.Terminal(), true
-		s.cancel()
+	run := !s.Dormant && !s.St.Terminal() && p.cfg.autoConnect && s.Def.Kind.Transport != nil
+	if !run && !s.Dormant {
+		s.Dormant, s.Exited = !s.St.Terminal(), true
+		s.Cancel()
 	}
 	// s takes over while nobody can reach it yet; a Subscribe that holds
 	// old follows replacedBy to it.
-	old.mu.Lock()
-	subs := old.subs
-	s.subs, s.done = subs, old.done
-	old.subs, old.exited = nil, true
-	old.replacedBy.Store(s)
-	old.mu.Unlock()
+	old.Mu.Lock()
+	subs := old.Subs
+	s.Subs, s.Done = subs, old.Done
+	old.Subs, old.Exited = nil, true
+	old.ReplacedBy.Store(s)
+	old.Mu.Unlock()
 	p.mu.Lock()
-	if p.streams[old.id] == old && !p.closed {
-		p.streams[old.id] = s
+	if p.streams[old.Id] == old && !p.closed {
+		p.streams[old.Id] = s
 		for i, o := range p.order {
 			if o == old {
 				p.order[i] = s
 			}
 		}
 		if run {
-			s.admit()
+			s.Admit()
 		}
 	} else if run {
 		run = false
-		s.cancel()
+		s.Cancel()
 	}
 	p.mu.Unlock()
 	if run {
-		s.launch()
+		s.Launch()
 		return err
 	}
 	for _, sub := range subs {
 		sub.Close()
 	}
-	close(s.done)
+	close(s.Done)
 	return err
 }
 
@@ -363,65 +365,65 @@ func (p *Provider) reload(ctx context.Context, old *stream) error {
 // the snapshots stopped (the stream store's saving lock) so that none
 // written with the old program's codec can follow; then the stream takes
 // the new processor and the values its rewritten progress record holds.
-func (ld *loader) upgradeHeld(ctx context.Context, s *stream, u Upgrade) (UpgradeResult, error) {
-	id := s.id
-	s.mu.Lock()
-	if s.st != StateFailed || s.swapping {
-		st := s.st
-		s.mu.Unlock()
-		return UpgradeResult{StreamID: id, State: st}, fmt.Errorf("upgrade stream %q: %w: it is %s, no longer failed, and its source is a process (:%s)", id, ErrCannotUpgrade, st, s.def.transport)
+func (ld *loader) upgradeHeld(ctx context.Context, s *stream.Stream, u Upgrade) (UpgradeResult, error) {
+	id := s.Id
+	s.Mu.Lock()
+	if s.St != StateFailed || s.Swapping {
+		st := s.St
+		s.Mu.Unlock()
+		return UpgradeResult{StreamID: id, State: st}, fmt.Errorf("upgrade stream %q: %w: it is %s, no longer failed, and its source is a process (:%s)", id, ErrCannotUpgrade, st, s.Def.Transport)
 	}
-	s.swapping = true
-	name := s.def.procName
-	s.mu.Unlock()
+	s.Swapping = true
+	name := s.Def.ProcName
+	s.Mu.Unlock()
 	defer func() {
-		s.mu.Lock()
-		s.swapping = false
-		s.mu.Unlock()
+		s.Mu.Lock()
+		s.Swapping = false
+		s.Mu.Unlock()
 	}()
 	g, fn, name, err := u.define(ctx, name)
 	if err != nil {
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
 	}
-	ss := s.ps.(*streamStore)
-	ss.flush()
-	ss.saving.Lock()
-	defer ss.saving.Unlock()
-	if err := ld.ps.com.Flush(ctx); err != nil {
+	ss := s.Ps.(*stream.StreamStore)
+	ss.Flush()
+	ss.Saving.Lock()
+	defer ss.Saving.Unlock()
+	if err := ld.ps.Com.Flush(ctx); err != nil {
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: committing its progress: %w", id, err)
 	}
-	if err := ss.err(); err != nil {
+	if err := ss.Err(); err != nil {
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
 	}
-	res, err := UpgradeStored(ctx, ld.ps.store, u)
+	res, err := UpgradeStored(ctx, ld.ps.Store, u)
 	if err != nil {
 		return res, err
 	}
-	c := codec{prog: u.Program, max: ld.set.opts.Limits.OutputLimit()}
-	r, err := loadProgress(ctx, ld.ps.store, id)
+	c := stream.Codec{Prog: u.Program, Max: ld.set.opts.Limits.OutputLimit()}
+	r, err := stream.LoadProgress(ctx, ld.ps.Store, id)
 	var state, lastOut, result rtfs.Value
 	if err == nil {
-		state, err = c.unmarshal(r.state)
+		state, err = c.Unmarshal(r.State)
 	}
 	if err == nil {
-		lastOut, err = c.unmarshalOpt(r.lastOut)
+		lastOut, err = c.UnmarshalOpt(r.LastOut)
 	}
 	if err == nil {
-		result, err = c.unmarshalOpt(r.result)
+		result, err = c.UnmarshalOpt(r.Result)
 	}
 	if err != nil {
 		// The records hold the new program: a restart carries it on.
 		return res, fmt.Errorf("upgrade stream %q: its records are swapped but the running stream could not take them (a restart will): %w", id, err)
 	}
-	proc := newRTFSProcessor(name, fn, g, ld.set.opts.Limits, ld.set.opts.Capabilities)
-	proc.stream = id
-	ld.ps.addProgram(u.Program)
-	s.mu.Lock()
-	s.proc, s.state, s.lastOut, s.result = proc, state, lastOut, result
-	s.def.procName = name
-	s.history = append(s.history, res.To)
-	ss.codec = c
-	s.mu.Unlock()
-	ld.env.log.Info("failed stream's processor swapped in place", "stream", id, "from", res.From.Hash, "to", res.To.Hash, "processor", name)
+	proc := stream.NewRTFSProcessor(name, fn, g, ld.set.opts.Limits, ld.set.opts.Capabilities)
+	proc.Stream = id
+	ld.ps.AddProgram(u.Program)
+	s.Mu.Lock()
+	s.Proc, s.State, s.LastOut, s.Result = proc, state, lastOut, result
+	s.Def.ProcName = name
+	s.History = append(s.History, res.To)
+	ss.Codec = c
+	s.Mu.Unlock()
+	ld.env.Log.Info("failed stream's processor swapped in place", "stream", id, "from", res.From.Hash, "to", res.To.Hash, "processor", name)
 	return res, nil
 }

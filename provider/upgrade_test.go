@@ -99,7 +99,7 @@ func TestUpgradeStoredPausedStream(t *testing.T) {
 	if st, _ := ps.f.p.Status(t.Context(), "s"); st.State != StatePaused {
 		t.Fatalf("after the swap the stream is %s, want still paused", st.State)
 	}
-	progs := path(ps.f.inspect("s"), "programs").(*rtfs.Vector)
+	progs := path(ps.f.Inspect("s"), "programs").(*rtfs.Vector)
 	if progs.Len() != 2 || path(progs.Index(1), "hash") != rtfs.String(res.To.Hash) || path(progs.Index(0), "hash") != rtfs.String(res.From.Hash) {
 		t.Fatalf(":programs = %v", progs)
 	}
@@ -131,7 +131,7 @@ func TestUpgradeStoredRefusals(t *testing.T) {
 	if _, err := ps.f.p.Cancel(t.Context(), ended); err != nil {
 		t.Fatal(err)
 	}
-	ps.f.await(ended)
+	ps.f.Await(ended)
 	must(t, ps.f.p.Close())
 	before := dump(t, mem)
 	for _, tc := range []struct {
@@ -189,7 +189,7 @@ func TestUpgradeLiveStream(t *testing.T) {
 	produced := make(chan error, 1)
 	upgraded := make(chan struct{})
 	go func() { produced <- produce(f.mock, "live", last, gate, upgraded) }()
-	f.waitFor("some chunks", func() bool { return path(f.inspect("live"), "stats", "processed-chunks").(rtfs.Int) >= 20 })
+	f.waitFor("some chunks", func() bool { return path(f.Inspect("live"), "stats", "processed-chunks").(rtfs.Int) >= 20 })
 	res, err := f.p.Upgrade(context.Background(), Upgrade{StreamID: "live", Program: newProgram(t, newProcSrc)})
 	close(upgraded)
 	if err != nil {
@@ -199,7 +199,7 @@ func TestUpgradeLiveStream(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	if err := <-produced; err != nil {
-		t.Fatal(err, f.inspect("live"))
+		t.Fatal(err, f.Inspect("live"))
 	}
 	f.processed("live", last)
 	state := f.stateOf("live")

@@ -1,0 +1,148 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rtfshost/rtfshost/capabilities"
+	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/rtfs/types"
+)
+
+// A processor turns (state chunk metadata) into a result. Each stream owns
+// one and calls it from its worker goroutine only, so implementations need
+// not be safe for concurrent use.
+type Processor interface {
+	// Name is the processor's name for inspect output and messages.
+	Name() string
+	// Call runs the processor once. ctx ends when the stream is cancelled or
+	// the provider closes. meta is nil when wantsMeta is false. The result
+	// may live in storage the processor reuses (rtfs.Thread.ReuseResults):
+	// it is valid until the next call, and the stream reads its entries
+	// (which it may keep) but never keeps the map itself.
+	Call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error)
+	// WantsMeta reports whether the processor reads its metadata argument:
+	// the worker builds the metadata map only for one that does.
+	WantsMeta() bool
+	// Function is the RTFS function value the processor calls, nil for a
+	// Go processor; a store keeps it when it cannot be named.
+	Function() rtfs.Value
+	// letGo reports whether the last call let go of its chunk: the
+	// processor's code never keeps its chunk argument
+	// (rtfs.Closure.MayKeepParam) and the call did not suspend (a
+	// suspension's continuation holds the arguments, and its host call may
+	// keep them). The worker then reuses the chunk's map for a later chunk.
+	letGo() bool
+	// begin tells the processor which chunk its next call processes: its
+	// :seq and its source's id, which the host calls it makes carry
+	// (capabilities.Call.Seq, ChunkID, Index).
+	begin(seq int64, id string)
+}
+
+// GoProcessor is a processor written in Go, for tests and benchmarks.
+type GoProcessor struct {
+	Label string
+	Fn    func(state, chunk, meta rtfs.Value) (rtfs.Value, error)
+}
+
+func (g *GoProcessor) Name() string { return g.Label }
+
+func (g *GoProcessor) WantsMeta() bool { return true }
+
+func (g *GoProcessor) Function() rtfs.Value { return nil }
+
+func (g *GoProcessor) letGo() bool { return false }
+
+func (g *GoProcessor) begin(int64, string) {}
+
+func (g *GoProcessor) Call(_ context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
+	return g.Fn(state, chunk, meta)
+}
+
+// RtfsProcessor calls an RTFS function value with the globals of the program
+// that started the stream, on a Thread of its own created on the first chunk.
+// Host calls the function makes are served from caps, one at a time, and the
+// function is resumed with each answer. A declared return type is checked on
+// every result.
+type RtfsProcessor struct {
+	label   string
+	fn      rtfs.Value
+	globals *rtfs.Globals
+	ret     types.Type
+	limits  rtfs.Limits
+	caps    *capabilities.Registry
+	th      *rtfs.Thread
+	noMeta  bool   // a (state chunk) processor: called without the metadata
+	meta    bool   // a (state chunk metadata) processor whose code reads its metadata
+	Stream  string // the id of the stream it processes (set by newStream)
+
+	// The chunk being processed (begin) and the host calls made for it so
+	// far: a host call's identity (capabilities.Call.Seq, ChunkID, Index).
+	seq     int64
+	chunkID string
+	calls   int
+
+	KeepsChunk bool // its code may keep its chunk argument
+	suspended  bool // the last call suspended at a host call
+}
+
+func NewRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.Limits, caps *capabilities.Registry) *RtfsProcessor {
+	p := &RtfsProcessor{label: label, fn: fn, globals: g, limits: limits, caps: caps}
+	if cl, ok := fn.(*rtfs.Closure); ok {
+		p.ret = cl.ReturnType()
+		// A processor of two parameters (state chunk) gets no metadata.
+		p.noMeta = !cl.Accepts(3) && cl.Accepts(2)
+		p.meta = !p.noMeta && cl.ReadsParam(2)
+		p.KeepsChunk = cl.MayKeepParam(1)
+	} else {
+		p.meta, p.KeepsChunk = true, true // a builtin: it may do anything
+	}
+	return p
+}
+
+func (p *RtfsProcessor) Name() string { return p.label }
+
+func (p *RtfsProcessor) WantsMeta() bool { return p.meta }
+
+func (p *RtfsProcessor) Function() rtfs.Value { return p.fn }
+
+func (p *RtfsProcessor) letGo() bool { return !p.KeepsChunk && !p.suspended }
+
+func (p *RtfsProcessor) begin(seq int64, id string) { p.seq, p.chunkID, p.calls = seq, id, 0 }
+
+func (p *RtfsProcessor) Call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
+	if p.th == nil {
+		p.th = rtfs.NewThread(p.limits)
+		p.th.ReuseResults(true) // the worker reads a result's entries and drops it
+	}
+	var out rtfs.Outcome
+	var err error
+	if p.noMeta {
+		out, err = p.th.Call(ctx, p.globals, p.fn, state, chunk)
+	} else {
+		out, err = p.th.Call(ctx, p.globals, p.fn, state, chunk, meta)
+	}
+	p.suspended = out.Call != nil
+	if out, err = capabilities.Drive(ctx, p.th, out, err, p.serve); err != nil {
+		return nil, err
+	}
+	if p.ret != nil {
+		if cerr := types.Check(p.ret, out.Value); cerr != nil {
+			return nil, fmt.Errorf("result does not match the declared return type %s: %w", p.ret, cerr)
+		}
+	}
+	return out.Value, nil
+}
+
+// serve performs the host call out is suspended at, from the stream's
+// registry.
+func (p *RtfsProcessor) serve(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error) {
+	hc := out.Call
+	if p.caps == nil {
+		return nil, &capabilities.Error{Capability: hc.Capability, Msg: "no capabilities are available to stream processors", Err: capabilities.ErrUnknown}
+	}
+	c := &capabilities.Call{ID: hc.Capability, Args: hc.Args, Pos: hc.Pos, Globals: out.Globals, Stream: p.Stream,
+		Seq: p.seq, ChunkID: p.chunkID, Index: p.calls}
+	p.calls++
+	return p.caps.Call(ctx, c)
+}

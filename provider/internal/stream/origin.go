@@ -1,0 +1,149 @@
+package stream
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rtfshost/rtfshost/internal/bytecodec"
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/rtfs"
+)
+
+// A stream outlives the compiler that compiled its program
+// (docs/upgrading.md). Its durable truth is its program's source, its
+// processor, its state and its cursor; the compiled code, the globals
+// snapshot and the processor's function value in its definition record are
+// a cache of what that compiler made. When the program recompiles to
+// another hash (another compiler version, another prelude), recovery
+// replays the program from its source to the call that started the stream,
+// answering the host calls before it from the journal its origin record
+// refers to (runjournal.go), and binds the processor found there. A stream stored by a
+// release that kept no origin record comes back the same way when the
+// answers of its program's host calls before its start are known (legacy
+// replay below); otherwise it is unrecoverable, with the reason.
+
+// OriginPrefix is the prefix of origin records, "origin/<stream id>". They
+// live outside "stream/" so that a release that does not know them (and
+// refuses unknown records of a stream) recovers the stream all the same.
+const OriginPrefix = "origin/"
+
+func OriginKey(id string) []byte { return []byte(OriginPrefix + id) }
+
+// An originRecord says how a stream's processor came to be: the source hash
+// of its program, the journal of the run that started it (up to the start
+// call, or the whole run for a processor looked up in the run's final
+// globals: a reference to the run's stored journal, or for a record of an
+// earlier build a copy of it), and the history of its programs.
+type OriginRecord struct {
+	SourceHash string // hex SHA-256 of the program's source
+	Journal    []byte // capabilities.Journal's Head (or, stored by earlier builds, its Snapshot); empty: none kept
+	History    []ProgramVersion
+}
+
+func (r *OriginRecord) Encode() []byte {
+	e := bytecodec.Encoder{B: make([]byte, 0, 96+len(r.Journal)+64*len(r.History))}
+	e.Str(r.SourceHash)
+	e.Bytes(r.Journal)
+	e.Uint(uint64(len(r.History)))
+	for _, h := range r.History {
+		e.Str(h.Hash)
+		e.Str(h.File)
+		e.Str(h.Processor)
+		e.Str(h.Compiler)
+		e.Int(h.AtEpochMs)
+	}
+	return persistence.EncodeRecord(kindOrigin, RecordVersion, e.B)
+}
+
+func (r *OriginRecord) Decode(key, data []byte) error {
+	return decodePayload(key, data, kindOrigin, func(d *bytecodec.Decoder) {
+		r.SourceHash = d.Str("source hash")
+		r.Journal = append([]byte(nil), d.Bytes("journal")...)
+		n := d.Count("history count")
+		for i := 0; i < n && d.Err() == nil; i++ {
+			r.History = append(r.History, ProgramVersion{Hash: d.Str("hash"), File: d.Str("file"), Processor: d.Str("processor"),
+				Compiler: d.Str("compiler"), AtEpochMs: d.Int("time")})
+		}
+	})
+}
+
+// SourceHash is the hex SHA-256 of a program's source: what checks the
+// stored source when the program hash, which covers the compiler too,
+// cannot.
+func SourceHash(src []byte) string {
+	sum := sha256.Sum256(src)
+	return hex.EncodeToString(sum[:])
+}
+
+// newOrigin is the origin record of a stream that starts with prog.
+func newOrigin(prog *rtfs.Program, procName string, journal []byte, at time.Time) *OriginRecord {
+	return &OriginRecord{
+		SourceHash: SourceHash(prog.Source()),
+		Journal:    journal,
+		History:    []ProgramVersion{VersionOf(prog, procName, at)},
+	}
+}
+
+// VersionOf is the ProgramVersion of prog, compiled by this build, with
+// processor procName since at.
+func VersionOf(prog *rtfs.Program, procName string, at time.Time) ProgramVersion {
+	return ProgramVersion{Hash: prog.Hash(), File: prog.Name(), Processor: procName, Compiler: rtfs.CompileVersion(), AtEpochMs: at.UnixMilli()}
+}
+
+// history returns the programs of a stream defined by d: those its origin
+// record lists, or for a stream stored without one, the program it names
+// (its compiler unknown).
+func (r *OriginRecord) HistoryOf(d *DefRecord, programFile string) []ProgramVersion {
+	if r != nil && len(r.History) > 0 {
+		return r.History
+	}
+	if d.ProgHash == "" {
+		return nil
+	}
+	return []ProgramVersion{{Hash: d.ProgHash, File: programFile, Processor: d.ProcName, AtEpochMs: d.Order / int64(time.Millisecond)}}
+}
+
+// LoadOrigin reads stream id's origin record; nil when the store has none
+// (a stream stored by an older release, or one without a program).
+func LoadOrigin(ctx context.Context, st persistence.Store, id string) (*OriginRecord, error) {
+	key := OriginKey(id)
+	data, err := st.Get(ctx, key)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("origin record: %w", err)
+	}
+	r := &OriginRecord{}
+	if err := r.Decode(key, data); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// StartArgs is the map argument of a :mcp.stream.start call, or nil.
+func StartArgs(c *rtfs.HostCall) *rtfs.Map {
+	if len(c.Args) != 1 {
+		return nil
+	}
+	m, _ := c.Args[0].(*rtfs.Map)
+	return m
+}
+
+// StartAnswer is what :mcp.stream.start answers for stream id, started
+// with endpoint: its handle.
+func StartAnswer(id, endpoint string) rtfs.Value {
+	return rtfs.MapOf(
+		rtfs.Keyword("stream-id"), rtfs.String(id),
+		rtfs.Keyword("endpoint"), rtfs.String(endpoint),
+		rtfs.Keyword("status"), rtfs.Keyword(StateActive),
+	)
+}
+
+// ErrUnknownAnswer is wrapped by a legacy replay's error for a host call
+// whose answer the release that stored the run did not keep.
+var ErrUnknownAnswer = errors.New("its answer was not kept by the release that stored the run")

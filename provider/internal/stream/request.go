@@ -1,0 +1,140 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The requests a stream takes from its provider's callers (Pause, Resume,
+// Skip, Cancel): each is made under the stream's lock, once the caller's
+// context is checked with the lock held, and what it changed is published,
+// stored and applied by the worker.
+
+// Control makes change (verb's) to the stream under its lock, once ctx is
+// checked with the lock held, and publishes, stores and applies what
+// changed.
+func (s *Stream) Control(ctx context.Context, verb string, change func(*Stream) error) (Status, error) {
+	s.Mu.Lock()
+	if err := ctx.Err(); err != nil {
+		s.Mu.Unlock()
+		return Status{}, fmt.Errorf("%s stream %q: %w", verb, s.Id, err)
+	}
+	if s.Dormant || s.Upgrade != nil || s.Swapping {
+		defer s.Mu.Unlock()
+		return Status{}, errDormant(s, verb)
+	}
+	if s.St.Terminal() {
+		st := s.St
+		s.Mu.Unlock()
+		return Status{}, &EndedError{StreamID: s.Id, Verb: verb, State: st}
+	}
+	if err := change(s); err != nil {
+		s.Mu.Unlock()
+		return Status{}, err
+	}
+	st := s.statusLocked()
+	subs := s.Subs
+	reconnect := s.reconnect
+	s.reconnect = false
+	s.Mu.Unlock()
+	if reconnect {
+		s.connectAgain()
+	}
+	s.changed(subs)
+	if s.Ps != nil {
+		s.Ps.changed()
+	}
+	s.signal()
+	return st, nil
+}
+
+// PauseChange is Pause's change: a failed stream is not paused.
+func PauseChange(s *Stream) error {
+	if s.St == StateFailed {
+		return fmt.Errorf("cannot pause stream %q: it is failed (%s); resume, skip or cancel it", s.Id, s.Msg)
+	}
+	if s.St != StatePaused {
+		s.obs.Directive("pause", "request") // pausing a paused stream applies nothing
+		s.noteLocked(TimelineEvent{Kind: "pause", Source: "request"})
+	}
+	s.St, s.resumeAt, s.pausedByRequest = StatePaused, time.Time{}, true
+	return nil
+}
+
+// ResumeChange is Resume's change: a failed stream is repaired (its
+// chunk retried, its source connected again).
+func ResumeChange(s *Stream) error {
+	if s.St == StateFailed {
+		if s.resumeFailedLocked() && !s.taskActive {
+			s.reconnect = true // its transport returned: it runs again
+		}
+		return nil
+	}
+	if s.St != StateActive {
+		s.obs.Directive("resume", "request") // resuming an active stream applies nothing
+		s.noteLocked(TimelineEvent{Kind: "resume", Source: "request"})
+	}
+	s.St, s.resumeAt = StateActive, time.Time{}
+	return nil
+}
+
+// CancelRequest cancels the stream for Cancel: its transport stops, its
+// queued chunks are dropped and counted, its status becomes :cancelled. An
+// ended stream is left as it is.
+func (s *Stream) CancelRequest(ctx context.Context) (Status, error) {
+	s.Mu.Lock()
+	if err := ctx.Err(); err != nil {
+		s.Mu.Unlock()
+		return Status{}, fmt.Errorf("cancel stream %q: %w", s.Id, err)
+	}
+	if s.Dormant || s.Upgrade != nil {
+		defer s.Mu.Unlock()
+		return Status{}, errDormant(s, "cancel")
+	}
+	if !s.St.Terminal() {
+		s.obs.Directive("cancel", "request")
+		s.noteLocked(TimelineEvent{Kind: "cancel", Source: "request"})
+		s.cancelLocked("request")
+	}
+	st := s.statusLocked()
+	s.Mu.Unlock()
+	s.signal()
+	return st, nil
+}
+
+// errDormant reports a request to a stream that was recovered without
+// connecting (Options.ManualConnect), or could not be recovered, or is
+// stopped for an upgrade: it can be inspected, not driven. s.mu is held.
+func errDormant(s *Stream, verb string) error {
+	switch {
+	case s.St == StateUnrecoverable:
+		return fmt.Errorf("cannot %s stream %q: it is unrecoverable (%s); give it a processor again (rtfshost upgrade) or remove it", verb, s.Id, s.Msg)
+	case s.Upgrade != nil || s.Swapping:
+		return fmt.Errorf("cannot %s stream %q: its processor is being swapped; try again in a moment", verb, s.Id)
+	}
+	return fmt.Errorf("cannot %s stream %q: it was loaded from the store without running (manual connect); inspect only", verb, s.Id)
+}
+
+// ErrEnded is matched (errors.Is) by the error of Pause, Resume or Skip
+// of a stream that has ended (completed, cancelled or errored): nothing
+// carries it on. The error is an *EndedError, which says the state.
+var ErrEnded = errors.New("the stream has ended")
+
+// An EndedError is the error of a request that needs a stream not ended,
+// made of one that has: "cannot resume stream "s": it is cancelled". It
+// matches ErrEnded. A request forwarded to another host of a cluster
+// gives it too.
+type EndedError struct {
+	StreamID string
+	Verb     string // the request: "pause", "resume" or "skip"
+	State    State  // the stream's state, terminal
+}
+
+func (e *EndedError) Error() string {
+	return fmt.Sprintf("cannot %s stream %q: it is %s", e.Verb, e.StreamID, e.State)
+}
+
+// Is reports whether target is ErrEnded.
+func (e *EndedError) Is(target error) bool { return target == ErrEnded }

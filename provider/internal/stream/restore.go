@@ -1,0 +1,245 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/rtfshost/rtfshost/persistence"
+	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
+)
+
+// Loaded is one stream's records as read from the store.
+type Loaded struct {
+	Id       string
+	Def      *DefRecord
+	Progress *ProgressRecord
+	journal  []journalEntry // in seq order
+	Child    *ChildRecord   // the process group its transport ran, if recorded (children.go)
+	err      error          // the first bad record
+}
+
+// ScanStreams reads the stream records under prefix, grouped by stream and
+// sorted by start order. A record that cannot be decoded marks its stream.
+func (ps *Persister) ScanStreams(ctx context.Context, prefix []byte) ([]*Loaded, error) {
+	byID := map[string]*Loaded{}
+	var list []*Loaded
+	err := ps.Store.Scan(ctx, prefix, func(key, value []byte) error {
+		id, suffix, seq, ok := ParseStreamKey(key)
+		if !ok {
+			ps.log.Warn("unexpected key in the store", "key", fmt.Sprintf("%q", key))
+			return nil
+		}
+		l := byID[id]
+		if l == nil {
+			l = &Loaded{Id: id}
+			byID[id] = l
+			list = append(list, l)
+		}
+		if l.err == nil {
+			l.err = l.Add(key, append([]byte(nil), value...), suffix, seq)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(list, func(i, j int) bool { return orderOf(list[i]) < orderOf(list[j]) })
+	return list, nil
+}
+
+func orderOf(l *Loaded) int64 {
+	if l.Def == nil {
+		return 0
+	}
+	return l.Def.Order
+}
+
+// Add decodes one record of the stream.
+func (l *Loaded) Add(key, value []byte, suffix byte, seq int64) error {
+	switch suffix {
+	case SuffixDef:
+		l.Def = &DefRecord{}
+		return l.Def.Decode(key, value)
+	case SuffixProg:
+		l.Progress = &ProgressRecord{}
+		return l.Progress.Decode(key, value)
+	case SuffixJournal:
+		entries, err := DecodeJournal(key, value, seq)
+		if err != nil {
+			return err
+		}
+		// Keys come in seq order; an entry never holds a chunk of the next.
+		if n := len(l.journal); n > 0 && l.journal[n-1].Seq >= seq {
+			return &persistence.CorruptRecordError{Key: append([]byte(nil), key...),
+				Reason: fmt.Sprintf("journal entry %d overlaps the one before, which holds chunks up to %d", seq, l.journal[n-1].Seq)}
+		}
+		l.journal = append(l.journal, entries...)
+		return nil
+	case SuffixChild:
+		l.Child = &ChildRecord{}
+		return l.Child.Decode(key, value)
+	}
+	return &persistence.CorruptRecordError{Key: key, Reason: fmt.Sprintf("unknown record suffix %q", suffix)}
+}
+
+// Complete reports why the records of l cannot rebuild its stream: one is
+// damaged, or its definition or progress record is missing.
+func (l *Loaded) Complete() error {
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.Def == nil:
+		return &persistence.CorruptRecordError{Key: StreamKey(l.Id, SuffixDef), Reason: "the stream's definition record is missing"}
+	case l.Progress == nil:
+		return &persistence.CorruptRecordError{Key: StreamKey(l.Id, SuffixProg), Reason: "the stream's progress record is missing"}
+	}
+	return nil
+}
+
+// LoadProgram returns the program with the given hash: one this provider
+// knows, else compiled from the stored source. "" means no program. A
+// program that this build compiles to another hash (another compiler or
+// prelude) is returned all the same: the caller sees the hashes differ and
+// replays it (origin.go).
+func (ps *Persister) LoadProgram(ctx context.Context, hash string) (*rtfs.Program, error) {
+	if hash == "" {
+		return nil, nil
+	}
+	if prog, ok := ps.program(hash); ok {
+		return prog, nil
+	}
+	key := ProgramKey(hash)
+	data, err := ps.Store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("load program %s: %w", hash, err)
+	}
+	var rec ProgramRecord
+	if err := rec.Decode(key, data); err != nil {
+		return nil, err
+	}
+	prog, err := rtfs.Compile(rec.Name, rec.Source)
+	if err != nil {
+		return nil, fmt.Errorf("recompile program %s (%s): %w", rec.Name, hash, err)
+	}
+	if prog.Hash() != hash {
+		ps.addProgramAs(hash, prog)
+		return prog, nil
+	}
+	ps.AddProgram(prog)
+	return prog, nil
+}
+
+// RestoreProgress sets the stream's status, state, stats and cursor from its
+// progress record, and queues its unprocessed journaled chunks.
+func (st *StreamStore) RestoreProgress(l *Loaded) error {
+	s := st.s
+	r, c := l.Progress, st.Codec
+	var err error
+	if s.State, err = c.Unmarshal(r.State); err != nil {
+		return fmt.Errorf("decode state: %w", err)
+	}
+	if s.LastOut, err = c.UnmarshalOpt(r.LastOut); err != nil {
+		return fmt.Errorf("decode last output: %w", err)
+	}
+	if s.Result, err = c.UnmarshalOpt(r.Result); err != nil {
+		return fmt.Errorf("decode result: %w", err)
+	}
+	s.St, s.reason, s.Msg, s.Cursor = State(r.Status), r.Reason, r.Message, r.Cursor
+	switch s.St {
+	case StateActive, StatePaused, StateCompleted, StateCancelled, StateError:
+	case StateFailed:
+		if r.Failure == nil {
+			return &persistence.CorruptRecordError{Key: st.progKey, Reason: "a failed stream without its failure"}
+		}
+		f := *r.Failure
+		s.failure = &f
+	default:
+		return &persistence.CorruptRecordError{Key: st.progKey, Reason: fmt.Sprintf("unknown status %q", r.Status)}
+	}
+	s.Stats = Stats{Processed: r.Processed, Dropped: r.Dropped, Reconnects: r.Reconnects, Bytes: r.Bytes, Outputs: r.Outputs}
+	if r.LatencyNs >= 0 {
+		s.Stats.latency, s.Stats.hasLatency = time.Duration(r.LatencyNs), true
+	}
+	if r.lastEvent != 0 {
+		s.Stats.lastEvent = time.UnixMilli(r.lastEvent)
+	}
+	if r.ResumeAt != 0 {
+		s.resumeAt = time.UnixMilli(r.ResumeAt)
+	}
+	s.procNext, s.seq, s.StartCursor = r.ProcNext, r.ProcNext, r.Cursor
+	if st.journal {
+		st.restoreJournal(l)
+	}
+	return nil
+}
+
+// restoreJournal queues the journaled chunks the progress record does not
+// count as processed, in seq order, and sets the cursor the source resumes
+// after: that of the last chunk the stream took.
+func (st *StreamStore) restoreJournal(l *Loaded) {
+	s, r := st.s, l.Progress
+	st.accSeq, st.accID = r.accSeq, r.accID
+	next := r.ProcNext
+	if r.accSeq >= next {
+		next = r.accSeq + 1
+	}
+	low := int64(-1)
+	for i := 0; i < len(l.journal); {
+		// The chunks of one entry: those that share its first seq.
+		j := i + 1
+		for j < len(l.journal) && l.journal[j].First == l.journal[i].First {
+			j++
+		}
+		entry, whole := l.journal[i:j], true
+		i = j
+		for _, e := range entry {
+			if r.processedSeq(e.Seq) {
+				continue
+			}
+			whole = false
+			if low < 0 {
+				low = e.Seq
+			}
+			c := transport.Chunk{Data: e.Rec.Data, Event: e.Rec.Event, ID: e.Rec.Id, ReceivedAt: time.Unix(0, e.Rec.Received), FD: e.Rec.Fd}
+			chunk := DecodeChunkInto(&s.dec, c.Data, c.Event, nil)
+			s.requeueLocked(c, chunk, e.Seq)
+			if e.Seq >= next {
+				next = e.Seq + 1
+			}
+			if e.Seq > st.accSeq {
+				st.accSeq, st.accID = e.Seq, e.Rec.Id
+			}
+		}
+		if whole {
+			st.deletes = append(st.deletes, entry[0].First)
+		} else {
+			st.groups = append(st.groups, &journalGroup{st: st, first: entry[0].First, n: int64(len(entry))})
+		}
+	}
+	s.seq = next
+	if low < 0 {
+		low = next
+	}
+	// Seqs below low were processed; of those above it, the record's extra
+	// ones were (out of order, before the crash), the rest are queued.
+	st.lowWater = low
+	st.extra = nil
+	for _, x := range r.Extra {
+		if x > low {
+			st.extra = append(st.extra, x)
+		}
+	}
+	if st.accSeq >= 0 {
+		s.StartCursor = st.accID
+	}
+}
+
+// Leftover reports whether l holds nothing but a child record: one written
+// as its stream was removed (the stream's transport can still start a
+// program while the stream ends), which recovery ignores.
+func (l *Loaded) Leftover() bool {
+	return l.err == nil && l.Def == nil && l.Progress == nil && len(l.journal) == 0 && l.Child != nil
+}
