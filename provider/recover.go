@@ -65,7 +65,7 @@ func (p *Provider) Recover(ctx context.Context) error {
 			// In a cluster another host may manage it (or later this
 			// one, through RecoverStream): it is not listed here.
 			if p.opts.Cluster == nil && !errors.Is(err, errBusy) && !errors.Is(err, ErrClosed) {
-				p.registerUnrecoverable(unrecoverableStream(&p.env, l, err))
+				p.registerUnrecoverable(stream.Unrecoverable(&p.env, l, err))
 			}
 		}
 	}
@@ -312,7 +312,7 @@ func (set *settings) rebindProcessor(d *stream.DefRecord, prog *rtfs.Program, c 
 	var fn rtfs.Value
 	switch d.ProcRef {
 	case stream.ProcByName:
-		if fn, _, err = resolveProcessor(rtfs.String(d.ProcData), g); err != nil {
+		if fn, _, err = stream.ResolveProcessor(rtfs.String(d.ProcData), g); err != nil {
 			return nil, fmt.Errorf("rebind processor: %w", err)
 		}
 	case stream.ProcByValue:
@@ -410,7 +410,7 @@ func (ld *loader) replayProcessor(ctx context.Context, l *stream.Loaded, prog *r
 	default:
 		return nil, fmt.Errorf("program %s was compiled by another compiler, and its processor %s is a function value that the run's end does not name", prog.Name(), d.ProcName)
 	}
-	fn, _, err := resolveProcessor(fnArg, out.Globals)
+	fn, _, err := stream.ResolveProcessor(fnArg, out.Globals)
 	if err != nil {
 		return nil, fmt.Errorf("program %s, replayed: %w", prog.Name(), err)
 	}

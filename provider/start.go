@@ -251,58 +251,17 @@ func (c *settings) processorFor(req StartRequest) (stream.Processor, error) {
 	if req.goProc != nil {
 		return req.goProc, nil
 	}
-	fn, label, err := resolveProcessor(req.Processor, req.Globals)
+	fn, label, err := stream.ResolveProcessor(req.Processor, req.Globals)
 	if err != nil {
 		return nil, &stream.KeyError{Key: "processor", Err: err}
 	}
-	if err := checkShape(fn, label); err != nil {
+	if err := stream.CheckShape(fn, label); err != nil {
 		return nil, &stream.KeyError{Key: "processor", Err: err}
 	}
 	return stream.NewRTFSProcessor(label, fn, req.Globals, c.opts.Limits, c.opts.Capabilities), nil
 }
 
-// checkShape catches a processor of the wrong shape at start, not on the
-// first chunk. (state chunk) processors are called without the metadata.
-func checkShape(fn rtfs.Value, label string) error {
-	if cl, ok := fn.(*rtfs.Closure); ok && !cl.Accepts(3) && !cl.Accepts(2) {
-		return fmt.Errorf("%s cannot be called as (processor state chunk metadata) or (processor state chunk)", label)
-	}
-	return nil
-}
 
-// resolveProcessor accepts a function value, or a symbol or string naming a
-// function among the globals, and returns the function and its name.
-func resolveProcessor(v rtfs.Value, g *rtfs.Globals) (rtfs.Value, string, error) {
-	var name string
-	switch v := v.(type) {
-	case nil, rtfs.NilType:
-		return nil, "", fmt.Errorf("a processor function is required")
-	case *rtfs.Closure:
-		if n := v.Name(); n != "" {
-			return v, n, nil
-		}
-		return v, "anonymous fn", nil
-	case *rtfs.Builtin:
-		return v, v.Name(), nil
-	case rtfs.Symbol:
-		name = string(v)
-	case rtfs.String:
-		name = string(v)
-	default:
-		return nil, "", fmt.Errorf("expected a function, a symbol or a string, got %s", stream.KindOf(v))
-	}
-	if g == nil {
-		return nil, "", fmt.Errorf("processor %q is given by name, but there is no program to look it up in", name)
-	}
-	fn, ok := g.Get(name)
-	if !ok {
-		return nil, "", fmt.Errorf("no function named %q is defined in %s", name, g.Program().Name())
-	}
-	if fn.Kind().String() != "fn" {
-		return nil, "", fmt.Errorf("%q is %s, not a function", name, stream.KindOf(fn))
-	}
-	return fn, name, nil
-}
 
 // chooseKind sets def's transport from the catalog: the one explicit
 // names, else the one its target URL selects; then checks its transport

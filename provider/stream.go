@@ -318,3 +318,24 @@ func StoredDeadLetters(ctx context.Context, st persistence.Store, id string) ([]
 
 // Unset is a Delivery whose every field is unset: Or fills it whole.
 func Unset() Delivery { return stream.Unset() }
+
+// A DryChunk is one chunk of a dry run (DryRun).
+type DryChunk = stream.DryChunk
+
+// A DryRunRequest is what DryRun drives.
+type DryRunRequest = stream.DryRunRequest
+
+// A DryStep is one processor call of a dry run.
+type DryStep = stream.DryStep
+
+// A DryResult is what a dry run did.
+type DryResult = stream.DryResult
+
+// DryRun drives a processor over chunks given in advance, without a
+// source, a queue, workers or a store, as a stream would: the chunks are
+// decoded, the metadata built, the processor called and its results read
+// as a stream does. It is what `rtfshost test`'s run-processor and the
+// dashboard's playground run.
+func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
+	return stream.DryRun(ctx, req)
+}

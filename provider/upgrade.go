@@ -74,11 +74,11 @@ func (u Upgrade) define(ctx context.Context, stored string) (*rtfs.Globals, rtfs
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("%w: running %s: %w", ErrCannotUpgrade, u.Program.Name(), err)
 	}
-	fn, _, err := resolveProcessor(rtfs.String(name), out.Globals)
+	fn, _, err := stream.ResolveProcessor(rtfs.String(name), out.Globals)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("%w: %w", ErrCannotUpgrade, err)
 	}
-	if err := checkShape(fn, name); err != nil {
+	if err := stream.CheckShape(fn, name); err != nil {
 		return nil, nil, "", fmt.Errorf("%w: %w", ErrCannotUpgrade, err)
 	}
 	return out.Globals, fn, name, nil
@@ -316,7 +316,7 @@ func (p *Provider) reload(ctx context.Context, old *stream.Stream) error {
 		s, err = p.load.rebuild(ctx, l)
 	}
 	if err != nil {
-		s = unrecoverableStream(&p.env, l, err)
+		s = stream.Unrecoverable(&p.env, l, err)
 	}
 	run := !s.Dormant && !s.St.Terminal() && p.cfg.autoConnect && s.Def.Kind.Transport != nil
 	if !run && !s.Dormant {

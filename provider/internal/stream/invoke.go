@@ -146,3 +146,46 @@ func (p *RtfsProcessor) serve(ctx context.Context, out rtfs.Outcome) (rtfs.Value
 	p.calls++
 	return p.caps.Call(ctx, c)
 }
+
+// CheckShape catches a processor of the wrong shape at start, not on the
+// first chunk. (state chunk) processors are called without the metadata.
+func CheckShape(fn rtfs.Value, label string) error {
+	if cl, ok := fn.(*rtfs.Closure); ok && !cl.Accepts(3) && !cl.Accepts(2) {
+		return fmt.Errorf("%s cannot be called as (processor state chunk metadata) or (processor state chunk)", label)
+	}
+	return nil
+}
+
+// ResolveProcessor accepts a function value, or a symbol or string naming a
+// function among the globals, and returns the function and its name.
+func ResolveProcessor(v rtfs.Value, g *rtfs.Globals) (rtfs.Value, string, error) {
+	var name string
+	switch v := v.(type) {
+	case nil, rtfs.NilType:
+		return nil, "", fmt.Errorf("a processor function is required")
+	case *rtfs.Closure:
+		if n := v.Name(); n != "" {
+			return v, n, nil
+		}
+		return v, "anonymous fn", nil
+	case *rtfs.Builtin:
+		return v, v.Name(), nil
+	case rtfs.Symbol:
+		name = string(v)
+	case rtfs.String:
+		name = string(v)
+	default:
+		return nil, "", fmt.Errorf("expected a function, a symbol or a string, got %s", KindOf(v))
+	}
+	if g == nil {
+		return nil, "", fmt.Errorf("processor %q is given by name, but there is no program to look it up in", name)
+	}
+	fn, ok := g.Get(name)
+	if !ok {
+		return nil, "", fmt.Errorf("no function named %q is defined in %s", name, g.Program().Name())
+	}
+	if fn.Kind().String() != "fn" {
+		return nil, "", fmt.Errorf("%q is %s, not a function", name, KindOf(fn))
+	}
+	return fn, name, nil
+}

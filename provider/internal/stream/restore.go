@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -242,4 +243,36 @@ func (st *StreamStore) restoreJournal(l *Loaded) {
 // program while the stream ends), which recovery ignores.
 func (l *Loaded) Leftover() bool {
 	return l.err == nil && l.Def == nil && l.Progress == nil && len(l.journal) == 0 && l.Child != nil
+}
+
+// Unrecoverable makes the stream of l, which could not be restored
+// because of cause, for the provider to list in StateUnrecoverable (its done channel still
+// open).
+func Unrecoverable(env *StreamEnv, l *Loaded, cause error) *Stream {
+	if inner := errors.Unwrap(cause); inner != nil {
+		cause = inner // without "provider: recover stream ...": the stream is named already
+	}
+	var def Definition
+	c := Codec{} // functions cannot be trusted here: plain data only
+	if d := l.Def; d != nil {
+		def = Definition{Endpoint: d.Endpoint, Transport: d.Transport, ServerURL: d.ServerURL, ProcName: d.ProcName, Capacity: int(d.Capacity)}
+		def.Initial, _ = c.UnmarshalOpt(d.Initial)
+	}
+	s := NewStream(env, l.Id, def, nil)
+	if l.Def != nil {
+		if l.Def.Order > 0 {
+			s.Started = time.Unix(0, l.Def.Order)
+		}
+		s.History = (*OriginRecord)(nil).HistoryOf(l.Def, "")
+	}
+	if r := l.Progress; r != nil {
+		s.State, _ = c.UnmarshalOpt(r.State)
+		s.LastOut, _ = c.UnmarshalOpt(r.LastOut)
+		s.Cursor = r.Cursor
+		s.Stats = Stats{Processed: r.Processed, Dropped: r.Dropped, Reconnects: r.Reconnects, Bytes: r.Bytes, Outputs: r.Outputs}
+	}
+	s.St, s.Msg = StateUnrecoverable, cause.Error()
+	s.Dormant, s.Exited = true, true
+	s.Cancel()
+	return s
 }

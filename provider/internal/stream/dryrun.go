@@ -1,12 +1,10 @@
-package provider
+package stream
 
 import (
 	"context"
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/rtfshost/rtfshost/provider/internal/stream"
 
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -99,32 +97,32 @@ type DryResult struct {
 // the processor's own failures are in the result, as a stream's are. It
 // runs on the caller's goroutine and keeps nothing.
 func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
-	fn, label, err := resolveProcessor(req.Processor, req.Globals)
+	fn, label, err := ResolveProcessor(req.Processor, req.Globals)
 	if err == nil {
-		err = checkShape(fn, label)
+		err = CheckShape(fn, label)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("processor: %w", err)
 	}
-	proc := stream.NewRTFSProcessor(label, fn, req.Globals, req.Limits, req.Capabilities)
+	proc := NewRTFSProcessor(label, fn, req.Globals, req.Limits, req.Capabilities)
 	id := req.StreamID
 	if id == "" {
 		id = "dry-run"
 	}
 	proc.Stream = id
-	mb := stream.NewMetaBuilder(rtfs.String(id), rtfs.String(req.Endpoint))
+	mb := NewMetaBuilder(rtfs.String(id), rtfs.String(req.Endpoint))
 	var dec rtfs.JSONDecoder
-	pending := make([]stream.Item, len(req.Chunks))
+	pending := make([]Item, len(req.Chunks))
 	for i, c := range req.Chunks {
 		v := c.Value
 		if v == nil {
-			v = stream.DecodeChunkInto(&dec, c.Data, c.Event, nil)
+			v = DecodeChunkInto(&dec, c.Data, c.Event, nil)
 		}
 		at := c.ReceivedAt
 		if at.IsZero() {
 			at = time.UnixMilli(0)
 		}
-		it := stream.Item{Chunk: v, Event: c.Event, Id: c.ID, Fd: c.FD, Received: at, Seq: int64(i), Ctrl: stream.ControlAction(v)}
+		it := Item{Chunk: v, Event: c.Event, Id: c.ID, Fd: c.FD, Received: at, Seq: int64(i), Ctrl: ControlAction(v)}
 		if it.Id == "" {
 			it.Id = strconv.Itoa(i + 1)
 		}
@@ -155,7 +153,7 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 		if paused {
 			next = -1
 			for i := range pending {
-				if pending[i].Ctrl != stream.ActNone {
+				if pending[i].Ctrl != ActNone {
 					next = i
 					break
 				}
@@ -172,9 +170,9 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 			meta = mb.Build(&it)
 		}
 		step := DryStep{Seq: it.Number(), Chunk: it.Chunk, StateBefore: state, State: state}
-		res, err := stream.CallGuarded(ctx, proc, state, &it, meta)
+		res, err := CallGuarded(ctx, proc, state, &it, meta)
 		if err == nil {
-			err = stream.CheckOutput(res, req.Limits.OutputLimit())
+			err = CheckOutput(res, req.Limits.OutputLimit())
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -187,12 +185,12 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 		}
 		m, ok := res.(*rtfs.Map)
 		if !ok {
-			msg := stream.ShapeError(label, it.Number(), res)
+			msg := ShapeError(label, it.Number(), res)
 			step.Err = fmt.Errorf("%s", msg)
 			run.Steps = append(run.Steps, step)
 			return failed(msg)
 		}
-		r, d, _, _, err := stream.ReadResult(m, it.Ctrl)
+		r, d, _, _, err := ReadResult(m, it.Ctrl)
 		if err != nil {
 			msg := fmt.Sprintf("processor %s on chunk %d: %v", label, it.Number(), err)
 			step.Err = fmt.Errorf("%s", msg)
@@ -207,19 +205,19 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 			out, lastOut = v, v
 		}
 		step.State, step.Output = state, out
-		if d.Act != stream.ActNone {
-			step.Action = stream.ActionNames[d.Act]
+		if d.Act != ActNone {
+			step.Action = ActionNames[d.Act]
 		}
 		run.Steps = append(run.Steps, step)
 		switch d.Act {
-		case stream.ActPause:
+		case ActPause:
 			paused = !d.Timed
-		case stream.ActResume:
+		case ActResume:
 			paused = false
-		case stream.ActCancel:
+		case ActCancel:
 			return end(StateCancelled, d.Reason, "")
-		case stream.ActComplete:
-			run.Result = stream.Completion(out, lastOut)
+		case ActComplete:
+			run.Result = Completion(out, lastOut)
 			return end(StateCompleted, d.Reason, "")
 		}
 	}
@@ -227,6 +225,6 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 		run.Status, run.Reason = StatePaused, "processor"
 		return run, nil
 	}
-	run.Result = stream.Completion(nil, lastOut)
+	run.Result = Completion(nil, lastOut)
 	return end(StateCompleted, "source-ended", "")
 }
