@@ -261,8 +261,6 @@ func (c *settings) processorFor(req StartRequest) (stream.Processor, error) {
 	return stream.NewRTFSProcessor(label, fn, req.Globals, c.opts.Limits, c.opts.Capabilities), nil
 }
 
-
-
 // chooseKind sets def's transport from the catalog: the one explicit
 // names, else the one its target URL selects; then checks its transport
 // keys and configures it. Without a catalog entry a stream can still run
