@@ -2,17 +2,14 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/rtfshost/rtfshost/provider/internal/stream"
 
 	"github.com/rtfshost/rtfshost/capabilities"
-	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
 )
 
@@ -232,7 +229,14 @@ func (ld *loader) rebuild(ctx context.Context, l *stream.Loaded) (*stream.Stream
 	if err != nil {
 		return nil, err
 	}
-	def := stream.Definition{Endpoint: d.Endpoint, Transport: d.Transport, ServerURL: d.ServerURL, ProcName: d.ProcName, Capacity: int(d.Capacity)}
+	dr, err := stream.LoadDelivery(ctx, ld.ps.Store, l.Id)
+	if err != nil {
+		return nil, err
+	}
+	def, err := stream.DefinitionOf(l.Id, d, dr, c)
+	if err != nil {
+		return nil, err
+	}
 	// A stream goes on reading the server it started on (its cursor means
 	// something there only). The recovering provider's own URL is used when
 	// it is that server, since it may carry the credentials the stored URL
@@ -240,60 +244,17 @@ func (ld *loader) rebuild(ctx context.Context, l *stream.Loaded) (*stream.Stream
 	if def.ServerURL == "" || stream.StripUserInfo(ld.set.cfg.serverURL) == def.ServerURL {
 		def.ServerURL = ld.set.cfg.serverURL
 	}
-	if def.Capacity <= 0 {
-		return nil, &persistence.CorruptRecordError{Key: stream.StreamKey(l.Id, stream.SuffixDef), Reason: fmt.Sprintf("queue capacity %d", d.Capacity)}
-	}
-	def.Idle = time.Duration(d.IdleMs) * time.Millisecond
-	def.OnError = d.OnError
-	dr, err := stream.LoadDelivery(ctx, ld.ps.Store, l.Id)
-	if err != nil {
-		return nil, err
-	}
-	if dr != nil {
-		def.Delivery, def.Milestones = dr.Delivery, dr.Milestones
-	}
-	if len(d.Tkeys) > 0 {
-		if err := json.Unmarshal(d.Tkeys, &def.Keys); err != nil {
-			return nil, &persistence.CorruptRecordError{Key: stream.StreamKey(l.Id, stream.SuffixDef), Reason: fmt.Sprintf("transport keys: %v", err)}
-		}
-	}
 	if err := ld.set.chooseKind(&def, d.Transport); err != nil {
 		return nil, fmt.Errorf("stream %s: %w", l.Id, err)
 	}
 	if err := ld.set.checkEgress(def); err != nil {
 		return nil, fmt.Errorf("stream %s: %w", l.Id, err)
 	}
-	if def.Initial, err = c.Unmarshal(d.Initial); err != nil {
-		return nil, fmt.Errorf("decode initial state: %w", err)
-	}
-	if cfg, err := c.UnmarshalOpt(d.Config); err != nil {
-		return nil, fmt.Errorf("decode config: %w", err)
-	} else if m, ok := cfg.(*rtfs.Map); ok {
-		def.Config = m
-	}
-	s := stream.NewStream(ld.env, l.Id, def, proc)
-	s.Recovered = true
+	var history []stream.ProgramVersion
 	if prog != nil {
-		s.History = origin.HistoryOf(d, prog.Name())
+		history = origin.HistoryOf(d, prog.Name())
 	}
-	if l.Child != nil {
-		s.Stale = l.Child.Process()
-	}
-	if d.Order > 0 {
-		s.Started = time.Unix(0, d.Order)
-	}
-	st := stream.NewStreamStore(ld.ps, s, c, d.Journal)
-	s.Ps = st
-	if err := st.RestoreProgress(l); err != nil {
-		s.Cancel()
-		return nil, err
-	}
-	st.RestoreDelivery(dr)
-	if s.Dead, err = stream.CountDeadLetters(ctx, ld.ps.Store, l.Id); err != nil {
-		s.Cancel()
-		return nil, err
-	}
-	return s, nil
+	return stream.Restore(ctx, ld.env, ld.ps, l, def, proc, c, history, dr)
 }
 
 // rebindProcessor finds the stream's processor again: by name among the

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -275,4 +276,66 @@ func Unrecoverable(env *StreamEnv, l *Loaded, cause error) *Stream {
 	s.Dormant, s.Exited = true, true
 	s.Cancel()
 	return s
+}
+
+// DefinitionOf returns the definition that d, the definition record of
+// stream id, stores, with the delivery policy and milestones of dr (nil:
+// none), its values read with c. The transport's kind is left for the
+// provider to choose from its catalog.
+func DefinitionOf(id string, d *DefRecord, dr *DeliveryRecord, c Codec) (Definition, error) {
+	def := Definition{Endpoint: d.Endpoint, Transport: d.Transport, ServerURL: d.ServerURL, ProcName: d.ProcName, Capacity: int(d.Capacity)}
+	if def.Capacity <= 0 {
+		return def, &persistence.CorruptRecordError{Key: StreamKey(id, SuffixDef), Reason: fmt.Sprintf("queue capacity %d", d.Capacity)}
+	}
+	def.Idle = time.Duration(d.IdleMs) * time.Millisecond
+	def.OnError = d.OnError
+	if dr != nil {
+		def.Delivery, def.Milestones = dr.Delivery, dr.Milestones
+	}
+	if len(d.Tkeys) > 0 {
+		if err := json.Unmarshal(d.Tkeys, &def.Keys); err != nil {
+			return def, &persistence.CorruptRecordError{Key: StreamKey(id, SuffixDef), Reason: fmt.Sprintf("transport keys: %v", err)}
+		}
+	}
+	var err error
+	if def.Initial, err = c.Unmarshal(d.Initial); err != nil {
+		return def, fmt.Errorf("decode initial state: %w", err)
+	}
+	if cfg, err := c.UnmarshalOpt(d.Config); err != nil {
+		return def, fmt.Errorf("decode config: %w", err)
+	} else if m, ok := cfg.(*rtfs.Map); ok {
+		def.Config = m
+	}
+	return def, nil
+}
+
+// Restore makes the stream of the records l, with definition def and
+// processor proc, as it stood when its last record was written: its start
+// time, its program's history, the child process its transport left, its
+// progress (read with c), the delivery marks of dr and its count of dead
+// letters. It runs nothing: the provider registers and launches it.
+func Restore(ctx context.Context, env *StreamEnv, ps *Persister, l *Loaded, def Definition, proc Processor, c Codec, history []ProgramVersion, dr *DeliveryRecord) (*Stream, error) {
+	d := l.Def
+	s := NewStream(env, l.Id, def, proc)
+	s.Recovered = true
+	s.History = history
+	if l.Child != nil {
+		s.Stale = l.Child.Process()
+	}
+	if d.Order > 0 {
+		s.Started = time.Unix(0, d.Order)
+	}
+	st := NewStreamStore(ps, s, c, d.Journal)
+	s.Ps = st
+	if err := st.RestoreProgress(l); err != nil {
+		s.Cancel()
+		return nil, err
+	}
+	st.RestoreDelivery(dr)
+	var err error
+	if s.Dead, err = CountDeadLetters(ctx, ps.Store, l.Id); err != nil {
+		s.Cancel()
+		return nil, err
+	}
+	return s, nil
 }
