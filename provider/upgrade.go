@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/rtfshost/rtfshost/provider/internal/stream"
 
@@ -50,7 +49,7 @@ type UpgradeResult struct {
 
 // ErrCannotUpgrade is wrapped by the error of a swap that the stream or
 // the new program does not allow; nothing changed.
-var ErrCannotUpgrade = errors.New("the processor cannot be swapped")
+var ErrCannotUpgrade = stream.ErrCannotUpgrade
 
 // define runs u.Program's top level and returns its globals and the
 // processor name (stored is the stream's current processor's name).
@@ -92,115 +91,15 @@ func (u Upgrade) define(ctx context.Context, stored string) (*rtfs.Globals, rtfs
 // journal and cursor are untouched. A swap that fails changes nothing.
 func UpgradeStored(ctx context.Context, st persistence.Store, u Upgrade) (UpgradeResult, error) {
 	res := UpgradeResult{StreamID: u.StreamID}
-	wrap := func(err error) (UpgradeResult, error) {
+	define := func(stored string) (*rtfs.Globals, string, error) {
+		g, _, name, err := u.define(ctx, stored)
+		return g, name, err
+	}
+	var err error
+	if res.From, res.To, res.State, err = stream.Reprogram(ctx, st, u.StreamID, u.Program, define); err != nil {
 		return res, fmt.Errorf("upgrade stream %q: %w", u.StreamID, err)
 	}
-	dkey := stream.StreamKey(u.StreamID, stream.SuffixDef)
-	data, err := st.Get(ctx, dkey)
-	if errors.Is(err, persistence.ErrNotFound) {
-		return wrap(ErrNoStoredStream)
-	}
-	if err != nil {
-		return wrap(err)
-	}
-	var d stream.DefRecord
-	if err := d.Decode(dkey, data); err != nil {
-		return wrap(err)
-	}
-	r, err := stream.LoadProgress(ctx, st, u.StreamID)
-	if err != nil {
-		return wrap(err)
-	}
-	res.State = State(r.Status)
-	if res.State.Terminal() {
-		return wrap(fmt.Errorf("%w: it has ended (%s)", ErrCannotUpgrade, res.State))
-	}
-	if d.ProcRef == stream.ProcGo {
-		return wrap(fmt.Errorf("%w: its processor %s is a Go function", ErrCannotUpgrade, d.ProcName))
-	}
-	g, _, name, err := u.define(ctx, d.ProcName)
-	if err != nil {
-		return wrap(err)
-	}
-	origin, err := stream.LoadOrigin(ctx, st, u.StreamID)
-	if err != nil {
-		return wrap(err)
-	}
-	oldCodec, oldFile := storedCodec(ctx, st, d.ProgHash)
-	history := origin.HistoryOf(&d, oldFile)
-	if len(history) > 0 {
-		res.From = history[len(history)-1]
-	}
-	newCodec := stream.Codec{Prog: u.Program} // values already stored: no bound of a run applies
-	recode := func(what string, b []byte) ([]byte, error) {
-		if len(b) == 0 {
-			return b, nil
-		}
-		v, err := oldCodec.Unmarshal(b)
-		if err == nil {
-			b, err = newCodec.Marshal(v)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: its %s cannot be carried over to %s (does it hold a function of the old program?): %w", ErrCannotUpgrade, what, u.Program.Name(), err)
-		}
-		return b, nil
-	}
-	for _, f := range []struct {
-		what string
-		b    *[]byte
-	}{{"state", &r.State}, {"last output", &r.LastOut}, {"result", &r.Result}, {"initial state", &d.Initial}, {"config", &d.Config}} {
-		if *f.b, err = recode(f.what, *f.b); err != nil {
-			return wrap(err)
-		}
-	}
-	if d.Globals, err = g.MarshalBinary(); err != nil {
-		return wrap(err)
-	}
-	d.ProgHash, d.ProcName, d.ProcRef, d.ProcData = u.Program.Hash(), name, stream.ProcByName, []byte(name)
-	res.To = stream.VersionOf(u.Program, name, time.Now())
-	o := &stream.OriginRecord{SourceHash: stream.SourceHash(u.Program.Source()), Journal: (&capabilities.Journal{}).Snapshot(),
-		History: append(append([]ProgramVersion(nil), history...), res.To)}
-
-	b := &persistence.Batch{}
-	b.Put(stream.ProgramKey(u.Program.Hash()), (&stream.ProgramRecord{Name: u.Program.Name(), Source: u.Program.Source()}).Encode())
-	b.Put(dkey, d.Encode())
-	b.Put(stream.StreamKey(u.StreamID, stream.SuffixProg), r.Encode())
-	b.Put(stream.OriginKey(u.StreamID), o.Encode())
-	if err := st.Commit(ctx, b); err != nil {
-		return wrap(err)
-	}
-	if origin != nil {
-		// The new origin keeps no journal of the run that started the
-		// stream: the stream lets go of it. The upgrade is done either
-		// way; a journal not released costs room only.
-		_ = ReleaseRunJournal(ctx, st, origin.Journal, u.StreamID)
-	}
 	return res, nil
-}
-
-// storedCodec returns the codec that decodes the values of a stream whose
-// program is stored under hash, and the program's file name: that
-// program's, when this build compiles it to that hash; else the plain
-// value codec (values without functions: those of another compiler cannot
-// be read, nor those of a program missing or not compiling any more).
-func storedCodec(ctx context.Context, st persistence.Store, hash string) (stream.Codec, string) {
-	if hash == "" {
-		return stream.Codec{}, ""
-	}
-	key := stream.ProgramKey(hash)
-	data, err := st.Get(ctx, key)
-	if err != nil {
-		return stream.Codec{}, ""
-	}
-	var rec stream.ProgramRecord
-	if err := rec.Decode(key, data); err != nil {
-		return stream.Codec{}, ""
-	}
-	prog, err := rtfs.Compile(rec.Name, rec.Source)
-	if err != nil || prog.Hash() != hash {
-		return stream.Codec{}, rec.Name
-	}
-	return stream.Codec{Prog: prog}, rec.Name
 }
 
 // Upgrade swaps the processor of stream u.StreamID, which this provider

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/internal/bytecodec"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
@@ -147,3 +148,129 @@ func StartAnswer(id, endpoint string) rtfs.Value {
 // ErrUnknownAnswer is wrapped by a legacy replay's error for a host call
 // whose answer the release that stored the run did not keep.
 var ErrUnknownAnswer = errors.New("its answer was not kept by the release that stored the run")
+
+// ErrCannotUpgrade is wrapped by the error of a swap that the stream or
+// the new program does not allow; nothing changed.
+var ErrCannotUpgrade = errors.New("the processor cannot be swapped")
+
+// Reprogram gives stored stream id the program prog, in one commit of its
+// records: define runs prog's top level, given the name of the stream's
+// processor, and returns prog's globals and the name of the new processor.
+// The stream's state, last output, result, initial state and config are
+// carried over to prog's values; its cursor, journal and statistics stay
+// as they are. It returns the program the stream had and has now (from is
+// zero for a stream with no history), and the stream's state. The journal
+// of the run that started the stream is let go. An ended stream, one with a
+// Go processor, or a value that cannot be carried over is refused with
+// ErrCannotUpgrade, a stream the store does not hold with
+// ErrNoStoredStream; either way nothing changed.
+func Reprogram(ctx context.Context, st persistence.Store, id string, prog *rtfs.Program, define func(stored string) (*rtfs.Globals, string, error)) (from, to ProgramVersion, state State, err error) {
+	fail := func(err error) (ProgramVersion, ProgramVersion, State, error) { return from, to, state, err }
+
+	dkey := StreamKey(id, SuffixDef)
+	data, err := st.Get(ctx, dkey)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return fail(ErrNoStoredStream)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	var d DefRecord
+	if err := d.Decode(dkey, data); err != nil {
+		return fail(err)
+	}
+	r, err := LoadProgress(ctx, st, id)
+	if err != nil {
+		return fail(err)
+	}
+	state = State(r.Status)
+	if state.Terminal() {
+		return fail(fmt.Errorf("%w: it has ended (%s)", ErrCannotUpgrade, state))
+	}
+	if d.ProcRef == ProcGo {
+		return fail(fmt.Errorf("%w: its processor %s is a Go function", ErrCannotUpgrade, d.ProcName))
+	}
+	g, name, err := define(d.ProcName)
+	if err != nil {
+		return fail(err)
+	}
+	origin, err := LoadOrigin(ctx, st, id)
+	if err != nil {
+		return fail(err)
+	}
+	oldCodec, oldFile := storedCodec(ctx, st, d.ProgHash)
+	history := origin.HistoryOf(&d, oldFile)
+	if len(history) > 0 {
+		from = history[len(history)-1]
+	}
+	newCodec := Codec{Prog: prog} // values already stored: no bound of a run applies
+	recode := func(what string, b []byte) ([]byte, error) {
+		if len(b) == 0 {
+			return b, nil
+		}
+		v, err := oldCodec.Unmarshal(b)
+		if err == nil {
+			b, err = newCodec.Marshal(v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: its %s cannot be carried over to %s (does it hold a function of the old program?): %w", ErrCannotUpgrade, what, prog.Name(), err)
+		}
+		return b, nil
+	}
+	for _, f := range []struct {
+		what string
+		b    *[]byte
+	}{{"state", &r.State}, {"last output", &r.LastOut}, {"result", &r.Result}, {"initial state", &d.Initial}, {"config", &d.Config}} {
+		if *f.b, err = recode(f.what, *f.b); err != nil {
+			return fail(err)
+		}
+	}
+	if d.Globals, err = g.MarshalBinary(); err != nil {
+		return fail(err)
+	}
+	d.ProgHash, d.ProcName, d.ProcRef, d.ProcData = prog.Hash(), name, ProcByName, []byte(name)
+	to = VersionOf(prog, name, time.Now())
+	o := &OriginRecord{SourceHash: SourceHash(prog.Source()), Journal: (&capabilities.Journal{}).Snapshot(),
+		History: append(append([]ProgramVersion(nil), history...), to)}
+
+	b := &persistence.Batch{}
+	b.Put(ProgramKey(prog.Hash()), (&ProgramRecord{Name: prog.Name(), Source: prog.Source()}).Encode())
+	b.Put(dkey, d.Encode())
+	b.Put(StreamKey(id, SuffixProg), r.Encode())
+	b.Put(OriginKey(id), o.Encode())
+	if err := st.Commit(ctx, b); err != nil {
+		return fail(err)
+	}
+	if origin != nil {
+		// The new origin keeps no journal of the run that started the
+		// stream: the stream lets go of it. The upgrade is done either
+		// way; a journal not released costs room only.
+		_ = ReleaseRunJournal(ctx, st, origin.Journal, id)
+	}
+	return from, to, state, nil
+}
+
+// storedCodec returns the codec that decodes the values of a stream whose
+// program is stored under hash, and the program's file name: that
+// program's, when this build compiles it to that hash; else the plain
+// value codec (values without functions: those of another compiler cannot
+// be read, nor those of a program missing or not compiling any more).
+func storedCodec(ctx context.Context, st persistence.Store, hash string) (Codec, string) {
+	if hash == "" {
+		return Codec{}, ""
+	}
+	key := ProgramKey(hash)
+	data, err := st.Get(ctx, key)
+	if err != nil {
+		return Codec{}, ""
+	}
+	var rec ProgramRecord
+	if err := rec.Decode(key, data); err != nil {
+		return Codec{}, ""
+	}
+	prog, err := rtfs.Compile(rec.Name, rec.Source)
+	if err != nil || prog.Hash() != hash {
+		return Codec{}, rec.Name
+	}
+	return Codec{Prog: prog}, rec.Name
+}
