@@ -302,7 +302,7 @@ func (h capHandlers) capAwait(_ context.Context, c *capabilities.Call) (capabili
 }
 
 // parseDeliveryKeys reads the :delivery and :milestones of a start map into
-// req. The error is a *keyError.
+// req. The error is a *KeyError.
 func parseDeliveryKeys(m *rtfs.Map, req *StartRequest) error {
 	if v := field(m, "delivery"); v != rtfs.Nil {
 		d, err := ParseDelivery(v)

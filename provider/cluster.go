@@ -176,11 +176,19 @@ func (c *settings) claim(ctx context.Context, id string) error {
 	return nil
 }
 
+// A forwarder is what a provider does for the streams that run, or
+// should run, on another host of its cluster: placing a fresh stream,
+// forwarding a request to the host that runs a stream, taking over a
+// stream whose host died, waiting for a stream another host runs. It is
+// the provider's, and as safe for concurrent use as the provider.
+type forwarder struct{ p *Provider }
+
 // place runs after a fresh stream started without a local follower
 // (StartRequest.Local): when the cluster says another host should run it,
 // the stream stops here with its progress committed and is offered to that
 // host, which takes it over from its cursor.
-func (p *Provider) place(s *stream.Stream) {
+func (f forwarder) place(s *stream.Stream) {
+	p := f.p
 	defer p.wg.Done()
 	ctx, cancel := context.WithTimeout(p.ctx, DefaultForwardTimeout)
 	defer cancel()
@@ -241,7 +249,8 @@ func (r *registry) forget(s *stream.Stream) {
 // that runs it, or, when no live host does, here, after loading it from
 // the store (an ended stream becomes inspectable; an unfinished one whose
 // owner died is claimed and runs here).
-func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream.Stream, error) {
+func (f forwarder) remote(ctx context.Context, req Request) (Answer, *stream.Stream, error) {
+	p := f.p
 	if p.opts.Cluster == nil || p.ps == nil {
 		return Answer{}, nil, &noStreamError{id: req.StreamID}
 	}
@@ -249,7 +258,7 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream.Str
 	if err == nil || !errors.Is(err, ErrNotRunning) {
 		return a, nil, err
 	}
-	if err := p.recoverDetached(ctx, req.StreamID); err != nil && !p.has(req.StreamID) {
+	if err := p.fwd.recoverDetached(ctx, req.StreamID); err != nil && !p.has(req.StreamID) {
 		var owned *OwnedError
 		switch {
 		case errors.Is(err, ErrNotPersisted):
@@ -273,7 +282,8 @@ func (p *Provider) remote(ctx context.Context, req Request) (Answer, *stream.Str
 // load run whole, on a goroutine of the provider bounded by
 // DefaultForwardTimeout and Close, whatever ctx does. ctx bounds only the
 // wait for them; the stream may be loaded after ctx ended.
-func (p *Provider) recoverDetached(ctx context.Context, id string) error {
+func (f forwarder) recoverDetached(ctx context.Context, id string) error {
+	p := f.p
 	if !p.enter() {
 		return fmt.Errorf("stream %q: %w", id, ErrClosed)
 	}
@@ -334,13 +344,14 @@ func (ld *loader) storedAnswer(ctx context.Context, req Request, owned *OwnedErr
 // owner every pollEvery; when the stream comes to this provider (its owner
 // died) it waits for it here. Failures to ask (NATS unreachable, the owner
 // just died) are retried until ctx ends.
-func (p *Provider) awaitRemote(ctx context.Context, id string) (rtfs.Value, error) {
+func (f forwarder) awaitRemote(ctx context.Context, id string) (rtfs.Value, error) {
+	p := f.p
 	const pollEvery = 200 * time.Millisecond
 	for {
 		if _, err := p.lookup(id); err == nil {
 			return p.Await(ctx, id)
 		}
-		a, s, err := p.remote(ctx, Request{Verb: "status", StreamID: id})
+		a, s, err := p.fwd.remote(ctx, Request{Verb: "status", StreamID: id})
 		switch {
 		case errors.Is(err, ErrNotPersisted):
 			return nil, err

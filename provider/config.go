@@ -37,7 +37,7 @@ const (
 // package except inside transport.Spec.Header, and only for its origin.
 type envConfig struct {
 	serverURL   string            // the provider default: Options.ServerURL, then the env chain
-	cred        egress.Credential // the auth header, bound to serverURL's origin
+	cred        egress.Credential // the auth header, bound to ServerURL's origin
 	autoConnect bool
 	idleTimeout time.Duration // from the environment: 0 unset, < 0 disabled
 }

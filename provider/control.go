@@ -17,7 +17,7 @@ import (
 func (p *Provider) Status(ctx context.Context, id string) (Status, error) {
 	s, err := p.lookupOpen(id)
 	if err != nil {
-		return p.forward(ctx, id, "status", err)
+		return p.fwd.forward(ctx, id, "status", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return Status{}, fmt.Errorf("status of stream %q: %w", id, err)
@@ -30,7 +30,8 @@ func (p *Provider) Status(ctx context.Context, id string) (Status, error) {
 // loaded from the store. Without a cluster it returns notHere. The request
 // runs within ctx, bounded by DefaultForwardTimeout when ctx has no
 // deadline, and ends when the provider closes (ErrClosed).
-func (p *Provider) forward(ctx context.Context, id, verb string, notHere error) (Status, error) {
+func (f forwarder) forward(ctx context.Context, id, verb string, notHere error) (Status, error) {
+	p := f.p
 	if p.opts.Cluster == nil {
 		return Status{}, notHere
 	}
@@ -39,7 +40,7 @@ func (p *Provider) forward(ctx context.Context, id, verb string, notHere error) 
 	}
 	fctx, cancel := forwardContext(ctx, p.ctx)
 	defer cancel()
-	a, s, err := p.remote(fctx, Request{Verb: verb, StreamID: id})
+	a, s, err := p.fwd.remote(fctx, Request{Verb: verb, StreamID: id})
 	switch {
 	case err != nil:
 		return Status{}, forwardErr(fctx, verb, id, err)
@@ -141,7 +142,7 @@ func (p *Provider) Skip(ctx context.Context, id string) (Status, error) {
 func (p *Provider) Cancel(ctx context.Context, id string) (Status, error) {
 	s, err := p.lookupOpen(id)
 	if err != nil {
-		return p.forward(ctx, id, "cancel", err)
+		return p.fwd.forward(ctx, id, "cancel", err)
 	}
 	return s.CancelRequest(ctx)
 }
@@ -155,7 +156,7 @@ func (p *Provider) Control(ctx context.Context, id, verb string, change func(*st
 	}
 	s, err := p.lookupOpen(id)
 	if err != nil {
-		return p.forward(ctx, id, verb, err)
+		return p.fwd.forward(ctx, id, verb, err)
 	}
 	return s.Control(ctx, verb, change)
 }
@@ -169,7 +170,7 @@ func (p *Provider) Await(ctx context.Context, id string) (rtfs.Value, error) {
 		if p.opts.Cluster == nil {
 			return nil, err
 		}
-		return p.awaitRemote(ctx, id)
+		return p.fwd.awaitRemote(ctx, id)
 	}
 	select {
 	case <-s.Done:
@@ -178,7 +179,7 @@ func (p *Provider) Await(ctx context.Context, id string) (rtfs.Value, error) {
 	}
 	s = s.Current()
 	if s.Moved.Load() || s.HandingOver.Load() {
-		return p.awaitRemote(ctx, id)
+		return p.fwd.awaitRemote(ctx, id)
 	}
 	st := s.Status()
 	if st.State != StateCompleted {

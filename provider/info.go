@@ -19,7 +19,7 @@ func (p *Provider) Info(id string, opts InspectOptions) (StreamInfo, error) {
 		}
 		ctx, cancel := context.WithTimeout(p.ctx, DefaultForwardTimeout)
 		defer cancel()
-		a, s, err := p.remote(ctx, Request{Verb: "inspect", StreamID: id, Inspect: opts})
+		a, s, err := p.fwd.remote(ctx, Request{Verb: "inspect", StreamID: id, Inspect: opts})
 		switch {
 		case err != nil:
 			return StreamInfo{}, err

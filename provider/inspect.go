@@ -21,7 +21,7 @@ func (p *Provider) Inspect(id string, opts InspectOptions) (rtfs.Value, error) {
 		}
 		ctx, cancel := context.WithTimeout(p.ctx, DefaultForwardTimeout)
 		defer cancel()
-		a, s, err := p.remote(ctx, Request{Verb: "inspect", StreamID: id, Inspect: opts})
+		a, s, err := p.fwd.remote(ctx, Request{Verb: "inspect", StreamID: id, Inspect: opts})
 		switch {
 		case err != nil:
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rtfshost/rtfshost/provider/internal/stream"
+	"github.com/rtfshost/rtfshost/transport/breaker"
 
 	"github.com/rtfshost/rtfshost/rtfs"
 )
@@ -108,7 +109,7 @@ func (p *Provider) List(ctx context.Context, opts ListOptions) (ListPage, error)
 	if end < len(ids) {
 		page.Next = encodeCursor(ids[end-1])
 	}
-	page.Streams, err = p.snapshots(ctx, ids[start:end], opts.Inspect)
+	page.Streams, err = p.fwd.infos(ctx, ids[start:end], opts.Inspect)
 	if err != nil {
 		return ListPage{}, fmt.Errorf("provider: list: %w", err)
 	}
@@ -129,10 +130,11 @@ func (r *registry) ids() []string {
 	return ids
 }
 
-// snapshots returns the snapshots of the streams ids, in their order: a
+// infos returns the snapshots of the streams ids, in their order: a
 // stream this provider has from here, another through Info, a few at a
 // time. A stream that is gone meanwhile (removed) is left out.
-func (p *Provider) snapshots(ctx context.Context, ids []string, opts InspectOptions) ([]StreamInfo, error) {
+func (f forwarder) infos(ctx context.Context, ids []string, opts InspectOptions) ([]StreamInfo, error) {
+	p := f.p
 	now := time.Now()
 	infos := make([]StreamInfo, len(ids))
 	found := make([]bool, len(ids))
@@ -192,7 +194,7 @@ func (p *Provider) SummaryPage(ctx context.Context, opts ListOptions) (rtfs.Valu
 	for i := range page.Streams {
 		items[i] = page.Streams[i].Value()
 	}
-	m := p.summaryOf(items, page.Total, time.Now())
+	m := p.summaryOf(items, page.Total, time.Now(), p.ps != nil, p.Breakers())
 	if page.Next != "" {
 		m = m.Assoc(rtfs.Keyword("next-cursor"), rtfs.String(page.Next))
 	}
@@ -200,15 +202,16 @@ func (p *Provider) SummaryPage(ctx context.Context, opts ListOptions) (rtfs.Valu
 }
 
 // summaryOf is the summary inspect map of the streams' inspect maps
-// items, of total streams in all.
-func (p *Provider) summaryOf(items []rtfs.Value, total int, now time.Time) *rtfs.Map {
+// items, of total streams in all, for a provider with a store (persisted)
+// or not and with the circuit breakers breakers.
+func (c *settings) summaryOf(items []rtfs.Value, total int, now time.Time, persisted bool, breakers []breaker.State) *rtfs.Map {
 	return rtfs.MapOf(
 		rtfs.Keyword("total"), rtfs.Int(total),
 		rtfs.Keyword("streams"), rtfs.NewVector(items...),
-		rtfs.Keyword("auto-connect"), rtfs.Bool(p.cfg.autoConnect),
-		rtfs.Keyword("server-url"), rtfs.String(p.ServerURL()),
-		rtfs.Keyword("persistence-enabled"), rtfs.Bool(p.ps != nil),
-		rtfs.Keyword("breakers"), stream.ShapeValue(reflect.ValueOf(p.Breakers())),
+		rtfs.Keyword("auto-connect"), rtfs.Bool(c.cfg.autoConnect),
+		rtfs.Keyword("server-url"), rtfs.String(stream.RedactURL(c.cfg.serverURL)),
+		rtfs.Keyword("persistence-enabled"), rtfs.Bool(persisted),
+		rtfs.Keyword("breakers"), stream.ShapeValue(reflect.ValueOf(breakers)),
 		rtfs.Keyword("observed-at-epoch-ms"), rtfs.Int(now.UnixMilli()),
 	)
 }

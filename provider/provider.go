@@ -152,6 +152,8 @@ type Provider struct {
 	env stream.StreamEnv
 	// load makes streams from their stored records (recover.go).
 	load loader
+	// fwd serves the streams of other hosts (cluster.go).
+	fwd forwarder
 }
 
 // settings are a provider's Options and what New resolved of them and of
@@ -184,7 +186,7 @@ type registry struct {
 	pending map[string][]*Subscription
 
 	allSubs atomic.Pointer[[]*Subscription] // subscribers to every stream
-	// changeSubs counts the open subscriptions that asked for EventChange
+	// ChangeSubs counts the open subscriptions that asked for EventChange
 	// (SubscribeOptions.Changes): while it is zero, no stream looks for
 	// them.
 	changeSubs atomic.Int64
@@ -248,7 +250,8 @@ func New(opts Options) *Provider {
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.env = newStreamEnv(p)
-	p.load = loader{set: &p.settings, ps: p.ps, env: &p.env}
+	p.load = loader{set: &p.settings, reg: &p.registry, ps: p.ps, env: &p.env}
+	p.fwd = forwarder{p}
 	return p
 }
 
@@ -269,10 +272,6 @@ func newStreamEnv(p *Provider) stream.StreamEnv {
 	}
 	return env
 }
-
-// ServerURL returns the provider's default server URL with any credentials
-// removed.
-func (p *Provider) ServerURL() string { return stream.RedactURL(p.cfg.serverURL) }
 
 // AutoConnect reports whether new streams run their transport at once.
 func (p *Provider) AutoConnect() bool { return p.cfg.autoConnect }
@@ -560,5 +559,5 @@ func (p *Provider) Summary(opts InspectOptions) rtfs.Value {
 	for i, s := range list {
 		items[i] = s.Inspect(opts, now)
 	}
-	return p.summaryOf(items, len(list), now)
+	return p.summaryOf(items, len(list), now, p.ps != nil, p.Breakers())
 }

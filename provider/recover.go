@@ -54,7 +54,7 @@ func (p *Provider) Recover(ctx context.Context) error {
 		if p.has(l.Id) || l.Leftover() {
 			continue
 		}
-		if err := p.restore(ctx, l); errors.Is(err, ErrOwned) {
+		if err := p.load.restore(ctx, l); errors.Is(err, ErrOwned) {
 			continue // another host runs it
 		} else if err != nil {
 			p.log.Error("stream not recovered", "stream", l.Id, "err", err)
@@ -86,7 +86,7 @@ func (p *Provider) RecoverStream(ctx context.Context, id string) error {
 	if len(all) == 0 || all[0].Leftover() {
 		return fmt.Errorf("provider: recover stream %q: %w", id, ErrNotPersisted)
 	}
-	return p.restore(ctx, all[0])
+	return p.load.restore(ctx, all[0])
 }
 
 func (r *registry) has(id string) bool {
@@ -98,52 +98,52 @@ func (r *registry) has(id string) bool {
 
 // restore rebuilds one loaded stream and registers it. A stream that is
 // being restored meanwhile, or is loaded, is left alone (an error says so).
-func (p *Provider) restore(ctx context.Context, l *stream.Loaded) error {
+func (ld *loader) restore(ctx context.Context, l *stream.Loaded) error {
 	wrap := func(err error) error { return fmt.Errorf("provider: recover stream %q: %w", l.Id, err) }
-	p.mu.Lock()
-	_, loaded := p.streams[l.Id]
-	busy := p.restoring[l.Id]
+	ld.reg.mu.Lock()
+	_, loaded := ld.reg.streams[l.Id]
+	busy := ld.reg.restoring[l.Id]
 	if !loaded && !busy {
-		if p.restoring == nil {
-			p.restoring = make(map[string]bool)
+		if ld.reg.restoring == nil {
+			ld.reg.restoring = make(map[string]bool)
 		}
-		p.restoring[l.Id] = true
+		ld.reg.restoring[l.Id] = true
 	}
-	p.mu.Unlock()
+	ld.reg.mu.Unlock()
 	if loaded || busy {
 		return wrap(errBusy)
 	}
 	defer func() {
-		p.mu.Lock()
-		delete(p.restoring, l.Id)
-		p.mu.Unlock()
+		ld.reg.mu.Lock()
+		delete(ld.reg.restoring, l.Id)
+		ld.reg.mu.Unlock()
 	}()
 	if err := l.Complete(); err != nil {
 		return wrap(err)
 	}
-	run := !State(l.Progress.Status).Terminal() && p.cfg.autoConnect
+	run := !State(l.Progress.Status).Terminal() && ld.set.cfg.autoConnect
 	if run {
-		if err := p.claim(ctx, l.Id); err != nil {
+		if err := ld.set.claim(ctx, l.Id); err != nil {
 			return wrap(err)
 		}
 	}
-	s, err := p.load.rebuild(ctx, l)
+	s, err := ld.rebuild(ctx, l)
 	if err == nil {
 		var told []func(error)
 		if run || State(l.Progress.Status).Terminal() {
-			told = p.tellLoad(ctx, l.Id, !run)
+			told = ld.reg.tellLoad(ctx, l.Id, !run)
 		}
-		if err = p.checkTransport(s); err == nil {
-			err = p.registerRecovered(s)
+		if err = ld.set.checkTransport(s); err == nil {
+			err = ld.reg.registerRecovered(s)
 		}
 		for _, f := range told {
 			f(err)
 		}
 	}
 	if err != nil {
-		if run && p.opts.Cluster != nil {
+		if run && ld.set.opts.Cluster != nil {
 			// Another host may manage where this one cannot.
-			_ = p.opts.Cluster.Release(ctx, l.Id, false)
+			_ = ld.set.opts.Cluster.Release(ctx, l.Id, false)
 		}
 		return wrap(err)
 	}
@@ -197,10 +197,13 @@ func (r *registry) tellLoad(ctx context.Context, id string, ended bool) []func(e
 
 // A loader makes streams from their stored records: for recovery, for a
 // request on a stream no live host runs (cluster.go), and for an upgrade
-// (upgrade.go). It reads the provider's settings and store, and gives the
-// streams it makes the provider's env. A provider has one.
+// (upgrade.go), and registers them: restore a recovered one, reload one
+// that replaces a stream after an upgrade. It reads the provider's
+// settings and store, and gives the streams it makes the provider's env. A
+// provider has one.
 type loader struct {
 	set *settings
+	reg *registry         // where the streams it restores are registered
 	ps  *stream.Persister // nil without a store: then nothing is loaded
 	env *stream.StreamEnv
 }

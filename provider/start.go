@@ -176,7 +176,7 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 	launched = true
 	s.Launch()
 	if claimed && !req.Local && p.enter() {
-		go p.place(s)
+		go p.fwd.place(s)
 	}
 	return s.Id, nil
 }

@@ -186,7 +186,7 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 	if err == nil {
 		res, err = UpgradeStored(ctx, p.ps.Store, u)
 	}
-	if rerr := p.reload(ctx, s); rerr != nil {
+	if rerr := p.load.reload(ctx, s); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("upgrade stream %q: the stream did not start again: %w", id, rerr))
 	}
 	if err == nil {
@@ -200,9 +200,9 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 // over old's subscriptions and done channel, so that watchers, Await and
 // Done follow. When the records cannot be used, an unrecoverable stream
 // saying why takes old's place.
-func (p *Provider) reload(ctx context.Context, old *stream.Stream) error {
+func (ld *loader) reload(ctx context.Context, old *stream.Stream) error {
 	l := &stream.Loaded{Id: old.Id}
-	all, err := p.ps.ScanStreams(ctx, append([]byte(stream.StreamPrefix+old.Id), 0))
+	all, err := ld.ps.ScanStreams(ctx, append([]byte(stream.StreamPrefix+old.Id), 0))
 	if err == nil && len(all) == 0 {
 		err = ErrNotPersisted
 	}
@@ -212,30 +212,30 @@ func (p *Provider) reload(ctx context.Context, old *stream.Stream) error {
 	}
 	var s *stream.Stream
 	if err == nil {
-		s, err = p.load.rebuild(ctx, l)
+		s, err = ld.rebuild(ctx, l)
 	}
 	if err != nil {
-		s = stream.Unrecoverable(&p.env, l, err)
+		s = stream.Unrecoverable(ld.env, l, err)
 	}
-	run := !s.Dormant && !s.St.Terminal() && p.cfg.autoConnect && s.Def.Kind.Transport != nil
+	run := !s.Dormant && !s.St.Terminal() && ld.set.cfg.autoConnect && s.Def.Kind.Transport != nil
 	if !run && !s.Dormant {
 		s.Dormant, s.Exited = !s.St.Terminal(), true
 		s.Cancel()
 	}
 	// s takes over while nobody can reach it yet; a Subscribe that holds
-	// old follows replacedBy to it.
+	// old follows ReplacedBy to it.
 	old.Mu.Lock()
 	subs := old.Subs
 	s.Subs, s.Done = subs, old.Done
 	old.Subs, old.Exited = nil, true
 	old.ReplacedBy.Store(s)
 	old.Mu.Unlock()
-	p.mu.Lock()
-	if p.streams[old.Id] == old && !p.closed {
-		p.streams[old.Id] = s
-		for i, o := range p.order {
+	ld.reg.mu.Lock()
+	if ld.reg.streams[old.Id] == old && !ld.reg.closed {
+		ld.reg.streams[old.Id] = s
+		for i, o := range ld.reg.order {
 			if o == old {
-				p.order[i] = s
+				ld.reg.order[i] = s
 			}
 		}
 		if run {
@@ -245,7 +245,7 @@ func (p *Provider) reload(ctx context.Context, old *stream.Stream) error {
 		run = false
 		s.Cancel()
 	}
-	p.mu.Unlock()
+	ld.reg.mu.Unlock()
 	if run {
 		s.Launch()
 		return err

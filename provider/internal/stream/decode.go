@@ -12,7 +12,7 @@ import (
 // worker decoding: see the README); the metadata argument is built by the
 // worker, only for a processor that reads it.
 
-// decodeChunk turns a chunk's data into an RTFS value: JSON becomes a value
+// DecodeChunkInto turns a chunk's data into an RTFS value: JSON becomes a value
 // with keyword keys, anything else a string. For MCP progress chunks (event
 // "progress") a JSON :message is decoded in place. dec reuses the keys it
 // has seen (one allocation less per key and chunk); spare, when not nil, is
@@ -68,7 +68,7 @@ func decodeMessage(dec *rtfs.JSONDecoder, v rtfs.Value) rtfs.Value {
 
 // ControlAction returns the directive a control chunk carries: a map chunk
 // whose :action or "action" key holds one of the five directives, as a
-// keyword or a string. Any other chunk gives actNone.
+// keyword or a string. Any other chunk gives ActNone.
 func ControlAction(chunk rtfs.Value) Action {
 	m, ok := chunk.(*rtfs.Map)
 	if !ok {
@@ -112,7 +112,7 @@ func ControlAction(chunk rtfs.Value) Action {
 // three allocations per chunk; :seq and the map itself are the ones left.
 //
 // A metaBuilder is not safe for concurrent use; a stream's belongs to its
-// worker. Its zero value is not usable; use newMetaBuilder.
+// worker. Its zero value is not usable; use NewMetaBuilder.
 type metaBuilder struct {
 	id, endpoint rtfs.Value
 

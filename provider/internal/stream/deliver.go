@@ -22,7 +22,7 @@ import (
 // entry commits no later than the snapshot of the chunk's effect (in the
 // same group commit, where that snapshot's delete replaces it). A
 // transport's Deliver does not wait for that commit (its source has no
-// acknowledgement to give); Provider.Deliver does (deliverAck).
+// acknowledgement to give); Provider.Deliver does (DeliverAck).
 func (s *Stream) Deliver(ctx context.Context, c transport.Chunk) error {
 	return s.deliver(ctx, c)
 }

@@ -25,7 +25,7 @@ const DeliveryPrefix = "delivery/"
 
 func DeliveryKey(id string) []byte { return []byte(DeliveryPrefix + id) }
 
-// A deliveryRecord is a stream's delivery record.
+// A DeliveryRecord is a stream's delivery record.
 type DeliveryRecord struct {
 	Delivery   *Delivery // the start's :delivery; nil: none
 	Milestones []Milestone

@@ -196,7 +196,7 @@ func (s *Stream) statsInfoLocked() StatsInfo {
 }
 
 // Value is the snapshot as the RTFS inspect map (:mcp.stream.inspect),
-// made from the struct by shapeValue.
+// made from the struct by ShapeValue.
 func (in StreamInfo) Value() rtfs.Value { return ShapeValue(reflect.ValueOf(in)) }
 
 // ShapeValue is the RTFS form of a value of the inspect shape: a struct is

@@ -154,7 +154,7 @@ func outputClass(r *result) (Priority, string, error) {
 // parseDirective reads a result's :action, else the chunk's own action
 // (chunkAct), and for a pause its :config {:resume-after-ms n}. An unknown
 // :action or a bad :config is an error naming what is valid. A result that
-// names no action on an ordinary chunk gives actNone: no directive.
+// names no action on an ordinary chunk gives ActNone: no directive.
 func parseDirective(r *result, chunkAct Action) (directive, error) {
 	d := directive{Act: chunkAct}
 	if chunkAct != ActNone {

@@ -14,10 +14,10 @@ import (
 // source, a queue, workers or a store: what `rtfshost test`'s
 // run-processor and the dashboard's playground do. Each chunk goes the way
 // a stream's does: a recorded chunk's bytes are decoded as Deliver decodes
-// them (decodeChunk), a control chunk carries its own action, the metadata
+// them (DecodeChunkInto), a control chunk carries its own action, the metadata
 // is built by the stream's metaBuilder, the processor is called as a
-// stream calls it (rtfsProcessor, under the same budgets and the same
-// output limit), and its result is read by readResult, as applyLocked
+// stream calls it (RtfsProcessor, under the same budgets and the same
+// output limit), and its result is read by ReadResult, as applyLocked
 // reads it. What is a stream's alone is the order: a pause holds the
 // ordinary chunks back until a control chunk resumes the stream (control
 // chunks are taken while paused, in order); no time passes, so a pause

@@ -13,7 +13,7 @@ import (
 	"github.com/rtfshost/rtfshost/transport/egress"
 )
 
-// A streamEnv is what a stream reaches of the provider that hosts it, and
+// A StreamEnv is what a stream reaches of the provider that hosts it, and
 // all it reaches: the provider's lifetime, its logger, the shared circuit
 // breakers and run table, the settings a stream reads, the subscribers to
 // every stream, and two callbacks into the provider's registry. A stream
@@ -44,7 +44,7 @@ type StreamEnv struct {
 	Cluster    leases                   // Options.Cluster; nil alone
 	Observer   streamObservers          // Options.Observer; nil observes nothing
 
-	// AllSubs are the subscribers to every stream, and changeSubs counts
+	// AllSubs are the subscribers to every stream, and ChangeSubs counts
 	// the open subscriptions that asked for EventChange (subscribe.go).
 	AllSubs    *atomic.Pointer[[]*Subscription]
 	ChangeSubs *atomic.Int64

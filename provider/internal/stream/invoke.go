@@ -16,7 +16,7 @@ type Processor interface {
 	// Name is the processor's name for inspect output and messages.
 	Name() string
 	// Call runs the processor once. ctx ends when the stream is cancelled or
-	// the provider closes. meta is nil when wantsMeta is false. The result
+	// the provider closes. meta is nil when WantsMeta is false. The result
 	// may live in storage the processor reuses (rtfs.Thread.ReuseResults):
 	// it is valid until the next call, and the stream reads its entries
 	// (which it may keep) but never keeps the map itself.
@@ -74,7 +74,7 @@ type RtfsProcessor struct {
 	th      *rtfs.Thread
 	noMeta  bool   // a (state chunk) processor: called without the metadata
 	meta    bool   // a (state chunk metadata) processor whose code reads its metadata
-	Stream  string // the id of the stream it processes (set by newStream)
+	Stream  string // the id of the stream it processes (set by NewStream)
 
 	// The chunk being processed (begin) and the host calls made for it so
 	// far: a host call's identity (capabilities.Call.Seq, ChunkID, Index).

@@ -8,7 +8,7 @@ import (
 
 // keeper is all that a stream's chunk path asks of persistence: Deliver
 // (journal mode), the worker and the lifecycle reach the store through it
-// only. *streamStore implements it; a stream without a store has none.
+// only. *StreamStore implements it; a stream without a store has none.
 type keeper interface {
 	// journaling reports whether the stream journals its chunks (its
 	// source cannot replay).

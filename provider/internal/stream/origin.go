@@ -34,7 +34,7 @@ const OriginPrefix = "origin/"
 
 func OriginKey(id string) []byte { return []byte(OriginPrefix + id) }
 
-// An originRecord says how a stream's processor came to be: the source hash
+// An OriginRecord says how a stream's processor came to be: the source hash
 // of its program, the journal of the run that started it (up to the start
 // call, or the whole run for a processor looked up in the run's final
 // globals: a reference to the run's stored journal, or for a record of an
@@ -90,7 +90,7 @@ func newOrigin(prog *rtfs.Program, procName string, journal []byte, at time.Time
 }
 
 // VersionOf is the ProgramVersion of prog, compiled by this build, with
-// processor procName since at.
+// processor ProcName since at.
 func VersionOf(prog *rtfs.Program, procName string, at time.Time) ProgramVersion {
 	return ProgramVersion{Hash: prog.Hash(), File: prog.Name(), Processor: procName, Compiler: rtfs.CompileVersion(), AtEpochMs: at.UnixMilli()}
 }

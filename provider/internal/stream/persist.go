@@ -652,11 +652,11 @@ func (e *KeyError) Error() string { return "start stream: :" + e.Key + ": " + e.
 
 func (e *KeyError) Unwrap() error { return e.Err }
 
-// persistNew attaches the persistence state to a new stream and returns the
+// PersistNew attaches the persistence state to a new stream and returns the
 // batch of its first records, and what to call once it has committed. A
 // stream whose transport cannot replay (transport.Replayable), or that has
 // no transport, journals its chunks.
-// startSource is what of a start request a new stream's first records
+// StartSource is what of a start request a new stream's first records
 // keep beside its definition.
 type StartSource struct {
 	Globals   *rtfs.Globals

@@ -40,7 +40,7 @@ type Item struct {
 	Fd        string // the file descriptor of a process transport's chunk ("" for others)
 	Received  time.Time
 	Seq       int64  // the stream's chunk count before it: from 0 (number gives the :seq users see)
-	Ctrl      Action // the chunk's own directive, or actNone
+	Ctrl      Action // the chunk's own directive, or ActNone
 	journaled bool   // the chunk is in the stream's journal
 	shown     bool   // Inspect handed the chunk out: its map is never reused
 }

@@ -67,7 +67,7 @@ func appendJournalKey(dst []byte, id string, seq int64) []byte {
 // JournalPrefix is the prefix of every journal key of stream id.
 func JournalPrefix(id string) []byte { return StreamKey(id, SuffixJournal) }
 
-// ParseStreamKey splits a key under streamPrefix into the stream id, the
+// ParseStreamKey splits a key under StreamPrefix into the stream id, the
 // suffix and, for a journal key, the chunk's seq. ok is false for a key of
 // another shape.
 func ParseStreamKey(key []byte) (id string, suffix byte, seq int64, ok bool) {
@@ -414,11 +414,11 @@ func LoadProgress(ctx context.Context, st persistence.Store, id string) (*Progre
 	return &r, nil
 }
 
-// maxDeleteBatch is the most keys one batch of deleteKeys deletes: any
+// maxDeleteBatch is the most keys one batch of DeleteKeys deletes: any
 // store applies it in one transaction (a cluster's holds 999 operations).
 const maxDeleteBatch = 256
 
-// DeleteBatchLimits is what one batch of deleteKeys holds at most on st:
+// DeleteBatchLimits is what one batch of DeleteKeys holds at most on st:
 // maxDeleteBatch keys, fewer when st says one commit holds fewer
 // (persistence.Limited), and the bytes of their keys.
 func DeleteBatchLimits(st persistence.Store) (ops, size int) {
@@ -431,7 +431,7 @@ func DeleteBatchLimits(st persistence.Store) (ops, size int) {
 }
 
 // DeleteKeys deletes keys, in their order, with commit, in batches that
-// st takes (deleteBatchLimits): a stream's or a journal's records may be
+// st takes (DeleteBatchLimits): a stream's or a journal's records may be
 // more than one commit holds. A failed commit stops it; the keys of the
 // batches committed before are gone.
 func DeleteKeys(ctx context.Context, st persistence.Store, commit func(context.Context, *persistence.Batch) error, keys [][]byte) error {

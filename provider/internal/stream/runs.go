@@ -20,7 +20,7 @@ import (
 // hand-over wait for the run as well, so that nothing of the stream still
 // runs here when they are done.
 
-// A runTable records the transport runs in progress, by stream id. It is
+// A RunTable records the transport runs in progress, by stream id. It is
 // safe for concurrent use; a provider has one, which its streams share.
 type RunTable struct {
 	Mu sync.Mutex

@@ -51,7 +51,7 @@ func (s *Stream) spec() transport.Spec {
 	return sp
 }
 
-// idleTimeout is the stream's idle timeout, 0 for none.
+// IdleTimeout is the stream's idle timeout, 0 for none.
 func (s *Stream) idleTimeout() time.Duration {
 	d := s.Def.Idle
 	if d == 0 {

@@ -80,10 +80,10 @@ type Stale struct {
 	SinceEpochMs *int64 `json:"since-epoch-ms"`
 }
 
-// errEnded is returned by Deliver once a stream has ended.
+// ErrDeliverEnded is returned by Deliver once a stream has ended.
 var ErrDeliverEnded = errors.New("stream has ended")
 
-// Stream is one stream. The fields above mu are immutable after newStream
+// Stream is one stream. The fields above mu are immutable after NewStream
 // (ps is set before the stream's goroutines start); the three parts below
 // mu, and the fields after them, are guarded by mu.
 type Stream struct {
@@ -143,7 +143,7 @@ type Stream struct {
 	History []ProgramVersion
 	// Upgrade is made (under mu) when Upgrade stops the stream to swap its
 	// processor: the worker then closes it instead of done, keeps the
-	// subscriptions, and replacedBy is set to the stream that goes on,
+	// subscriptions, and ReplacedBy is set to the stream that goes on,
 	// which takes over done (upgrade.go).
 	Upgrade    chan struct{}
 	ReplacedBy atomic.Pointer[Stream]
@@ -155,7 +155,7 @@ type Stream struct {
 
 	// obs observes the stream (nopObserver when nothing does); it is set by
 	// launch under mu before the stream's goroutines start, and observed
-	// says it is a real one. startCtx is StartRequest.Context.
+	// says it is a real one. StartCtx is StartRequest.Context.
 	obs      StreamObserver
 	observed bool
 	StartCtx context.Context

@@ -54,7 +54,7 @@ type Event struct {
 	src *OutputTally // the publisher's :delivery policy and dropped-output counts
 }
 
-// An outputTally is the one part of a stream that the outboxes of its
+// An OutputTally is the one part of a stream that the outboxes of its
 // subscribers reach: the stream's :delivery policy, which they read, and
 // the counts of the outputs they drop, which they add to. An Event carries
 // a pointer to its stream's tally, never to the stream, so the output path
