@@ -137,7 +137,7 @@ func anchorCaller(g *rtfs.Globals) func() error {
 	mb := stream.NewMetaBuilder(rtfs.String("bench"), rtfs.String("bench"))
 	var meta rtfs.Value = rtfs.Nil
 	if proc.WantsMeta() {
-		meta = mb.Build(&stream.Item{Id: "x", Received: time.Now()})
+		meta = mb.Build(&stream.Item{ID: "x", Received: time.Now()})
 	}
 	var state rtfs.Value = rtfs.MapOf(rtfs.Keyword("readings"), rtfs.NewVector())
 	ctx := context.Background()
@@ -196,7 +196,7 @@ func BenchmarkDecodeChunk(b *testing.B) {
 	var dec rtfs.JSONDecoder
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		it := stream.Item{Event: c.Event, Id: c.ID, Received: c.ReceivedAt, Seq: int64(i)}
+		it := stream.Item{Event: c.Event, ID: c.ID, Received: c.ReceivedAt, Seq: int64(i)}
 		if it.Chunk = stream.DecodeChunkInto(&dec, c.Data, c.Event, nil); stream.ControlAction(it.Chunk) != stream.ActNone || mb.Build(&it) == nil {
 			b.Fatal("unexpected")
 		}

@@ -192,9 +192,9 @@ func (f forwarder) place(s *stream.Stream) {
 	defer p.wg.Done()
 	ctx, cancel := context.WithTimeout(p.ctx, DefaultForwardTimeout)
 	defer cancel()
-	to, err := p.opts.Cluster.Place(ctx, s.Id)
+	to, err := p.opts.Cluster.Place(ctx, s.ID)
 	if err != nil {
-		p.log.Warn("cluster: placement failed; the stream stays here", "stream", s.Id, "err", err)
+		p.log.Warn("cluster: placement failed; the stream stays here", "stream", s.ID, "err", err)
 	}
 	if err != nil || to == "" {
 		return
@@ -212,19 +212,19 @@ func (f forwarder) place(s *stream.Stream) {
 	}
 	// The host it goes to starts its transport once this one's returned,
 	// as a run here after a failed offer does (runs.go).
-	err = p.runs.Await(ctx, s.Id)
+	err = p.runs.Await(ctx, s.ID)
 	if err == nil {
 		err = p.ps.Com.Flush(ctx)
 	}
 	if err == nil {
-		err = p.opts.Cluster.Offer(ctx, s.Id, to)
+		err = p.opts.Cluster.Offer(ctx, s.ID, to)
 	}
 	p.forget(s)
 	if err != nil {
 		// Not handed over: it runs here again, from its committed cursor.
-		p.log.Warn("cluster: a stream not handed over; it goes on here", "stream", s.Id, "to", to, "err", err)
-		if err := p.RecoverStream(ctx, s.Id); err != nil {
-			p.log.Error("cluster: a stream neither handed over nor resumed", "stream", s.Id, "err", err)
+		p.log.Warn("cluster: a stream not handed over; it goes on here", "stream", s.ID, "to", to, "err", err)
+		if err := p.RecoverStream(ctx, s.ID); err != nil {
+			p.log.Error("cluster: a stream neither handed over nor resumed", "stream", s.ID, "err", err)
 		}
 	}
 }
@@ -234,8 +234,8 @@ func (f forwarder) place(s *stream.Stream) {
 func (r *registry) forget(s *stream.Stream) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.streams[s.Id] == s {
-		delete(r.streams, s.Id)
+	if r.streams[s.ID] == s {
+		delete(r.streams, s.ID)
 	}
 	for i, o := range r.order {
 		if o == s {

@@ -124,7 +124,7 @@ func (r *registry) ids() []string {
 	ids := make([]string, 0, len(r.order))
 	for _, s := range r.order {
 		if !s.Moved.Load() && !s.HandingOver.Load() {
-			ids = append(ids, s.Id)
+			ids = append(ids, s.ID)
 		}
 	}
 	return ids

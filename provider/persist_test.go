@@ -884,7 +884,7 @@ func TestJournalRecordWithoutFD(t *testing.T) {
 	for _, fd := range []string{"", "stderr"} {
 		got, err := stream.DecodeJournal(key, v1(fd), 3)
 		must(t, err)
-		if len(got) != 1 || got[0].Seq != 3 || got[0].First != 3 || got[0].Rec.Fd != fd || got[0].Rec.Id != "1:1" ||
+		if len(got) != 1 || got[0].Seq != 3 || got[0].First != 3 || got[0].Rec.Fd != fd || got[0].Rec.ID != "1:1" ||
 			got[0].Rec.Event != "e" || got[0].Rec.Received != 7 || string(got[0].Rec.Data) != `{"line":"x"}` {
 			t.Fatalf("fd %q: decoded %+v", fd, got)
 		}
@@ -914,7 +914,7 @@ func TestJournalEntryVersion2(t *testing.T) {
 	}
 	for i, e := range got {
 		c := chunks[i]
-		if e.Seq != 7+int64(i) || e.First != 7 || e.Rec.Id != c.ID || e.Rec.Event != c.Event || e.Rec.Received != c.ReceivedAt.UnixNano() ||
+		if e.Seq != 7+int64(i) || e.First != 7 || e.Rec.ID != c.ID || e.Rec.Event != c.Event || e.Rec.Received != c.ReceivedAt.UnixNano() ||
 			string(e.Rec.Data) != string(c.Data) || e.Rec.Fd != c.FD {
 			t.Errorf("chunk %d: decoded %+v, want %+v at seq %d", i, e, c, 7+i)
 		}

@@ -398,7 +398,7 @@ func (p *Provider) StreamIDs() []string {
 	defer p.mu.Unlock()
 	ids := make([]string, len(p.order))
 	for i, s := range p.order {
-		ids[i] = s.Id
+		ids[i] = s.ID
 	}
 	return ids
 }
@@ -415,7 +415,7 @@ func (r *registry) register(s *stream.Stream, commit func() error, fresh bool) e
 	for _, sub := range early {
 		s.Subscribe(sub)
 		if stream.WantsChanges(sub) { // the stream it waited for is here
-			stream.Send(s.Env.Ctx, sub, Event{Kind: EventChange, StreamID: s.Id, Seq: -1})
+			stream.Send(s.Env.Ctx, sub, Event{Kind: EventChange, StreamID: s.ID, Seq: -1})
 		}
 	}
 	return err
@@ -428,8 +428,8 @@ func (r *registry) Add(s *stream.Stream, commit func() error, fresh bool) ([]*Su
 	if r.closed {
 		return nil, ErrClosed
 	}
-	if _, dup := r.streams[s.Id]; dup {
-		return nil, &stream.KeyError{Key: "stream-id", Err: fmt.Errorf("a stream with id %q already exists", s.Id)}
+	if _, dup := r.streams[s.ID]; dup {
+		return nil, &stream.KeyError{Key: "stream-id", Err: fmt.Errorf("a stream with id %q already exists", s.ID)}
 	}
 	if fresh && r.maxStreams > 0 && len(r.liveLocked()) >= r.maxStreams {
 		r.onLimit("max-streams")
@@ -440,7 +440,7 @@ func (r *registry) Add(s *stream.Stream, commit func() error, fresh bool) ([]*Su
 			return nil, err
 		}
 	}
-	r.streams[s.Id] = s
+	r.streams[s.ID] = s
 	r.order = append(r.order, s)
 	s.Admit()
 	return r.attachPendingLocked(s), nil
@@ -458,7 +458,7 @@ func (r *registry) liveLocked() []string {
 		select {
 		case <-s.Done:
 		default:
-			ids = append(ids, s.Id)
+			ids = append(ids, s.ID)
 		}
 	}
 	return ids

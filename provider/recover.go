@@ -51,13 +51,13 @@ func (p *Provider) Recover(ctx context.Context) error {
 	}
 	var errs []error
 	for _, l := range all {
-		if p.has(l.Id) || l.Leftover() {
+		if p.has(l.ID) || l.Leftover() {
 			continue
 		}
 		if err := p.load.restore(ctx, l); errors.Is(err, ErrOwned) {
 			continue // another host runs it
 		} else if err != nil {
-			p.log.Error("stream not recovered", "stream", l.Id, "err", err)
+			p.log.Error("stream not recovered", "stream", l.ID, "err", err)
 			errs = append(errs, err)
 			// In a cluster another host may manage it (or later this
 			// one, through RecoverStream): it is not listed here.
@@ -99,15 +99,15 @@ func (r *registry) has(id string) bool {
 // restore rebuilds one loaded stream and registers it. A stream that is
 // being restored meanwhile, or is loaded, is left alone (an error says so).
 func (ld *loader) restore(ctx context.Context, l *stream.Loaded) error {
-	wrap := func(err error) error { return fmt.Errorf("provider: recover stream %q: %w", l.Id, err) }
+	wrap := func(err error) error { return fmt.Errorf("provider: recover stream %q: %w", l.ID, err) }
 	ld.reg.mu.Lock()
-	_, loaded := ld.reg.streams[l.Id]
-	busy := ld.reg.restoring[l.Id]
+	_, loaded := ld.reg.streams[l.ID]
+	busy := ld.reg.restoring[l.ID]
 	if !loaded && !busy {
 		if ld.reg.restoring == nil {
 			ld.reg.restoring = make(map[string]bool)
 		}
-		ld.reg.restoring[l.Id] = true
+		ld.reg.restoring[l.ID] = true
 	}
 	ld.reg.mu.Unlock()
 	if loaded || busy {
@@ -115,7 +115,7 @@ func (ld *loader) restore(ctx context.Context, l *stream.Loaded) error {
 	}
 	defer func() {
 		ld.reg.mu.Lock()
-		delete(ld.reg.restoring, l.Id)
+		delete(ld.reg.restoring, l.ID)
 		ld.reg.mu.Unlock()
 	}()
 	if err := l.Complete(); err != nil {
@@ -123,7 +123,7 @@ func (ld *loader) restore(ctx context.Context, l *stream.Loaded) error {
 	}
 	run := !State(l.Progress.Status).Terminal() && ld.set.cfg.autoConnect
 	if run {
-		if err := ld.set.claim(ctx, l.Id); err != nil {
+		if err := ld.set.claim(ctx, l.ID); err != nil {
 			return wrap(err)
 		}
 	}
@@ -131,7 +131,7 @@ func (ld *loader) restore(ctx context.Context, l *stream.Loaded) error {
 	if err == nil {
 		var told []func(error)
 		if run || State(l.Progress.Status).Terminal() {
-			told = ld.reg.tellLoad(ctx, l.Id, !run)
+			told = ld.reg.tellLoad(ctx, l.ID, !run)
 		}
 		if err = ld.set.checkTransport(s); err == nil {
 			err = ld.reg.registerRecovered(s)
@@ -143,7 +143,7 @@ func (ld *loader) restore(ctx context.Context, l *stream.Loaded) error {
 	if err != nil {
 		if run && ld.set.opts.Cluster != nil {
 			// Another host may manage where this one cannot.
-			_ = ld.set.opts.Cluster.Release(ctx, l.Id, false)
+			_ = ld.set.opts.Cluster.Release(ctx, l.ID, false)
 		}
 		return wrap(err)
 	}
@@ -215,7 +215,7 @@ func (ld *loader) rebuild(ctx context.Context, l *stream.Loaded) (*stream.Stream
 	if err != nil {
 		return nil, err
 	}
-	origin, err := stream.LoadOrigin(ctx, ld.ps.Store, l.Id)
+	origin, err := stream.LoadOrigin(ctx, ld.ps.Store, l.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -232,11 +232,11 @@ func (ld *loader) rebuild(ctx context.Context, l *stream.Loaded) (*stream.Stream
 	if err != nil {
 		return nil, err
 	}
-	dr, err := stream.LoadDelivery(ctx, ld.ps.Store, l.Id)
+	dr, err := stream.LoadDelivery(ctx, ld.ps.Store, l.ID)
 	if err != nil {
 		return nil, err
 	}
-	def, err := stream.DefinitionOf(l.Id, d, dr, c)
+	def, err := stream.DefinitionOf(l.ID, d, dr, c)
 	if err != nil {
 		return nil, err
 	}
@@ -248,10 +248,10 @@ func (ld *loader) rebuild(ctx context.Context, l *stream.Loaded) (*stream.Stream
 		def.ServerURL = ld.set.cfg.serverURL
 	}
 	if err := ld.set.chooseKind(&def, d.Transport); err != nil {
-		return nil, fmt.Errorf("stream %s: %w", l.Id, err)
+		return nil, fmt.Errorf("stream %s: %w", l.ID, err)
 	}
 	if err := ld.set.checkEgress(def); err != nil {
-		return nil, fmt.Errorf("stream %s: %w", l.Id, err)
+		return nil, fmt.Errorf("stream %s: %w", l.ID, err)
 	}
 	var history []stream.ProgramVersion
 	if prog != nil {
@@ -303,7 +303,7 @@ func (r *registry) registerRecovered(s *stream.Stream) error {
 		queued := s.Queue.Len()
 		s.Recovered = true
 		s.Launch()
-		s.Env.Log.Info("stream recovered", "stream", s.Id, "cursor", s.StartCursor, "journaled", queued)
+		s.Env.Log.Info("stream recovered", "stream", s.ID, "cursor", s.StartCursor, "journaled", queued)
 		return nil
 	}
 	s.Dormant = !s.St.Terminal()
@@ -315,11 +315,11 @@ func (r *registry) registerRecovered(s *stream.Stream) error {
 		r.mu.Unlock()
 		return ErrClosed
 	}
-	if _, dup := r.streams[s.Id]; dup {
+	if _, dup := r.streams[s.ID]; dup {
 		r.mu.Unlock()
-		return fmt.Errorf("a stream with id %q already exists", s.Id)
+		return fmt.Errorf("a stream with id %q already exists", s.ID)
 	}
-	r.streams[s.Id] = s
+	r.streams[s.ID] = s
 	r.order = append(r.order, s)
 	early := r.attachPendingLocked(s)
 	r.mu.Unlock()
@@ -353,13 +353,13 @@ func (ld *loader) replayProcessor(ctx context.Context, l *stream.Loaded, prog *r
 	var next capabilities.ReplayFunc
 	how := "legacy replay (the release that stored it kept no journal of its host calls)"
 	if origin != nil && len(origin.Journal) > 0 {
-		rec, err := stream.LoadRunJournalCached(ctx, ld.ps.Store, stream.OriginKey(l.Id), origin.Journal, &ld.ps.Journals)
+		rec, err := stream.LoadRunJournalCached(ctx, ld.ps.Store, stream.OriginKey(l.ID), origin.Journal, &ld.ps.Journals)
 		if err != nil {
 			return nil, err
 		}
 		next, how = rec.Next, "replay of its journal"
 	} else {
-		next = LegacyReplay(l.Id, d.Endpoint, func(c *rtfs.HostCall) bool { return startsStream(c, l.Id, d.Endpoint) })
+		next = LegacyReplay(l.ID, d.Endpoint, func(c *rtfs.HostCall) bool { return startsStream(c, l.ID, d.Endpoint) })
 	}
 	out, err := capabilities.Replay(ctx, rtfs.NewThread(ld.set.opts.Limits), prog, next)
 	if err != nil {
@@ -378,7 +378,7 @@ func (ld *loader) replayProcessor(ctx context.Context, l *stream.Loaded, prog *r
 	if err != nil {
 		return nil, fmt.Errorf("program %s, replayed: %w", prog.Name(), err)
 	}
-	ld.env.Log.Info("stream's program recompiled by this compiler", "stream", l.Id, "program", prog.Name(), "compiler", rtfs.CompileVersion(), "by", how)
+	ld.env.Log.Info("stream's program recompiled by this compiler", "stream", l.ID, "program", prog.Name(), "compiler", rtfs.CompileVersion(), "by", how)
 	return stream.NewRTFSProcessor(d.ProcName, fn, out.Globals, ld.set.opts.Limits, ld.set.opts.Capabilities), nil
 }
 

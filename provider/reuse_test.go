@@ -32,7 +32,7 @@ func TestChunkMapsReused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.Proc.(*stream.RtfsProcessor).KeepsChunk; got == tc.reuse {
+		if got := s.Proc.(*stream.RTFSProcessor).KeepsChunk; got == tc.reuse {
 			t.Fatalf("%s: keepsChunk = %v", tc.proc, got)
 		}
 		reused := false

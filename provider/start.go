@@ -117,7 +117,7 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 		s.History = []ProgramVersion{stream.VersionOf(prog, def.ProcName, s.Started)}
 	}
 	s.StartCtx = req.Context
-	if path, err := p.recordPath(req, s.Id); err != nil || path != "" {
+	if path, err := p.recordPath(req, s.ID); err != nil || path != "" {
 		if err == nil {
 			s.Rec, err = stream.OpenRecorder(path)
 		}
@@ -153,8 +153,8 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 	claimed := false
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if p.opts.Cluster != nil && p.ps != nil && !p.has(s.Id) {
-		if err := p.claim(ctx, s.Id); err != nil {
+	if p.opts.Cluster != nil && p.ps != nil && !p.has(s.ID) {
+		if err := p.claim(ctx, s.ID); err != nil {
 			s.Cancel()
 			return "", &stream.KeyError{Key: "stream-id", Err: err}
 		}
@@ -168,7 +168,7 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 		s.Cancel()
 		if claimed {
 			// The id is taken (a stored stream): give up the claim.
-			_ = p.opts.Cluster.Release(ctx, s.Id, true)
+			_ = p.opts.Cluster.Release(ctx, s.ID, true)
 		}
 		return "", err
 	}
@@ -178,7 +178,7 @@ func (p *Provider) Start(req StartRequest) (string, error) {
 	if claimed && !req.Local && p.enter() {
 		go p.fwd.place(s)
 	}
-	return s.Id, nil
+	return s.ID, nil
 }
 
 // enter counts a goroutine in r.wg (a placement, a stream's transport run

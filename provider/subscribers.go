@@ -88,8 +88,8 @@ func (r *registry) subscribePending(id string, sub *Subscription) error {
 // r.mu is held. The caller attaches them with s.subscribe once it has
 // released r.mu, before s publishes anything.
 func (r *registry) attachPendingLocked(s *stream.Stream) []*Subscription {
-	subs := r.pending[s.Id]
-	delete(r.pending, s.Id)
+	subs := r.pending[s.ID]
+	delete(r.pending, s.ID)
 	for _, sub := range subs {
 		stream.Attach(sub, s)
 	}

@@ -13,9 +13,9 @@ func (r *registry) registerUnrecoverable(s *stream.Stream) {
 	close(s.Done)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.streams[s.Id]; dup || r.closed {
+	if _, dup := r.streams[s.ID]; dup || r.closed {
 		return
 	}
-	r.streams[s.Id] = s
+	r.streams[s.ID] = s
 	r.order = append(r.order, s)
 }

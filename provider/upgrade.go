@@ -201,8 +201,8 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 // Done follow. When the records cannot be used, an unrecoverable stream
 // saying why takes old's place.
 func (ld *loader) reload(ctx context.Context, old *stream.Stream) error {
-	l := &stream.Loaded{Id: old.Id}
-	all, err := ld.ps.ScanStreams(ctx, append([]byte(stream.StreamPrefix+old.Id), 0))
+	l := &stream.Loaded{ID: old.ID}
+	all, err := ld.ps.ScanStreams(ctx, append([]byte(stream.StreamPrefix+old.ID), 0))
 	if err == nil && len(all) == 0 {
 		err = ErrNotPersisted
 	}
@@ -231,8 +231,8 @@ func (ld *loader) reload(ctx context.Context, old *stream.Stream) error {
 	old.ReplacedBy.Store(s)
 	old.Mu.Unlock()
 	ld.reg.mu.Lock()
-	if ld.reg.streams[old.Id] == old && !ld.reg.closed {
-		ld.reg.streams[old.Id] = s
+	if ld.reg.streams[old.ID] == old && !ld.reg.closed {
+		ld.reg.streams[old.ID] = s
 		for i, o := range ld.reg.order {
 			if o == old {
 				ld.reg.order[i] = s
@@ -265,7 +265,7 @@ func (ld *loader) reload(ctx context.Context, old *stream.Stream) error {
 // written with the old program's codec can follow; then the stream takes
 // the new processor and the values its rewritten progress record holds.
 func (ld *loader) upgradeHeld(ctx context.Context, s *stream.Stream, u Upgrade) (UpgradeResult, error) {
-	id := s.Id
+	id := s.ID
 	s.Mu.Lock()
 	if s.St != StateFailed || s.Swapping {
 		st := s.St

@@ -72,7 +72,7 @@ func (s *Stream) deadLetterLocked(it *Item, f *Failure) {
 	bound := s.Env.OutputLimit
 	it.shown = true // kept: its map is never reused
 	mb := NewMetaBuilder(s.idVal, s.epVal)
-	dl := DeadLetter{StreamID: s.Id, Seq: it.Number(), Chunk: JSONValue{it.Chunk, bound}, Metadata: JSONValue{mb.Build(it), bound},
+	dl := DeadLetter{StreamID: s.ID, Seq: it.Number(), Chunk: JSONValue{it.Chunk, bound}, Metadata: JSONValue{mb.Build(it), bound},
 		Kind: f.Kind, Error: f.Error, Attempts: f.Attempts, At: now, AtEpochMs: now.UnixMilli()}
 	keep := maxMemDeadLetters
 	if s.Ps != nil {
@@ -89,7 +89,7 @@ func (s *Stream) deadLetterLocked(it *Item, f *Failure) {
 	}
 	s.obs.DeadLettered(dl.Seq)
 	s.noteLocked(TimelineEvent{Kind: "dead-letter", Chunk: dl.Seq, Message: f.Error})
-	s.Env.Log.Warn("chunk set aside as a dead letter", "stream", s.Id, "chunk", dl.Seq, "err", f.Error)
+	s.Env.Log.Warn("chunk set aside as a dead letter", "stream", s.ID, "chunk", dl.Seq, "err", f.Error)
 }
 
 // KeptDeadLetters returns the newest maxMemDeadLetters dead letters the

@@ -135,8 +135,8 @@ func (mb *metaBuilder) Build(it *Item) rtfs.Value {
 	if mb.eventVal == nil || it.Event != mb.event {
 		mb.event, mb.eventVal = it.Event, eventValue(it.Event)
 	}
-	if mb.idVal == nil || it.Id != mb.cursor {
-		mb.cursor, mb.idVal = it.Id, rtfs.String(it.Id)
+	if mb.idVal == nil || it.ID != mb.cursor {
+		mb.cursor, mb.idVal = it.ID, rtfs.String(it.ID)
 	}
 	if ms := it.Received.UnixMilli(); mb.msVal == nil || ms != mb.ms {
 		mb.ms, mb.msVal = ms, rtfs.Int(ms)

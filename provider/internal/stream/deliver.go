@@ -71,7 +71,7 @@ func (s *Stream) deliver(ctx context.Context, c transport.Chunk) error {
 	s.seq++
 	if s.Rec != nil {
 		if err := s.Rec.record(seq+1, c); err != nil {
-			s.Env.Log.Warn("recording stopped", "stream", s.Id, "error", err)
+			s.Env.Log.Warn("recording stopped", "stream", s.ID, "error", err)
 		}
 	}
 	if s.observed {
@@ -95,7 +95,7 @@ func (s *Stream) deliver(ctx context.Context, c transport.Chunk) error {
 func (s *Stream) waitRoomLocked(ctx context.Context, ctrl Action) error {
 	for {
 		if s.St.Terminal() || s.ctx.Err() != nil {
-			return fmt.Errorf("stream %q (%s): %w", s.Id, s.St, ErrDeliverEnded)
+			return fmt.Errorf("stream %q (%s): %w", s.ID, s.St, ErrDeliverEnded)
 		}
 		full := s.Queue.Len() >= s.Def.Capacity
 		if !full || (ctrl != ActNone && s.St == StatePaused && len(s.ctrl) < s.Def.Capacity) {
@@ -121,7 +121,7 @@ func (s *Stream) waitRoomLocked(ctx context.Context, ctrl Action) error {
 // or, for a control chunk that jumps a full queue, to the control list.
 // journaled says that the chunk is in the stream's journal.
 func (s *Stream) enqueueLocked(c transport.Chunk, chunk rtfs.Value, ctrl Action, seq int64, journaled bool) {
-	it := Item{Chunk: chunk, Event: c.Event, Id: c.ID, Fd: c.FD, Received: c.ReceivedAt, Seq: seq, Ctrl: ctrl, journaled: journaled}
+	it := Item{Chunk: chunk, Event: c.Event, ID: c.ID, Fd: c.FD, Received: c.ReceivedAt, Seq: seq, Ctrl: ctrl, journaled: journaled}
 	s.Stats.lastEvent = c.ReceivedAt
 	if s.Queue.Len() >= s.Def.Capacity {
 		s.ctrl = append(s.ctrl, it)
@@ -139,7 +139,7 @@ func (s *Stream) enqueueLocked(c transport.Chunk, chunk rtfs.Value, ctrl Action,
 // short again.
 func (s *Stream) requeueLocked(c transport.Chunk, chunk rtfs.Value, seq int64) {
 	s.Stats.lastEvent = c.ReceivedAt
-	s.Queue.Push(Item{Chunk: chunk, Event: c.Event, Id: c.ID, Fd: c.FD, Received: c.ReceivedAt, Seq: seq,
+	s.Queue.Push(Item{Chunk: chunk, Event: c.Event, ID: c.ID, Fd: c.FD, Received: c.ReceivedAt, Seq: seq,
 		Ctrl: ControlAction(chunk), journaled: true}, s.Def.Capacity)
 }
 

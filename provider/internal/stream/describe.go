@@ -119,7 +119,7 @@ func (s *Stream) Info(opts InspectOptions, now time.Time) StreamInfo {
 	st := s.statusLocked()
 	bound := s.Env.OutputLimit // each value shown is bounded
 	in := StreamInfo{
-		StreamID: s.Id, Processor: s.Def.ProcName, Endpoint: s.Def.Endpoint,
+		StreamID: s.ID, Processor: s.Def.ProcName, Endpoint: s.Def.Endpoint,
 		Status:        StatusInfo{State: st.State, Message: st.Message, EndReason: st.EndReason},
 		QueueCapacity: s.Def.Capacity,
 		Stats:         s.statsInfoLocked(),

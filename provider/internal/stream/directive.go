@@ -290,14 +290,14 @@ func (s *Stream) applyLocked(it *Item, res rtfs.Value, err error) (Event, []*Sub
 	}
 	s.directLocked(d, out)
 	if ev.Kind != 0 {
-		ev.StreamID, ev.Seq, ev.src = s.Id, it.Number(), &s.Out
+		ev.StreamID, ev.Seq, ev.src = s.ID, it.Number(), &s.Out
 	}
 	return ev, s.Subs, nil
 }
 
 // cursor is the chunk's ID, which becomes the stream's cursor once the
 // chunk is processed.
-func (it *Item) cursor() string { return it.Id }
+func (it *Item) cursor() string { return it.ID }
 
 // directLocked applies a directive. out is the output of the result that
 // named it (nil if none).

@@ -16,7 +16,7 @@ import (
 // a stream's does: a recorded chunk's bytes are decoded as Deliver decodes
 // them (DecodeChunkInto), a control chunk carries its own action, the metadata
 // is built by the stream's metaBuilder, the processor is called as a
-// stream calls it (RtfsProcessor, under the same budgets and the same
+// stream calls it (RTFSProcessor, under the same budgets and the same
 // output limit), and its result is read by ReadResult, as applyLocked
 // reads it. What is a stream's alone is the order: a pause holds the
 // ordinary chunks back until a control chunk resumes the stream (control
@@ -122,9 +122,9 @@ func DryRun(ctx context.Context, req DryRunRequest) (*DryResult, error) {
 		if at.IsZero() {
 			at = time.UnixMilli(0)
 		}
-		it := Item{Chunk: v, Event: c.Event, Id: c.ID, Fd: c.FD, Received: at, Seq: int64(i), Ctrl: ControlAction(v)}
-		if it.Id == "" {
-			it.Id = strconv.Itoa(i + 1)
+		it := Item{Chunk: v, Event: c.Event, ID: c.ID, Fd: c.FD, Received: at, Seq: int64(i), Ctrl: ControlAction(v)}
+		if it.ID == "" {
+			it.ID = strconv.Itoa(i + 1)
 		}
 		pending[i] = it
 	}

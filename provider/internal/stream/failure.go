@@ -221,7 +221,7 @@ func (s *Stream) failChunkLocked(it *Item, err error, attempts int) {
 func (s *Stream) holdLocked(f *Failure) {
 	s.St, s.Msg, s.reason, s.failure, s.resumeAt = StateFailed, f.Error, "", f, time.Time{}
 	s.noteLocked(TimelineEvent{Kind: "failed", Source: f.Kind, Chunk: f.Seq, Message: f.Error})
-	s.Env.Log.Warn("stream held as failed", "stream", s.Id, "kind", f.Kind, "chunk", f.Seq, "err", f.Error)
+	s.Env.Log.Warn("stream held as failed", "stream", s.ID, "kind", f.Kind, "chunk", f.Seq, "err", f.Error)
 }
 
 // failSourceLocked holds a stream whose source gave up after its retries
@@ -250,7 +250,7 @@ func SkipChange(s *Stream) error {
 		if f != nil {
 			what = "held by a failure of its " + f.Kind
 		}
-		return fmt.Errorf("cannot skip a chunk of stream %q: it is %s, not failed on a chunk", s.Id, what)
+		return fmt.Errorf("cannot skip a chunk of stream %q: it is %s, not failed on a chunk", s.ID, what)
 	}
 	s.obs.Directive("skip", "request")
 	s.noteLocked(TimelineEvent{Kind: "skip", Source: "request", Chunk: f.Seq})
@@ -323,5 +323,5 @@ func (s *Stream) connectAgain() {
 	s.StartCursor = s.Cursor
 	s.taskPresent, s.taskActive = true, true
 	s.Mu.Unlock()
-	go s.runTransport(s.Def.Kind.Transport, s.spec(), s.Env.Runs.follow(s.Id, tdone), tdone)
+	go s.runTransport(s.Def.Kind.Transport, s.spec(), s.Env.Runs.follow(s.ID, tdone), tdone)
 }

@@ -59,12 +59,12 @@ func (g *GoProcessor) Call(_ context.Context, state, chunk, meta rtfs.Value) (rt
 	return g.Fn(state, chunk, meta)
 }
 
-// RtfsProcessor calls an RTFS function value with the globals of the program
+// RTFSProcessor calls an RTFS function value with the globals of the program
 // that started the stream, on a Thread of its own created on the first chunk.
 // Host calls the function makes are served from caps, one at a time, and the
 // function is resumed with each answer. A declared return type is checked on
 // every result.
-type RtfsProcessor struct {
+type RTFSProcessor struct {
 	label   string
 	fn      rtfs.Value
 	globals *rtfs.Globals
@@ -86,8 +86,8 @@ type RtfsProcessor struct {
 	suspended  bool // the last call suspended at a host call
 }
 
-func NewRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.Limits, caps *capabilities.Registry) *RtfsProcessor {
-	p := &RtfsProcessor{label: label, fn: fn, globals: g, limits: limits, caps: caps}
+func NewRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.Limits, caps *capabilities.Registry) *RTFSProcessor {
+	p := &RTFSProcessor{label: label, fn: fn, globals: g, limits: limits, caps: caps}
 	if cl, ok := fn.(*rtfs.Closure); ok {
 		p.ret = cl.ReturnType()
 		// A processor of two parameters (state chunk) gets no metadata.
@@ -100,17 +100,17 @@ func NewRTFSProcessor(label string, fn rtfs.Value, g *rtfs.Globals, limits rtfs.
 	return p
 }
 
-func (p *RtfsProcessor) Name() string { return p.label }
+func (p *RTFSProcessor) Name() string { return p.label }
 
-func (p *RtfsProcessor) WantsMeta() bool { return p.meta }
+func (p *RTFSProcessor) WantsMeta() bool { return p.meta }
 
-func (p *RtfsProcessor) Function() rtfs.Value { return p.fn }
+func (p *RTFSProcessor) Function() rtfs.Value { return p.fn }
 
-func (p *RtfsProcessor) letGo() bool { return !p.KeepsChunk && !p.suspended }
+func (p *RTFSProcessor) letGo() bool { return !p.KeepsChunk && !p.suspended }
 
-func (p *RtfsProcessor) begin(seq int64, id string) { p.seq, p.chunkID, p.calls = seq, id, 0 }
+func (p *RTFSProcessor) begin(seq int64, id string) { p.seq, p.chunkID, p.calls = seq, id, 0 }
 
-func (p *RtfsProcessor) Call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
+func (p *RTFSProcessor) Call(ctx context.Context, state, chunk, meta rtfs.Value) (rtfs.Value, error) {
 	if p.th == nil {
 		p.th = rtfs.NewThread(p.limits)
 		p.th.ReuseResults(true) // the worker reads a result's entries and drops it
@@ -136,7 +136,7 @@ func (p *RtfsProcessor) Call(ctx context.Context, state, chunk, meta rtfs.Value)
 
 // serve performs the host call out is suspended at, from the stream's
 // registry.
-func (p *RtfsProcessor) serve(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error) {
+func (p *RTFSProcessor) serve(ctx context.Context, out rtfs.Outcome) (rtfs.Value, error) {
 	hc := out.Call
 	if p.caps == nil {
 		return nil, &capabilities.Error{Capability: hc.Capability, Msg: "no capabilities are available to stream processors", Err: capabilities.ErrUnknown}

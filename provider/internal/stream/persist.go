@@ -207,7 +207,7 @@ func (g *journalGroup) take() []byte {
 var _ keeper = (*StreamStore)(nil)
 
 func NewStreamStore(ps *Persister, s *Stream, c Codec, journal bool) *StreamStore {
-	st := &StreamStore{ps: ps, s: s, Codec: c, progKey: StreamKey(s.Id, SuffixProg), journal: journal, accSeq: -1}
+	st := &StreamStore{ps: ps, s: s, Codec: c, progKey: StreamKey(s.ID, SuffixProg), journal: journal, accSeq: -1}
 	// The callbacks run on the Committer's goroutine and take no lock of
 	// the stream: a Deliver holding mu may be waiting for the Committer.
 	st.done = func(err error) {
@@ -221,12 +221,12 @@ func NewStreamStore(ps *Persister, s *Stream, c Codec, journal bool) *StreamStor
 	}
 	st.jdone = func(err error) {
 		if err != nil {
-			st.fail(fmt.Errorf("journal a chunk of stream %q: %w", s.Id, err))
+			st.fail(fmt.Errorf("journal a chunk of stream %q: %w", s.ID, err))
 		}
 	}
 	st.cdone = func(err error) {
 		if err != nil {
-			st.fail(fmt.Errorf("record the process group of stream %q: %w", s.Id, err))
+			st.fail(fmt.Errorf("record the process group of stream %q: %w", s.ID, err))
 		}
 	}
 	return st
@@ -260,7 +260,7 @@ func (st *StreamStore) Err() error {
 // effect.
 func (st *StreamStore) journalLocked(ctx context.Context, seq int64, c transport.Chunk) error {
 	if err := st.Err(); err != nil {
-		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.Id, err)
+		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.ID, err)
 	}
 	st.jmu.Lock()
 	var g *journalGroup
@@ -277,11 +277,11 @@ func (st *StreamStore) journalLocked(ctx context.Context, seq int64, c transport
 	g.buf = AppendJournalChunk(g.buf, &c)
 	st.groups = append(st.groups, g)
 	st.jmu.Unlock()
-	if err := st.ps.Com.SubmitLate(ctx, JournalKey(st.s.Id, seq), g.take, st.jdone); err != nil {
+	if err := st.ps.Com.SubmitLate(ctx, JournalKey(st.s.ID, seq), g.take, st.jdone); err != nil {
 		st.jmu.Lock()
 		st.groups = st.groups[:len(st.groups)-1] // still the last: mu is held
 		st.jmu.Unlock()
-		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.Id, err)
+		return fmt.Errorf("journal chunk %d of stream %q: %w", seq, st.s.ID, err)
 	}
 	st.accSeq, st.accID = seq, c.ID
 	return nil
@@ -289,7 +289,7 @@ func (st *StreamStore) journalLocked(ctx context.Context, seq int64, c transport
 
 func (st *StreamStore) awaitJournal(ctx context.Context) error {
 	if err := st.ps.Com.Flush(ctx); err != nil {
-		return fmt.Errorf("stream %q: wait for the journal: %w", st.s.Id, err)
+		return fmt.Errorf("stream %q: wait for the journal: %w", st.s.ID, err)
 	}
 	return st.Err()
 }
@@ -422,29 +422,29 @@ func (st *StreamStore) saveFinal() {
 func (st *StreamStore) progressBatch(sn *snapshot) (*persistence.Batch, error) {
 	val, err := sn.Encode(st.Codec)
 	if err != nil {
-		return nil, fmt.Errorf("stream %q: %w", st.s.Id, err)
+		return nil, fmt.Errorf("stream %q: %w", st.s.ID, err)
 	}
 	b := &st.batch
 	b.Reset()
 	b.Put(st.progKey, val)
 	if sn.delivery != nil {
-		b.Put(DeliveryKey(st.s.Id), sn.delivery.Encode())
+		b.Put(DeliveryKey(st.s.ID), sn.delivery.Encode())
 	}
 	for i := range sn.dead {
 		r, err := NewDeadLetterRecord(&sn.dead[i])
 		if err != nil {
-			return nil, fmt.Errorf("stream %q: %w", st.s.Id, err)
+			return nil, fmt.Errorf("stream %q: %w", st.s.ID, err)
 		}
-		b.Put(DeadLetterKey(st.s.Id, r.seq), r.Encode())
+		b.Put(DeadLetterKey(st.s.ID, r.seq), r.Encode())
 	}
 	// The delete keys share one allocation: they live until the batch is
 	// committed, and the stream's batch is reused for the next snapshot.
 	if len(sn.deletes) > 0 {
-		kl := journalKeyLen(st.s.Id)
+		kl := journalKeyLen(st.s.ID)
 		keys := make([]byte, 0, kl*len(sn.deletes))
 		for _, seq := range sn.deletes {
 			n := len(keys)
-			keys = appendJournalKey(keys, st.s.Id, seq)
+			keys = appendJournalKey(keys, st.s.ID, seq)
 			b.Delete(keys[n:len(keys):len(keys)])
 		}
 	}
@@ -457,13 +457,13 @@ func (st *StreamStore) progressBatch(sn *snapshot) (*persistence.Batch, error) {
 func (st *StreamStore) journalLeftLocked() [][]byte {
 	var keys [][]byte
 	for _, seq := range st.deletes {
-		keys = append(keys, JournalKey(st.s.Id, seq))
+		keys = append(keys, JournalKey(st.s.ID, seq))
 	}
 	st.deletes = nil
 	st.jmu.Lock()
 	for _, g := range st.groups {
 		g.open = false
-		keys = append(keys, JournalKey(st.s.Id, g.first))
+		keys = append(keys, JournalKey(st.s.ID, g.first))
 	}
 	st.groups = nil
 	st.jmu.Unlock()
@@ -478,7 +478,7 @@ func (st *StreamStore) journalKeys() ([][]byte, error) {
 		return nil, err
 	}
 	var keys [][]byte
-	err := st.ps.Store.Scan(ctx, JournalPrefix(st.s.Id), func(key, _ []byte) error {
+	err := st.ps.Store.Scan(ctx, JournalPrefix(st.s.ID), func(key, _ []byte) error {
 		keys = append(keys, append([]byte(nil), key...))
 		return nil
 	})
@@ -614,14 +614,14 @@ func (st *StreamStore) childLocked(c transport.ChildProcess, running bool) {
 		return
 	}
 	var b persistence.Batch
-	key := StreamKey(st.s.Id, SuffixChild)
+	key := StreamKey(st.s.ID, SuffixChild)
 	if running {
 		b.Put(key, (&ChildRecord{Pid: int64(c.PID), Start: c.Start, Boot: c.Boot}).Encode())
 	} else {
 		b.Delete(key)
 	}
 	if err := st.ps.Com.Submit(context.Background(), &b, st.cdone); err != nil {
-		st.fail(fmt.Errorf("record the process group of stream %q: %w", st.s.Id, err))
+		st.fail(fmt.Errorf("record the process group of stream %q: %w", st.s.ID, err))
 	}
 }
 
@@ -667,7 +667,7 @@ type StartSource struct {
 
 func (ps *Persister) PersistNew(s *Stream, req StartSource) (*persistence.Batch, func(), error) {
 	var fn rtfs.Value
-	if rp, ok := s.Proc.(*RtfsProcessor); ok {
+	if rp, ok := s.Proc.(*RTFSProcessor); ok {
 		fn = rp.fn
 	}
 	prog := ProgramOf(req.Globals, fn)
@@ -676,7 +676,7 @@ func (ps *Persister) PersistNew(s *Stream, req StartSource) (*persistence.Batch,
 	s.Ps = st
 	b, stored, err := ps.startRecords(s, req, prog)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start stream %q: %w", s.Id, err)
+		return nil, nil, fmt.Errorf("start stream %q: %w", s.ID, err)
 	}
 	return b, stored, nil
 }
@@ -731,10 +731,10 @@ func (ps *Persister) startRecords(s *Stream, req StartSource, prog *rtfs.Program
 			b.Put(ProgramKey(prog.Hash()), (&ProgramRecord{Name: prog.Name(), Source: prog.Source()}).Encode())
 		}
 		var head []byte
-		head, stored = PutRunJournal(b, req.Journal, s.Id)
-		b.Put(OriginKey(s.Id), newOrigin(prog, s.Def.ProcName, head, s.Started).Encode())
+		head, stored = PutRunJournal(b, req.Journal, s.ID)
+		b.Put(OriginKey(s.ID), newOrigin(prog, s.Def.ProcName, head, s.Started).Encode())
 	}
-	b.Put(StreamKey(s.Id, SuffixDef), def.Encode())
+	b.Put(StreamKey(s.ID, SuffixDef), def.Encode())
 	s.Mu.Lock()
 	sn := st.snapshotLocked()
 	s.Mu.Unlock()
@@ -744,7 +744,7 @@ func (ps *Persister) startRecords(s *Stream, req StartSource, prog *rtfs.Program
 	}
 	b.Put(st.progKey, val)
 	if sn.delivery != nil {
-		b.Put(DeliveryKey(s.Id), sn.delivery.Encode())
+		b.Put(DeliveryKey(s.ID), sn.delivery.Encode())
 	}
 	return b, stored, nil
 }
@@ -771,15 +771,15 @@ func takenID(ctx context.Context, st persistence.Store, id string) error {
 // held, so that two starts of one id cannot both commit.
 func (ps *Persister) CommitStart(s *Stream, b *persistence.Batch) error {
 	ctx := context.Background()
-	_, err := ps.Store.Get(ctx, StreamKey(s.Id, SuffixDef))
+	_, err := ps.Store.Get(ctx, StreamKey(s.ID, SuffixDef))
 	switch {
 	case err == nil:
-		return &KeyError{"stream-id", takenID(ctx, ps.Store, s.Id)}
+		return &KeyError{"stream-id", takenID(ctx, ps.Store, s.ID)}
 	case !errors.Is(err, persistence.ErrNotFound):
-		return fmt.Errorf("start stream %q: read store: %w", s.Id, err)
+		return fmt.Errorf("start stream %q: read store: %w", s.ID, err)
 	}
 	if err := ps.Com.Commit(ctx, b); err != nil {
-		return fmt.Errorf("start stream %q: persist its definition: %w", s.Id, err)
+		return fmt.Errorf("start stream %q: persist its definition: %w", s.ID, err)
 	}
 	if prog := s.Ps.(*StreamStore).Codec.Prog; prog != nil {
 		ps.AddProgram(prog)

@@ -36,7 +36,7 @@ type flow struct {
 // for a processor that reads it).
 type Item struct {
 	Chunk     rtfs.Value
-	Event, Id string
+	Event, ID string
 	Fd        string // the file descriptor of a process transport's chunk ("" for others)
 	Received  time.Time
 	Seq       int64  // the stream's chunk count before it: from 0 (number gives the :seq users see)

@@ -307,7 +307,7 @@ const (
 
 // journalRecord is one journaled chunk as the transport delivered it.
 type journalRecord struct {
-	Id       string
+	ID       string
 	Event    string
 	Received int64 // unix nanoseconds
 	Data     []byte
@@ -344,7 +344,7 @@ func DecodeJournal(key, data []byte, first int64) ([]journalEntry, error) {
 	var out []journalEntry
 	d := bytecodec.NewDecoder(payload)
 	for seq := first; ; seq++ {
-		r := journalRecord{Id: d.Str("id"), Event: d.Str("event"), Received: d.Int("received")}
+		r := journalRecord{ID: d.Str("id"), Event: d.Str("event"), Received: d.Int("received")}
 		r.Data = append([]byte(nil), d.Bytes("data")...)
 		if version == JournalVersionGroup || d.More() { // version 1 wrote the fd only when set
 			r.Fd = d.Str("fd")

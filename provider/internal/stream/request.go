@@ -19,7 +19,7 @@ func (s *Stream) Control(ctx context.Context, verb string, change func(*Stream) 
 	s.Mu.Lock()
 	if err := ctx.Err(); err != nil {
 		s.Mu.Unlock()
-		return Status{}, fmt.Errorf("%s stream %q: %w", verb, s.Id, err)
+		return Status{}, fmt.Errorf("%s stream %q: %w", verb, s.ID, err)
 	}
 	if s.Dormant || s.Upgrade != nil || s.Swapping {
 		defer s.Mu.Unlock()
@@ -28,7 +28,7 @@ func (s *Stream) Control(ctx context.Context, verb string, change func(*Stream) 
 	if s.St.Terminal() {
 		st := s.St
 		s.Mu.Unlock()
-		return Status{}, &EndedError{StreamID: s.Id, Verb: verb, State: st}
+		return Status{}, &EndedError{StreamID: s.ID, Verb: verb, State: st}
 	}
 	if err := change(s); err != nil {
 		s.Mu.Unlock()
@@ -53,7 +53,7 @@ func (s *Stream) Control(ctx context.Context, verb string, change func(*Stream) 
 // PauseChange is Pause's change: a failed stream is not paused.
 func PauseChange(s *Stream) error {
 	if s.St == StateFailed {
-		return fmt.Errorf("cannot pause stream %q: it is failed (%s); resume, skip or cancel it", s.Id, s.Msg)
+		return fmt.Errorf("cannot pause stream %q: it is failed (%s); resume, skip or cancel it", s.ID, s.Msg)
 	}
 	if s.St != StatePaused {
 		s.obs.Directive("pause", "request") // pausing a paused stream applies nothing
@@ -87,7 +87,7 @@ func (s *Stream) CancelRequest(ctx context.Context) (Status, error) {
 	s.Mu.Lock()
 	if err := ctx.Err(); err != nil {
 		s.Mu.Unlock()
-		return Status{}, fmt.Errorf("cancel stream %q: %w", s.Id, err)
+		return Status{}, fmt.Errorf("cancel stream %q: %w", s.ID, err)
 	}
 	if s.Dormant || s.Upgrade != nil {
 		defer s.Mu.Unlock()
@@ -110,11 +110,11 @@ func (s *Stream) CancelRequest(ctx context.Context) (Status, error) {
 func errDormant(s *Stream, verb string) error {
 	switch {
 	case s.St == StateUnrecoverable:
-		return fmt.Errorf("cannot %s stream %q: it is unrecoverable (%s); give it a processor again (rtfshost upgrade) or remove it", verb, s.Id, s.Msg)
+		return fmt.Errorf("cannot %s stream %q: it is unrecoverable (%s); give it a processor again (rtfshost upgrade) or remove it", verb, s.ID, s.Msg)
 	case s.Upgrade != nil || s.Swapping:
-		return fmt.Errorf("cannot %s stream %q: its processor is being swapped; try again in a moment", verb, s.Id)
+		return fmt.Errorf("cannot %s stream %q: its processor is being swapped; try again in a moment", verb, s.ID)
 	}
-	return fmt.Errorf("cannot %s stream %q: it was loaded from the store without running (manual connect); inspect only", verb, s.Id)
+	return fmt.Errorf("cannot %s stream %q: it was loaded from the store without running (manual connect); inspect only", verb, s.ID)
 }
 
 // ErrEnded is matched (errors.Is) by the error of Pause, Resume or Skip

@@ -15,7 +15,7 @@ import (
 
 // Loaded is one stream's records as read from the store.
 type Loaded struct {
-	Id       string
+	ID       string
 	Def      *DefRecord
 	Progress *ProgressRecord
 	journal  []journalEntry // in seq order
@@ -36,7 +36,7 @@ func (ps *Persister) ScanStreams(ctx context.Context, prefix []byte) ([]*Loaded,
 		}
 		l := byID[id]
 		if l == nil {
-			l = &Loaded{Id: id}
+			l = &Loaded{ID: id}
 			byID[id] = l
 			list = append(list, l)
 		}
@@ -94,9 +94,9 @@ func (l *Loaded) Complete() error {
 	case l.err != nil:
 		return l.err
 	case l.Def == nil:
-		return &persistence.CorruptRecordError{Key: StreamKey(l.Id, SuffixDef), Reason: "the stream's definition record is missing"}
+		return &persistence.CorruptRecordError{Key: StreamKey(l.ID, SuffixDef), Reason: "the stream's definition record is missing"}
 	case l.Progress == nil:
-		return &persistence.CorruptRecordError{Key: StreamKey(l.Id, SuffixProg), Reason: "the stream's progress record is missing"}
+		return &persistence.CorruptRecordError{Key: StreamKey(l.ID, SuffixProg), Reason: "the stream's progress record is missing"}
 	}
 	return nil
 }
@@ -205,14 +205,14 @@ func (st *StreamStore) restoreJournal(l *Loaded) {
 			if low < 0 {
 				low = e.Seq
 			}
-			c := transport.Chunk{Data: e.Rec.Data, Event: e.Rec.Event, ID: e.Rec.Id, ReceivedAt: time.Unix(0, e.Rec.Received), FD: e.Rec.Fd}
+			c := transport.Chunk{Data: e.Rec.Data, Event: e.Rec.Event, ID: e.Rec.ID, ReceivedAt: time.Unix(0, e.Rec.Received), FD: e.Rec.Fd}
 			chunk := DecodeChunkInto(&s.dec, c.Data, c.Event, nil)
 			s.requeueLocked(c, chunk, e.Seq)
 			if e.Seq >= next {
 				next = e.Seq + 1
 			}
 			if e.Seq > st.accSeq {
-				st.accSeq, st.accID = e.Seq, e.Rec.Id
+				st.accSeq, st.accID = e.Seq, e.Rec.ID
 			}
 		}
 		if whole {
@@ -259,7 +259,7 @@ func Unrecoverable(env *StreamEnv, l *Loaded, cause error) *Stream {
 		def = Definition{Endpoint: d.Endpoint, Transport: d.Transport, ServerURL: d.ServerURL, ProcName: d.ProcName, Capacity: int(d.Capacity)}
 		def.Initial, _ = c.UnmarshalOpt(d.Initial)
 	}
-	s := NewStream(env, l.Id, def, nil)
+	s := NewStream(env, l.ID, def, nil)
 	if l.Def != nil {
 		if l.Def.Order > 0 {
 			s.Started = time.Unix(0, l.Def.Order)
@@ -316,7 +316,7 @@ func DefinitionOf(id string, d *DefRecord, dr *DeliveryRecord, c Codec) (Definit
 // letters. It runs nothing: the provider registers and launches it.
 func Restore(ctx context.Context, env *StreamEnv, ps *Persister, l *Loaded, def Definition, proc Processor, c Codec, history []ProgramVersion, dr *DeliveryRecord) (*Stream, error) {
 	d := l.Def
-	s := NewStream(env, l.Id, def, proc)
+	s := NewStream(env, l.ID, def, proc)
 	s.Recovered = true
 	s.History = history
 	if l.Child != nil {
@@ -333,7 +333,7 @@ func Restore(ctx context.Context, env *StreamEnv, ps *Persister, l *Loaded, def 
 	}
 	st.RestoreDelivery(dr)
 	var err error
-	if s.Dead, err = CountDeadLetters(ctx, ps.Store, l.Id); err != nil {
+	if s.Dead, err = CountDeadLetters(ctx, ps.Store, l.ID); err != nil {
 		s.Cancel()
 		return nil, err
 	}

@@ -80,7 +80,7 @@ func (r *RunTable) Await(ctx context.Context, id string) error {
 // has returned. It reports false when s ended first: its transport then
 // does not run at all.
 func (s *Stream) awaitPrevious(prev <-chan struct{}) bool {
-	if prev != nil && s.Env.Runs.wait(s.ctx, s.Id, prev) != nil {
+	if prev != nil && s.Env.Runs.wait(s.ctx, s.ID, prev) != nil {
 		return false
 	}
 	return s.ctx.Err() == nil

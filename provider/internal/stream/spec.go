@@ -17,7 +17,7 @@ import (
 // timeout (which Spec.IdleTimeout carries for the other transports).
 func (s *Stream) spec() transport.Spec {
 	sp := transport.Spec{
-		StreamID:      s.Id,
+		StreamID:      s.ID,
 		Endpoint:      s.Def.Endpoint,
 		Config:        s.Def.Tconf,
 		RetryAttempts: s.Env.RetryAttempts,

@@ -89,7 +89,7 @@ var ErrDeliverEnded = errors.New("stream has ended")
 type Stream struct {
 	Env     *StreamEnv     // what it reaches of its provider (env.go)
 	Rec     *chunkRecorder // the stream's recording (record.go); nil: none
-	Id      string
+	ID      string
 	Def     Definition
 	idVal   rtfs.Value
 	epVal   rtfs.Value
@@ -163,7 +163,7 @@ type Stream struct {
 
 func NewStream(env *StreamEnv, id string, def Definition, proc Processor) *Stream {
 	s := &Stream{
-		Env: env, Id: id, Def: def, Proc: proc,
+		Env: env, ID: id, Def: def, Proc: proc,
 		idVal: rtfs.String(id), epVal: rtfs.String(def.Endpoint),
 		Done: make(chan struct{}), tdone: make(chan struct{}), epoch: time.Now(),
 		obs: nopObserver{},
@@ -175,7 +175,7 @@ func NewStream(env *StreamEnv, id string, def Definition, proc Processor) *Strea
 	s.Started = s.epoch
 	s.lowWater = def.Capacity - max(1, def.Capacity/4)
 	s.ctx, s.Cancel = context.WithCancel(env.Ctx)
-	if rp, ok := proc.(*RtfsProcessor); ok {
+	if rp, ok := proc.(*RTFSProcessor); ok {
 		rp.Stream = id // its host calls say which stream made them
 	}
 	return s
@@ -207,9 +207,9 @@ func (s *Stream) Launch() {
 	s.Mu.Unlock()
 	go s.work()
 	if connect {
-		go s.runTransport(s.Def.Kind.Transport, s.spec(), s.Env.Runs.follow(s.Id, s.tdone), s.tdone)
+		go s.runTransport(s.Def.Kind.Transport, s.spec(), s.Env.Runs.follow(s.ID, s.tdone), s.tdone)
 	}
-	s.Env.Log.Debug("stream started", "stream", s.Id, "endpoint", s.Def.Endpoint, "transport", s.Def.Transport)
+	s.Env.Log.Debug("stream started", "stream", s.ID, "endpoint", s.Def.Endpoint, "transport", s.Def.Transport)
 }
 
 // observe asks the provider's observer for s's StreamObserver. Called by
@@ -222,7 +222,7 @@ func (s *Stream) observe(ctx context.Context, recovered bool) {
 		ctx = context.Background()
 	}
 	o := s.Env.Observer.StreamStarted(ctx, StreamDesc{
-		ID: s.Id, Endpoint: s.Def.Endpoint, Transport: s.Def.Transport,
+		ID: s.ID, Endpoint: s.Def.Endpoint, Transport: s.Def.Transport,
 		Processor: s.Def.ProcName, Recovered: recovered,
 	})
 	if o != nil {
@@ -248,7 +248,7 @@ func (s *Stream) Current() *Stream {
 // the stream's id, has returned (runs.go).
 func (s *Stream) runTransport(tr transport.StreamTransport, spec transport.Spec, prev <-chan struct{}, tdone chan struct{}) {
 	defer s.Env.Wg.Done()
-	defer s.Env.Runs.returned(s.Id, tdone)
+	defer s.Env.Runs.returned(s.ID, tdone)
 	var err error
 	if s.awaitPrevious(prev) {
 		ctx := s.obs.TransportStarted(s.ctx)
@@ -321,20 +321,20 @@ func (s *Stream) Stuck() (StuckStream, bool) {
 	defer s.Mu.Unlock()
 	if s.St == StateFailed && s.failure != nil {
 		f := *s.failure
-		return StuckStream{StreamID: s.Id, Reason: failedReason(&f), Failure: &f}, true
+		return StuckStream{StreamID: s.ID, Reason: failedReason(&f), Failure: &f}, true
 	}
 	if s.St != StatePaused || !s.resumeAt.IsZero() || s.pausedByRequest {
 		return StuckStream{}, false
 	}
 	switch {
 	case s.srcDone:
-		return StuckStream{StreamID: s.Id, Reason: "paused with no :resume-after-ms, and its source has ended"}, true
+		return StuckStream{StreamID: s.ID, Reason: "paused with no :resume-after-ms, and its source has ended"}, true
 	case s.Queue.Len() >= s.Def.Capacity:
-		return StuckStream{StreamID: s.Id, Reason: fmt.Sprintf("paused with no :resume-after-ms, and its queue is full (%d chunks), so its source is held back", s.Def.Capacity)}, true
+		return StuckStream{StreamID: s.ID, Reason: fmt.Sprintf("paused with no :resume-after-ms, and its queue is full (%d chunks), so its source is held back", s.Def.Capacity)}, true
 	case !s.taskPresent:
-		return StuckStream{StreamID: s.Id, Reason: "paused with no :resume-after-ms, and it has no source connected"}, true
+		return StuckStream{StreamID: s.ID, Reason: "paused with no :resume-after-ms, and it has no source connected"}, true
 	case !s.sentCtrl:
-		return StuckStream{StreamID: s.Id, Reason: "paused with no :resume-after-ms, and its source sends no control chunk that could resume it (it has sent none)"}, true
+		return StuckStream{StreamID: s.ID, Reason: "paused with no :resume-after-ms, and its source sends no control chunk that could resume it (it has sent none)"}, true
 	}
 	return StuckStream{}, false
 }
@@ -367,7 +367,7 @@ func (s *Stream) EndErr(st Status) error {
 }
 
 func (s *Stream) statusLocked() Status {
-	st := Status{StreamID: s.Id, State: s.St, Message: s.Msg, EndReason: s.reason, Result: s.Result}
+	st := Status{StreamID: s.ID, State: s.St, Message: s.Msg, EndReason: s.reason, Result: s.Result}
 	if s.St == StateFailed && s.failure != nil {
 		f := *s.failure
 		st.Failure = &f

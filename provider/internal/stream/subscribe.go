@@ -216,7 +216,7 @@ func (s *Stream) Subscribe(sub *Subscription) {
 	if s.Exited {
 		st := s.statusLocked()
 		s.Mu.Unlock()
-		sub.send(context.Background(), Event{Kind: EventEnd, StreamID: s.Id, Seq: -1, Status: st})
+		sub.send(context.Background(), Event{Kind: EventEnd, StreamID: s.ID, Seq: -1, Status: st})
 		sub.Close()
 		return
 	}
@@ -283,7 +283,7 @@ func (s *Stream) changed(subs []*Subscription) {
 	if s.Env.ChangeSubs.Load() == 0 {
 		return
 	}
-	s.publish(s.Env.Ctx, subs, Event{Kind: EventChange, StreamID: s.Id, Seq: -1})
+	s.publish(s.Env.Ctx, subs, Event{Kind: EventChange, StreamID: s.ID, Seq: -1})
 }
 
 // The registry's side of a subscription. The provider's registry holds

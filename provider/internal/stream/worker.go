@@ -212,7 +212,7 @@ func CallGuarded(ctx context.Context, p Processor, state rtfs.Value, it *Item, m
 			v, err = nil, fmt.Errorf("processor panicked: %v", r)
 		}
 	}()
-	p.begin(it.Number(), it.Id)
+	p.begin(it.Number(), it.ID)
 	return p.Call(ctx, state, it.Chunk, meta)
 }
 
@@ -344,9 +344,9 @@ func (s *Stream) exit() {
 	switch {
 	case moved:
 		st.Message = "the stream moved to another host of the cluster (this host lost it); ask any host for it"
-		s.publish(s.Env.Ctx, subs, Event{Kind: EventEnd, StreamID: s.Id, Seq: -1, Status: st})
+		s.publish(s.Env.Ctx, subs, Event{Kind: EventEnd, StreamID: s.ID, Seq: -1, Status: st})
 	case st.State.Terminal():
-		s.publish(s.Env.Ctx, subs, Event{Kind: EventEnd, StreamID: s.Id, Seq: -1, Status: st})
+		s.publish(s.Env.Ctx, subs, Event{Kind: EventEnd, StreamID: s.ID, Seq: -1, Status: st})
 	}
 	for _, sub := range subs {
 		sub.Close()
@@ -355,7 +355,7 @@ func (s *Stream) exit() {
 		s.release()
 	}
 	if moved {
-		s.Env.Log.Warn("cluster: another host took the stream over; it stopped here without writing", "stream", s.Id, "err", s.storeErr())
+		s.Env.Log.Warn("cluster: another host took the stream over; it stopped here without writing", "stream", s.ID, "err", s.storeErr())
 		s.Env.Forget(s)
 	}
 	close(s.Done)
@@ -368,13 +368,13 @@ func (s *Stream) release() {
 		return
 	}
 	if s.Moved.Load() {
-		c.Forget(s.Id)
+		c.Forget(s.ID)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := c.Release(ctx, s.Id, true); err != nil {
-		s.Env.Log.Warn("cluster: an ended stream not released", "stream", s.Id, "err", err)
+	if err := c.Release(ctx, s.ID, true); err != nil {
+		s.Env.Log.Warn("cluster: an ended stream not released", "stream", s.ID, "err", err)
 	}
 }
 

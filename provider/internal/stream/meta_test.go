@@ -1,10 +1,8 @@
-package provider
+package stream
 
 import (
 	"testing"
 	"time"
-
-	"github.com/rtfshost/rtfshost/provider/internal/stream"
 
 	"github.com/rtfshost/rtfshost/rtfs"
 	"github.com/rtfshost/rtfshost/transport"
@@ -14,7 +12,7 @@ import (
 // still hold exactly its own chunk's values, and a map kept from an earlier
 // chunk (as a processor may keep it in its state) must not change.
 func TestMetaBuilderMapsAreIndependent(t *testing.T) {
-	mb := stream.NewMetaBuilder(rtfs.String("s-1"), rtfs.String("ep"))
+	mb := NewMetaBuilder(rtfs.String("s-1"), rtfs.String("ep"))
 	t0 := time.UnixMilli(1725912345678)
 	chunks := []transport.Chunk{
 		{ID: "a", Event: "tick", ReceivedAt: t0},
@@ -25,7 +23,7 @@ func TestMetaBuilderMapsAreIndependent(t *testing.T) {
 	}
 	var got []rtfs.Value
 	for i, c := range chunks {
-		got = append(got, mb.Build(&stream.Item{Seq: int64(i) + 1000, Event: c.Event, Id: c.ID, Received: c.ReceivedAt}))
+		got = append(got, mb.Build(&Item{Seq: int64(i) + 1000, Event: c.Event, ID: c.ID, Received: c.ReceivedAt}))
 	}
 	for i, c := range chunks {
 		var event rtfs.Value = rtfs.Nil
