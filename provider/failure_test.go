@@ -77,6 +77,12 @@ func TestFailureHoldsThenResumeRetries(t *testing.T) {
 			if got := seenInts(f.stateOf(id)); !reflect.DeepEqual(got, []int64{1, 2}) {
 				t.Fatalf("state while failed: seen %v, want [1 2]", got)
 			}
+			// Chunks 4 and 5 may still be on their way from the mock source
+			// (Send returns once the transport has taken the chunk, before it
+			// is queued); once queued, they stay there while the stream is held.
+			f.waitFor("chunks 4 and 5 queued behind the failed chunk", func() bool {
+				return path(f.Inspect(id), "stats", "queued-chunks") == rtfs.Int(2)
+			})
 			in := f.Inspect(id)
 			if path(in, "failure", "seq") != rtfs.Int(3) || path(in, "failure", "kind") != rtfs.Keyword("processor") || path(in, "status", "state") != rtfs.Keyword("failed") {
 				t.Fatalf("inspect :failure %v :status %v", path(in, "failure"), path(in, "status"))

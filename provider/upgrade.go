@@ -10,7 +10,6 @@ import (
 	"github.com/rtfshost/rtfshost/capabilities"
 	"github.com/rtfshost/rtfshost/persistence"
 	"github.com/rtfshost/rtfshost/rtfs"
-	"github.com/rtfshost/rtfshost/transport"
 )
 
 // Replacing a stream's processor, keeping its state (docs/upgrading.md):
@@ -133,33 +132,19 @@ func (p *Provider) Upgrade(ctx context.Context, u Upgrade) (UpgradeResult, error
 	if err != nil {
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
 	}
-	s.Mu.Lock()
-	switch {
-	case s.Upgrade != nil:
-		s.Mu.Unlock()
-		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w: another swap is under way", id, ErrCannotUpgrade)
-	case s.St.Terminal():
-		st := s.St
-		s.Mu.Unlock()
-		return UpgradeResult{StreamID: id, State: st}, fmt.Errorf("upgrade stream %q: %w: it has ended (%s)", id, ErrCannotUpgrade, st)
-	case !s.Dormant && s.Def.Kind.Target == transport.TargetCommand && s.St == StateFailed && s.Ps != nil:
-		s.Mu.Unlock()
-		return p.load.upgradeHeld(ctx, s, u) // swapped in place: its process goes on
-	case !s.Dormant && s.Def.Kind.Target == transport.TargetCommand:
-		s.Mu.Unlock()
-		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w: its source is a process (:%s), which stopping the stream would end; it can be swapped while it is failed", id, ErrCannotUpgrade, s.Def.Transport)
-	}
 	// Check the new program before the stream is touched.
-	if _, _, _, err := u.define(ctx, s.Def.ProcName); err != nil {
-		s.Mu.Unlock()
-		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
+	check := func(procName string) error {
+		_, _, _, err := u.define(ctx, procName)
+		return err
 	}
-	dormant := s.Dormant
-	stopped := make(chan struct{})
-	if !dormant {
-		s.Upgrade = stopped
+	path, stopped, st, err := s.PlanUpgrade(check)
+	switch {
+	case err != nil:
+		return UpgradeResult{StreamID: id, State: st}, fmt.Errorf("upgrade stream %q: %w", id, err)
+	case path == stream.UpgradeInPlace:
+		return p.load.upgradeHeld(ctx, s, u) // swapped in place: its process goes on
 	}
-	s.Mu.Unlock()
+	dormant := path == stream.UpgradeRecords
 	if dormant {
 		res, err := UpgradeStored(ctx, p.ps.Store, u)
 		if err != nil {
@@ -224,12 +209,7 @@ func (ld *loader) reload(ctx context.Context, old *stream.Stream) error {
 	}
 	// s takes over while nobody can reach it yet; a Subscribe that holds
 	// old follows ReplacedBy to it.
-	old.Mu.Lock()
-	subs := old.Subs
-	s.Subs, s.Done = subs, old.Done
-	old.Subs, old.Exited = nil, true
-	old.ReplacedBy.Store(s)
-	old.Mu.Unlock()
+	subs := old.HandOver(s)
 	ld.reg.mu.Lock()
 	if ld.reg.streams[old.ID] == old && !ld.reg.closed {
 		ld.reg.streams[old.ID] = s
@@ -266,20 +246,11 @@ func (ld *loader) reload(ctx context.Context, old *stream.Stream) error {
 // the new processor and the values its rewritten progress record holds.
 func (ld *loader) upgradeHeld(ctx context.Context, s *stream.Stream, u Upgrade) (UpgradeResult, error) {
 	id := s.ID
-	s.Mu.Lock()
-	if s.St != StateFailed || s.Swapping {
-		st := s.St
-		s.Mu.Unlock()
-		return UpgradeResult{StreamID: id, State: st}, fmt.Errorf("upgrade stream %q: %w: it is %s, no longer failed, and its source is a process (:%s)", id, ErrCannotUpgrade, st, s.Def.Transport)
+	name, st, err := s.BeginSwap()
+	if err != nil {
+		return UpgradeResult{StreamID: id, State: st}, fmt.Errorf("upgrade stream %q: %w", id, err)
 	}
-	s.Swapping = true
-	name := s.Def.ProcName
-	s.Mu.Unlock()
-	defer func() {
-		s.Mu.Lock()
-		s.Swapping = false
-		s.Mu.Unlock()
-	}()
+	defer s.EndSwap()
 	g, fn, name, err := u.define(ctx, name)
 	if err != nil {
 		return UpgradeResult{StreamID: id}, fmt.Errorf("upgrade stream %q: %w", id, err)
@@ -317,12 +288,7 @@ func (ld *loader) upgradeHeld(ctx context.Context, s *stream.Stream, u Upgrade) 
 	proc := stream.NewRTFSProcessor(name, fn, g, ld.set.opts.Limits, ld.set.opts.Capabilities)
 	proc.Stream = id
 	ld.ps.AddProgram(u.Program)
-	s.Mu.Lock()
-	s.Proc, s.State, s.LastOut, s.Result = proc, state, lastOut, result
-	s.Def.ProcName = name
-	s.History = append(s.History, res.To)
-	ss.Codec = c
-	s.Mu.Unlock()
+	s.TakeProgram(proc, res.To, c, state, lastOut, result)
 	ld.env.Log.Info("failed stream's processor swapped in place", "stream", id, "from", res.From.Hash, "to", res.To.Hash, "processor", name)
 	return res, nil
 }

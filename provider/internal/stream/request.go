@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rtfshost/rtfshost/rtfs"
+	"github.com/rtfshost/rtfshost/transport"
 )
 
 // The requests a stream takes from its provider's callers (Pause, Resume,
@@ -138,3 +141,99 @@ func (e *EndedError) Error() string {
 
 // Is reports whether target is ErrEnded.
 func (e *EndedError) Is(target error) bool { return target == ErrEnded }
+
+// An UpgradePath says how a stream takes a new processor.
+type UpgradePath int
+
+// The ways a stream takes a new processor (PlanUpgrade).
+const (
+	// UpgradeRecords: the stream does not run (dormant): its records are
+	// rewritten, and it is loaded again from them.
+	UpgradeRecords UpgradePath = iota
+	// UpgradeStop: the stream runs; cancelled, it stops between two chunks
+	// with its progress flushed, then its records are rewritten and it is
+	// loaded again from them (it is replaced: HandOver).
+	UpgradeStop
+	// UpgradeInPlace: the stream is failed and its source is a process,
+	// which a stop would end; it takes the new processor where it stands
+	// (BeginSwap, TakeProgram).
+	UpgradeInPlace
+)
+
+// PlanUpgrade says how s takes a new processor, and refuses with an error
+// wrapping ErrCannotUpgrade (and s's state) a stream that has ended, is
+// being upgraded already, or runs a process and is not failed. check is
+// called with the name of s's processor, under s's lock, before anything
+// changes; its error refuses the upgrade too. For UpgradeStop, s is marked
+// as upgrading: once the caller cancels s, stopped closes when its worker
+// has stopped between two chunks with its progress flushed.
+func (s *Stream) PlanUpgrade(check func(procName string) error) (path UpgradePath, stopped chan struct{}, st State, err error) {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	process := !s.Dormant && s.Def.Kind.Target == transport.TargetCommand
+	switch {
+	case s.Upgrade != nil:
+		return 0, nil, "", fmt.Errorf("%w: another swap is under way", ErrCannotUpgrade)
+	case s.St.Terminal():
+		return 0, nil, s.St, fmt.Errorf("%w: it has ended (%s)", ErrCannotUpgrade, s.St)
+	case process && s.St == StateFailed && s.Ps != nil:
+		return UpgradeInPlace, nil, s.St, nil
+	case process:
+		return 0, nil, "", fmt.Errorf("%w: its source is a process (:%s), which stopping the stream would end; it can be swapped while it is failed", ErrCannotUpgrade, s.Def.Transport)
+	}
+	if err := check(s.Def.ProcName); err != nil {
+		return 0, nil, "", err
+	}
+	if s.Dormant {
+		return UpgradeRecords, nil, s.St, nil
+	}
+	s.Upgrade = make(chan struct{})
+	return UpgradeStop, s.Upgrade, s.St, nil
+}
+
+// HandOver makes next, the stream loaded again after an upgrade, take
+// over from s while nobody can reach it yet: s's subscriptions and Done
+// channel become next's, and a Subscribe that holds s follows ReplacedBy
+// to next. It returns the subscriptions.
+func (s *Stream) HandOver(next *Stream) []*Subscription {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	subs := s.Subs
+	next.Subs, next.Done = subs, s.Done
+	s.Subs, s.Exited = nil, true
+	s.ReplacedBy.Store(next)
+	return subs
+}
+
+// BeginSwap marks s, a failed stream, as taking a new processor in place
+// (UpgradeInPlace) and returns its processor's name. A stream no longer
+// failed, or already swapping, is refused with an error wrapping
+// ErrCannotUpgrade and its state. EndSwap ends the mark.
+func (s *Stream) BeginSwap() (procName string, st State, err error) {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	if s.St != StateFailed || s.Swapping {
+		return "", s.St, fmt.Errorf("%w: it is %s, no longer failed, and its source is a process (:%s)", ErrCannotUpgrade, s.St, s.Def.Transport)
+	}
+	s.Swapping = true
+	return s.Def.ProcName, s.St, nil
+}
+
+// EndSwap ends what BeginSwap began.
+func (s *Stream) EndSwap() {
+	s.Mu.Lock()
+	s.Swapping = false
+	s.Mu.Unlock()
+}
+
+// TakeProgram gives s, marked by BeginSwap, the processor proc of program
+// version v, and the state, last output and result its rewritten records
+// hold, which its store reads and writes with c from now on.
+func (s *Stream) TakeProgram(proc Processor, v ProgramVersion, c Codec, state, lastOut, result rtfs.Value) {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	s.Proc, s.State, s.LastOut, s.Result = proc, state, lastOut, result
+	s.Def.ProcName = proc.Name()
+	s.History = append(s.History, v)
+	s.Ps.(*StreamStore).Codec = c
+}
