@@ -22,6 +22,12 @@
 // journaled on arrival, and Recover (or RecoverStream) reloads the streams a
 // store holds after a restart: finished ones for inspection, unfinished ones
 // running again from their cursor.
+//
+// A stream itself (its goroutines, the chunk's path, its subscribers and
+// the records it stores) is package provider/internal/stream; a Provider
+// holds many of them (start, recover, list, the cluster), and the stream
+// types its API carries (Status, Event, Subscription, StreamInfo...) are
+// aliases of that package's.
 package provider
 
 import (
