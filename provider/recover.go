@@ -295,21 +295,15 @@ func (set *settings) rebindProcessor(d *stream.DefRecord, prog *rtfs.Program, c 
 // without goroutines, an unfinished one running (its transport is in the
 // catalog: checkTransport).
 func (r *registry) registerRecovered(s *stream.Stream) error {
-	if !s.St.Terminal() && s.Env.AutoConnect {
+	if s.Runs() {
 		if err := r.register(s, nil, false); err != nil {
 			s.Cancel()
 			return err
 		}
-		queued := s.Queue.Len()
-		s.Recovered = true
-		s.Launch()
-		s.Env.Log.Info("stream recovered", "stream", s.ID, "cursor", s.StartCursor, "journaled", queued)
+		s.LaunchRecovered()
 		return nil
 	}
-	s.Dormant = !s.St.Terminal()
-	s.Exited = true
-	s.Cancel()
-	close(s.Done)
+	s.Settle()
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -332,7 +326,7 @@ func (r *registry) registerRecovered(s *stream.Stream) error {
 // checkTransport refuses a recovered stream that would run here without
 // its transport in the catalog.
 func (set *settings) checkTransport(s *stream.Stream) error {
-	if !s.St.Terminal() && set.cfg.autoConnect && s.Def.Kind.Transport == nil {
+	if s.Runs() && s.Def.Kind.Transport == nil {
 		s.Cancel()
 		return fmt.Errorf("no transport :%s in this host (it has :%s)", s.Def.Transport, strings.Join(set.opts.Transports.Names(), " :"))
 	}

@@ -435,3 +435,29 @@ func (s *Stream) runFailed(err error) {
 	}
 	s.Env.Breakers.Failure(s.Def.Origin, err)
 }
+
+// Runs reports whether s, just made from its records, is to run: it has
+// not ended and its provider runs the streams it loads (auto-connect).
+// Until s runs, nothing else reads its state.
+func (s *Stream) Runs() bool { return !s.St.Terminal() && s.Env.AutoConnect }
+
+// LaunchRecovered launches s, a stream recovered from its records and
+// registered, and logs where it goes on from: its cursor, and the chunks
+// its journal queued again.
+func (s *Stream) LaunchRecovered() {
+	queued := s.Queue.Len()
+	s.Recovered = true
+	s.Launch()
+	s.Env.Log.Info("stream recovered", "stream", s.ID, "cursor", s.StartCursor, "journaled", queued)
+}
+
+// Settle makes s, a stream made from its records that is not to run (it
+// has ended, or its provider does not connect what it loads), what it
+// stays until it is loaded again: dormant unless it ended, its worker
+// counted as exited, its Done closed.
+func (s *Stream) Settle() {
+	s.Dormant = !s.St.Terminal()
+	s.Exited = true
+	s.Cancel()
+	close(s.Done)
+}
