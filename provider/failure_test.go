@@ -315,6 +315,12 @@ func TestFailureRepairedByUpgradeJournal(t *testing.T) {
 	if !strings.Contains(st.Failure.Error, "cannot handle chunk 7") || !strings.Contains(st.Failure.Error, "new.rtfs") && !strings.Contains(st.Failure.Error, ":4:") {
 		t.Fatalf("failure %+v: want the thrown message and the form's position", st.Failure)
 	}
+	// The upgrade stops the stream: chunks 8 to 10 must be journaled (and
+	// queued) by then, since the mock source cannot send again a chunk that
+	// was on its way at the stop (its Send returns before Deliver).
+	f.waitFor("chunks 8 to 10 queued behind the failed chunk", func() bool {
+		return path(f.Inspect("bug"), "stats", "queued-chunks") == rtfs.Int(3)
+	})
 	res, err := f.p.Upgrade(context.Background(), Upgrade{StreamID: "bug", Program: newProgram(t, fixedProcSrc)})
 	if err != nil {
 		t.Fatal(err)
