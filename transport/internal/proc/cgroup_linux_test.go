@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // requireCgroups returns the host's cgroup home. As root it must exist:
@@ -312,31 +314,17 @@ func TestSweep(t *testing.T) {
 
 // The v1 fallbacks: a freezer or pids leaf that the keeper joins before it
 // starts its program holds a descendant that left its session and killed
-// the keeper, and is killed and removed when the keeper dies.
+// the keeper, and is killed and removed when the keeper dies. Where the
+// machine mounts no such hierarchy (a cgroup2-only system), the test
+// mounts one itself, as root, for its run (v1Home).
 func TestCgroupV1Fallback(t *testing.T) {
 	if requireCgroups(t) == nil {
 		return
 	}
-	mounts, err := cgroupMounts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := ownCgroups()
-	if err != nil {
-		t.Fatal(err)
-	}
 	withoutPIDNamespaces(t)
 	for i, kind := range []cgroupKind{cgroupFreezer, cgroupPids} {
 		t.Run(kind.String(), func(t *testing.T) {
-			var home *cgroupHome
-			for _, m := range mounts {
-				if rel, ok := strings.CutPrefix(own[kind], m.root); m.kind == kind && ok {
-					home, err = findCgroupHome(filepath.Join(m.point, rel))
-				}
-			}
-			if home == nil || err != nil {
-				t.Fatalf("no %s hierarchy to use (%v): the machine's tests need one", kind, err)
-			}
+			home := v1Home(t, kind)
 			l, err := home.next()
 			if err != nil {
 				t.Fatal(err)
@@ -370,6 +358,92 @@ func TestCgroupV1Fallback(t *testing.T) {
 			}
 		})
 	}
+}
+
+// v1Home returns a home in the cgroup v1 hierarchy of kind (freezer or
+// pids) that this process is in. When none is mounted, or the mounted one
+// takes no leaf (read-only), the test mounts one on a temporary directory,
+// as root, and unmounts it when it ends: a cgroup2-only system still has
+// the v1 controllers that cgroup2 does not use (the v1 freezer always:
+// cgroup2 freezes without a controller). When that mount fails the test
+// fails, saying what is missing.
+func v1Home(t *testing.T, kind cgroupKind) *cgroupHome {
+	t.Helper()
+	home, err := mountedV1Home(kind)
+	if home != nil {
+		return home
+	}
+	mounted := fmt.Sprintf("no %s hierarchy is mounted", kind)
+	if err != nil {
+		mounted = fmt.Sprintf("the mounted %s hierarchy takes no leaf (%v)", kind, err)
+	}
+	name := map[cgroupKind]string{cgroupFreezer: "freezer", cgroupPids: "pids"}[kind]
+	if os.Geteuid() != 0 {
+		t.Fatalf("%s, and only root can mount one for the test", mounted)
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("cgroup", dir, "cgroup", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, name); err != nil {
+		var why string
+		switch {
+		case errors.Is(err, unix.EPERM):
+			why = "this root may not mount (no CAP_SYS_ADMIN, as in an unprivileged container)"
+		case errors.Is(err, unix.EBUSY):
+			why = "the controller is bound to another hierarchy: cgroup2 uses it (see cgroup.subtree_control at its root)"
+		default:
+			why = fmt.Sprintf("the kernel has no v1 %s controller to mount: it needs CONFIG_CGROUP_%s and no cgroup_no_v1= on its command line", name, strings.ToUpper(name))
+		}
+		t.Fatalf("%s, and none can be mounted on %s: %v: %s (/proc/cgroups: %s)", mounted, dir, err, why, procCgroupsLine(name))
+	}
+	t.Logf("%s: the test mounted one on %s", mounted, dir)
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmounting the test's %s hierarchy at %s: %v", kind, dir, err)
+		}
+	})
+	home, err = mountedV1Home(kind)
+	if home == nil {
+		t.Fatalf("the %s hierarchy mounted on %s gives no home (%v)", kind, dir, err)
+	}
+	return home
+}
+
+// mountedV1Home is the home in this process's cgroup of the mounted v1
+// hierarchy of kind; nil and no error when none is mounted.
+func mountedV1Home(kind cgroupKind) (*cgroupHome, error) {
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return nil, err
+	}
+	own, err := ownCgroups()
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, m := range mounts {
+		if rel, ok := strings.CutPrefix(own[kind], m.root); m.kind == kind && ok {
+			home, err := findCgroupHome(filepath.Join(m.point, rel))
+			if err == nil {
+				return home, nil
+			}
+			errs = append(errs, err)
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// procCgroupsLine is the line of /proc/cgroups for the v1 controller name
+// (its hierarchy, number of cgroups, enabled), or why there is none.
+func procCgroupsLine(name string) string {
+	b, err := os.ReadFile("/proc/cgroups")
+	if err != nil {
+		return err.Error()
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 4 && f[0] == name {
+			return fmt.Sprintf("%s hierarchy %s, %s cgroups, enabled %s", f[0], f[1], f[2], f[3])
+		}
+	}
+	return "no " + name + " controller"
 }
 
 // withoutCgroups starts the test's programs without cgroup leaves: the
