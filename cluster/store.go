@@ -302,7 +302,8 @@ func (s *Store) retry(ctx context.Context, what string, op func(context.Context)
 }
 
 // transient reports an error that retrying may cure: NATS or the stream's
-// leader not reachable now, a request timed out, a batch cut.
+// leader not reachable now, a request timed out, a batch cut, a read's
+// answer cut (errCut).
 func transient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
@@ -318,7 +319,7 @@ func transient(err error) bool {
 	}
 	for _, t := range []error{nats.ErrTimeout, context.DeadlineExceeded, nats.ErrNoResponders,
 		jetstream.ErrNoStreamResponse, nats.ErrDisconnected, nats.ErrConnectionReconnecting,
-		jetstreamext.ErrInvalidBatchAck} {
+		jetstreamext.ErrInvalidBatchAck, errCut} {
 		if errors.Is(err, t) {
 			return true
 		}
@@ -445,54 +446,120 @@ func (s *Store) Close() error {
 // (nats-server's limit is 1024).
 const maxMulti = 1000
 
+// errCut is multiLast's error when an answer ended before the last message
+// it announced: every message says how many are still to come
+// (Nats-Num-Pending), and the last one must say none. The server ends an
+// answer early once it has sent its max_pending bytes (64 MiB unless
+// configured lower), answers 404 after some messages when one fails to
+// load, and an answer also ends, with no error, when ctx ends first.
+var errCut = errors.New("the answer ended before its last message")
+
 // lastPerSubject calls fn with the last message of every subject matching
-// filter: one direct get when at most 1024 subjects match, else the
-// subjects are listed and read a batch at a time.
+// filter: one direct get when the answer holds them all, else (more than
+// 1024 subjects match, or the answer was cut) the subjects are listed and
+// those not read yet are read a batch at a time, each batch until all of
+// its subjects are read.
 func (c *Cluster) lastPerSubject(ctx context.Context, filter string, fn func(*jetstream.RawStreamMsg) error) error {
-	err := c.multiLast(ctx, []string{filter}, fn)
-	if !errors.Is(err, jetstreamext.ErrBatchUnsupported) {
-		return err // done, or failed; ErrBatchUnsupported is how a "413 Too Many Results" surfaces
+	msgs, err := c.multiLast(ctx, []string{filter})
+	if err == nil {
+		return deliver(msgs, fn)
+	}
+	// ErrBatchUnsupported is how a "413 Too Many Results" surfaces.
+	if !errors.Is(err, jetstreamext.ErrBatchUnsupported) && !errors.Is(err, errCut) {
+		return err
 	}
 	info, err := c.st.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		return fmt.Errorf("list the subjects %s: %w", filter, err)
 	}
+	read := make(map[string]bool, len(msgs))
+	for _, m := range msgs {
+		read[m.Subject] = true
+	}
 	subjects := make([]string, 0, len(info.State.Subjects))
 	for subj := range info.State.Subjects {
-		subjects = append(subjects, subj)
+		if !read[subj] {
+			subjects = append(subjects, subj)
+		}
 	}
 	sort.Strings(subjects)
+	if err := deliver(msgs, fn); err != nil {
+		return err
+	}
 	for len(subjects) > 0 {
-		n := min(len(subjects), maxMulti)
-		if err := c.multiLast(ctx, subjects[:n], fn); err != nil {
-			return err
-		}
-		subjects = subjects[n:]
-	}
-	return nil
-}
-
-func (c *Cluster) multiLast(ctx context.Context, subjects []string, fn func(*jetstream.RawStreamMsg) error) error {
-	msgs, err := jetstreamext.GetLastMsgsFor(ctx, c.js, c.opts.Stream, subjects)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", subjects[0], err)
-	}
-	for m, err := range msgs {
-		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			return nil
+		batch := subjects[:min(len(subjects), maxMulti)]
+		msgs, err := c.multiLast(ctx, batch)
+		if errors.Is(err, errCut) && len(msgs) > 0 {
+			// Cut by the answer's size: what came is whole; ask again
+			// for the rest.
+			if err := deliver(msgs, fn); err != nil {
+				return err
+			}
+			got := make(map[string]bool, len(msgs))
+			for _, m := range msgs {
+				got[m.Subject] = true
+			}
+			subjects = slices.DeleteFunc(subjects, func(s string) bool { return got[s] })
+			continue
 		}
 		if err != nil {
 			return err
 		}
+		if err := deliver(msgs, fn); err != nil {
+			return err
+		}
+		subjects = subjects[len(batch):]
+	}
+	return nil
+}
+
+func deliver(msgs []*jetstream.RawStreamMsg, fn func(*jetstream.RawStreamMsg) error) error {
+	for _, m := range msgs {
 		if err := fn(m); err != nil {
 			return err
 		}
 	}
-	// The batch ends without an error when ctx ends before the server's
-	// end-of-batch marker (a leader election, NATS unreachable): what was
-	// read may be a part, or nothing, and must not pass for the whole.
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("read %s: the answer did not end before %w", subjects[0], err)
-	}
 	return nil
 }
+
+// multiLast reads the last message of each subject matching subjects in
+// one multi-last direct get. It returns them all, or an error wrapping
+// errCut with the messages that came before the answer ended.
+func (c *Cluster) multiLast(ctx context.Context, subjects []string) ([]*jetstream.RawStreamMsg, error) {
+	answer, err := jetstreamext.GetLastMsgsFor(ctx, c.js, c.opts.Stream, subjects)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", subjects[0], err)
+	}
+	var msgs []*jetstream.RawStreamMsg
+	pending := "" // the last message's Nats-Num-Pending
+	for m, err := range answer {
+		if errors.Is(err, jetstreamext.ErrNoMessages) && len(msgs) == 0 {
+			return nil, nil // nothing matches
+		}
+		if errors.Is(err, jetstreamext.ErrNoMessages) {
+			return msgs, fmt.Errorf("read %s: a 404 after %d messages, %s announced after them (a message failed to load): %w",
+				subjects[0], len(msgs), pending, errCut)
+		}
+		if err != nil {
+			return msgs, fmt.Errorf("read %s: %w", subjects[0], err)
+		}
+		msgs = append(msgs, m)
+		pending = m.Header.Get(numPendingHeader)
+	}
+	if pending == "0" {
+		return msgs, nil
+	}
+	// The answer ends without an error when ctx ends before the server's
+	// end-of-batch marker (a leader election, NATS unreachable).
+	if err := ctx.Err(); err != nil {
+		return msgs, fmt.Errorf("read %s: the answer did not end before %w", subjects[0], err)
+	}
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("read %s: the answer ended without a message: %w", subjects[0], errCut)
+	}
+	return msgs, fmt.Errorf("read %s: %d messages, then the end with %s more announced: %w", subjects[0], len(msgs), pending, errCut)
+}
+
+// numPendingHeader is the header of a direct get's message that says how
+// many messages of the answer follow it.
+const numPendingHeader = "Nats-Num-Pending"

@@ -2,9 +2,14 @@ package cluster
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +95,145 @@ func TestScanBeyondOneRead(t *testing.T) {
 	})
 	if err != nil || i != n {
 		t.Fatalf("scan: %v after %d keys, want %d", err, i, n)
+	}
+}
+
+// cutAnswers answers the direct gets of a stream made without allow_direct
+// as nats-server does, except that an answer ends after at most max
+// messages: as the server's answers do once they reach its max_pending
+// bytes, with the end-of-batch marker and the count of those left out
+// (end "eob"); with a 404 as when a message fails to load ("404"); or
+// with nothing, as when the connection drops ("silent").
+func cutAnswers(t *testing.T, s *server.Server, st jetstream.Stream, max int, end string) {
+	t.Helper()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	_, err = nc.Subscribe("$JS.API.DIRECT.GET."+st.CachedInfo().Config.Name, func(req *nats.Msg) {
+		var r struct {
+			MultiLast []string `json:"multi_last"`
+		}
+		if err := json.Unmarshal(req.Data, &r); err != nil {
+			t.Error(err)
+			return
+		}
+		var msgs []*jetstream.RawStreamMsg
+		for _, filter := range r.MultiLast {
+			info, err := st.Info(context.Background(), jetstream.WithSubjectFilter(filter))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for subj := range info.State.Subjects {
+				m, err := st.GetLastMsgForSubject(context.Background(), subj)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				msgs = append(msgs, m)
+			}
+		}
+		slices.SortFunc(msgs, func(a, b *jetstream.RawStreamMsg) int { return cmp.Compare(a.Sequence, b.Sequence) })
+		status := func(code, desc string, pending int) {
+			m := nats.NewMsg(req.Reply)
+			m.Header.Set("Status", code)
+			m.Header.Set("Description", desc)
+			m.Header.Set("Nats-Num-Pending", strconv.Itoa(pending))
+			_ = nc.PublishMsg(m)
+		}
+		if len(msgs) == 0 {
+			status("404", "No Results", 0)
+			return
+		}
+		sent := min(max, len(msgs))
+		for i, sm := range msgs[:sent] {
+			m := nats.NewMsg(req.Reply)
+			m.Data = sm.Data
+			for k, v := range sm.Header {
+				m.Header[k] = v
+			}
+			m.Header.Set("Nats-Stream", st.CachedInfo().Config.Name)
+			m.Header.Set("Nats-Subject", sm.Subject)
+			m.Header.Set("Nats-Sequence", strconv.FormatUint(sm.Sequence, 10))
+			m.Header.Set("Nats-Time-Stamp", sm.Time.UTC().Format(time.RFC3339Nano))
+			m.Header.Set("Nats-Num-Pending", strconv.Itoa(len(msgs)-i-1))
+			_ = nc.PublishMsg(m)
+		}
+		switch {
+		case end == "404" && sent < len(msgs):
+			status("404", "Message Not Found", 0)
+		case end == "silent" && sent < len(msgs):
+		default:
+			status("204", "EOB", len(msgs)-sent)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScanCutAnswer: a direct get's answer that ends before its last
+// message is never taken for the whole. An answer cut at the server's
+// max_pending bytes (its end-of-batch marker counting those left out) or
+// by a 404 after some messages: the scan asks for the rest and returns
+// every key. An answer that breaks off with nothing more fails the scan,
+// which retries until its context ends, and never returns a part.
+func TestScanCutAnswer(t *testing.T) {
+	ctx := context.Background()
+	for _, end := range []string{"eob", "404", "silent"} {
+		t.Run(end, func(t *testing.T) {
+			s := clustertest.Server(t, clustertest.Options{})
+			nc, err := nats.Connect(s.ClientURL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "CUT", Subjects: []string{kvRoot + ".>"},
+				Storage: jetstream.MemoryStorage, MaxMsgsPerSubject: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int{"one/": 50, "cut/": 300} // an answer holds 100
+			for prefix, n := range want {
+				for i := range n {
+					if _, err := js.Publish(ctx, keySubject(fmt.Appendf(nil, "%s%04d", prefix, i)), fmt.Appendf(nil, "v%d", i)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			cutAnswers(t, s, st, 100, end)
+			c := &Cluster{opts: Options{Stream: "CUT"}, js: js, st: st, log: slog.New(slog.DiscardHandler)}
+			store := c.Store()
+			for _, prefix := range []string{"one/", "cut/"} {
+				sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				i := 0
+				err := store.Scan(sctx, []byte(prefix), func(k, v []byte) error {
+					if string(k) != fmt.Sprintf("%s%04d", prefix, i) || string(v) != fmt.Sprintf("v%d", i) {
+						return fmt.Errorf("%q=%q where %s%04d was due", k, v, prefix, i)
+					}
+					i++
+					return nil
+				})
+				cancel()
+				switch {
+				case err == nil && i != want[prefix]:
+					t.Errorf("scan of %s: %d of %d keys and no error", prefix, i, want[prefix])
+				case err != nil && (end != "silent" || prefix == "one/"):
+					t.Errorf("scan of %s: %v after %d of %d keys", prefix, err, i, want[prefix])
+				case err == nil && end == "silent" && prefix == "cut/":
+					t.Errorf("scan of %s: no error though every answer breaks off", prefix)
+				}
+			}
+		})
 	}
 }
 
