@@ -403,3 +403,62 @@ func TestPanicDoesNotEscape(t *testing.T) {
 		t.Errorf("after a panic: %v %v", out.Value, err)
 	}
 }
+
+// TestCallPanicDoesNotEscape: the same through Call, on its common path (a
+// closure of fixed arity) and on the other (a variadic closure), and with
+// the thread usable after each.
+func TestCallPanicDoesNotEscape(t *testing.T) {
+	boom := NewBuiltin("boom", func(*Thread, []Value) (Value, error) { panic("faulty builtin") })
+	p, err := compileUnits("p.rtfs", []byte("(defn f [s c] (boom)) (defn v [& xs] (boom)) (defn ok [s c] s)"),
+		&compileConfig{builtins: map[string]*Builtin{"boom": boom}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := NewThread(Limits{})
+	out, err := th.Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := out.Globals
+	for _, name := range []string{"f", "v"} {
+		fn, _ := g.Get(name)
+		if _, err := th.Call(context.Background(), g, fn, Int(1), Int(2)); err == nil || !strings.Contains(err.Error(), "internal error: faulty builtin") {
+			t.Errorf("%s: got %v", name, err)
+		}
+		ok, _ := g.Get("ok")
+		if out, err := th.Call(context.Background(), g, ok, Int(7), nil); err != nil || out.Value != Int(7) {
+			t.Errorf("after a panic in %s: %v %v", name, out.Value, err)
+		}
+	}
+	var nilClosure *Closure
+	if _, err := th.Call(context.Background(), g, nilClosure, Int(1)); err == nil {
+		t.Error("a nil *Closure: no error")
+	}
+}
+
+// TestCallStopsAtOnce: a call of a function that runs two instructions
+// stops at its first with a context cancelled before it, on Call's common
+// path as on the other; a call with too few arguments is an arity error.
+func TestCallStopsAtOnce(t *testing.T) {
+	th := NewThread(Limits{})
+	out, err := th.Run(context.Background(), mustCompile(t, "(defn f [s c m] s) (defn v [& xs] xs)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := out.Globals
+	f, _ := g.Get("f")
+	v, _ := g.Get("v")
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, fn := range []Value{f, v} {
+		if _, err := th.Call(cctx, g, fn, Int(1), Int(2), Int(3)); !errors.Is(err, context.Canceled) {
+			t.Errorf("%v with a cancelled context: %v", fn, err)
+		}
+		if out, err := th.Call(context.Background(), g, fn, Int(1), Int(2), Int(3)); err != nil || out.Value == nil {
+			t.Errorf("%v after: %v %v", fn, out.Value, err)
+		}
+	}
+	if _, err := th.Call(context.Background(), g, f, Int(1), Int(2)); err == nil || !strings.Contains(err.Error(), "argument") {
+		t.Errorf("too few arguments: %v", err)
+	}
+}

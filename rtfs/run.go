@@ -70,14 +70,75 @@ func (th *Thread) Run(ctx context.Context, p *Program) (out Outcome, err error) 
 // slice; a Go nil argument counts as Nil. On the hot path (a warm Thread, a
 // closure that builds nothing) it does not allocate.
 func (th *Thread) Call(ctx context.Context, g *Globals, fn Value, args ...Value) (out Outcome, err error) {
+	// No panic leaves the package; a call that returned normally (the
+	// common path sets returned) spares itself the call of recover.
+	returned := false
+	defer func() {
+		if !returned {
+			if r := recover(); r != nil {
+				err = th.panicked(r)
+			}
+		}
+	}()
+	// The common call, a host's call of a processor: a closure of g's own
+	// program, of fixed arity, with its number of arguments.
+	if cl, ok := fn.(*Closure); ok && g != nil && cl.fn.prog == g.prog {
+		if c := cl.fn.code; cl.fn.arities == nil && !c.Variadic && len(args) == c.NumParams {
+			// start, and pushArgs and pushFrame, in one pass and
+			// inlined: a call costs as much as the rest of the setup.
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			done := ctx.Done()
+			th.begin(ctx, done, g.prog)
+			if done != nil || th.limits.MaxDuration > 0 {
+				th.firstCheck()
+			}
+			th.globals, th.gsnap = g.values, g
+			// cl, then args, then cl's frame over them; the depth limit
+			// is at least 1 (NewThread), so an empty call stack is
+			// within it.
+			locals := 1 + c.NumLocals // the frame's locals start at 1, above cl
+			top := locals + c.MaxStack + 1
+			th.ensureStack(top)
+			stack := th.stack[:top]
+			stack[0] = cl
+			params := stack[1 : 1+len(args)]
+			for i, a := range args {
+				if a == nil {
+					a = Nil // a Go nil counts as RTFS nil
+				}
+				params[i] = a
+			}
+			for i := 1 + len(args); i < locals; i++ {
+				stack[i] = nil
+			}
+			th.hw = max(th.hw, top)
+			th.frames = append(th.frames[:0], frame{fn: cl.fn, cl: cl, base: 1})
+			th.sp = locals
+			v, err := th.run(nil)
+			if err != nil || th.call != nil {
+				return th.finish(v, err)
+			}
+			// The common end, built here rather than copied out of
+			// finish's result: a call that returned a value.
+			g = th.snapshot() // a def in the call made new globals
+			th.clearStack()
+			th.ctx, th.done = nil, nil
+			returned = true
+			return Outcome{Value: v, Globals: g}, nil
+		}
+	}
+	return th.callAny(ctx, g, fn, args)
+}
+
+// callAny is Call for any function value: a closure of another program
+// with the same Hash, of several arities or variadic, a core function, a
+// keyword... Call's deferred recover covers it.
+func (th *Thread) callAny(ctx context.Context, g *Globals, fn Value, args []Value) (Outcome, error) {
 	if g == nil {
 		return Outcome{}, errors.New("rtfs: Call: nil globals")
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = th.panicked(r)
-		}
-	}()
 	cl, isClosure := fn.(*Closure)
 	if isClosure && cl.fn.prog != g.prog && cl.fn.prog != nil && cl.fn.prog.hash != g.prog.hash {
 		return Outcome{}, fmt.Errorf("rtfs: Call: function %s belongs to program %s, globals to %s",
@@ -98,19 +159,11 @@ func (th *Thread) Call(ctx context.Context, g *Globals, fn Value, args ...Value)
 		th.ctx, th.done = nil, nil
 		return Outcome{Value: v, Globals: g}, nil
 	}
-	if err := th.enter(cl, args); err != nil {
+	th.pushArgs(cl, args)
+	if err := th.pushFrame(cl, len(args)); err != nil {
 		return Outcome{}, th.fail(err)
 	}
-	v, err := th.run(nil)
-	if err != nil || th.call != nil {
-		return th.finish(v, err)
-	}
-	// The common end, built here rather than copied out of finish's
-	// result: a call that returned a value.
-	g = th.snapshot() // a def in the call made new globals
-	th.clearStack()
-	th.ctx, th.done = nil, nil
-	return Outcome{Value: v, Globals: g}, nil
+	return th.finish(th.run(nil))
 }
 
 // pushArgs puts fn and args on the empty stack, a Go nil as Nil.
@@ -126,39 +179,6 @@ func (th *Thread) pushArgs(fn Value, args []Value) {
 		stack[1+i] = a
 	}
 	th.sp = n + 1
-}
-
-// enter starts the run of cl with args on the empty stack: cl, then args,
-// then cl's frame over them. It is pushArgs and pushFrame in one, for the
-// closure of fixed arity that a host calls (a stream's processor); any
-// other goes through them.
-func (th *Thread) enter(cl *Closure, args []Value) error {
-	fi := cl.fn
-	c := fi.code
-	n := len(args)
-	if fi.arities != nil || c.Variadic || n != c.NumParams {
-		th.pushArgs(cl, args)
-		return th.pushFrame(cl, n)
-	}
-	// The frame's locals start at 1, above cl; the depth limit is at
-	// least 1 (NewThread), so an empty call stack is within it.
-	top := 1 + c.NumLocals + c.MaxStack + 1
-	th.ensureStack(top)
-	stack := th.stack[:top]
-	stack[0] = cl
-	for i, a := range args {
-		if a == nil {
-			a = Nil // a Go nil counts as RTFS nil
-		}
-		stack[1+i] = a
-	}
-	for i := 1 + n; i < 1+c.NumLocals; i++ {
-		stack[i] = nil
-	}
-	th.hw = max(th.hw, top)
-	th.frames = append(th.frames, frame{fn: fi, cl: cl, base: 1})
-	th.sp = 1 + c.NumLocals
-	return nil
 }
 
 // Resume continues a suspended run, with v as the result of its host call.
@@ -200,20 +220,40 @@ func (th *Thread) ResumeError(ctx context.Context, k *Continuation, err error) (
 	return th.finish(th.run(&hostError{err: err, cap: k.call.Capability}))
 }
 
+// start prepares th for a run of p under ctx on an empty stack.
 func (th *Thread) start(ctx context.Context, p *Program) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	th.ctx, th.done, th.prog = ctx, ctx.Done(), p
+	done := ctx.Done()
+	th.begin(ctx, done, p)
+	if done != nil || th.limits.MaxDuration > 0 {
+		th.firstCheck()
+	}
+	th.sp = 0
+	th.frames = th.frames[:0]
+}
+
+// begin resets the run's context, counters and budgets for a run of p
+// under ctx, whose Done channel is done. The run loop checks the limits and
+// the context at its first instruction only when firstCheck, which the
+// caller calls when there is a Done channel or a time limit, says so. (Both
+// are kept out of start so that Call's common path inlines them.)
+func (th *Thread) begin(ctx context.Context, done <-chan struct{}, p *Program) {
+	th.ctx, th.done, th.prog = ctx, done, p
 	th.steps, th.call = 0, nil
 	th.work, th.mem, th.unpolled = 0, 0, 0
 	th.out = th.out[:0]
-	// The run loop checks the limits and the context at its first
-	// instruction, then every checkInterval. At the first, with nothing
-	// run or charged yet, only a context that is already cancelled or a
-	// time limit (which may be as short as a nanosecond) can stop it: the
-	// check of the rest is done here, without entering checkpoint.
+	th.handlers = th.handlers[:0]
 	th.nextCheck = min(checkInterval, th.limits.MaxSteps)
+}
+
+// firstCheck is the check of the run's first instruction: at step 0, with
+// nothing run or charged yet, only a context that is already cancelled or
+// a time limit (which may be as short as a nanosecond) can stop the run,
+// and checking them here spares the run loop a checkpoint. It starts the
+// run's clock.
+func (th *Thread) firstCheck() {
 	if th.limits.MaxDuration > 0 {
 		th.started = time.Now()
 		th.nextCheck = 0
@@ -225,9 +265,6 @@ func (th *Thread) start(ctx context.Context, p *Program) {
 		default:
 		}
 	}
-	th.sp = 0
-	th.frames = th.frames[:0]
-	th.handlers = th.handlers[:0]
 }
 
 // fail turns an error raised before the run loop started into an EvalError.

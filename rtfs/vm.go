@@ -187,7 +187,11 @@ func (th *Thread) run(pending error) (result Value, err error) {
 		case compile.POPTRY:
 			th.handlers = th.handlers[:len(th.handlers)-1]
 		case compile.RERAISE, compile.ERRVAL, compile.CATCHES:
-			err = caughtOp(compile.Opcode(ins&0xff), fr.fn.consts, arg, stack, &sp)
+			// Through a copy: a local whose address is taken lives in
+			// memory, and sp is read and written by every instruction.
+			nsp := sp
+			err = caughtOp(compile.Opcode(ins&0xff), fr.fn.consts, arg, stack, &nsp)
+			sp = nsp
 		case compile.EQ:
 			sp, err = th.eqOp(stack, sp)
 		case compile.NOT:
@@ -217,7 +221,9 @@ func (th *Thread) run(pending error) (result Value, err error) {
 			}
 			sp, err = th.callBuiltinOp(fr.fn.builtins[arg].(*Builtin), 1, stack, sp)
 		default:
-			err = th.destructOp(compile.Opcode(ins&0xff), arg, fr.fn, stack, &sp)
+			nsp := sp // a copy, as for caughtOp
+			err = th.destructOp(compile.Opcode(ins&0xff), arg, fr.fn, stack, &nsp)
+			sp = nsp
 		}
 	}
 }
