@@ -86,9 +86,18 @@ func (m *Map) refill(kvs []Value, mt *meter) bool {
 	if m.root != nil || len(kvs) == 0 || len(kvs)%2 != 0 || len(kvs) > cap(m.kvs) || !distinctKeys(kvs, mt) {
 		return false
 	}
+	// No stale values kept alive: the slots past m's length are nil (the
+	// maps refilled, a thread's result box and the maps a JSONDecoder
+	// returns, are built so, and refill keeps them so), so only those of
+	// m's old entries past the new ones are cleared; a result of the same
+	// size as the last clears nothing, where clearing the whole spare
+	// capacity cost a write barrier per slot while the collector marks.
+	old := len(m.kvs)
 	m.kvs = m.kvs[:len(kvs)]
 	copy(m.kvs, kvs)
-	clear(m.kvs[len(kvs):cap(m.kvs)]) // no stale values kept alive
+	if old > len(kvs) {
+		clear(m.kvs[len(kvs):old])
+	}
 	m.n = len(kvs) / 2
 	m.hash.Store(0)
 	return true
