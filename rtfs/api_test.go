@@ -462,3 +462,36 @@ func TestCallStopsAtOnce(t *testing.T) {
 		t.Errorf("too few arguments: %v", err)
 	}
 }
+
+// TestCallGlobalsOfEachCall: a call sees the globals it is given, whatever
+// the thread's last call defined or was given (Call skips setting up
+// globals it already has).
+func TestCallGlobalsOfEachCall(t *testing.T) {
+	th := NewThread(Limits{})
+	out, err := th.Run(context.Background(), mustCompile(t, "(def n 1) (defn bump [x] (def n (+ n x)) n) (defn get-n [x] n)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1 := out.Globals
+	bump, _ := g1.Get("bump")
+	getN, _ := g1.Get("get-n")
+	call := func(g *Globals, fn Value, want Value) *Globals {
+		t.Helper()
+		out, err := th.Call(context.Background(), g, fn, Int(1))
+		if err != nil || out.Value != want {
+			t.Fatalf("got %v %v, want %v", out.Value, err, want)
+		}
+		return out.Globals
+	}
+	g2 := call(g1, bump, Int(2))
+	call(g1, getN, Int(1))
+	call(g2, getN, Int(2))
+	call(g2, getN, Int(2))
+	call(g1, getN, Int(1))
+	g3 := call(g2, bump, Int(3))
+	call(g3, getN, Int(3))
+	call(g2, getN, Int(2))
+	if v, _ := g1.Get("n"); v != Int(1) {
+		t.Errorf("g1's n changed to %v", v)
+	}
+}

@@ -94,7 +94,11 @@ func (th *Thread) Call(ctx context.Context, g *Globals, fn Value, args ...Value)
 			if done != nil || th.limits.MaxDuration > 0 {
 				th.firstCheck()
 			}
-			th.globals, th.gsnap = g.values, g
+			// The writes that would not change a pointer are skipped:
+			// while the collector marks, each costs a write barrier.
+			if th.gsnap != g { // else th.globals is g.values already
+				th.globals, th.gsnap = g.values, g
+			}
 			// cl, then args, then cl's frame over them; the depth limit
 			// is at least 1 (NewThread), so an empty call stack is
 			// within it.
@@ -240,7 +244,10 @@ func (th *Thread) start(ctx context.Context, p *Program) {
 // caller calls when there is a Done channel or a time limit, says so. (Both
 // are kept out of start so that Call's common path inlines them.)
 func (th *Thread) begin(ctx context.Context, done <-chan struct{}, p *Program) {
-	th.ctx, th.done, th.prog = ctx, done, p
+	th.ctx, th.done = ctx, done
+	if th.prog != p { // a write skipped is a write barrier spared while the collector marks
+		th.prog = p
+	}
 	th.steps, th.call = 0, nil
 	th.work, th.mem, th.unpolled = 0, 0, 0
 	th.out = th.out[:0]
