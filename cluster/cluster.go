@@ -112,6 +112,8 @@ type Cluster struct {
 	st   jetstream.Stream
 	log  *slog.Logger
 
+	directGet string // the subject of the stream's direct gets
+
 	mu     sync.Mutex
 	owned  map[string]uint64 // stream id → fencing token
 	ctlSub *nats.Subscription
@@ -191,7 +193,8 @@ func Connect(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{
 		opts: opts, inc: subjectSafe(opts.Node) + "-" + randomHex(6), nc: nc, js: js, st: st, log: log,
-		owned: map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{}),
+		directGet: directGetSubject(js.Options(), opts.Stream),
+		owned:     map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	c.beatCtx, c.beatCancel = context.WithCancel(context.Background())
 	if err := c.beat(ctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
+	"github.com/synadia-io/orbit.go/natsext"
 
 	"github.com/rtfshost/rtfshost/persistence"
 )
@@ -446,12 +448,12 @@ func (s *Store) Close() error {
 // (nats-server's limit is 1024).
 const maxMulti = 1000
 
-// errCut is multiLast's error when an answer ended before the last message
-// it announced: every message says how many are still to come
-// (Nats-Num-Pending), and the last one must say none. The server ends an
-// answer early once it has sent its max_pending bytes (64 MiB unless
-// configured lower), answers 404 after some messages when one fails to
-// load, and an answer also ends, with no error, when ctx ends first.
+// errCut is multiLast's error when an answer ended before its last
+// message: the server ends an answer early once it has sent its
+// max_pending bytes (64 MiB unless configured lower), its end-of-batch
+// marker then counting the messages left out (Nats-Num-Pending), and
+// answers 404 when a message fails to load, after some messages or
+// before any; an answer may also break off.
 var errCut = errors.New("the answer ended before its last message")
 
 // lastPerSubject calls fn with the last message of every subject matching
@@ -464,8 +466,7 @@ func (c *Cluster) lastPerSubject(ctx context.Context, filter string, fn func(*je
 	if err == nil {
 		return deliver(msgs, fn)
 	}
-	// ErrBatchUnsupported is how a "413 Too Many Results" surfaces.
-	if !errors.Is(err, jetstreamext.ErrBatchUnsupported) && !errors.Is(err, errCut) {
+	if !errors.Is(err, errTooMany) && !errors.Is(err, errCut) {
 		return err
 	}
 	info, err := c.st.Info(ctx, jetstream.WithSubjectFilter(filter))
@@ -523,43 +524,99 @@ func deliver(msgs []*jetstream.RawStreamMsg, fn func(*jetstream.RawStreamMsg) er
 }
 
 // multiLast reads the last message of each subject matching subjects in
-// one multi-last direct get. It returns them all, or an error wrapping
-// errCut with the messages that came before the answer ended.
+// one multi-last direct get (ADR-31). It returns them all, or an error
+// wrapping errCut with the messages that came before the answer ended, or
+// errTooMany. It reads the answer itself, with natsext.RequestMany, rather
+// than through jetstreamext.GetLastMsgsFor, which ends its iteration
+// without an error at any end-of-batch marker and takes every 404 for "no
+// messages": an answer cut at the server's byte limit, or a message that
+// failed to load, would pass for the whole.
 func (c *Cluster) multiLast(ctx context.Context, subjects []string) ([]*jetstream.RawStreamMsg, error) {
-	answer, err := jetstreamext.GetLastMsgsFor(ctx, c.js, c.opts.Stream, subjects)
+	req, err := json.Marshal(struct {
+		MultiLast []string `json:"multi_last"`
+	}{subjects})
+	if err != nil {
+		return nil, err
+	}
+	var end nats.Header // the status that ended the answer
+	answer, err := natsext.RequestMany(ctx, c.nc, c.directGet, req, natsext.RequestManySentinel(func(m *nats.Msg) bool {
+		if len(m.Data) == 0 && m.Header.Get(statusHeader) != "" {
+			end = m.Header
+			return true
+		}
+		return false
+	}))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", subjects[0], err)
 	}
 	var msgs []*jetstream.RawStreamMsg
-	pending := "" // the last message's Nats-Num-Pending
 	for m, err := range answer {
-		if errors.Is(err, jetstreamext.ErrNoMessages) && len(msgs) == 0 {
-			return nil, nil // nothing matches
-		}
-		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			return msgs, fmt.Errorf("read %s: a 404 after %d messages, %s announced after them (a message failed to load): %w",
-				subjects[0], len(msgs), pending, errCut)
-		}
 		if err != nil {
 			return msgs, fmt.Errorf("read %s: %w", subjects[0], err)
 		}
-		msgs = append(msgs, m)
-		pending = m.Header.Get(numPendingHeader)
+		rm, err := directMsg(m)
+		if err != nil {
+			return msgs, fmt.Errorf("read %s: %w", subjects[0], err)
+		}
+		msgs = append(msgs, rm)
 	}
-	if pending == "0" {
+	status, desc := end.Get(statusHeader), end.Get(descHeader)
+	switch {
+	case status == "204" && end.Get(numPendingHeader) == "0":
 		return msgs, nil
+	case status == "204":
+		return msgs, fmt.Errorf("read %s: %d messages, then the end of the answer with %s more announced: %w",
+			subjects[0], len(msgs), end.Get(numPendingHeader), errCut)
+	case status == "404" && desc == "No Results" && len(msgs) == 0:
+		return nil, nil // nothing matches
+	case status == "413":
+		return nil, fmt.Errorf("read %s: %w", subjects[0], errTooMany)
+	case status != "":
+		// A 404 other than "No Results" is a message that failed to load.
+		return msgs, fmt.Errorf("read %s: %d messages, then %s %s: %w", subjects[0], len(msgs), status, desc, errCut)
 	}
 	// The answer ends without an error when ctx ends before the server's
 	// end-of-batch marker (a leader election, NATS unreachable).
 	if err := ctx.Err(); err != nil {
 		return msgs, fmt.Errorf("read %s: the answer did not end before %w", subjects[0], err)
 	}
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("read %s: the answer ended without a message: %w", subjects[0], errCut)
-	}
-	return msgs, fmt.Errorf("read %s: %d messages, then the end with %s more announced: %w", subjects[0], len(msgs), pending, errCut)
+	return msgs, fmt.Errorf("read %s: the answer broke off after %d messages: %w", subjects[0], len(msgs), errCut)
 }
 
-// numPendingHeader is the header of a direct get's message that says how
-// many messages of the answer follow it.
-const numPendingHeader = "Nats-Num-Pending"
+// errTooMany is multiLast's error when more subjects match than one answer
+// may hold (nats-server: "413 Too Many Results", beyond 1024).
+var errTooMany = errors.New("more subjects match than one answer holds")
+
+// Headers of a direct get's answer (ADR-31).
+const (
+	statusHeader     = "Status"
+	descHeader       = "Description"
+	numPendingHeader = "Nats-Num-Pending" // how many messages of the answer follow
+)
+
+// directMsg is the stored message a direct get's answer carries in m.
+func directMsg(m *nats.Msg) (*jetstream.RawStreamMsg, error) {
+	subj := m.Header.Get(jetstream.SubjectHeader)
+	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if subj == "" || err != nil {
+		return nil, fmt.Errorf("a direct get's answer with no subject or sequence (headers %v)", m.Header)
+	}
+	tm, err := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
+	if err != nil {
+		return nil, fmt.Errorf("a direct get's answer for %s: its time: %w", subj, err)
+	}
+	return &jetstream.RawStreamMsg{Subject: subj, Sequence: seq, Header: m.Header, Data: m.Data, Time: tm}, nil
+}
+
+// directGetSubject is the subject of stream's direct gets, under the API
+// prefix of opts (a domain's, or a custom one).
+func directGetSubject(opts jetstream.JetStreamOptions, stream string) string {
+	prefix := "$JS.API."
+	switch {
+	case opts.APIPrefix != "":
+		prefix = strings.TrimSuffix(opts.APIPrefix, ".") + "."
+	case opts.Domain != "":
+		prefix = "$JS." + opts.Domain + ".API."
+	}
+	return prefix + "DIRECT.GET." + stream
+}

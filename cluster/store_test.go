@@ -102,34 +102,52 @@ func TestScanBeyondOneRead(t *testing.T) {
 // as nats-server does, except that an answer ends after at most max
 // messages: as the server's answers do once they reach its max_pending
 // bytes, with the end-of-batch marker and the count of those left out
-// (end "eob"); with a 404 as when a message fails to load ("404"); or
-// with nothing, as when the connection drops ("silent").
+// (end "eob"); with a 404 as when a message fails to load, after them
+// ("404") or instead of any ("lost"); or with nothing, as when the
+// connection drops ("silent").
 func cutAnswers(t *testing.T, s *server.Server, st jetstream.Stream, max int, end string) {
 	t.Helper()
-	nc, err := nats.Connect(s.ClientURL())
+	name := st.CachedInfo().Config.Name
+	closed := make(chan struct{})
+	nc, err := nats.Connect(s.ClientURL(), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(nc.Close)
-	_, err = nc.Subscribe("$JS.API.DIRECT.GET."+st.CachedInfo().Config.Name, func(req *nats.Msg) {
+	t.Cleanup(func() {
+		_ = nc.Drain() // lets an answer under way end
+		<-closed
+	})
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err = js.Stream(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	fail := func(err error) {
+		if !nc.IsDraining() && !nc.IsClosed() {
+			t.Error(err)
+		}
+	}
+	_, err = nc.Subscribe("$JS.API.DIRECT.GET."+name, func(req *nats.Msg) {
 		var r struct {
 			MultiLast []string `json:"multi_last"`
 		}
 		if err := json.Unmarshal(req.Data, &r); err != nil {
-			t.Error(err)
+			fail(err)
 			return
 		}
 		var msgs []*jetstream.RawStreamMsg
 		for _, filter := range r.MultiLast {
 			info, err := st.Info(context.Background(), jetstream.WithSubjectFilter(filter))
 			if err != nil {
-				t.Error(err)
+				fail(err)
 				return
 			}
 			for subj := range info.State.Subjects {
 				m, err := st.GetLastMsgForSubject(context.Background(), subj)
 				if err != nil {
-					t.Error(err)
+					fail(err)
 					return
 				}
 				msgs = append(msgs, m)
@@ -147,6 +165,10 @@ func cutAnswers(t *testing.T, s *server.Server, st jetstream.Stream, max int, en
 			status("404", "No Results", 0)
 			return
 		}
+		if end == "lost" && len(msgs) > max {
+			status("404", "Message Not Found", 0)
+			return
+		}
 		sent := min(max, len(msgs))
 		for i, sm := range msgs[:sent] {
 			m := nats.NewMsg(req.Reply)
@@ -154,7 +176,7 @@ func cutAnswers(t *testing.T, s *server.Server, st jetstream.Stream, max int, en
 			for k, v := range sm.Header {
 				m.Header[k] = v
 			}
-			m.Header.Set("Nats-Stream", st.CachedInfo().Config.Name)
+			m.Header.Set("Nats-Stream", name)
 			m.Header.Set("Nats-Subject", sm.Subject)
 			m.Header.Set("Nats-Sequence", strconv.FormatUint(sm.Sequence, 10))
 			m.Header.Set("Nats-Time-Stamp", sm.Time.UTC().Format(time.RFC3339Nano))
@@ -181,11 +203,12 @@ func cutAnswers(t *testing.T, s *server.Server, st jetstream.Stream, max int, en
 // message is never taken for the whole. An answer cut at the server's
 // max_pending bytes (its end-of-batch marker counting those left out) or
 // by a 404 after some messages: the scan asks for the rest and returns
-// every key. An answer that breaks off with nothing more fails the scan,
-// which retries until its context ends, and never returns a part.
+// every key. An answer that is a 404 other than "No Results", or breaks
+// off, fails the scan, which retries until its context ends, and never
+// returns a part or nothing for the whole.
 func TestScanCutAnswer(t *testing.T) {
 	ctx := context.Background()
-	for _, end := range []string{"eob", "404", "silent"} {
+	for _, end := range []string{"eob", "404", "lost", "silent"} {
 		t.Run(end, func(t *testing.T) {
 			s := clustertest.Server(t, clustertest.Options{})
 			nc, err := nats.Connect(s.ClientURL())
@@ -211,7 +234,8 @@ func TestScanCutAnswer(t *testing.T) {
 				}
 			}
 			cutAnswers(t, s, st, 100, end)
-			c := &Cluster{opts: Options{Stream: "CUT"}, js: js, st: st, log: slog.New(slog.DiscardHandler)}
+			c := &Cluster{opts: Options{Stream: "CUT"}, nc: nc, js: js, st: st, log: slog.New(slog.DiscardHandler),
+				directGet: directGetSubject(js.Options(), "CUT")}
 			store := c.Store()
 			for _, prefix := range []string{"one/", "cut/"} {
 				sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -227,10 +251,10 @@ func TestScanCutAnswer(t *testing.T) {
 				switch {
 				case err == nil && i != want[prefix]:
 					t.Errorf("scan of %s: %d of %d keys and no error", prefix, i, want[prefix])
-				case err != nil && (end != "silent" || prefix == "one/"):
+				case err != nil && (end == "eob" || end == "404" || prefix == "one/"):
 					t.Errorf("scan of %s: %v after %d of %d keys", prefix, err, i, want[prefix])
-				case err == nil && end == "silent" && prefix == "cut/":
-					t.Errorf("scan of %s: no error though every answer breaks off", prefix)
+				case err == nil && (end == "lost" || end == "silent") && prefix == "cut/":
+					t.Errorf("scan of %s: no error though every answer fails", prefix)
 				}
 			}
 		})
