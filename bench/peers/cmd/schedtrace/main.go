@@ -10,8 +10,8 @@
 //	(cd bench/peers && go run ./cmd/schedtrace /tmp/pipeline.trace)
 //
 // A goroutine is given a role by the functions on its own stack when it
-// stops running: "worker" (provider.(*stream).work), "transport"
-// (provider.(*stream).runTransport) or "producer" (the benchmark's loop,
+// stops running: "worker" (stream.(*Stream).work), "transport"
+// (stream.(*Stream).runTransport) or "producer" (the benchmark's loop,
 // provider.runPipeline); -role NAME=FUNC adds others. Goroutines whose
 // lifetime in the trace is shorter than -min are left out (the benchmark's
 // first, one-chunk run). The trace is parsed with golang.org/x/exp/trace.
@@ -45,8 +45,8 @@ func (r *roleFlag) Set(v string) error {
 
 func main() {
 	roles := roleFlag{
-		{"worker", "provider.(*stream).work"},
-		{"transport", "provider.(*stream).runTransport"},
+		{"worker", "stream.(*Stream).work"},
+		{"transport", "stream.(*Stream).runTransport"},
 		{"producer", "provider.runPipeline"},
 	}
 	flag.Var(&roles, "role", "NAME=FUNC: a goroutine with FUNC on its stack has role NAME (repeatable)")
