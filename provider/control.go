@@ -51,7 +51,7 @@ func (f forwarder) forward(ctx context.Context, id, verb string, notHere error) 
 	case verb == "cancel":
 		return p.Cancel(ctx, id)
 	}
-	return p.Control(ctx, id, verb, nil)
+	return p.control(ctx, id, verb, nil)
 }
 
 // DefaultForwardTimeout bounds a request forwarded to the host that runs
@@ -111,7 +111,7 @@ func forwardErr(ctx context.Context, verb, id string, err error) error {
 //     runs is claimed and loaded here from the store: that runs whole,
 //     even when ctx ends first (the request is then not applied).
 func (p *Provider) Pause(ctx context.Context, id string) (Status, error) {
-	return p.Control(ctx, id, "pause", stream.PauseChange)
+	return p.control(ctx, id, "pause", stream.PauseChange)
 }
 
 // Resume resumes a paused stream id: its backlog drains in order at once.
@@ -122,7 +122,7 @@ func (p *Provider) Pause(ctx context.Context, id string) (Status, error) {
 // nothing; resuming an ended one is an error. ctx bounds it as it bounds
 // Pause.
 func (p *Provider) Resume(ctx context.Context, id string) (Status, error) {
-	return p.Control(ctx, id, "resume", stream.ResumeChange)
+	return p.control(ctx, id, "resume", stream.ResumeChange)
 }
 
 // Skip sets the chunk a failed stream is held on aside as a dead letter
@@ -132,7 +132,7 @@ func (p *Provider) Resume(ctx context.Context, id string) (Status, error) {
 // that is not held on a chunk (not StateFailed, or held by its source).
 // ctx bounds it as it bounds Pause.
 func (p *Provider) Skip(ctx context.Context, id string) (Status, error) {
-	return p.Control(ctx, id, "skip", nil)
+	return p.control(ctx, id, "skip", nil)
 }
 
 // Cancel cancels stream id: its transport stops, its queued chunks are
@@ -150,7 +150,7 @@ func (p *Provider) Cancel(ctx context.Context, id string) (Status, error) {
 // control makes change (verb's) to stream id under its lock, or forwards
 // verb to the stream's owner; ctx is checked once the lock is held (Pause
 // says why).
-func (p *Provider) Control(ctx context.Context, id, verb string, change func(*stream.Stream) error) (Status, error) {
+func (p *Provider) control(ctx context.Context, id, verb string, change func(*stream.Stream) error) (Status, error) {
 	if change == nil {
 		change = map[string]func(*stream.Stream) error{"pause": stream.PauseChange, "resume": stream.ResumeChange, "skip": stream.SkipChange}[verb]
 	}

@@ -417,7 +417,7 @@ func (p *Provider) StreamIDs() []string {
 // new persisted stream's start records). The Pending subscriptions to s's
 // id are s's from then on.
 func (r *registry) register(s *stream.Stream, commit func() error, fresh bool) error {
-	early, err := r.Add(s, commit, fresh)
+	early, err := r.add(s, commit, fresh)
 	for _, sub := range early {
 		s.Subscribe(sub)
 		if stream.WantsChanges(sub) { // the stream it waited for is here
@@ -428,7 +428,7 @@ func (r *registry) register(s *stream.Stream, commit func() error, fresh bool) e
 }
 
 // add is register but for the Pending subscriptions, which it returns.
-func (r *registry) Add(s *stream.Stream, commit func() error, fresh bool) ([]*Subscription, error) {
+func (r *registry) add(s *stream.Stream, commit func() error, fresh bool) ([]*Subscription, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {

@@ -265,7 +265,7 @@ func InspectKeys() []string { return stream.InspectKeys() }
 // with the segments it refers to, or a whole snapshot (earlier releases).
 // Damage and missing segments are a *persistence.CorruptRecordError naming
 // key, the record that holds the journal.
-func LoadRunJournal(ctx context.Context, st persistence.Store, key []byte, journal []byte) (*capabilities.Record, error) {
+func LoadRunJournal(ctx context.Context, st persistence.Store, key, journal []byte) (*capabilities.Record, error) {
 	return stream.LoadRunJournal(ctx, st, key, journal)
 }
 
@@ -293,7 +293,7 @@ func ParseMilestones(v rtfs.Value) ([]Milestone, error) { return stream.ParseMil
 // It returns the reference (j.Head; nil for a nil j) and the function to
 // call once b has committed, which marks the entries stored. Cost: the
 // head and a segment of the new entries; nothing for those stored before.
-func PutRunJournal(b *persistence.Batch, j *capabilities.Journal, holder string) ([]byte, func()) {
+func PutRunJournal(b *persistence.Batch, j *capabilities.Journal, holder string) (head []byte, stored func()) {
 	return stream.PutRunJournal(b, j, holder)
 }
 

@@ -39,7 +39,7 @@ type lifecycle struct {
 	progressVer int64
 }
 
-// An action is a directive (docs/streams.md, *Directives*).
+// An Action is a directive (docs/streams.md, *Directives*).
 type Action uint8
 
 const (

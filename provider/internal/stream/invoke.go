@@ -9,7 +9,7 @@ import (
 	"github.com/rtfshost/rtfshost/rtfs/types"
 )
 
-// A processor turns (state chunk metadata) into a result. Each stream owns
+// A Processor turns (state chunk metadata) into a result. Each stream owns
 // one and calls it from its worker goroutine only, so implementations need
 // not be safe for concurrent use.
 type Processor interface {

@@ -95,7 +95,7 @@ func VersionOf(prog *rtfs.Program, procName string, at time.Time) ProgramVersion
 	return ProgramVersion{Hash: prog.Hash(), File: prog.Name(), Processor: procName, Compiler: rtfs.CompileVersion(), AtEpochMs: at.UnixMilli()}
 }
 
-// history returns the programs of a stream defined by d: those its origin
+// HistoryOf returns the programs of a stream defined by d: those its origin
 // record lists, or for a stream stored without one, the program it names
 // (its compiler unknown).
 func (r *OriginRecord) HistoryOf(d *DefRecord, programFile string) []ProgramVersion {

@@ -652,11 +652,7 @@ func (e *KeyError) Error() string { return "start stream: :" + e.Key + ": " + e.
 
 func (e *KeyError) Unwrap() error { return e.Err }
 
-// PersistNew attaches the persistence state to a new stream and returns the
-// batch of its first records, and what to call once it has committed. A
-// stream whose transport cannot replay (transport.Replayable), or that has
-// no transport, journals its chunks.
-// StartSource is what of a start request a new stream's first records
+// A StartSource is what of a start request a new stream's first records
 // keep beside its definition.
 type StartSource struct {
 	Globals   *rtfs.Globals
@@ -665,6 +661,10 @@ type StartSource struct {
 	Journal   *capabilities.Journal // the run's journal, stored with the origin
 }
 
+// PersistNew attaches the persistence state to a new stream and returns the
+// batch of its first records, and what to call once it has committed. A
+// stream whose transport cannot replay (transport.Replayable), or that has
+// no transport, journals its chunks.
 func (ps *Persister) PersistNew(s *Stream, req StartSource) (*persistence.Batch, func(), error) {
 	var fn rtfs.Value
 	if rp, ok := s.Proc.(*RTFSProcessor); ok {

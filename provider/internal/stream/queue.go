@@ -31,7 +31,7 @@ type flow struct {
 	failCounted bool  // the last failed attempt reached the circuit breaker (circuit.go)
 }
 
-// An item is one decoded chunk waiting for, or going through, the
+// An Item is one decoded chunk waiting for, or going through, the
 // processor, with what its metadata is built from (by the worker, and only
 // for a processor that reads it).
 type Item struct {
@@ -101,7 +101,7 @@ func (s *Stream) takeSpare() *rtfs.Map {
 // (the reference server's :seq and SSE ids) count them.
 func (it *Item) Number() int64 { return it.Seq + 1 }
 
-// A ring is the FIFO queue of a stream: a growable ring buffer whose size is
+// A Ring is the FIFO queue of a stream: a growable ring buffer whose size is
 // a power of two, so that positions wrap with a mask rather than a division.
 // The stream bounds its length; the ring itself never refuses an item. Its
 // zero value is an empty queue that allocates on the first push.
