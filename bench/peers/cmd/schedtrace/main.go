@@ -1,9 +1,13 @@
 // Command schedtrace reads a Go execution trace of one of the provider's
 // pipeline benchmarks and says, for each goroutine of the pipeline, how
 // long it ran, how long it was runnable without running (waiting for a P),
-// how long it was blocked, why it stopped running and who made it runnable
-// again. It answers the question the wall-clock figure host-ns/chunk cannot:
-// is the time a chunk takes spent working, or waiting for the scheduler?
+// how long it was blocked, why it stopped running, who made it runnable
+// again and how often it moved to another P; and for the whole trace, how
+// often an idle P was started (each start wakes an OS thread: on a virtual
+// machine the costliest part of a hand-off) and how long one, or more than
+// one, of the pipeline's goroutines ran at once. It answers the question
+// the wall-clock figure host-ns/chunk cannot: is the time a chunk takes
+// spent working, or waiting for the scheduler?
 //
 //	go test -run '^$' -bench '^BenchmarkPipelineRTFS$' -benchtime 300000x \
 //	    -trace /tmp/pipeline.trace ./provider
@@ -66,12 +70,24 @@ func main() {
 		os.Exit(1)
 	}
 	defer f.Close()
-	gs, err := analyze(f, roles)
+	tr, err := analyze(f, roles)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "schedtrace: %s: %v\n", flag.Arg(0), err)
 		os.Exit(1)
 	}
-	report(os.Stdout, gs, *minLife)
+	report(os.Stdout, tr, *minLife)
+}
+
+// A traceSummary is what analyze finds in a trace: the goroutines that
+// have a role, and what the scheduler did around them.
+type traceSummary struct {
+	gs []*goroutine
+	// pStarts counts the Ps that went from idle to running: each is an
+	// OS thread woken (or started) to run goroutines on an idle P.
+	pStarts int
+	// concurrent[n] is how long exactly n goroutines with a role ran at
+	// once (n >= 1).
+	concurrent map[int]time.Duration
 }
 
 // A goroutine is what the trace says of one goroutine of a role.
@@ -84,10 +100,17 @@ type goroutine struct {
 	in          map[trace.GoState]time.Duration // time spent in each state
 	stopped     map[string]int                  // why it stopped running: "to-state reason at frame"
 	wokenBy     map[string]int                  // who made it runnable: "role at frame"
+	lastP       trace.ProcID                    // the P it last ran on (-1 before it ran)
+	moved       int                             // how often it ran on another P than the last time
+	runs        []span                          // when it ran
 }
 
-// analyze reads the trace in r and returns the goroutines that have a role.
-func analyze(r io.Reader, roles roleFlag) ([]*goroutine, error) {
+// A span is an interval of a goroutine's running.
+type span struct{ from, to trace.Time }
+
+// analyze reads the trace in r and returns what it says of the goroutines
+// that have a role.
+func analyze(r io.Reader, roles roleFlag) (*traceSummary, error) {
 	tr, err := trace.NewReader(r)
 	if err != nil {
 		return nil, err
@@ -96,7 +119,7 @@ func analyze(r io.Reader, roles roleFlag) ([]*goroutine, error) {
 	get := func(id trace.GoID, t trace.Time) *goroutine {
 		g, ok := all[id]
 		if !ok {
-			g = &goroutine{id: id, first: t, since: t, in: map[trace.GoState]time.Duration{}, stopped: map[string]int{}, wokenBy: map[string]int{}}
+			g = &goroutine{id: id, first: t, since: t, lastP: trace.NoProc, in: map[trace.GoState]time.Duration{}, stopped: map[string]int{}, wokenBy: map[string]int{}}
 			all[id] = g
 		}
 		return g
@@ -107,6 +130,7 @@ func analyze(r io.Reader, roles roleFlag) ([]*goroutine, error) {
 		frame string
 	}
 	var wakes []wake // resolved at the end, when every waker has its role
+	sum := &traceSummary{concurrent: map[int]time.Duration{}}
 	for {
 		ev, err := tr.ReadEvent()
 		if err == io.EOF {
@@ -119,6 +143,12 @@ func analyze(r io.Reader, roles roleFlag) ([]*goroutine, error) {
 			continue
 		}
 		st := ev.StateTransition()
+		if st.Resource.Kind == trace.ResourceProc {
+			if from, to := st.Proc(); from == trace.ProcIdle && to == trace.ProcRunning {
+				sum.pStarts++
+			}
+			continue
+		}
 		if st.Resource.Kind != trace.ResourceGoroutine {
 			continue
 		}
@@ -127,6 +157,18 @@ func analyze(r io.Reader, roles roleFlag) ([]*goroutine, error) {
 		g := get(st.Resource.Goroutine(), t)
 		g.in[g.state] += t.Sub(g.since) // nothing for a goroutine seen first now
 		g.state, g.since, g.last = to, t, t
+		if to == trace.GoRunning && from != trace.GoRunning {
+			if p := ev.Proc(); p != trace.NoProc {
+				if g.lastP != trace.NoProc && p != g.lastP {
+					g.moved++
+				}
+				g.lastP = p
+			}
+			g.runs = append(g.runs, span{from: t, to: -1})
+		}
+		if from == trace.GoRunning && to != trace.GoRunning && len(g.runs) > 0 {
+			g.runs[len(g.runs)-1].to = t
+		}
 		if from == trace.GoRunning {
 			if g.role == "" {
 				g.role = roleOf(st.Stack, roles)
@@ -153,7 +195,39 @@ func analyze(r io.Reader, roles roleFlag) ([]*goroutine, error) {
 		}
 	}
 	sort.Slice(gs, func(i, j int) bool { return gs[i].id < gs[j].id })
-	return gs, nil
+	sum.gs = gs
+	overlap(gs, sum.concurrent)
+	return sum, nil
+}
+
+// overlap adds to concurrent, for each n >= 1, how long exactly n of gs ran
+// at once. A run the trace does not see end is left out.
+func overlap(gs []*goroutine, concurrent map[int]time.Duration) {
+	type edge struct {
+		t     trace.Time
+		delta int
+	}
+	var edges []edge
+	for _, g := range gs {
+		for _, s := range g.runs {
+			if s.to >= s.from {
+				edges = append(edges, edge{s.from, +1}, edge{s.to, -1})
+			}
+		}
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].t != edges[j].t {
+			return edges[i].t < edges[j].t
+		}
+		return edges[i].delta < edges[j].delta // an end before a start at the same time
+	})
+	n := 0
+	for i, e := range edges {
+		if n > 0 && i > 0 {
+			concurrent[n] += e.t.Sub(edges[i-1].t)
+		}
+		n += e.delta
+	}
 }
 
 // roleOf is the role of the first function of roles found on stk.
@@ -179,9 +253,11 @@ func userFrame(stk trace.Stack) string {
 }
 
 // report prints each goroutine that lived at least minLife: its time in
-// each state and its most frequent stops and wake-ups.
-func report(w io.Writer, gs []*goroutine, minLife time.Duration) {
-	for _, g := range gs {
+// each state, its most frequent stops and wake-ups and how often it moved
+// to another P; then how often an idle P was started and how long one or
+// more of the goroutines with a role ran at once.
+func report(w io.Writer, tr *traceSummary, minLife time.Duration) {
+	for _, g := range tr.gs {
 		life := g.last.Sub(g.first)
 		if life < minLife {
 			continue
@@ -194,6 +270,16 @@ func report(w io.Writer, gs []*goroutine, minLife time.Duration) {
 		}
 		top(w, "stopped", g.stopped)
 		top(w, "made runnable by", g.wokenBy)
+		fmt.Fprintf(w, "  moved to another P %d× in %d runs\n", g.moved, len(g.runs))
+	}
+	fmt.Fprintf(w, "idle Ps started: %d\n", tr.pStarts)
+	ns := make([]int, 0, len(tr.concurrent))
+	for n := range tr.concurrent {
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	for _, n := range ns {
+		fmt.Fprintf(w, "goroutines with a role running at once: %d for %v\n", n, tr.concurrent[n].Round(time.Microsecond))
 	}
 }
 

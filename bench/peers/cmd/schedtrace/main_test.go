@@ -25,14 +25,18 @@ func TestAnalyzeHandOff(t *testing.T) {
 	<-done
 	trace.Stop()
 
-	gs, err := analyze(&buf, roleFlag{{"consumer", ".consumeForTest"}, {"producer", ".produceForTest"}})
+	tr, err := analyze(&buf, roleFlag{{"consumer", ".consumeForTest"}, {"producer", ".produceForTest"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var consumer *goroutine
+	gs := tr.gs
+	var consumer, producer *goroutine
 	for _, g := range gs {
-		if g.role == "consumer" {
+		switch g.role {
+		case "consumer":
 			consumer = g
+		case "producer":
+			producer = g
 		}
 	}
 	if consumer == nil {
@@ -50,9 +54,28 @@ func TestAnalyzeHandOff(t *testing.T) {
 	if woken < 10 {
 		t.Fatalf("consumer made runnable by the producer %d times, want at least 10 of 20 (%v)", woken, consumer.wokenBy)
 	}
+	if producer == nil {
+		t.Fatalf("no producer among %d goroutines with a role", len(gs))
+	}
+	// The time one or both ran is no shorter than either one's running
+	// and no longer than the two together.
+	any := time.Duration(0)
+	for n, d := range tr.concurrent {
+		if n < 1 || n > 2 {
+			t.Fatalf("%d goroutines with a role ran at once; there are 2", n)
+		}
+		any += d
+	}
+	c, p := consumer.in[xtrace.GoRunning], producer.in[xtrace.GoRunning]
+	if any < max(c, p) || any > c+p {
+		t.Fatalf("one or both ran %v (%v); want between %v and %v", any, tr.concurrent, max(c, p), c+p)
+	}
+	if len(consumer.runs) < 10 {
+		t.Fatalf("consumer ran %d times, want at least 10", len(consumer.runs))
+	}
 	var out bytes.Buffer
-	report(&out, gs, 0)
-	for _, want := range []string{"consumer (goroutine", "made runnable by", "Waiting"} {
+	report(&out, tr, 0)
+	for _, want := range []string{"consumer (goroutine", "made runnable by", "Waiting", "moved to another P", "idle Ps started:", "running at once: 1 for"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
