@@ -51,48 +51,48 @@ type mapBox8 struct {
 }
 
 // newArrayMap returns an array-map of 1 <= n <= arrayMapMax entries whose
-// kvs (len and cap 2n) the caller fills before publishing the map. Each
-// size has a box of its own: with a 48-byte header and 16-byte entries the
-// boxes of 1 to 6 entries fill their malloc size classes exactly (80, 112,
-// ..., 240 bytes), so a map pays for no unused slots (a 6-entry map took a
-// 320-byte box sized for 8 before).
+// entries (kv: 2n slots, as many as its box holds) the caller fills before
+// publishing the map. Each size has a box of its own: with a 32-byte
+// header and 16-byte entries the boxes fill their malloc size classes
+// exactly (64, 96, ..., 288 bytes), so a map pays for no unused slots (a
+// 6-entry map took a 320-byte box sized for 8 before).
 func newArrayMap(n int) *Map {
 	var m *Map
 	switch n {
 	case 1:
 		b := &mapBox1{}
 		m = &b.m
-		m.kvs = b.a[:]
+		m.kvs, m.slots = &b.a[0], int32(len(b.a))
 	case 2:
 		b := &mapBox2{}
 		m = &b.m
-		m.kvs = b.a[:]
+		m.kvs, m.slots = &b.a[0], int32(len(b.a))
 	case 3:
 		b := &mapBox3{}
 		m = &b.m
-		m.kvs = b.a[:]
+		m.kvs, m.slots = &b.a[0], int32(len(b.a))
 	case 4:
 		b := &mapBox4{}
 		m = &b.m
-		m.kvs = b.a[:]
+		m.kvs, m.slots = &b.a[0], int32(len(b.a))
 	case 5:
 		b := &mapBox5{}
 		m = &b.m
-		m.kvs = b.a[:]
+		m.kvs, m.slots = &b.a[0], int32(len(b.a))
 	case 6:
 		b := &mapBox6{}
 		m = &b.m
-		m.kvs = b.a[:]
+		m.kvs, m.slots = &b.a[0], int32(len(b.a))
 	case 7:
 		b := &mapBox7{}
 		m = &b.m
-		m.kvs = b.a[:]
+		m.kvs, m.slots = &b.a[0], int32(len(b.a))
 	default:
 		b := &mapBox8{}
 		m = &b.m
-		m.kvs = b.a[:2*n]
+		m.kvs, m.slots = &b.a[0], int32(len(b.a))
 	}
-	m.n = n
+	m.n = int32(n)
 	return m
 }
 
@@ -141,50 +141,44 @@ type vecBox32 struct {
 	a [32]Value
 }
 
-// newVectorTail returns a vector header and a tail of length n (1..32)
-// allocated together; the caller fills both before publishing. The size
-// classes keep the waste under a quarter of the tail.
-func newVectorTail(n int) *Vector {
+// newVectorTail returns a vector header and its tail of length n (1..32),
+// allocated together; the caller fills both (the tail, and the header's
+// cnt and root) before publishing. The size classes keep the waste under a
+// quarter of the tail.
+func newVectorTail(n int) (*Vector, []Value) {
 	var v *Vector
+	var t []Value
 	switch {
 	case n <= 2:
 		b := &vecBox2{}
-		v = &b.v
-		v.tail = b.a[:n:n]
+		v, t = &b.v, b.a[:n:n]
 	case n <= 4:
 		b := &vecBox4{}
-		v = &b.v
-		v.tail = b.a[:n:n]
+		v, t = &b.v, b.a[:n:n]
 	case n <= 8:
 		b := &vecBox8{}
-		v = &b.v
-		v.tail = b.a[:n:n]
+		v, t = &b.v, b.a[:n:n]
 	case n <= 12:
 		b := &vecBox12{}
-		v = &b.v
-		v.tail = b.a[:n:n]
+		v, t = &b.v, b.a[:n:n]
 	case n <= 16:
 		b := &vecBox16{}
-		v = &b.v
-		v.tail = b.a[:n:n]
+		v, t = &b.v, b.a[:n:n]
 	case n <= 20:
 		b := &vecBox20{}
-		v = &b.v
-		v.tail = b.a[:n:n]
+		v, t = &b.v, b.a[:n:n]
 	case n <= 24:
 		b := &vecBox24{}
-		v = &b.v
-		v.tail = b.a[:n:n]
+		v, t = &b.v, b.a[:n:n]
 	case n <= 28:
 		b := &vecBox28{}
-		v = &b.v
-		v.tail = b.a[:n:n]
+		v, t = &b.v, b.a[:n:n]
 	default:
 		b := &vecBox32{}
-		v = &b.v
-		v.tail = b.a[:n:n]
+		v, t = &b.v, b.a[:n:n]
 	}
-	return v
+	v.tail = &t[0]
+	return v, t
 }
 
 // A room is what the vectors sharing a tail with room (newVectorRoom)
@@ -193,6 +187,7 @@ func newVectorTail(n int) *Vector {
 // vectors that will claim them, so that a Conj in place allocates nothing.
 type room struct {
 	claimed atomic.Int32
+	slots   int32 // the length of the tail's backing array
 	// hdrs, when set, holds a header for each slot still to claim. Conj
 	// clears it when it puts the full tail into the trie: the tail stays
 	// there, the headers (and the older roots they hold) need not.
@@ -205,6 +200,9 @@ type headers struct {
 	first int
 	h     []Vector
 }
+
+// size returns the number of slots of the tail's backing array.
+func (r *room) size() int { return int(r.slots) }
 
 // header returns the header for the vector of the room whose tail has l
 // elements: the room's, or a new one.
@@ -245,7 +243,7 @@ type (
 // The headers of a growing vector's room, for the tails longer than the
 // first vector's (the room box's own header) up to a full tail, in one
 // allocation each; the box sizes of newVectorRoom decide their sizes,
-// which fill their malloc size classes (the one of 11 within 5%).
+// which fill their malloc size classes (the one of 23 within 7%).
 type (
 	headers3 struct { // a box of 4 made for a tail of 1 or 2: tails of 2..4
 		hs headers
@@ -274,7 +272,7 @@ type (
 // take in place (Vector.room). growing says that the vector was grown by
 // Conj already and is likely to be again: its room then keeps the headers
 // of the vectors that will take the room too.
-func newVectorRoom(n int, growing bool) *Vector {
+func newVectorRoom(n int, growing bool) (*Vector, []Value) {
 	var v *Vector
 	var r *room
 	var tail []Value
@@ -293,7 +291,8 @@ func newVectorRoom(n int, growing bool) *Vector {
 		v, r, tail = &b.v, &b.r, b.a[:n]
 	}
 	r.claimed.Store(int32(n))
-	v.tail, v.room = tail, r
+	r.slots = int32(cap(tail))
+	v.tail, v.room = &tail[0], r
 	if growing && n < cap(tail) {
 		var hs *headers
 		switch {
@@ -320,7 +319,7 @@ func newVectorRoom(n int, growing bool) *Vector {
 		}
 		r.hdrs.Store(hs)
 	}
-	return v
+	return v, tail
 }
 
 // vectorCopy returns a vector of a copy of elems: one allocation up to 32
@@ -333,22 +332,63 @@ func vectorCopy(elems []Value) *Vector {
 	if n > vwidth {
 		return vectorOwned(append([]Value(nil), elems...))
 	}
-	v := newVectorTail(n)
-	copy(v.tail, elems)
-	v.cnt, v.shift, v.root = n, vbits, emptyVNode
+	v, t := newVectorTail(n)
+	copy(t, elems)
+	v.cnt, v.root = n, emptyVNode
 	return v
 }
 
-// vnodeBox holds an interior trie node and room for all its children.
-type vnodeBox struct {
-	n vnode
-	k [vwidth]*vnode
-}
+// The boxes of newInterior: an interior trie node and its children, sized
+// to fill malloc size classes (64, 80, 112, 176 and 320 bytes). A node
+// never grows in place (Conj copies the path to a new leaf), so a box
+// holds the children it is made for, rounded up: a vector grown by Conj
+// copies its root for every 32 elements, and a root of two children took
+// the 320 bytes of a box of 32.
+type (
+	vnodeBox2 struct {
+		n vnode
+		k [2]*vnode
+	}
+	vnodeBox4 struct {
+		n vnode
+		k [4]*vnode
+	}
+	vnodeBox8 struct {
+		n vnode
+		k [8]*vnode
+	}
+	vnodeBox16 struct {
+		n vnode
+		k [16]*vnode
+	}
+	vnodeBox32 struct {
+		n vnode
+		k [vwidth]*vnode
+	}
+)
 
-// newInterior returns an interior node with n children (to fill) in one
-// allocation.
+// newInterior returns an interior node with n (1..32) children (to fill)
+// in one allocation.
 func newInterior(n int) *vnode {
-	b := &vnodeBox{}
+	switch {
+	case n <= 2:
+		b := &vnodeBox2{}
+		b.n.kids = b.k[:n:n]
+		return &b.n
+	case n <= 4:
+		b := &vnodeBox4{}
+		b.n.kids = b.k[:n:n]
+		return &b.n
+	case n <= 8:
+		b := &vnodeBox8{}
+		b.n.kids = b.k[:n:n]
+		return &b.n
+	case n <= 16:
+		b := &vnodeBox16{}
+		b.n.kids = b.k[:n:n]
+		return &b.n
+	}
+	b := &vnodeBox32{}
 	b.n.kids = b.k[:n:n]
 	return &b.n
 }

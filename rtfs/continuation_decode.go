@@ -657,7 +657,8 @@ func (d *decoder) collection(tag byte, depth int) Value {
 // array-map, whose entries share its allocation (newArrayMap).
 func (d *decoder) smallMap(pairs, depth int) Value {
 	m := newArrayMap(pairs)
-	for i := range m.kvs {
+	kvs := m.kv()
+	for i := range kvs {
 		v := d.value(depth + 1)
 		if v == nil {
 			if d.err == nil {
@@ -665,10 +666,10 @@ func (d *decoder) smallMap(pairs, depth int) Value {
 			}
 			return nil
 		}
-		m.kvs[i] = v
+		kvs[i] = v
 	}
-	if !distinctKeys(m.kvs, nil) {
-		return MapOf(m.kvs...) // a later duplicate wins, as in a map literal
+	if !distinctKeys(kvs, nil) {
+		return MapOf(kvs...) // a later duplicate wins, as in a map literal
 	}
 	return m
 }

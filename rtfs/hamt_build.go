@@ -50,7 +50,7 @@ func buildMap(kvs []Value, m *meter) *Map {
 		}
 		return out
 	}
-	return &Map{root: root, n: count}
+	return &Map{root: root, n: int32(count)}
 }
 
 // buildTrie returns the trie node at shift holding the entries es (whose

@@ -75,8 +75,8 @@ func TestBuildMapBuildsWhatAssocBuilds(t *testing.T) {
 				t.Fatalf("n=%d space=%d: array map %v, want %v", n, space, got.root == nil, want.root == nil)
 			}
 			if got.root == nil {
-				if fmt.Sprint(got.kvs) != fmt.Sprint(want.kvs) {
-					t.Fatalf("n=%d space=%d: array map %v, want %v", n, space, got.kvs, want.kvs)
+				if fmt.Sprint(got.kv()) != fmt.Sprint(want.kv()) {
+					t.Fatalf("n=%d space=%d: array map %v, want %v", n, space, got.kv(), want.kv())
 				}
 				continue
 			}

@@ -312,7 +312,7 @@ func smallMap(kvs []Value) *Map {
 		return MapOf(kvs...)
 	}
 	m := newArrayMap(len(kvs) / 2)
-	copy(m.kvs, kvs)
+	copy(m.kv(), kvs)
 	return m
 }
 
@@ -362,7 +362,7 @@ func (p *jsonParser) makeMap(base int) *Map {
 	kvs := p.stack[base:]
 	if len(kvs) <= 2*arrayMapMax && distinctKeys(kvs, nil) {
 		m := newArrayMap(len(kvs) / 2)
-		copy(m.kvs, kvs)
+		copy(m.kv(), kvs)
 		p.pop(base)
 		return m
 	}

@@ -132,8 +132,8 @@ func TestJSONDecoderInterns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyData := func(v Value, i int) *byte { return unsafe.StringData(string(v.(*Map).kvs[i].(Keyword))) }
-	valData := func(v Value, i int) *byte { return unsafe.StringData(string(v.(*Map).kvs[i].(String))) }
+	keyData := func(v Value, i int) *byte { return unsafe.StringData(string(v.(*Map).kv()[i].(Keyword))) }
+	valData := func(v Value, i int) *byte { return unsafe.StringData(string(v.(*Map).kv()[i].(String))) }
 	if keyData(a, 0) != keyData(b, 0) || valData(a, 1) != valData(b, 1) {
 		t.Errorf("key :city or value \"Paris\" not shared between two decodes")
 	}

@@ -165,7 +165,7 @@ func (d *legacyJSONDecoder) object() (Value, error) {
 			}
 			if n := len(d.stack) - base; n <= 2*arrayMapMax && distinctKeys(d.stack[base:], nil) {
 				m := newArrayMap(n / 2)
-				copy(m.kvs, d.stack[base:])
+				copy(m.kv(), d.stack[base:])
 				clear(d.stack[base:])
 				d.stack = d.stack[:base]
 				return m, nil

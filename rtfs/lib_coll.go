@@ -140,7 +140,7 @@ func conjSet(th *Thread, s *Set, x Value, m *meter) (*Set, error) {
 func assocEntry(th *Thread, m *Map, k, v Value, mt *meter) (*Map, error) {
 	out := m.assoc(k, v, mt)
 	if out.n > m.n {
-		if err := th.checkSize(out.n); err != nil {
+		if err := th.checkSize(out.Len()); err != nil {
 			return nil, err
 		}
 		return out, th.alloc(entryBytes + slotBytes(k) + slotBytes(v) - 2*elemBytes)

@@ -142,7 +142,7 @@ func assocOne(th *Thread, coll, k, v Value, m *meter) (Value, error) {
 			return nil, indexError("index %d out of bounds for vector of length %d", i, c.cnt)
 		}
 		// Replacing an element copies the path to it: a node of 32 per level.
-		m.visit(int(c.shift/vbits) * copyCost(vwidth))
+		m.visit(int(c.shift()/vbits) * copyCost(vwidth))
 		nv, _ := c.Assoc(int(i), v)
 		if err := th.checkSize(nv.cnt); err != nil {
 			return nil, err
@@ -281,10 +281,10 @@ func mapColumn(th *Thread, v Value, col int) (Value, error) {
 	if m.n == 0 {
 		return Nil, nil
 	}
-	if err := th.build(m.n); err != nil {
+	if err := th.build(m.Len()); err != nil {
 		return nil, err
 	}
-	out := make([]Value, 0, m.n)
+	out := make([]Value, 0, m.Len())
 	m.Range(func(k, v Value) bool {
 		if col == 0 {
 			out = append(out, k)

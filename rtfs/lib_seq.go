@@ -95,7 +95,7 @@ func countOf(th *Thread, v Value) (int, error) {
 	case *Vector:
 		return x.cnt, nil
 	case *Map:
-		return x.n, nil
+		return x.Len(), nil
 	case *Set:
 		return x.Len(), nil
 	case String:

@@ -3,6 +3,7 @@ package rtfs
 import (
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/rtfshost/rtfshost/rtfs/types"
 )
@@ -15,20 +16,45 @@ import (
 // values deeply: replacing a value with the identical one (same scalar or
 // same pointer) returns the map unchanged. The empty map is a non-nil *Map
 // with Len 0. Maps are safe to share between goroutines.
+//
+// The header is 32 bytes, so that an array-map of one entry, the state of
+// many a stream processor, fills a 64-byte allocation with its entry: the
+// entries are a pointer to the first (their count is n's), and the counts
+// are 32 bits (a map of 2^31 entries would take over 100 GB).
 type Map struct {
-	kvs  []Value // array-map: k0, v0, k1, v1, ... (used when root == nil); see sorted
-	root *hnode  // hash trie, when the map has grown beyond arrayMapMax
-	n    int
-	hash atomic.Uint64
+	// kvs, for an array-map (root == nil), points to the first of its
+	// entries k0, v0, k1, v1, ... (2n of them; nil when empty), in a
+	// backing array of slots values; see kv. A trie does not use it,
+	// unless it is a sorted map's: see sorted.
+	kvs   *Value
+	root  *hnode // hash trie, when the map has grown beyond arrayMapMax
+	n     int32  // entries
+	slots int32  // array-map: the length of kvs's backing array (refill)
+	hash  atomic.Uint64
+}
+
+// kv returns an array-map's entries as a flat k0, v0, k1, v1, ... slice
+// (length and capacity 2n), nil for a trie.
+func (m *Map) kv() []Value {
+	if m.root != nil {
+		return nil
+	}
+	return unsafe.Slice(m.kvs, 2*int(m.n))
+}
+
+// setKV makes kvs, an array of entries of which m owns the backing array,
+// the entries of m, an array-map.
+func (m *Map) setKV(kvs []Value) {
+	m.kvs, m.n, m.slots = unsafe.SliceData(kvs), int32(len(kvs)/2), int32(cap(kvs))
 }
 
 // sorted returns the order of a sorted map (sorted.go), nil for the
 // others. A sorted map is always a trie, whatever its size, and keeps its
-// *sortedOrder as the one element of kvs, which a trie does not otherwise
-// use: the order costs the other maps nothing.
+// *sortedOrder in the one Value kvs points to, which a trie does not
+// otherwise use: the order costs the other maps nothing.
 func (m *Map) sorted() *sortedOrder {
-	if m.root != nil && len(m.kvs) == 1 {
-		return m.kvs[0].(*sortedOrder)
+	if m.root != nil && m.kvs != nil {
+		return (*m.kvs).(*sortedOrder)
 	}
 	return nil
 }
@@ -38,12 +64,15 @@ func (m *Map) sorted() *sortedOrder {
 func (m *Map) withOrder(o *sortedOrder) *Map {
 	if m.root == nil || m == emptyMap {
 		root := emptyHNode
-		for i := 0; i < len(m.kvs); i += 2 {
-			root, _ = root.assoc(m.kvs[i], m.kvs[i+1], Hash(m.kvs[i]), 0, nil)
+		kvs := m.kv()
+		for i := 0; i < len(kvs); i += 2 {
+			root, _ = root.assoc(kvs[i], kvs[i+1], Hash(kvs[i]), 0, nil)
 		}
 		m = &Map{root: root, n: m.n}
 	}
-	m.kvs = []Value{o}
+	order := new(Value)
+	*order = o
+	m.kvs = order
 	return m
 }
 
@@ -69,7 +98,7 @@ func mapOf(kvs []Value, m *meter) *Map {
 			return emptyMap
 		}
 		nm := newArrayMap(len(kvs) / 2)
-		copy(nm.kvs, kvs)
+		copy(nm.kv(), kvs)
 		return nm
 	}
 	return buildMap(kvs, m)
@@ -83,7 +112,7 @@ func mapOf(kvs []Value, m *meter) *Map {
 // than m's storage or repeats a key. kvs is copied, never retained. mt
 // charges the comparing of computed keys (nil: no budget).
 func (m *Map) refill(kvs []Value, mt *meter) bool {
-	if m.root != nil || len(kvs) == 0 || len(kvs)%2 != 0 || len(kvs) > cap(m.kvs) || !distinctKeys(kvs, mt) {
+	if m.root != nil || len(kvs) == 0 || len(kvs)%2 != 0 || len(kvs) > int(m.slots) || !distinctKeys(kvs, mt) {
 		return false
 	}
 	// No stale values kept alive: the slots past m's length are nil (the
@@ -92,13 +121,12 @@ func (m *Map) refill(kvs []Value, mt *meter) bool {
 	// m's old entries past the new ones are cleared; a result of the same
 	// size as the last clears nothing, where clearing the whole spare
 	// capacity cost a write barrier per slot while the collector marks.
-	old := len(m.kvs)
-	m.kvs = m.kvs[:len(kvs)]
-	copy(m.kvs, kvs)
-	if old > len(kvs) {
-		clear(m.kvs[len(kvs):old])
+	all := unsafe.Slice(m.kvs, m.slots)
+	copy(all, kvs)
+	if old := 2 * int(m.n); old > len(kvs) {
+		clear(all[len(kvs):old])
 	}
-	m.n = len(kvs) / 2
+	m.n = int32(len(kvs) / 2)
 	m.hash.Store(0)
 	return true
 }
@@ -109,7 +137,9 @@ func mapOwned(kvs []Value) *Map {
 		if len(kvs) == 0 {
 			return emptyMap
 		}
-		return &Map{kvs: kvs, n: len(kvs) / 2}
+		m := new(Map)
+		m.setKV(kvs[:len(kvs):len(kvs)]) // the slots past kvs may not be nil (refill)
+		return m
 	}
 	return MapOf(kvs...)
 }
@@ -138,7 +168,7 @@ func distinctKeys(kvs []Value, m *meter) bool {
 func (*Map) Kind() Kind { return types.KindMap }
 
 // Len returns the number of entries in O(1).
-func (m *Map) Len() int { return m.n }
+func (m *Map) Len() int { return int(m.n) }
 
 // Get returns the value stored under key k. O(n) up to 8 entries, O(log n)
 // beyond; no allocation. A collection key costs a hash (cached) and an
@@ -153,9 +183,10 @@ func (m *Map) get(k Value, mt *meter) (Value, bool) {
 	if kw, ok := k.(Keyword); ok {
 		return m.GetKeyword(string(kw))
 	}
-	for i := 0; i < len(m.kvs); i += 2 {
-		if mt.equal(m.kvs[i], k) {
-			return m.kvs[i+1], true
+	kvs := m.kv()
+	for i := 0; i < len(kvs); i += 2 {
+		if mt.equal(kvs[i], k) {
+			return kvs[i+1], true
 		}
 	}
 	return nil, false
@@ -167,9 +198,10 @@ func (m *Map) GetKeyword(name string) (Value, bool) {
 	if m.root != nil {
 		return m.root.getKeyword(name, strhash(name, seedKeyword))
 	}
-	for i := 0; i < len(m.kvs); i += 2 {
-		if kw, ok := m.kvs[i].(Keyword); ok && string(kw) == name {
-			return m.kvs[i+1], true
+	kvs := m.kv()
+	for i := 0; i < len(kvs); i += 2 {
+		if kw, ok := kvs[i].(Keyword); ok && string(kw) == name {
+			return kvs[i+1], true
 		}
 	}
 	return nil, false
@@ -183,16 +215,17 @@ func (m *Map) Has(k Value) bool {
 
 // arrayIndex returns the position of k's key slot in kvs, or -1.
 func (m *Map) arrayIndex(k Value, mt *meter) int {
+	kvs := m.kv()
 	if kw, ok := k.(Keyword); ok {
-		for i := 0; i < len(m.kvs); i += 2 {
-			if x, ok := m.kvs[i].(Keyword); ok && x == kw {
+		for i := 0; i < len(kvs); i += 2 {
+			if x, ok := kvs[i].(Keyword); ok && x == kw {
 				return i
 			}
 		}
 		return -1
 	}
-	for i := 0; i < len(m.kvs); i += 2 {
-		if mt.equal(m.kvs[i], k) {
+	for i := 0; i < len(kvs); i += 2 {
+		if mt.equal(kvs[i], k) {
 			return i
 		}
 	}
@@ -215,7 +248,7 @@ func (m *Map) assoc(k, v Value, mt *meter) *Map {
 }
 
 // isSorted reports whether m is a sorted map (Map.sorted), cheaply.
-func (m *Map) isSorted() bool { return m.root != nil && len(m.kvs) == 1 }
+func (m *Map) isSorted() bool { return m.root != nil && m.kvs != nil }
 
 func (m *Map) assocSorted(k, v Value, mt *meter) *Map {
 	nm := m.assocBase(k, v, mt)
@@ -241,24 +274,27 @@ func (m *Map) assocBase(k, v Value, mt *meter) *Map {
 		}
 		return &Map{root: root, n: n}
 	}
+	kvs := m.kv()
 	if i := m.arrayIndex(k, mt); i >= 0 {
-		if identical(m.kvs[i+1], v) {
+		if identical(kvs[i+1], v) {
 			return m
 		}
-		nm := newArrayMap(m.n)
-		copy(nm.kvs, m.kvs)
-		nm.kvs[i+1] = v
+		nm := newArrayMap(int(m.n))
+		nkvs := nm.kv()
+		copy(nkvs, kvs)
+		nkvs[i+1] = v
 		return nm
 	}
 	if m.n < arrayMapMax {
-		nm := newArrayMap(m.n + 1)
-		copy(nm.kvs, m.kvs)
-		nm.kvs[len(m.kvs)], nm.kvs[len(m.kvs)+1] = k, v
+		nm := newArrayMap(int(m.n) + 1)
+		nkvs := nm.kv()
+		copy(nkvs, kvs)
+		nkvs[len(kvs)], nkvs[len(kvs)+1] = k, v
 		return nm
 	}
 	var root *hnode = emptyHNode
-	for i := 0; i < len(m.kvs); i += 2 {
-		root, _ = root.assoc(m.kvs[i], m.kvs[i+1], mt.hash(m.kvs[i]), 0, mt)
+	for i := 0; i < len(kvs); i += 2 {
+		root, _ = root.assoc(kvs[i], kvs[i+1], mt.hash(kvs[i]), 0, mt)
 	}
 	root, _ = root.assoc(k, v, mt.hash(k), 0, mt)
 	return &Map{root: root, n: m.n + 1}
@@ -300,9 +336,10 @@ func (m *Map) dissocBase(k Value, mt *meter) *Map {
 	if m.n == 1 {
 		return emptyMap
 	}
-	nm := newArrayMap(m.n - 1)
-	copy(nm.kvs, m.kvs[:i])
-	copy(nm.kvs[i:], m.kvs[i+2:])
+	nm := newArrayMap(int(m.n) - 1)
+	kvs, nkvs := m.kv(), nm.kv()
+	copy(nkvs, kvs[:i])
+	copy(nkvs[i:], kvs[i+2:])
 	return nm
 }
 
@@ -323,8 +360,9 @@ func (m *Map) Range(f func(k, v Value) bool) {
 		m.root.rangeEntries(f)
 		return
 	}
-	for i := 0; i < len(m.kvs); i += 2 {
-		if !f(m.kvs[i], m.kvs[i+1]) {
+	kvs := m.kv()
+	for i := 0; i < len(kvs); i += 2 {
+		if !f(kvs[i], kvs[i+1]) {
 			return
 		}
 	}

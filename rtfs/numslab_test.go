@@ -189,8 +189,8 @@ func TestArrayMapExactSize(t *testing.T) {
 			shrunk = MapOf(kvs...)
 		}
 		for _, m := range []*Map{MapOf(kvs...), grown, fromJSON.(*Map), shrunk} {
-			if m.Len() != n || len(m.kvs) != 2*n || cap(m.kvs) != 2*n || !Equal(m, MapOf(kvs...)) {
-				t.Fatalf("%d entries: %v has Len %d, %d slots (cap %d)", n, m, m.Len(), len(m.kvs), cap(m.kvs))
+			if m.Len() != n || len(m.kv()) != 2*n || int(m.slots) != 2*n || !Equal(m, MapOf(kvs...)) {
+				t.Fatalf("%d entries: %v has Len %d, %d slots (cap %d)", n, m, m.Len(), len(m.kv()), int(m.slots))
 			}
 		}
 	}

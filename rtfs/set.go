@@ -42,7 +42,7 @@ func setOf(elems []Value, m *meter) *Set {
 func (*Set) Kind() Kind { return types.KindSet }
 
 // Len returns the number of elements in O(1).
-func (s *Set) Len() int { return s.m.n }
+func (s *Set) Len() int { return s.m.Len() }
 
 // Has reports whether s holds an element equal to x.
 func (s *Set) Has(x Value) bool { return s.has(x, nil) }
@@ -82,18 +82,18 @@ func (s *Set) disj(x Value, m *meter) *Set {
 // Index returns element i, 0 <= i < Len(), in the set's stable order; it
 // panics on a bad index, like a slice. The first call costs O(n).
 func (s *Set) Index(i int) Value {
-	if i < 0 || i >= s.m.n {
+	if i < 0 || i >= s.m.Len() {
 		panic("rtfs: Set.Index out of range")
 	}
 	if o := s.m.sorted(); o != nil {
 		return o.keys[i]
 	}
 	if s.m.root == nil {
-		return s.m.kvs[2*i]
+		return s.m.kv()[2*i]
 	}
 	p := s.elems.Load()
 	if p == nil {
-		elems := make([]Value, 0, s.m.n)
+		elems := make([]Value, 0, s.m.Len())
 		s.m.Range(func(k, _ Value) bool {
 			elems = append(elems, k)
 			return true

@@ -188,7 +188,7 @@ func newSorted(th *Thread, cmp Value, kvs []Value) (*Map, error) {
 	if err := mt.done(); err != nil {
 		return nil, err
 	}
-	return m, th.checkSize(m.n)
+	return m, th.checkSize(m.Len())
 }
 
 // sortedOf returns the order of a sorted map or set, or nil.
@@ -345,7 +345,7 @@ func buildSorted(isSet bool, elems []Value, cmp Value) (Value, error) {
 		}
 	}
 	m := MapOf(kvs...)
-	if m.n != len(keys) {
+	if m.Len() != len(keys) {
 		return nil, errors.New("a sorted collection repeats a key")
 	}
 	if cmp == nil && !slices.IsSortedFunc(keys, func(a, b Value) int { c, _ := Compare(a, b); return c }) {

@@ -149,7 +149,7 @@ type resultBox struct {
 // comparing of computed keys, as for any literal.
 func (b *resultBox) build(kvs []Value, mt *meter) *Map {
 	if b.m.kvs == nil {
-		b.m.kvs = b.kv[:0]
+		b.m.kvs, b.m.slots = &b.kv[0], int32(len(b.kv))
 	}
 	if !b.m.refill(kvs, mt) {
 		return nil

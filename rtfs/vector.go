@@ -1,8 +1,10 @@
 package rtfs
 
 import (
+	"math/bits"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/rtfshost/rtfshost/rtfs/types"
 )
@@ -12,18 +14,23 @@ import (
 // 7 levels for 2^31 elements), and Conj onto a vector with a non-full tail
 // costs one small allocation whatever the size. The empty vector is a
 // non-nil *Vector with Len 0. Vectors are safe to share between goroutines.
+//
+// The header is 40 bytes (a growing vector allocates one per element, so
+// its size is most of what Conj costs): the tail is a pointer to its first
+// element, its length follows from cnt (tailLen), and so does the trie's
+// depth (shift).
 type Vector struct {
-	cnt   int
-	shift uint
-	root  *vnode  // never nil; an empty interior node when cnt <= 32
-	tail  []Value // the last 1..32 elements (0 only when empty)
-	hash  atomic.Uint64
+	cnt  int
+	root *vnode // never nil; an empty interior node when cnt <= 32
+	tail *Value // the first of the last 1..32 elements (nil only when empty)
 	// room, when set, counts the slots of tail's backing array that
 	// vectors sharing it have taken: Conj appends in place, without
 	// copying the tail, when it can take the slot after its own elements
 	// (no other vector has); otherwise it copies. Slots past a vector's
-	// length are never read through it.
+	// length are never read through it. Without a room, Conj copies the
+	// tail.
 	room *room
+	hash atomic.Uint64
 }
 
 // vnode is a trie node: interior nodes use kids, leaves hold 32 vals.
@@ -41,7 +48,33 @@ const (
 var emptyVNode = &vnode{}
 
 // emptyVector is the shared, immutable empty vector.
-var emptyVector = &Vector{shift: vbits, root: emptyVNode}
+var emptyVector = &Vector{root: emptyVNode}
+
+// tailoffOf returns the index of the first tail element of a vector of
+// cnt elements: every tail but the empty vector's holds 1 to 32.
+func tailoffOf(cnt int) int { return max((cnt-1)&^vmask, 0) }
+
+// shiftOf returns the shift of the root of a vector of cnt elements: its
+// trie is as shallow as its leaves allow (Conj deepens it only when the
+// root is full, Pop makes it shallower as soon as the root has one child,
+// vectorOwned builds it so), 5 bits a level, one level at least.
+func shiftOf(cnt int) uint {
+	leaves := tailoffOf(cnt) >> vbits
+	if leaves <= vwidth {
+		return vbits
+	}
+	return uint((bits.Len(uint(leaves-1)) + vbits - 1) / vbits * vbits)
+}
+
+// shift returns the shift of v's root: the bits of an index below the
+// root's level.
+func (v *Vector) shift() uint { return shiftOf(v.cnt) }
+
+// tailLen returns the number of elements in v's tail.
+func (v *Vector) tailLen() int { return v.cnt - tailoffOf(v.cnt) }
+
+// tailSlice returns v's tail, its length and capacity the tail's length.
+func (v *Vector) tailSlice() []Value { return unsafe.Slice(v.tail, v.tailLen()) }
 
 // NewVector returns a vector holding a copy of elems. Cost: O(n), one
 // allocation up to 32 elements, about n/32 beyond.
@@ -58,7 +91,7 @@ func vectorOwned(elems []Value) *Vector {
 	}
 	tailoff := (n - 1) &^ vmask
 	if tailoff == 0 {
-		return &Vector{cnt: n, shift: vbits, root: emptyVNode, tail: elems}
+		return &Vector{cnt: n, root: emptyVNode, tail: &elems[0]}
 	}
 	// The trie's nodes, and the pointers to them that their parents hold,
 	// come from two allocations, whatever the size: the leaves, then each
@@ -81,7 +114,7 @@ func vectorOwned(elems []Value) *Vector {
 		nodes = make([]vnode, total)
 		ptrs = make([]*vnode, total)
 	}
-	v.cnt, v.shift, v.root, v.tail = n, vbits, emptyVNode, elems[tailoff:n:n]
+	v.cnt, v.root, v.tail = n, emptyVNode, &elems[tailoff]
 	next := 0 // the next free node and pointer
 	for i := 0; i < tailoff; i += vwidth {
 		nodes[next].vals = elems[i : i+vwidth : i+vwidth]
@@ -102,7 +135,6 @@ func vectorOwned(elems []Value) *Vector {
 			return v
 		}
 		level = ptrs[start:next:next]
-		v.shift += vbits
 	}
 }
 
@@ -121,15 +153,15 @@ func (*Vector) Kind() Kind { return types.KindVector }
 // Len returns the number of elements in O(1).
 func (v *Vector) Len() int { return v.cnt }
 
-func (v *Vector) tailoff() int { return v.cnt - len(v.tail) }
+func (v *Vector) tailoff() int { return tailoffOf(v.cnt) }
 
 // leafFor returns the 32-element (or tail) array holding element i.
 func (v *Vector) leafFor(i int) []Value {
 	if i >= v.tailoff() {
-		return v.tail
+		return v.tailSlice()
 	}
 	node := v.root
-	for level := v.shift; level > 0; level -= vbits {
+	for level := v.shift(); level > 0; level -= vbits {
 		node = node.kids[(i>>level)&vmask]
 	}
 	return node.vals
@@ -153,46 +185,45 @@ func (v *Vector) Index(i int) Value {
 // growing allocates three tails and their headers per 32 elements, and its
 // trie's nodes.
 func (v *Vector) Conj(x Value) *Vector {
-	if n := len(v.tail); n < vwidth {
+	if n := v.tailLen(); n < vwidth {
 		var nv *Vector
+		var t []Value
 		switch {
 		case v.room == nil:
-			nv = newVectorRoom(n+1, false)
-		case n < cap(v.tail) && v.room.claimed.CompareAndSwap(int32(n), int32(n+1)):
-			t := v.tail[:n+1]
-			t[n] = x
+			nv, t = newVectorRoom(n+1, false)
+		case n < v.room.size() && v.room.claimed.CompareAndSwap(int32(n), int32(n+1)):
+			unsafe.Slice(v.tail, n+1)[n] = x
 			// The slot is this vector's alone, and so is the header
 			// the room keeps for it (if it keeps one).
 			nv = v.room.header(n + 1)
-			nv.cnt, nv.shift, nv.root, nv.tail, nv.room = v.cnt+1, v.shift, v.root, t, v.room
+			nv.cnt, nv.root, nv.tail, nv.room = v.cnt+1, v.root, v.tail, v.room
 			return nv
-		case n < cap(v.tail):
+		case n < v.room.size():
 			// Another vector took the slot: this one branches, and
 			// branches are copied at their size, as before room existed.
-			nv = newVectorTail(n + 1)
+			nv, t = newVectorTail(n + 1)
 		default:
-			nv = newVectorRoom(n+1, true) // grown by Conj and growing
+			nv, t = newVectorRoom(n+1, true) // grown by Conj and growing
 		}
-		copy(nv.tail, v.tail)
-		nv.tail[n] = x
-		nv.cnt, nv.shift, nv.root = v.cnt+1, v.shift, v.root
+		copy(t, v.tailSlice())
+		t[n] = x
+		nv.cnt, nv.root = v.cnt+1, v.root
 		return nv
 	}
 	if v.room != nil {
 		v.room.hdrs.Store(nil) // no slot left to claim (room.hdrs)
 	}
-	full := &vnode{vals: v.tail}
-	root, shift := v.root, v.shift
-	if (v.cnt >> vbits) > (1 << shift) {
+	full := &vnode{vals: v.tailSlice()}
+	var root *vnode
+	if shift := v.shift(); (v.cnt >> vbits) > (1 << shift) {
 		root = newInterior(2)
 		root.kids[0], root.kids[1] = v.root, newPath(shift, full)
-		shift += vbits
 	} else {
-		root = v.pushTail(shift, root, full)
+		root = v.pushTail(shift, v.root, full)
 	}
-	nv := newVectorRoom(1, v.room != nil)
-	nv.tail[0] = x
-	nv.cnt, nv.shift, nv.root = v.cnt+1, shift, root
+	nv, t := newVectorRoom(1, v.room != nil)
+	t[0] = x
+	nv.cnt, nv.root = v.cnt+1, root
 	return nv
 }
 
@@ -230,14 +261,14 @@ func (v *Vector) Assoc(i int, x Value) (*Vector, error) {
 	case i < 0 || i > v.cnt:
 		return nil, indexError("index %d out of bounds for vector of length %d", i, v.cnt)
 	case i >= v.tailoff():
-		nv := newVectorTail(len(v.tail))
-		copy(nv.tail, v.tail)
-		nv.tail[i&vmask] = x
-		nv.cnt, nv.shift, nv.root = v.cnt, v.shift, v.root
+		nv, t := newVectorTail(v.tailLen())
+		copy(t, v.tailSlice())
+		t[i&vmask] = x
+		nv.cnt, nv.root = v.cnt, v.root
 		return nv, nil
 	}
-	root := assocNode(v.shift, v.root, i, x)
-	return &Vector{cnt: v.cnt, shift: v.shift, root: root, tail: v.tail}, nil
+	root := assocNode(v.shift(), v.root, i, x)
+	return &Vector{cnt: v.cnt, root: root, tail: v.tail}, nil
 }
 
 func assocNode(level uint, node *vnode, i int, x Value) *vnode {
@@ -259,21 +290,19 @@ func (v *Vector) Pop() *Vector {
 	switch {
 	case v.cnt <= 1:
 		return emptyVector
-	case len(v.tail) > 1:
-		tail := v.tail[: len(v.tail)-1 : len(v.tail)-1]
-		return &Vector{cnt: v.cnt - 1, shift: v.shift, root: v.root, tail: tail}
+	case v.tailLen() > 1:
+		return &Vector{cnt: v.cnt - 1, root: v.root, tail: v.tail}
 	}
 	tail := v.leafFor(v.cnt - 2)
-	root := v.popTail(v.shift, v.root)
-	shift := v.shift
+	shift := v.shift()
+	root := v.popTail(shift, v.root)
 	if root == nil {
 		root = emptyVNode
 	}
 	if shift > vbits && len(root.kids) == 1 {
-		root = root.kids[0]
-		shift -= vbits
+		root = root.kids[0] // one level fewer: shiftOf(v.cnt - 1)
 	}
-	return &Vector{cnt: v.cnt - 1, shift: shift, root: root, tail: tail}
+	return &Vector{cnt: v.cnt - 1, root: root, tail: &tail[0]}
 }
 
 // popTail returns node without its last leaf, or nil if that empties it.

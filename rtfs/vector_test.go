@@ -3,6 +3,7 @@ package rtfs
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // checkVector compares v with the reference slice want element by element,
@@ -282,5 +283,64 @@ func TestVectorOwnedShapes(t *testing.T) {
 		if u.Index(n/2) != String("x") || v.Index(n/2) != Int(n/2) {
 			t.Fatalf("n=%d: Assoc changed the original or missed its index", n)
 		}
+	}
+}
+
+// TestVectorShiftFollowsTheCount: the trie's depth, which the header does
+// not store, is the one shiftOf derives from the count, for vectors grown by
+// Conj, shrunk by Pop, built whole and updated by Assoc, across the sizes
+// where the trie gains and loses a level.
+func TestVectorShiftFollowsTheCount(t *testing.T) {
+	depth := func(v *Vector) uint {
+		d := uint(vbits)
+		for n := v.root; len(n.kids) > 0 && n.kids[0].vals == nil; n = n.kids[0] {
+			d += vbits
+		}
+		return d
+	}
+	check := func(how string, v *Vector) {
+		t.Helper()
+		if got, want := depth(v), v.shift(); v.root != emptyVNode && got != want {
+			t.Fatalf("%s, %d elements: trie of shift %d, header says %d", how, v.Len(), got, want)
+		}
+		if v.Len() > 0 && v.Index(v.Len()-1) != Int(v.Len()-1) {
+			t.Fatalf("%s, %d elements: last element %v", how, v.Len(), v.Index(v.Len()-1))
+		}
+	}
+	const n = 33*32*32 + 70
+	v := NewVector()
+	elems := make([]Value, 0, n)
+	for i := range n {
+		v = v.Conj(Int(i))
+		elems = append(elems, Int(i))
+		if i%32 <= 1 || i%1024 >= 1022 {
+			check("Conj", v)
+			if i%1024 >= 1022 || i < 100 {
+				check("vectorOwned", vectorOwned(append([]Value(nil), elems...)))
+			}
+			a, err := v.Assoc(i/2, Int(i/2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("Assoc", a)
+		}
+	}
+	for v.Len() > 0 {
+		v = v.Pop()
+		if l := v.Len(); l%32 <= 1 || l%1024 >= 1022 {
+			check("Pop", v)
+		}
+	}
+}
+
+// TestHeaderSizes: the vector and map headers stay as small as the size
+// classes they are chosen for (a growing vector allocates a header per
+// element; a one-entry map with its entry fills 64 bytes).
+func TestHeaderSizes(t *testing.T) {
+	if s := unsafe.Sizeof(Vector{}); s != 40 {
+		t.Errorf("Vector header: %d bytes, want 40", s)
+	}
+	if s := unsafe.Sizeof(mapBox1{}); s != 64 {
+		t.Errorf("one-entry map: %d bytes, want 64", s)
 	}
 }
