@@ -106,13 +106,21 @@ func (th *Thread) Call(ctx context.Context, g *Globals, fn Value, args ...Value)
 			top := locals + c.MaxStack + 1
 			th.ensureStack(top)
 			stack := th.stack[:top]
-			stack[0] = cl
-			params := stack[1 : 1+len(args)]
-			for i, a := range args {
-				if a == nil {
-					a = Nil // a Go nil counts as RTFS nil
+			if len(args) == 3 {
+				// A processor's (state, chunk, meta), stored in one
+				// statement: one write-barrier check for the four.
+				s, c, m := args[0], args[1], args[2]
+				if s == nil || c == nil || m == nil {
+					s, c, m = argValue(s), argValue(c), argValue(m)
 				}
-				params[i] = a
+				_ = stack[3] // one bounds check for the four
+				stack[0], stack[1], stack[2], stack[3] = cl, s, c, m
+			} else {
+				stack[0] = cl
+				params := stack[1 : 1+len(args)]
+				for i, a := range args {
+					params[i] = argValue(a)
+				}
 			}
 			for i := 1 + len(args); i < locals; i++ {
 				stack[i] = nil
@@ -126,9 +134,14 @@ func (th *Thread) Call(ctx context.Context, g *Globals, fn Value, args ...Value)
 			}
 			// The common end, built here rather than copied out of
 			// finish's result: a call that returned a value.
-			g = th.snapshot() // a def in the call made new globals
-			th.clearStack()
-			th.ctx, th.done = nil, nil
+			if th.gsnap != g {
+				// A def in the call made new globals: the caller gets
+				// them, the idle thread does not keep them.
+				g = th.snapshot()
+				th.globals, th.gsnap = nil, nil
+			}
+			th.clearUsed()
+			th.dropCtx()
 			returned = true
 			return Outcome{Value: v, Globals: g}, nil
 		}
@@ -160,7 +173,7 @@ func (th *Thread) callAny(ctx context.Context, g *Globals, fn Value, args []Valu
 		}
 		v := th.stack[0]
 		th.clearStack()
-		th.ctx, th.done = nil, nil
+		th.dropCtx()
 		return Outcome{Value: v, Globals: g}, nil
 	}
 	th.pushArgs(cl, args)
@@ -170,6 +183,15 @@ func (th *Thread) callAny(ctx context.Context, g *Globals, fn Value, args []Valu
 	return th.finish(th.run(nil))
 }
 
+// argValue is the value of an argument given from Go: a Go nil counts as
+// RTFS nil.
+func argValue(v Value) Value {
+	if v == nil {
+		return Nil
+	}
+	return v
+}
+
 // pushArgs puts fn and args on the empty stack, a Go nil as Nil.
 func (th *Thread) pushArgs(fn Value, args []Value) {
 	n := len(args)
@@ -177,10 +199,7 @@ func (th *Thread) pushArgs(fn Value, args []Value) {
 	stack := th.stack[:n+1]
 	stack[0] = fn
 	for i, a := range args {
-		if a == nil {
-			a = Nil // a Go nil counts as RTFS nil
-		}
-		stack[1+i] = a
+		stack[1+i] = argValue(a)
 	}
 	th.sp = n + 1
 }
@@ -191,9 +210,7 @@ func (th *Thread) Resume(ctx context.Context, k *Continuation, v Value) (out Out
 	if k == nil {
 		return Outcome{}, errors.New("rtfs: Resume: nil continuation")
 	}
-	if v == nil {
-		v = Nil
-	}
+	v = argValue(v)
 	defer func() {
 		if r := recover(); r != nil {
 			err = th.panicked(r)
@@ -244,11 +261,23 @@ func (th *Thread) start(ctx context.Context, p *Program) {
 // caller calls when there is a Done channel or a time limit, says so. (Both
 // are kept out of start so that Call's common path inlines them.)
 func (th *Thread) begin(ctx context.Context, done <-chan struct{}, p *Program) {
-	th.ctx, th.done = ctx, done
-	if th.prog != p { // a write skipped is a write barrier spared while the collector marks
+	// The run reads ctx only when its Done channel is not nil (to ask its
+	// Err once done is closed), so a context that is never done is not
+	// kept: th.ctx and th.done are both set or both nil, and nil between
+	// runs. The writes skipped are write barriers spared while the
+	// collector marks.
+	if done != nil {
+		th.ctx, th.done = ctx, done
+	} else {
+		th.dropCtx()
+	}
+	if th.prog != p {
 		th.prog = p
 	}
-	th.steps, th.call = 0, nil
+	if th.call != nil {
+		th.call = nil
+	}
+	th.steps = 0
 	th.work, th.mem, th.unpolled = 0, 0, 0
 	th.out = th.out[:0]
 	th.handlers = th.handlers[:0]
@@ -274,10 +303,18 @@ func (th *Thread) firstCheck() {
 	}
 }
 
+// dropCtx forgets the run's context, so that an idle thread keeps none.
+func (th *Thread) dropCtx() {
+	if th.done != nil { // else th.ctx is nil too (begin)
+		th.ctx, th.done = nil, nil
+	}
+}
+
 // fail turns an error raised before the run loop started into an EvalError.
 func (th *Thread) fail(err error) error {
 	ee, _ := th.evalError(err)
 	th.resetStacks()
+	th.dropCtx()
 	return ee
 }
 
@@ -285,20 +322,20 @@ func (th *Thread) fail(err error) error {
 func (th *Thread) finish(v Value, err error) (Outcome, error) {
 	if err != nil {
 		th.globals, th.gsnap = nil, nil
-		th.ctx, th.done = nil, nil
+		th.dropCtx()
 		return Outcome{}, err
 	}
 	g := th.snapshot()
 	if th.call == nil {
 		th.clearStack()
-		th.ctx, th.done = nil, nil
+		th.dropCtx()
 		return Outcome{Value: v, Globals: g}, nil
 	}
 	k := th.capture(g)
 	call := th.call
 	th.call = nil
 	th.resetStacks()
-	th.ctx, th.done = nil, nil
+	th.dropCtx()
 	return Outcome{Call: call, Continuation: k, Globals: g}, nil
 }
 
@@ -314,6 +351,7 @@ func (th *Thread) snapshot() *Globals {
 // panicked turns a Go panic inside the VM (a bug) into an error, so that no
 // panic crosses the package boundary, and resets the thread.
 func (th *Thread) panicked(r any) error {
+	clear(th.frames[:cap(th.frames)])
 	th.frames, th.handlers, th.sp, th.hw, th.call = th.frames[:0], th.handlers[:0], 0, 0, nil
 	clear(th.stack)
 	th.globals, th.gsnap, th.ctx, th.done = nil, nil, nil, nil

@@ -68,7 +68,8 @@ const (
 // limits and the VM's stacks, which it reuses from run to run, so a Thread
 // that has warmed up runs calls without allocating for its frames. A Thread
 // is not safe for concurrent use; use one Thread per goroutine. Between runs
-// it holds no state that affects the next run.
+// it holds no state that affects the next run, and keeps none of the last
+// run's values alive.
 type Thread struct {
 	limits Limits
 

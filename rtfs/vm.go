@@ -154,6 +154,7 @@ func (th *Thread) run(pending error) (result Value, err error) {
 			code, stack, sp = fr.fn.code.Code, th.stack, th.sp
 		case compile.RETURN:
 			v := stack[sp-1]
+			fr.cl = nil // the frames past the top keep no closure (nor what it captured)
 			th.frames = th.frames[:len(th.frames)-1]
 			if len(th.frames) == 0 {
 				th.sp, th.steps = 0, steps

@@ -123,6 +123,7 @@ func (th *Thread) handle(err error) (bool, *EvalError) {
 	}
 	h := th.handlers[len(th.handlers)-1]
 	th.handlers = th.handlers[:len(th.handlers)-1]
+	clear(th.frames[h.frame+1:]) // as RETURN does
 	th.frames = th.frames[:h.frame+1]
 	th.frames[h.frame].pc = h.pc
 	th.stack[h.sp] = &caught{ee}
@@ -218,6 +219,7 @@ func catchMatches(pattern, v Value) bool {
 // leaving the Thread ready for the next run.
 func (th *Thread) resetStacks() {
 	th.clearStack()
+	clear(th.frames)
 	th.frames = th.frames[:0]
 	th.handlers = th.handlers[:0]
 }
@@ -227,6 +229,22 @@ func (th *Thread) resetStacks() {
 func (th *Thread) clearStack() {
 	clearSlots(th.stack, max(th.hw, th.sp+1))
 	th.sp, th.hw = 0, 0
+}
+
+// clearUsed is clearStack after the entry frame returned (th.sp is 0), on
+// a stack ensureStack made (at least 256 slots): a call that used no more
+// than 8 or 16 slots, most, clears them in one block, with no loop; a
+// larger one with memclrHasPointers.
+func (th *Thread) clearUsed() {
+	switch n := th.hw; {
+	case n <= 8:
+		*(*[8]Value)(th.stack) = [8]Value{}
+	case n <= 16:
+		*(*[16]Value)(th.stack) = [16]Value{}
+	default:
+		clear(th.stack[:min(n, len(th.stack))])
+	}
+	th.hw = 0
 }
 
 // clearSlots sets stack[:n] (or all of stack, if shorter) to nil. The
