@@ -10,6 +10,13 @@ type ifaceWords struct {
 	data unsafe.Pointer
 }
 
+// sameWords reports whether a and b are the same interface value word for
+// word (the same dynamic type and data pointer): true implies a == b
+// without comparing what the words point to.
+func sameWords(a, b Value) bool {
+	return *(*ifaceWords)(unsafe.Pointer(&a)) == *(*ifaceWords)(unsafe.Pointer(&b))
+}
+
 // boxFloats sets out[i] to Value(fs[i]) for every i (len(out) must equal
 // len(fs)) without allocating: each interface's data word points into fs
 // instead of to a fresh 8-byte copy, so decoding n floats costs one

@@ -121,13 +121,22 @@ func (m *Map) refill(kvs []Value, mt *meter) bool {
 	// m's old entries past the new ones are cleared; a result of the same
 	// size as the last clears nothing, where clearing the whole spare
 	// capacity cost a write barrier per slot while the collector marks.
+	// For the same reason a slot that holds the very value (the same
+	// words) already is not written: a processor's result has the same
+	// keys, and often the same :action, every time.
 	all := unsafe.Slice(m.kvs, m.slots)
-	copy(all, kvs)
+	for i, x := range kvs {
+		if !sameWords(all[i], x) {
+			all[i] = x
+		}
+	}
 	if old := 2 * int(m.n); old > len(kvs) {
 		clear(all[len(kvs):old])
 	}
 	m.n = int32(len(kvs) / 2)
-	m.hash.Store(0)
+	if m.hash.Load() != 0 {
+		m.hash.Store(0)
+	}
 	return true
 }
 
