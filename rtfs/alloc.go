@@ -1,6 +1,9 @@
 package rtfs
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // Combined allocations for the hottest small values: an array-map and the
 // slice of its entries, or a vector and its tail, live in one allocation
@@ -56,7 +59,7 @@ type mapBox8 struct {
 // header and 16-byte entries the boxes fill their malloc size classes
 // exactly (64, 96, ..., 288 bytes), so a map pays for no unused slots (a
 // 6-entry map took a 320-byte box sized for 8 before).
-func newArrayMap(n int) *Map {
+func newArrayMap(n int) (*Map, []Value) {
 	var m *Map
 	switch n {
 	case 1:
@@ -93,7 +96,7 @@ func newArrayMap(n int) *Map {
 		m.kvs, m.slots = &b.a[0], int32(len(b.a))
 	}
 	m.n = int32(n)
-	return m
+	return m, unsafe.Slice(m.kvs, 2*n)
 }
 
 type vecBox2 struct {

@@ -10,11 +10,12 @@ type ifaceWords struct {
 	data unsafe.Pointer
 }
 
-// sameWords reports whether a and b are the same interface value word for
-// word (the same dynamic type and data pointer): true implies a == b
-// without comparing what the words point to.
-func sameWords(a, b Value) bool {
-	return *(*ifaceWords)(unsafe.Pointer(&a)) == *(*ifaceWords)(unsafe.Pointer(&b))
+// asWords returns vs seen as the words of its values, to compare them
+// word for word (the same dynamic type and data pointer imply ==, without
+// comparing what the words point to). Never write through it: a write
+// must go through vs, with its write barrier.
+func asWords(vs []Value) []ifaceWords {
+	return unsafe.Slice((*ifaceWords)(unsafe.Pointer(unsafe.SliceData(vs))), len(vs))
 }
 
 // boxFloats sets out[i] to Value(fs[i]) for every i (len(out) must equal

@@ -656,8 +656,7 @@ func (d *decoder) collection(tag byte, depth int) Value {
 // smallMap decodes a map of 1 to arrayMapMax entries straight into an
 // array-map, whose entries share its allocation (newArrayMap).
 func (d *decoder) smallMap(pairs, depth int) Value {
-	m := newArrayMap(pairs)
-	kvs := m.kv()
+	m, kvs := newArrayMap(pairs)
 	for i := range kvs {
 		v := d.value(depth + 1)
 		if v == nil {

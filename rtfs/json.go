@@ -311,8 +311,8 @@ func smallMap(kvs []Value) *Map {
 	if !distinctKeys(kvs, nil) {
 		return MapOf(kvs...)
 	}
-	m := newArrayMap(len(kvs) / 2)
-	copy(m.kv(), kvs)
+	m, mkvs := newArrayMap(len(kvs) / 2)
+	copy(mkvs, kvs)
 	return m
 }
 
@@ -361,8 +361,8 @@ func (p *jsonParser) internKey(b []byte) Value {
 func (p *jsonParser) makeMap(base int) *Map {
 	kvs := p.stack[base:]
 	if len(kvs) <= 2*arrayMapMax && distinctKeys(kvs, nil) {
-		m := newArrayMap(len(kvs) / 2)
-		copy(m.kv(), kvs)
+		m, mkvs := newArrayMap(len(kvs) / 2)
+		copy(mkvs, kvs)
 		p.pop(base)
 		return m
 	}

@@ -164,8 +164,8 @@ func (d *legacyJSONDecoder) object() (Value, error) {
 				return nil, err
 			}
 			if n := len(d.stack) - base; n <= 2*arrayMapMax && distinctKeys(d.stack[base:], nil) {
-				m := newArrayMap(n / 2)
-				copy(m.kv(), d.stack[base:])
+				m, mkvs := newArrayMap(n / 2)
+				copy(mkvs, d.stack[base:])
 				clear(d.stack[base:])
 				d.stack = d.stack[:base]
 				return m, nil

@@ -97,8 +97,8 @@ func mapOf(kvs []Value, m *meter) *Map {
 		if len(kvs) == 0 {
 			return emptyMap
 		}
-		nm := newArrayMap(len(kvs) / 2)
-		copy(nm.kv(), kvs)
+		nm, nkvs := newArrayMap(len(kvs) / 2)
+		copy(nkvs, kvs)
 		return nm
 	}
 	return buildMap(kvs, m)
@@ -125,9 +125,10 @@ func (m *Map) refill(kvs []Value, mt *meter) bool {
 	// words) already is not written: a processor's result has the same
 	// keys, and often the same :action, every time.
 	all := unsafe.Slice(m.kvs, m.slots)
-	for i, x := range kvs {
-		if !sameWords(all[i], x) {
-			all[i] = x
+	dst, src := asWords(all[:len(kvs)]), asWords(kvs)
+	for i := range src {
+		if dst[i] != src[i] {
+			all[i] = kvs[i]
 		}
 	}
 	if old := 2 * int(m.n); old > len(kvs) {
@@ -222,9 +223,9 @@ func (m *Map) Has(k Value) bool {
 	return ok
 }
 
-// arrayIndex returns the position of k's key slot in kvs, or -1.
-func (m *Map) arrayIndex(k Value, mt *meter) int {
-	kvs := m.kv()
+// arrayIndex returns the position of k's key slot in kvs, an array-map's
+// entries, or -1.
+func arrayIndex(kvs []Value, k Value, mt *meter) int {
 	if kw, ok := k.(Keyword); ok {
 		for i := 0; i < len(kvs); i += 2 {
 			if x, ok := kvs[i].(Keyword); ok && x == kw {
@@ -284,19 +285,17 @@ func (m *Map) assocBase(k, v Value, mt *meter) *Map {
 		return &Map{root: root, n: n}
 	}
 	kvs := m.kv()
-	if i := m.arrayIndex(k, mt); i >= 0 {
+	if i := arrayIndex(kvs, k, mt); i >= 0 {
 		if identical(kvs[i+1], v) {
 			return m
 		}
-		nm := newArrayMap(int(m.n))
-		nkvs := nm.kv()
+		nm, nkvs := newArrayMap(len(kvs) / 2)
 		copy(nkvs, kvs)
 		nkvs[i+1] = v
 		return nm
 	}
 	if m.n < arrayMapMax {
-		nm := newArrayMap(int(m.n) + 1)
-		nkvs := nm.kv()
+		nm, nkvs := newArrayMap(len(kvs)/2 + 1)
 		copy(nkvs, kvs)
 		nkvs[len(kvs)], nkvs[len(kvs)+1] = k, v
 		return nm
@@ -338,15 +337,15 @@ func (m *Map) dissocBase(k Value, mt *meter) *Map {
 		}
 		return &Map{root: root, n: m.n - 1}
 	}
-	i := m.arrayIndex(k, mt)
+	kvs := m.kv()
+	i := arrayIndex(kvs, k, mt)
 	if i < 0 {
 		return m
 	}
 	if m.n == 1 {
 		return emptyMap
 	}
-	nm := newArrayMap(int(m.n) - 1)
-	kvs, nkvs := m.kv(), nm.kv()
+	nm, nkvs := newArrayMap(len(kvs)/2 - 1)
 	copy(nkvs, kvs[:i])
 	copy(nkvs[i:], kvs[i+2:])
 	return nm
