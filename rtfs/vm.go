@@ -27,36 +27,40 @@ const checkInterval = 1024
 // run executes from the innermost frame until the entry frame returns, the
 // VM suspends at a host call (th.call is set), or an error escapes. pending,
 // when non-nil, is raised at the current instruction first (ResumeError).
-func (th *Thread) run(pending error) (result Value, err error) {
-	top := len(th.frames) - 1
-	fr := &th.frames[top]
+//
+// The loop keeps the running frame's state (fr, code, pc, base, stack, sp,
+// steps) in registers, and no value of it lives across a function call: an
+// instruction that calls one writes the state back to the thread first
+// (sync) and reads it again after (reload), and an error goes to raise
+// with the state written. A value live across a call would be saved to
+// memory at every instruction, since the compiler saves a loop's values
+// where they are defined.
+func (th *Thread) run(pending error) (Value, error) {
+	if pending != nil {
+		if h, ee := th.handle(pending); !h {
+			return nil, ee
+		}
+	}
+	var err error
+	var ins uint32
+	var arg int
+	fr := &th.frames[len(th.frames)-1]
 	code := fr.fn.code.Code
 	pc, base, sp := fr.pc, fr.base, th.sp
 	stack := th.stack
 	steps := th.steps
-	err = pending
 	for {
-		if err != nil {
-			fr.pc, th.sp, th.steps = pc, sp, steps
-			h, ee := th.handle(err)
-			if !h {
-				return nil, ee
-			}
-			err = nil
-			fr = &th.frames[len(th.frames)-1]
-			pc, base = fr.pc, fr.base
-			code, stack, sp = fr.fn.code.Code, th.stack, th.sp
-		}
 		if steps >= th.nextCheck {
-			th.steps = steps
+			fr.pc, th.sp, th.steps = pc, sp, steps
 			if err = th.checkpoint(); err != nil {
-				continue
+				goto raise
 			}
+			goto reload
 		}
 		steps++
-		ins := code[pc]
+		ins = code[pc]
 		pc++
-		arg := int(ins >> 8)
+		arg = int(ins >> 8)
 		switch compile.Opcode(ins & 0xff) {
 		case compile.NOP:
 		case compile.CONST:
@@ -89,69 +93,71 @@ func (th *Thread) run(pending error) (result Value, err error) {
 		case compile.GLOBAL:
 			v := th.globals[arg]
 			if v == nil {
+				fr.pc, th.sp, th.steps = pc, sp, steps
 				err = errorf("%s is not defined yet", th.prog.globals[arg])
-				break
+				goto raise
 			}
 			stack[sp] = v
 			sp++
 		case compile.SETGLOBAL:
+			fr.pc, th.sp, th.steps = pc, sp, steps
 			th.setGlobal(arg, stack[sp-1])
+			goto reload
 		case compile.POP:
 			sp--
 		case compile.JMP:
 			pc = arg
 		case compile.JMPF:
 			sp--
-			if v := stack[sp]; v == Nil || v == False {
+			if falsy(stack[sp]) {
 				pc = arg
 			}
 		case compile.JMPT:
 			sp--
-			if v := stack[sp]; v != Nil && v != False {
+			if !falsy(stack[sp]) {
 				pc = arg
 			}
 		case compile.JMPFK:
-			if v := stack[sp-1]; v == Nil || v == False {
+			if falsy(stack[sp-1]) {
 				pc = arg
 			} else {
 				sp--
 			}
 		case compile.JMPTK:
-			if v := stack[sp-1]; v != Nil && v != False {
+			if !falsy(stack[sp-1]) {
 				pc = arg
 			} else {
 				sp--
 			}
 		case compile.CALL:
+			fr.pc, th.sp, th.steps = pc, sp, steps
 			if b, ok := stack[sp-arg-1].(*Builtin); ok {
-				var v Value
-				v, err = b.call(th, stack[sp-arg:sp])
-				sp -= arg
-				stack[sp-1] = v
-				break
+				v, e := b.call(th, stack[sp-arg:sp])
+				th.sp -= arg
+				th.stack[th.sp-1] = v
+				if e != nil {
+					err = e
+					goto raise
+				}
+				goto reload
 			}
-			if stack[sp-arg-1] == Nil {
+			if _, isNil := stack[sp-arg-1].(NilType); isNil {
 				if name, ok := fr.fn.code.CalleeNames[pc-1]; ok {
 					// Name what held nil: (handler x) with handler nil.
 					err = withKind(compile.KindNil, errorf("cannot call nil (%s): not a function", name))
-					break
+					goto raise
 				}
 			}
-			fr.pc, th.sp = pc, sp
 			if err = th.callValue(arg); err != nil {
-				break
+				goto raise
 			}
-			fr = &th.frames[len(th.frames)-1]
-			pc, base = fr.pc, fr.base
-			code, stack, sp = fr.fn.code.Code, th.stack, th.sp
+			goto reload
 		case compile.CALLSPREAD:
-			fr.pc, th.sp = pc, sp
+			fr.pc, th.sp, th.steps = pc, sp, steps
 			if err = th.callSpread(); err != nil {
-				break
+				goto raise
 			}
-			fr = &th.frames[len(th.frames)-1]
-			pc, base = fr.pc, fr.base
-			code, stack, sp = fr.fn.code.Code, th.stack, th.sp
+			goto reload
 		case compile.RETURN:
 			v := stack[sp-1]
 			fr.cl = nil // the frames past the top keep no closure (nor what it captured)
@@ -167,67 +173,144 @@ func (th *Thread) run(pending error) (result Value, err error) {
 			pc, base = fr.pc, fr.base
 			code = fr.fn.code.Code
 		case compile.CLOSURE:
-			sp = th.makeClosure(arg, sp)
+			fr.pc, th.sp, th.steps = pc, sp, steps
+			th.sp = th.makeClosure(arg, sp)
+			goto reload
 		case compile.MKVEC, compile.MKSET:
-			sp, err = th.makeCollection(compile.Opcode(ins&0xff), arg, sp, false)
+			fr.pc, th.sp, th.steps = pc, sp, steps
+			th.sp, err = th.makeCollection(compile.Opcode(ins&0xff), arg, sp, false)
+			if err != nil {
+				goto raise
+			}
+			goto reload
 		case compile.MKMAP:
 			// A map literal the entry frame returns at once goes to the
 			// host, which may have it built in the thread's result box.
-			sp, err = th.makeCollection(compile.MKMAP, arg, sp, th.reuse && len(th.frames) == 1 && returnsNext(code, pc))
-		case compile.HOSTCALL, compile.HOSTSPREAD:
-			fr.pc, th.sp = pc, sp
-			if err = th.suspend(compile.Opcode(ins&0xff) == compile.HOSTSPREAD, arg); err != nil {
-				break
+			fr.pc, th.sp, th.steps = pc, sp, steps
+			th.sp, err = th.makeCollection(compile.MKMAP, arg, sp, th.reuse && len(th.frames) == 1 && returnsNext(code, pc))
+			if err != nil {
+				goto raise
 			}
-			th.steps = steps
+			goto reload
+		case compile.HOSTCALL, compile.HOSTSPREAD:
+			fr.pc, th.sp, th.steps = pc, sp, steps
+			if err = th.suspend(compile.Opcode(ins&0xff) == compile.HOSTSPREAD, arg); err != nil {
+				goto raise
+			}
 			return nil, nil
 		case compile.THROW:
+			fr.pc, th.sp, th.steps = pc, sp, steps
 			err = &thrownError{value: stack[sp-1]}
+			goto raise
 		case compile.PUSHTRY:
+			fr.pc, th.sp, th.steps = pc, sp, steps
 			th.handlers = append(th.handlers, handler{frame: len(th.frames) - 1, pc: arg, sp: sp})
+			goto reload
 		case compile.POPTRY:
 			th.handlers = th.handlers[:len(th.handlers)-1]
 		case compile.RERAISE, compile.ERRVAL, compile.CATCHES:
-			// Through a copy: a local whose address is taken lives in
-			// memory, and sp is read and written by every instruction.
-			nsp := sp
+			fr.pc, th.sp, th.steps = pc, sp, steps
+			nsp := sp // through a copy: a local whose address is taken lives in memory
 			err = caughtOp(compile.Opcode(ins&0xff), fr.fn.consts, arg, stack, &nsp)
-			sp = nsp
+			th.sp = nsp
+			if err != nil {
+				goto raise
+			}
+			goto reload
 		case compile.EQ:
-			sp, err = th.eqOp(stack, sp)
+			fr.pc, th.sp, th.steps = pc, sp, steps
+			th.sp, err = th.eqOp(stack, sp)
+			if err != nil {
+				goto raise
+			}
+			goto reload
 		case compile.NOT:
-			v := stack[sp-1]
-			stack[sp-1] = Bool(v == Nil || v == False)
+			stack[sp-1] = Bool(falsy(stack[sp-1]))
 		case compile.ADD, compile.SUB, compile.LT, compile.GT, compile.LE, compile.GE:
-			sp, err = th.arith(compile.Opcode(ins&0xff), fr.fn.builtins[arg].(*Builtin), stack, sp)
+			fr.pc, th.sp, th.steps = pc, sp, steps
+			th.sp, err = th.arith(compile.Opcode(ins&0xff), fr.fn.builtins[arg].(*Builtin), stack, sp)
+			if err != nil {
+				goto raise
+			}
+			goto reload
 		case compile.GET:
+			fr.pc, th.sp, th.steps = pc, sp, steps
 			if m, ok := stack[sp-2].(*Map); ok {
 				if k, ok := stack[sp-1].(Keyword); ok {
 					v, found := m.GetKeyword(string(k))
 					if !found {
 						v = Nil
 					}
-					sp--
-					stack[sp-1] = v
-					break
+					th.sp--
+					th.stack[th.sp-1] = v
+					goto reload
 				}
 			}
-			sp, err = th.callBuiltinOp(fr.fn.builtins[arg].(*Builtin), 2, stack, sp)
+			th.sp, err = th.callBuiltinOp(fr.fn.builtins[arg].(*Builtin), 2, stack, sp)
+			if err != nil {
+				goto raise
+			}
+			goto reload
 		case compile.GETDEF:
-			sp, err = th.callBuiltinOp(fr.fn.builtins[arg].(*Builtin), 3, stack, sp)
+			fr.pc, th.sp, th.steps = pc, sp, steps
+			th.sp, err = th.callBuiltinOp(fr.fn.builtins[arg].(*Builtin), 3, stack, sp)
+			if err != nil {
+				goto raise
+			}
+			goto reload
 		case compile.COUNT:
-			if n, ok := fastCount(stack[sp-1]); ok {
-				stack[sp-1] = Int(n)
+			if n, ok := fastCount(stack[sp-1]); ok && n < len(smallInts) {
+				stack[sp-1] = smallInts[n] // boxed already: Int(n) is a call
 				break
 			}
-			sp, err = th.callBuiltinOp(fr.fn.builtins[arg].(*Builtin), 1, stack, sp)
+			fr.pc, th.sp, th.steps = pc, sp, steps
+			th.sp, err = th.callBuiltinOp(fr.fn.builtins[arg].(*Builtin), 1, stack, sp)
+			if err != nil {
+				goto raise
+			}
+			goto reload
 		default:
+			fr.pc, th.sp, th.steps = pc, sp, steps
 			nsp := sp // a copy, as for caughtOp
 			err = th.destructOp(compile.Opcode(ins&0xff), arg, fr.fn, stack, &nsp)
-			sp = nsp
+			th.sp = nsp
+			if err != nil {
+				goto raise
+			}
+			goto reload
 		}
+		continue
+	raise: // the state is written back
+		if h, ee := th.handle(err); !h {
+			return nil, ee
+		}
+		err = nil
+	reload:
+		fr = &th.frames[len(th.frames)-1]
+		pc, base, steps = fr.pc, fr.base, th.steps
+		code, stack, sp = fr.fn.code.Code, th.stack, th.sp
 	}
 }
+
+// falsy reports whether v is nil or false, by its type: v == Nil compares
+// through runtime.ifaceeq, a call the run loop would save its state for.
+func falsy(v Value) bool {
+	switch x := v.(type) {
+	case NilType:
+		return x == Nil
+	case Bool:
+		return !bool(x)
+	}
+	return false
+}
+
+// smallInts are the Ints 0 to 255 boxed as Values, for counts.
+var smallInts = func() (a [256]Value) {
+	for i := range a {
+		a[i] = Int(i)
+	}
+	return a
+}()
 
 func fastCount(v Value) (int, bool) {
 	switch c := v.(type) {
