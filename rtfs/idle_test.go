@@ -131,3 +131,31 @@ func TestIdleThreadKeepsNoValue(t *testing.T) {
 	}
 	runtime.KeepAlive(th)
 }
+
+// TestIdleThreadKeepsNoCapturedText: the text a with-out-str captured is
+// not kept by an idle thread, whether the form ended or the run failed or
+// was suspended inside it.
+func TestIdleThreadKeepsNoCapturedText(t *testing.T) {
+	p, err := compileUnits("out.rtfs", []byte(`
+(defn ended [s c m] (with-out-str (print s)))
+(defn failed [s c m] (with-out-str (print s) (throw {:x 1})))
+(defn parked [s c m] (with-out-str (print s) (call :test.park 1)))
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := NewThread(Limits{})
+	g := mustRun(t, th, p).Globals
+	for _, name := range []string{"ended", "failed", "parked"} {
+		fn, _ := g.Get(name)
+		th.Call(context.Background(), g, fn, String("secret"), Nil, Nil) //nolint:errcheck // some fail on purpose
+		if len(th.out) != 0 {
+			t.Errorf("%s: %d captures left open", name, len(th.out))
+		}
+		for i, b := range th.out[:cap(th.out)] {
+			if b != nil {
+				t.Errorf("%s: slot %d keeps the captured text %q", name, i, b.String())
+			}
+		}
+	}
+}

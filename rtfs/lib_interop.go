@@ -555,6 +555,7 @@ func intrOutEnd(th *Thread, args []Value) (Value, error) {
 		return nil, withKind(compile.KindState, fmt.Errorf("with-out-str: its output was lost (the program was suspended inside it)"))
 	}
 	b := th.out[len(th.out)-1]
+	th.out[len(th.out)-1] = nil // an idle thread keeps no captured text
 	th.out = th.out[:len(th.out)-1]
 	if len(args) > 0 && Truth(args[0]) {
 		return Nil, nil // dropped

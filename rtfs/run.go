@@ -354,6 +354,8 @@ func (th *Thread) panicked(r any) error {
 	clear(th.frames[:cap(th.frames)])
 	th.frames, th.handlers, th.sp, th.hw, th.call = th.frames[:0], th.handlers[:0], 0, 0, nil
 	clear(th.stack)
+	clear(th.out)
+	th.out = th.out[:0]
 	th.globals, th.gsnap, th.ctx, th.done = nil, nil, nil, nil
 	return fmt.Errorf("rtfs: internal error: %v", r)
 }

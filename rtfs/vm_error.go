@@ -222,6 +222,8 @@ func (th *Thread) resetStacks() {
 	clear(th.frames)
 	th.frames = th.frames[:0]
 	th.handlers = th.handlers[:0]
+	clear(th.out) // the text of a with-out-str the run left open
+	th.out = th.out[:0]
 }
 
 // clearStack drops the references the stack holds, so that a Thread kept
